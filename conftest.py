@@ -1,0 +1,55 @@
+"""The switch between implementations, for every lab at once.
+
+``LAB_IMPL`` names the module of each lab folder that the tests exercise:
+``solution`` (default), ``starter``, a student's copy (``LAB_IMPL=alice`` for
+``alice.py``) or a path inside the folder (``LAB_IMPL=bugs/no_correction``).
+Tests receive it as the ``lab`` fixture: ``lab.paged_attention(...)``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from labkit import loader, triton_env
+
+
+def pytest_configure(config):
+    # Decide where Triton runs before any test module imports it.
+    config.stash[_TRITON_LINE] = triton_env.describe()
+    config.stash[_HAS_CUDA] = triton_env.cuda_available()
+
+
+_TRITON_LINE = pytest.StashKey[str]()
+_HAS_CUDA = pytest.StashKey[bool]()
+
+
+def pytest_report_header(config):
+    impl = loader.impl_name()
+    note = " (the reference solutions; LAB_IMPL=starter tests your own work)" if impl == "solution" else ""
+    return [f"labs: LAB_IMPL={impl}{note}", config.stash[_TRITON_LINE]]
+
+
+def pytest_collection_modifyitems(config, items):
+    # An unknown LAB_IMPL is a usage error naming what each lab folder has,
+    # reported once, before any test runs.
+    impl = loader.impl_name()
+    problems = []
+    for lab_dir in sorted({item.path.parent for item in items if "lab" in item.fixturenames}):
+        try:
+            loader.impl_path(lab_dir, impl)
+        except loader.ImplNotFoundError as err:
+            problems.append(str(err))
+    if problems:
+        raise pytest.UsageError("\n".join(problems))
+
+    if not config.stash[_HAS_CUDA]:
+        skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip_gpu)
+
+
+@pytest.fixture(scope="module")
+def lab(request):
+    """The implementation under test of this test file's lab (see LAB_IMPL)."""
+    return loader.load_impl(request.path.parent)

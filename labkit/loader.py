@@ -1,0 +1,112 @@
+"""Load a lab's implementation by path, the way ``LAB_IMPL`` asks for it.
+
+``LAB_IMPL`` names a module of the lab folder: ``solution`` (the default),
+``starter``, a student's copy (``alice`` for ``alice.py``) or a path inside the
+folder without ``.py`` (``bugs/no_correction``). Each file is loaded under a
+module name unique to its lab and implementation, so one pytest run over every
+lab never hands one lab another lab's ``solution``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+DEFAULT_IMPL = "solution"
+# Files in a lab folder that are not implementations.
+NOT_IMPLEMENTATIONS = {"test_lab", "lab", "bench", "conftest"}
+
+
+class ImplNotFoundError(LookupError):
+    """LAB_IMPL names no module of the lab folder."""
+
+
+def impl_name() -> str:
+    """The implementation under test: ``$LAB_IMPL`` or ``solution``."""
+    return os.environ.get("LAB_IMPL", "").strip() or DEFAULT_IMPL
+
+
+def available_impls(lab_dir: Path) -> list[str]:
+    """The names LAB_IMPL may take in this lab folder (``bugs/x`` for files below it)."""
+    lab_dir = Path(lab_dir)
+    names = []
+    for path in sorted(lab_dir.rglob("*.py")):
+        rel = path.relative_to(lab_dir).with_suffix("").as_posix()
+        if "__pycache__" in rel or rel.startswith("test_") or rel.endswith("__init__"):
+            continue
+        if rel in NOT_IMPLEMENTATIONS:
+            continue
+        names.append(rel)
+    return names
+
+
+def impl_path(lab_dir: Path, impl: str) -> Path:
+    """The file ``impl`` names inside ``lab_dir``; ImplNotFoundError if there is none."""
+    lab_dir = Path(lab_dir).resolve()
+    rel = impl.removesuffix(".py")
+    path = (lab_dir / f"{rel}.py").resolve()
+    inside = lab_dir in path.parents
+    if not inside or not path.is_file() or rel in NOT_IMPLEMENTATIONS:
+        choices = ", ".join(available_impls(lab_dir)) or "(none)"
+        raise ImplNotFoundError(
+            f"LAB_IMPL={impl!r} names no module in {lab_dir.name}/.\n"
+            f"  It has: {choices}\n"
+            f"  Use one of these (LAB_IMPL=starter for your own work), or unset LAB_IMPL "
+            f"for the reference solution."
+        )
+    return path
+
+
+def module_name(lab_dir: Path, impl: str) -> str:
+    """A name unique to (lab, implementation), safe as a sys.modules key."""
+    lab_dir = Path(lab_dir).resolve()
+    tag = f"{lab_dir.parent.parent.name}__{lab_dir.name}__{impl}"
+    return "labimpl_" + re.sub(r"\W", "_", tag)
+
+
+def load_impl(lab_dir: Path, impl: str | None = None) -> ModuleType:
+    """Import ``impl`` (default: ``$LAB_IMPL`` or ``solution``) from ``lab_dir``.
+
+    The module is cached under its unique name: loading the same pair twice
+    returns the same module. Modules the file imports from its own lab folder
+    (lab-local helpers) work, and are dropped from ``sys.modules`` afterwards so
+    that another lab's same-named helper is never handed out in their place.
+    """
+    lab_dir = Path(lab_dir).resolve()
+    impl = impl or impl_name()
+    path = impl_path(lab_dir, impl)
+    name = module_name(lab_dir, impl)
+    if name in sys.modules:
+        return sys.modules[name]
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    before = set(sys.modules)
+    sys.modules[name] = module
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    finally:
+        sys.path.remove(str(path.parent))
+        for key in set(sys.modules) - before - {name}:
+            origin = getattr(sys.modules[key], "__file__", None) or ""
+            if origin and lab_dir in Path(origin).resolve().parents:
+                del sys.modules[key]
+    return module
+
+
+def load_sibling(file: str | Path, impl: str = DEFAULT_IMPL) -> ModuleType:
+    """From a file inside a lab folder (a bug in ``bugs/``, a ``lab.py``), load
+    another implementation of the same lab: ``load_sibling(__file__)`` is its solution."""
+    here = Path(file).resolve()
+    for folder in [here.parent, *here.parents]:
+        if (folder / "test_lab.py").is_file():
+            return load_impl(folder, impl)
+    raise ImplNotFoundError(f"{here} is not inside a lab folder (no test_lab.py above it)")

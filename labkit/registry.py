@@ -1,0 +1,97 @@
+"""The registry of labs: one entry per lab, in study order.
+
+Everything that lists labs reads this table: the README's lab map (checked by
+``tests/test_repo.py``), the ``labs`` command line, the maintainers' checks.
+Numbering follows the book's chapters, not study order: 02-06 (numpy) comes
+before 02-04 (Triton) because it is the same algorithm without the GPU dialect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Lab:
+    id: str  # "02-06": phase number, lab number
+    phase: str  # the phase folder, e.g. "phase-02-paged-attention"
+    folder: str  # the lab folder, relative to the repository root
+    title: str
+    builds: str  # what the learner builds, one line for the lab map
+    tags: tuple[str, ...]  # "cpu" (numpy only) or "triton" (torch + triton; GPU or interpreter)
+
+    @property
+    def path(self) -> Path:
+        return ROOT / self.folder
+
+    @property
+    def runs_on(self) -> str:
+        if "triton" in self.tags:
+            return "GPU, or CPU via Triton's interpreter"
+        return "CPU (numpy)"
+
+
+def _lab(id: str, phase: str, name: str, title: str, builds: str, *tags: str) -> Lab:
+    return Lab(id, phase, f"{phase}/labs/{name}", title, builds, tags)
+
+
+P2 = "phase-02-paged-attention"
+P4 = "phase-04-attention-backends"
+
+# Study order is the order of this list.
+LABS: tuple[Lab, ...] = (
+    _lab("02-06", P2, "lab-06-paged-attention-numpy", "Paged attention in pure numpy",
+         "slot mapping, KV scatter, gather-through-the-table attention (GQA)", "cpu"),
+    _lab("02-04", P2, "lab-04-paged-attention-triton", "A block-table-indexed attention kernel in Triton",
+         "a torch reference and a Triton decode kernel that reads the block table", "triton"),
+    _lab("04-01", P4, "lab-01-paged-attention-gather", "Paged attention with online softmax",
+         "one streaming pass over paged blocks with a running max and correction", "cpu"),
+    _lab("04-04", P4, "lab-04-flash-decoding-partitions", "Flash-decoding: split the keys, merge the partials",
+         "the (max, denominator, accumulator) summary and its exact merge", "cpu"),
+    _lab("04-05", P4, "lab-05-kernel-walkthrough-exercises", "Inside vLLM's paged-attention kernel: exercises",
+         "block-table arithmetic, shared-memory budget, a QK score kernel (Triton; CUDA on a GPU)",
+         "triton"),
+    _lab("04-06", P4, "lab-06-paged-decode-roofline", "Paged decode at the memory roofline",
+         "split-KV + grouped-query Triton decode kernels with an exact reduce", "triton"),
+)
+
+PHASES = {
+    P2: "Phase 2: paged attention",
+    P4: "Phase 4: attention backends",
+}
+
+
+def labs() -> tuple[Lab, ...]:
+    """Every lab, in study order."""
+    return LABS
+
+
+def get(lab_id: str) -> Lab:
+    """The lab with this id ("02-06"), or a ValueError that lists the ids."""
+    for lab in LABS:
+        if lab.id == lab_id:
+            return lab
+    known = ", ".join(lab.id for lab in LABS)
+    raise ValueError(f"no lab {lab_id!r}; the labs are: {known}")
+
+
+def lab_for_path(path: Path) -> Lab | None:
+    """The lab whose folder holds ``path`` (a file or the folder itself), if any."""
+    path = Path(path).resolve()
+    for lab in LABS:
+        if path == lab.path or lab.path in path.parents:
+            return lab
+    return None
+
+
+def render_lab_map() -> str:
+    """The README's lab map: a Markdown table in study order."""
+    rows = ["| # | lab | what you build | runs on | folder |", "|---|---|---|---|---|"]
+    for n, lab in enumerate(LABS, start=1):
+        rows.append(
+            f"| {n} | {lab.id} {lab.title} | {lab.builds} | {lab.runs_on} | [`{lab.folder}`]({lab.folder}) |"
+        )
+    return "\n".join(rows)
