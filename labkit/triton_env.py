@@ -12,7 +12,7 @@ import importlib.util
 import os
 import sys
 
-INSTALL_HINT = 'pip install -e ".[torch,triton]"  (SETUP.md: on a CPU-only machine install the CPU build of torch first)'
+INSTALL_HINT = 'pip install -e ".[torch,triton]"  (CPU-only machine: install the CPU build of torch first, SETUP.md)'
 
 
 def has_torch_and_triton() -> bool:
