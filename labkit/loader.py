@@ -68,18 +68,18 @@ def module_name(lab_dir: Path, impl: str) -> str:
     return "labimpl_" + re.sub(r"\W", "_", tag)
 
 
-def load_impl(lab_dir: Path, impl: str | None = None) -> ModuleType:
+def load_impl(lab_dir: Path, impl: str | None = None, *, as_name: str | None = None) -> ModuleType:
     """Import ``impl`` (default: ``$LAB_IMPL`` or ``solution``) from ``lab_dir``.
 
-    The module is cached under its unique name: loading the same pair twice
-    returns the same module. Modules the file imports from its own lab folder
+    The module is cached under its unique name (or ``as_name``): loading the same
+    pair twice returns the same module. Modules the file imports from its own lab folder
     (lab-local helpers) work, and are dropped from ``sys.modules`` afterwards so
     that another lab's same-named helper is never handed out in their place.
     """
     lab_dir = Path(lab_dir).resolve()
     impl = impl or impl_name()
     path = impl_path(lab_dir, impl)
-    name = module_name(lab_dir, impl)
+    name = as_name or module_name(lab_dir, impl)
     if name in sys.modules:
         return sys.modules[name]
 
