@@ -9,6 +9,7 @@ lab never hands one lab another lab's ``solution``.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import re
@@ -65,7 +66,9 @@ def module_name(lab_dir: Path, impl: str) -> str:
     """A name unique to (lab, implementation), safe as a sys.modules key."""
     lab_dir = Path(lab_dir).resolve()
     tag = f"{lab_dir.parent.parent.name}__{lab_dir.name}__{impl}"
-    return "labimpl_" + re.sub(r"\W", "_", tag)
+    # The path's hash keeps two checkouts' same-named labs apart too.
+    where = hashlib.sha1(str(lab_dir).encode()).hexdigest()[:8]
+    return f"labimpl_{where}_" + re.sub(r"\W", "_", tag)
 
 
 def load_impl(lab_dir: Path, impl: str | None = None, *, as_name: str | None = None) -> ModuleType:
