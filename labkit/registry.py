@@ -95,3 +95,7 @@ def render_lab_map() -> str:
             f"| {n} | {lab.id} {lab.title} | {lab.builds} | {lab.runs_on} | [`{lab.folder}`]({lab.folder}) |"
         )
     return "\n".join(rows)
+
+
+if __name__ == "__main__":  # python -m labkit.registry: the lab map for README.md
+    print(render_lab_map())

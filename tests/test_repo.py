@@ -1,0 +1,131 @@
+"""Repository checks for the course's maintainers (``pytest -m maintainer``; .ci/run runs them)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from labkit import registry
+
+pytestmark = pytest.mark.maintainer
+
+ROOT = registry.ROOT
+LAB_FILES = ("README.md", "starter.py", "solution.py", "test_lab.py")
+
+
+def test_every_registered_lab_has_its_files():
+    for lab in registry.labs():
+        missing = [f for f in LAB_FILES if not (lab.path / f).is_file()]
+        assert not missing, f"lab {lab.id} ({lab.folder}) lacks {missing}"
+
+
+def test_every_lab_folder_is_registered():
+    on_disk = {p.relative_to(ROOT).as_posix() for p in ROOT.glob("phase-*/labs/lab-*") if p.is_dir()}
+    registered = {lab.folder for lab in registry.labs()}
+    assert on_disk - registered == set(), "lab folders missing from labkit/registry.py"
+
+
+def _public_api(path: Path) -> dict[str, str]:
+    """Public top-level functions with their argument lists (names and defaults), read without importing."""
+    api = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("_"):
+            args = node.args
+            defaults = [None] * (len(args.args) - len(args.defaults)) + [ast.unparse(d) for d in args.defaults]
+            parts = [a.arg + (f"={d}" if d else "") for a, d in zip(args.args, defaults, strict=True)]
+            parts += [f"*{args.vararg.arg}"] if args.vararg else []
+            parts += [a.arg for a in args.kwonlyargs]
+            parts += [f"**{args.kwarg.arg}"] if args.kwarg else []
+            api[node.name] = f"{node.name}({', '.join(parts)})"
+    return api
+
+
+@pytest.mark.parametrize("lab", registry.labs(), ids=lambda lab: lab.id)
+def test_starter_and_solution_expose_the_same_api(lab):
+    starter, solution = _public_api(lab.path / "starter.py"), _public_api(lab.path / "solution.py")
+    assert starter == solution, f"lab {lab.id}: starter {starter} vs solution {solution}"
+
+
+def test_committed_starters_fail_every_test(tmp_path):
+    """Every lab test, run against the starters as committed in git, fails with NotImplementedError."""
+    archive = tmp_path / "head.tar"
+    subprocess.run(["git", "archive", "--format=tar", "-o", str(archive), "HEAD"], cwd=ROOT, check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp_path / "repo")  # our own HEAD: trusted content
+    report = tmp_path / "report.xml"
+    env = {**os.environ, "LAB_IMPL": "starter"}
+    folders = [lab.folder for lab in registry.labs()]
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *folders],
+        cwd=tmp_path / "repo", env=env, capture_output=True, text=True, timeout=900,
+    )
+    cases = ET.parse(report).getroot().iter("testcase")
+    wrong = []
+    ran = 0
+    for case in cases:
+        outcome = next((c for c in case if c.tag in ("failure", "error", "skipped")), None)
+        if outcome is not None and outcome.tag == "skipped":
+            continue
+        ran += 1
+        text = "" if outcome is None else (outcome.get("message", "") + (outcome.text or ""))
+        if outcome is None or "NotImplementedError" not in text:
+            wrong.append(f"{case.get('classname')}::{case.get('name')}: {'passed' if outcome is None else text[:200]}")
+    assert ran > 0, "no lab test ran against the starters"
+    assert not wrong, "tests that do not fail through the starter's NotImplementedError:\n" + "\n".join(wrong)
+
+
+def _map_in(text: str) -> str:
+    found = re.search(r"<!-- lab-map:start -->\n(.*?)\n<!-- lab-map:end -->", text, re.S)
+    assert found, "README.md has no <!-- lab-map:start --> ... <!-- lab-map:end --> block"
+    return found.group(1).strip()
+
+
+def test_readme_lab_map_matches_the_registry():
+    assert _map_in((ROOT / "README.md").read_text()) == registry.render_lab_map(), (
+        "README.md's lab map is stale: paste the output of `python -m labkit.registry`"
+    )
+
+
+def test_phase_readmes_list_their_labs_in_study_order():
+    for phase in registry.PHASES:
+        text = (ROOT / phase / "README.md").read_text()
+        ids = [lab.id for lab in registry.labs() if lab.phase == phase]
+        positions = [text.find(f"lab-{lab_id.split('-')[1]}") for lab_id in ids]
+        assert -1 not in positions, f"{phase}/README.md does not name every lab of {ids}"
+        assert positions == sorted(positions), f"{phase}/README.md lists {ids} out of study order"
+
+
+def _markdown_files():
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
+                         cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    return [ROOT / p for p in out if not p.startswith("tests/fixtures/")]
+
+
+def test_relative_links_point_at_files_that_exist():
+    dead = []
+    for md in _markdown_files():
+        if not md.exists():
+            continue
+        for target in re.findall(r"\]\(([^)\s]+)\)", md.read_text()):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = (md.parent / target.split("#")[0]).resolve()
+            if not path.exists():
+                dead.append(f"{md.relative_to(ROOT)} -> {target}")
+    assert not dead, "dead relative links:\n" + "\n".join(dead)
+
+
+def test_no_prose_repeats_a_source_document():
+    tool = ROOT.parent / "shared" / "tools" / "seed_overlap.py"
+    if not tool.is_file():
+        pytest.skip("../shared/tools/seed_overlap.py is not beside this checkout")
+    run = subprocess.run([sys.executable, str(tool), "--repo", str(ROOT)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-3000:]
