@@ -1,0 +1,243 @@
+"""``labs grade``: run the instructor's tests against every student's work.
+
+``SUBMISSIONS/<student>/<lab folder>/starter.py`` is a student's file for a lab
+(the folder mirrors the repository's paths). For each student and lab:
+
+1. Every submission is first copied into a private temporary directory
+   (regular files only: a symbolic link is never followed), so nothing a
+   student's code does later changes what another student is graded on.
+2. A missing ``starter.py`` is *missing*; one that does not compile is
+   *syntax error* (compiled here, never run here).
+3. Otherwise the repository's own ``test_lab.py`` runs in a trusted pytest
+   process whose ``lab`` fixture is a :class:`labkit.remote.Submission`: each
+   call goes to a worker subprocess that imported the student's file (scratch
+   working directory, per-call and per-lab time limits). The verdict comes
+   from the instructor's assertions in the trusted process only.
+
+Statuses: ``ok`` (every test passed), ``failed``, ``timeout`` (a call or the
+lab ran past its limit), ``crashed`` (the import raised, or the worker died),
+``missing``, ``syntax error``. A subprocess is not an operating-system
+sandbox: see SETUP.md for what this does and does not protect against.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from labkit import registry
+from labkit.registry import ROOT, Lab
+from labkit.runner import LabRun, run_lab_tests
+
+STATUSES = ("ok", "failed", "timeout", "crashed", "missing", "syntax error")
+REPORT_SUFFIXES = (".csv", ".json", ".md")
+WORK_FILE = "starter.py"
+MAX_FILE_BYTES = 2_000_000  # a larger file in a submission is not copied
+STARTUP_GRACE = 20.0  # seconds on top of the lab limit before the whole test run is killed
+
+
+@dataclass(frozen=True)
+class Limits:
+    call: float = 10.0  # seconds one call into the submission may take
+    lab: float = 120.0  # seconds for one student's whole lab (import and every test)
+    imports: float = 60.0  # seconds the import of the student's file may take (torch, triton...)
+
+
+@dataclass
+class Verdict:
+    student: str
+    lab: str  # the lab id, "02-06"
+    passed: int
+    total: int
+    status: str
+    first_failure: str
+    seconds: float
+
+    def row(self) -> dict:
+        return asdict(self)
+
+
+class GradeError(Exception):
+    """Bad input to the grader (a missing folder, an unknown lab, a bad report name)."""
+
+
+def students(submissions: Path) -> list[str]:
+    """The student folders of ``submissions`` (hidden folders and links skipped), sorted."""
+    if not submissions.is_dir():
+        raise GradeError(f"{submissions}: no such folder (expected one folder per student)")
+    names = sorted(p.name for p in submissions.iterdir() if p.is_dir() and not p.is_symlink()
+                   and not p.name.startswith((".", "_")))
+    if not names:
+        raise GradeError(f"{submissions}: no student folders in it")
+    return names
+
+
+def check_report_path(out: Path | None) -> None:
+    if out is not None and out.suffix.lower() not in REPORT_SUFFIXES:
+        raise GradeError(f"--out {out}: the report must end in {', '.join(REPORT_SUFFIXES)}")
+
+
+def _snapshot(src: Path, dest: Path) -> None:
+    """Copy the regular files under ``src`` to ``dest``; links and huge files are left out."""
+    if src.is_symlink() or not src.is_dir():
+        return
+    for path in sorted(src.rglob("*")):
+        rel = path.relative_to(src)
+        if "__pycache__" in rel.parts or any(p.is_symlink() for p in [path, *path.parents] if src in p.parents):
+            continue
+        if path.is_file() and path.stat().st_size <= MAX_FILE_BYTES:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, dest / rel)
+
+
+def _syntax_error(file: Path) -> str | None:
+    """A one-line description of why ``file`` does not compile, or None. Compiling runs nothing."""
+    try:
+        compile(file.read_bytes(), str(file.name), "exec", dont_inherit=True)
+    except SyntaxError as err:
+        return f"line {err.lineno}: {err.msg}"
+    except (ValueError, UnicodeDecodeError) as err:
+        return str(err).splitlines()[0]
+    return None
+
+
+def _fingerprint(labs: Iterable[Lab]) -> dict[str, str]:
+    """Hashes of the files the verdicts rest on: the tests, the conftest, labkit."""
+    files = [ROOT / "conftest.py", *sorted((ROOT / "labkit").glob("*.py"))]
+    files += [lab.path / "test_lab.py" for lab in labs]
+    return {str(f.relative_to(ROOT)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.is_file()}
+
+
+def verdict_from_run(student: str, lab: Lab, run: LabRun) -> Verdict:
+    incidents = [i.get("kind") for t in run.tests for i in t.incidents]
+    if run.all_passed:
+        status = "ok"
+    elif run.timed_out or "timeout" in incidents:
+        status = "timeout"
+    elif "crashed" in incidents:
+        status = "crashed"
+    else:
+        status = "failed"
+    first = run.first_problem()
+    if status == "timeout" and not first:
+        first = "the lab's time limit was reached"
+    skipped = sum(t.outcome == "skipped" for t in run.tests)
+    total = max(run.total, (run.collected or 0) - skipped)  # tests never reached count as not passed
+    return Verdict(student, lab.id, run.passed, total, status, first, round(run.seconds, 1))
+
+
+def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits) -> Verdict:
+    """One student's verdict on one lab; ``work_file`` is the snapshot (None: missing)."""
+    if work_file is None or not work_file.is_file():
+        return Verdict(student, lab.id, 0, 0, "missing", f"no {lab.folder}/{WORK_FILE}", 0.0)
+    error = _syntax_error(work_file)
+    if error:
+        return Verdict(student, lab.id, 0, 0, "syntax error", error, 0.0)
+    env = {
+        "LABS_SUBMISSION": str(work_file),
+        "LABS_CALL_TIMEOUT": str(limits.call),
+        "LABS_IMPORT_TIMEOUT": str(limits.imports),
+        "LABS_DEADLINE": str(time.time() + limits.lab),
+        "LABS_TRITON": "1" if "triton" in lab.tags else "0",
+    }
+    # LAB_IMPL=starter: should the grader's hook ever be bypassed, the tests see the
+    # repository's starter and fail; they can never see the solution.
+    run = run_lab_tests(lab.path, impl="starter", env=env, timeout=limits.lab + STARTUP_GRACE)
+    return verdict_from_run(student, lab, run)
+
+
+def choose_labs(ids: Iterable[str] | None) -> list[Lab]:
+    """The labs with these ids (all by default); GradeError for an unknown one."""
+    if not ids:
+        return list(registry.labs())
+    try:
+        return [registry.get(i) for i in ids]
+    except ValueError as err:
+        raise GradeError(str(err)) from None
+
+
+def grade(
+    submissions: Path,
+    labs: list[Lab],
+    limits: Limits = Limits(),
+    jobs: int = 2,
+    on_verdict: Callable[[Verdict], None] | None = None,
+) -> tuple[list[Verdict], list[str]]:
+    """Grade every student on every lab. Returns the verdicts (student, then lab
+    order) and warnings (labs not in the repository yet, changed instructor files)."""
+    names = students(Path(submissions))
+    warnings = []
+    ready = []
+    for lab in labs:
+        if (lab.path / "test_lab.py").is_file():
+            ready.append(lab)
+        else:
+            warnings.append(f"lab {lab.id} is not in the repository yet ({lab.folder}/test_lab.py): not graded")
+    before = _fingerprint(ready)
+    verdicts: dict[tuple[str, str], Verdict] = {}
+    with tempfile.TemporaryDirectory(prefix="labs-grade-") as tmp:  # mode 0700
+        work: dict[tuple[str, str], Path | None] = {}
+        for i, student in enumerate(names):
+            for lab in ready:
+                dest = Path(tmp) / f"s{i:04d}" / lab.folder
+                _snapshot(Path(submissions) / student / lab.folder, dest)
+                file = dest / WORK_FILE
+                work[student, lab.id] = file if file.is_file() else None
+
+        def task(key):
+            student, lab = key
+            try:
+                verdict = grade_one(student, lab, work[student, lab.id], limits)
+            except Exception as err:  # the grader's own failure: report it, keep going
+                verdict = Verdict(student, lab.id, 0, 0, "crashed", f"grader error: {type(err).__name__}: {err}", 0.0)
+            if on_verdict:
+                on_verdict(verdict)
+            return verdict
+
+        keys = [(s, lab) for s in names for lab in ready]
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            for (student, lab), verdict in zip(keys, pool.map(task, keys), strict=True):
+                verdicts[student, lab.id] = verdict
+    after = _fingerprint(ready)
+    changed = sorted(k for k in before if before[k] != after.get(k))
+    if changed:
+        warnings.append("instructor files changed during grading, do not trust this report: " + ", ".join(changed))
+    return [verdicts[s, lab.id] for s in names for lab in ready], warnings
+
+
+def render_report(verdicts: list[Verdict], suffix: str, warnings: list[str] = ()) -> str:
+    """The report as CSV, JSON or Markdown (``suffix``: ".csv", ".json", ".md")."""
+    suffix = suffix.lower()
+    if suffix == ".json":
+        return json.dumps({"results": [v.row() for v in verdicts], "warnings": list(warnings)}, indent=2) + "\n"
+    columns = ["student", "lab", "passed", "total", "status", "first_failure", "seconds"]
+    if suffix == ".csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        for v in verdicts:
+            writer.writerow(v.row())
+        return buf.getvalue()
+    if suffix == ".md":
+        lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        for v in verdicts:
+            cells = [str(v.row()[c]).replace("|", "\\|") for c in columns]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += [f"\n> warning: {w}" for w in warnings]
+        return "\n".join(lines) + "\n"
+    raise GradeError(f"unknown report format {suffix!r}")
+
+
+def write_report(verdicts: list[Verdict], out: Path, warnings: list[str] = ()) -> None:
+    check_report_path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_report(verdicts, out.suffix, warnings), encoding="utf-8")

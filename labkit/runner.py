@@ -1,0 +1,173 @@
+"""Run one lab's tests in a pytest subprocess and read back what happened, test by test.
+
+``labs check``, ``labs bugs``, ``labs grade`` and the bug-gallery check all go
+through :func:`run_lab_tests`: a fresh interpreter per run (an implementation
+cannot leak into the next one), results through :mod:`labkit.pytest_plugin`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labkit.registry import ROOT
+
+
+@dataclass
+class TestResult:
+    nodeid: str
+    name: str  # the test function's name, with its parameters: "test_x[8-3]"
+    outcome: str  # "passed", "failed", "skipped"
+    message: str = ""  # one line: why it failed or skipped
+    incidents: list[dict] = field(default_factory=list)  # submission timeouts/crashes during it
+
+    @property
+    def function(self) -> str:
+        """The test function's name without parameters: "test_x"."""
+        return self.name.split("[", 1)[0]
+
+
+@dataclass
+class LabRun:
+    tests: list[TestResult] = field(default_factory=list)
+    collected: int | None = None
+    errors: list[str] = field(default_factory=list)  # collection errors, usage errors
+    returncode: int | None = None
+    timed_out: bool = False
+    seconds: float = 0.0
+    output: str = ""  # the tail of pytest's own output
+
+    @property
+    def passed(self) -> int:
+        return sum(t.outcome == "passed" for t in self.tests)
+
+    @property
+    def total(self) -> int:
+        """Tests that ran (skipped ones do not count)."""
+        return sum(t.outcome != "skipped" for t in self.tests)
+
+    @property
+    def failures(self) -> list[TestResult]:
+        return [t for t in self.tests if t.outcome == "failed"]
+
+    @property
+    def all_passed(self) -> bool:
+        return not self.errors and not self.timed_out and self.total > 0 and self.passed == self.total
+
+    def first_problem(self) -> str:
+        """One line: the first failure, or why nothing ran."""
+        if self.failures:
+            first = self.failures[0]
+            return f"{first.name}: {first.message}"
+        if self.errors:
+            return self.errors[0]
+        if self.timed_out:
+            return "the test run was stopped at its time limit"
+        if self.total == 0:
+            return "no test ran" + (f" ({self.output_line()})" if self.output_line() else "")
+        return ""
+
+    def output_line(self) -> str:
+        lines = [s.strip() for s in self.output.splitlines() if s.strip() and not set(s.strip()) <= set("=-_ ")]
+        errors = [s for s in lines if s.startswith(("E ", "ERROR", "error"))]
+        return (errors or lines or [""])[-1][:300]
+
+
+def _clean_env(extra: dict[str, str] | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LABS_", "LAB_IMPL"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env.update(extra or {})
+    return env
+
+
+def run_lab_tests(
+    lab_dir: Path,
+    *,
+    impl: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
+    pytest_args: tuple[str, ...] = (),
+) -> LabRun:
+    """Run ``pytest <lab_dir>`` with ``LAB_IMPL=impl`` in a subprocess.
+
+    ``timeout`` (seconds) kills the run; what finished by then is kept.
+    ``on_progress(done, total)`` is called as tests finish.
+    """
+    extra = dict(env or {})
+    if impl is not None:
+        extra["LAB_IMPL"] = impl
+    start = time.monotonic()
+    run = LabRun()
+    with tempfile.TemporaryDirectory(prefix="labs-run-") as tmp:
+        results = Path(tmp) / "results.jsonl"
+        results.touch()
+        extra["LABS_RESULTS"] = str(results)
+        cmd = [sys.executable, "-m", "pytest", str(lab_dir), "-p", "labkit.pytest_plugin", "-p", "no:cacheprovider",
+               "-q", "--no-header", "-rN", "--tb=line", *pytest_args]
+        with open(Path(tmp) / "output.log", "wb") as log:
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=_clean_env(extra), stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+            offset = 0
+            while True:
+                try:
+                    run.returncode = proc.wait(timeout=0.1)
+                except subprocess.TimeoutExpired:
+                    pass
+                offset = _read_events(results, offset, run)
+                if on_progress:
+                    on_progress(len(run.tests), run.collected)
+                if run.returncode is not None:
+                    break
+                if timeout is not None and time.monotonic() - start > timeout:
+                    run.timed_out = True
+                    _kill(proc)
+                    run.returncode = proc.wait()
+                    _read_events(results, offset, run)
+                    break
+        run.output = (Path(tmp) / "output.log").read_text(errors="replace")[-4000:]
+    run.seconds = time.monotonic() - start
+    if run.returncode not in (0, 1, 5) and not run.timed_out and not run.errors:
+        run.errors.append(run.output_line() or f"pytest exited with code {run.returncode}")
+    return run
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _read_events(path: Path, offset: int, run: LabRun) -> int:
+    """Parse the complete lines of ``path`` after ``offset``; returns the new offset."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read()
+    end = data.rfind(b"\n") + 1
+    for line in data[:end].splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        kind = event.get("event")
+        if kind == "collected":
+            run.collected = int(event.get("n", 0))
+        elif kind == "error":
+            run.errors.append(f"{event.get('nodeid') or 'collection'}: {event.get('message', '')}")
+        elif kind == "test":
+            run.tests.append(TestResult(event["nodeid"], event["name"], event["outcome"], event.get("message", ""),
+                                        event.get("incidents", [])))
+        elif kind == "teardown-error":
+            for t in run.tests:
+                if t.nodeid == event.get("nodeid") and t.outcome == "passed":
+                    t.outcome, t.message = "failed", f"teardown: {event.get('message', '')}"
+    return offset + end
