@@ -1,0 +1,131 @@
+"""Lab 04-04 reference solution: flash-decoding's split-and-merge, in numpy float64.
+
+Attention of one query over a set of keys compresses to a summary ``(m, denom, acc)``:
+
+    m     = max_i s_i                      s_i = q . k_i / sqrt(d)
+    denom = sum_i exp(s_i - m)
+    acc   = sum_i exp(s_i - m) * v_i       (a vector, NOT divided by denom)
+
+Summaries of disjoint key sets merge exactly (``merge_two``), in any order and any tree
+shape, and the output is ``acc / denom`` taken once at the very end. The merge with
+``(-inf, 0.0, zeros(d))``, the summary of no keys at all, changes nothing: summaries form a
+monoid. That is what lets a GPU split one long sequence across all of its SMs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+Summary = tuple[float, float, np.ndarray]  # (m, denom, acc)
+
+
+def attend_partial(q, k, v) -> Summary:
+    """The unnormalized summary ``(m, denom, acc)`` of attention of ``q [d]`` over
+    ``k, v [n, d]``; zero keys give the merge's identity ``(-inf, 0.0, zeros(d))``."""
+    q, k, v = _as_query_keys_values(q, k, v)
+    if k.shape[0] == 0:
+        # No scores to take a max of: the summary of nothing, which every merge ignores.
+        return _identity(v.shape[1])
+    scores = k @ q / np.sqrt(q.shape[0])
+    m = float(scores.max())
+    # Every exponent is <= 0, so nothing overflows however large the scores are,
+    # and the largest term is exactly 1, so denom >= 1.
+    weights = np.exp(scores - m)
+    return m, float(weights.sum()), weights @ v
+
+
+def merge_two(a: Summary, b: Summary) -> Summary:
+    """The summary of the union of two disjoint key sets, from the summary of each.
+
+    Both sides are rescaled to the shared max: ``exp(m_a - m)`` and ``exp(m_b - m)``
+    are at most 1, so the merge cannot overflow either.
+    """
+    m_a, denom_a, acc_a = _as_summary(a, "merge_two: a")
+    m_b, denom_b, acc_b = _as_summary(b, "merge_two: b")
+    if acc_a.shape != acc_b.shape:
+        raise ValueError(f"merge_two: acc shapes differ, {acc_a.shape} and {acc_b.shape}")
+    m = max(m_a, m_b)
+    if m == -np.inf:
+        # Both sides summarize no keys. exp(-inf - (-inf)) would be NaN: answer directly.
+        return _identity(acc_a.shape[0])
+    # An identity side has m = -inf, so its factor is exp(-inf) = 0: it adds nothing.
+    scale_a = np.exp(m_a - m)
+    scale_b = np.exp(m_b - m)
+    return m, denom_a * scale_a + denom_b * scale_b, acc_a * scale_a + acc_b * scale_b
+
+
+def merge_partials(partials) -> np.ndarray:
+    """Attention output ``[d]`` from the summaries of disjoint key sets: merge them all,
+    then divide by the denominator once.
+
+    No keys at all (all identities) give zeros, never NaN. An empty list has no ``d``
+    to read; it gives a 0-d zero, which numpy broadcasts to any shape.
+    """
+    try:
+        partials = list(partials)
+    except TypeError:
+        raise ValueError(f"merge_partials: partials must be a list of summaries, got {partials!r}") from None
+    if not partials:
+        return np.zeros(())
+    # A left-to-right fold. Because the merge is associative and commutative, any order and
+    # any tree of merges gives the same summary (up to rounding): pick what the hardware likes.
+    m, denom, acc = _as_summary(partials[0], "merge_partials: partials[0]")
+    for summary in partials[1:]:
+        m, denom, acc = merge_two((m, denom, acc), summary)
+    if denom == 0.0:
+        return np.zeros_like(acc)
+    return acc / denom
+
+
+def partitioned_attention(q, k, v, num_partitions: int) -> np.ndarray:
+    """Attention of ``q [d]`` over ``k, v [n, d]`` the flash-decoding way: split the keys
+    into ``num_partitions`` contiguous chunks (``np.array_split``), summarize each on its
+    own (on a GPU: in parallel), merge the summaries. Empty chunks are skipped."""
+    q, k, v = _as_query_keys_values(q, k, v)
+    _check_num_partitions(num_partitions)
+    chunks = zip(np.array_split(k, num_partitions), np.array_split(v, num_partitions), strict=True)
+    partials = [attend_partial(q, k_chunk, v_chunk) for k_chunk, v_chunk in chunks if len(k_chunk)]
+    if not partials:  # zero keys: attention over nothing is zeros
+        return np.zeros(v.shape[1])
+    return merge_partials(partials)
+
+
+# ----------------------------------------------------------------------------------------
+# Helpers: the identity, and input checks that fail with a clear message.
+
+
+def _identity(d: int) -> Summary:
+    """The summary of zero keys: merging it with anything changes nothing."""
+    return -np.inf, 0.0, np.zeros(d)
+
+
+def _as_query_keys_values(q, k, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``q [d]``, ``k [n, d]``, ``v [n, dv]`` as float64 arrays, or a ValueError that says what is wrong."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    if q.ndim != 1 or q.shape[0] == 0:
+        raise ValueError(f"q must have shape [d] with d >= 1, got {q.shape}")
+    if k.ndim != 2 or k.shape[1] != q.shape[0]:
+        raise ValueError(f"k must have shape [n, d] = [n, {q.shape[0]}], got {k.shape}")
+    if v.ndim != 2 or v.shape[0] != k.shape[0]:
+        raise ValueError(f"v must have shape [n, dv] with n = {k.shape[0]} (one row per key), got {v.shape}")
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not np.isfinite(x).all():
+            raise ValueError(f"{name} holds NaN or inf")
+    return q, k, v
+
+
+def _as_summary(summary, what: str) -> Summary:
+    """``(m, denom, acc)`` as ``(float, float, float64 [d])``, or a ValueError naming ``what``."""
+    try:
+        m, denom, acc = summary
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a summary (m, denom, acc), got {summary!r}") from None
+    acc = np.asarray(acc, dtype=np.float64)
+    if acc.ndim != 1:
+        raise ValueError(f"{what}: acc must have shape [d], got {acc.shape}")
+    return float(m), float(denom), acc
+
+
+def _check_num_partitions(num_partitions) -> None:
+    if isinstance(num_partitions, bool) or not isinstance(num_partitions, int | np.integer) or num_partitions < 1:
+        raise ValueError(f"num_partitions must be an integer >= 1, got {num_partitions!r}")

@@ -1,0 +1,353 @@
+"""Lab 04-04 tests: the summary (m, denom, acc), its merge, and split-KV attention.
+
+Run against your work with ``LAB_IMPL=starter pytest <this folder>``.
+
+The truth is computed here, independently of the code under test: ``summary_f64`` builds the
+triple from its definition one key at a time (``math.exp``, ``math.fsum``), and
+``labkit.attention_f64`` is dense softmax attention. The merge tests feed the merge summaries
+built by ``summary_f64``, so a merge bug and an ``attend_partial`` bug fail different tests.
+
+Tolerance: everything is float64; only the order of the sums differs from the brute force. The
+outputs are convex combinations of O(1) values, so reordering a sum of n <= 257 terms moves a
+result by at most about n * 1.1e-16 * max|v| ~ 1e-13 (in practice ~1e-15). ``atol = rtol =
+1e-12`` leaves a tenfold margin and is still ten orders of magnitude below what any of the
+classic bugs changes (>= 1e-3). The overflow test builds its scores so that they are exact
+(q = sqrt(d) * e_0 with d = 16, so q . k / sqrt(d) = k[0] with no rounding): logits of ~1000
+do not cost accuracy there.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import labkit
+
+TOL = {"atol": 1e-12, "rtol": 1e-12}
+D = 16  # head dim; sqrt(16) = 4 is exact
+
+
+# ------------------------------------------------------------------------------------------
+# The brute force and the inputs.
+
+
+def summary_f64(q, k, v):
+    """``(m, denom, acc)`` straight from the definition, one key at a time."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    if len(k) == 0:
+        return -math.inf, 0.0, np.zeros(v.shape[1])
+    scores = [math.fsum(q * k_i) / math.sqrt(len(q)) for k_i in k]
+    m = max(scores)
+    weights = [math.exp(s - m) for s in scores]
+    denom = math.fsum(weights)
+    acc = np.array([math.fsum(w * v_i[j] for w, v_i in zip(weights, v, strict=True)) for j in range(v.shape[1])])
+    return m, denom, acc
+
+
+def random_qkv(seed: int, n: int, d: int = D):
+    """Standard-normal q, k, v: scores of order 1, outputs of order 1."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(d), rng.standard_normal((n, d)), rng.standard_normal((n, d))
+
+
+def chunk_summaries(q, k, v, sizes):
+    """Brute-force summaries of consecutive chunks of the given sizes (they cover all keys)."""
+    bounds = np.cumsum([0, *sizes])
+    assert bounds[-1] == len(k)
+    return [summary_f64(q, k[a:b], v[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def identity(d: int = D):
+    return -math.inf, 0.0, np.zeros(d)
+
+
+# Hand-built summaries with distinct maxima in no particular order: a merge that rescales only
+# one side, or only when the larger max is on a given side, gets some pair of these wrong.
+HAND_BUILT = [
+    (0.5, 3.0, np.array([1.0, -2.0, 0.5])),
+    (2.0, 1.5, np.array([0.25, 4.0, -1.0])),
+    (-1.0, 7.0, np.array([2.0, 2.0, 2.0])),
+    (1.25, 1.0, np.array([-3.0, 0.0, 1.5])),
+]
+
+
+def assert_summary_close(actual, expected, what: str):
+    """Compare two summaries entry by entry; an identity must come back as exactly -inf, 0, zeros."""
+    __tracebackhide__ = True
+    try:
+        m, denom, acc = actual
+    except (TypeError, ValueError):
+        raise AssertionError(f"{what}: expected a summary (m, denom, acc), got {actual!r}") from None
+    m_exp, denom_exp, acc_exp = expected
+    if m_exp == -math.inf:
+        assert m == -math.inf, f"{what}: m = {m}, expected -inf (the summary of no keys)"
+    else:
+        labkit.assert_close(m, m_exp, **TOL, what=f"{what}: m (the max score)")
+    labkit.assert_close(denom, denom_exp, **TOL, what=f"{what}: denom (sum of exp(s - m), unnormalized)")
+    labkit.assert_close(acc, acc_exp, **TOL, axes=("dim",), what=f"{what}: acc (sum of exp(s - m) * v, unnormalized)")
+
+
+# ------------------------------------------------------------------------------------------
+# Step 1: attend_partial.
+
+
+@pytest.mark.parametrize("n", [1, 2, 37])
+def test_attend_partial_returns_the_unnormalized_triple(lab, n):
+    """attend_partial's triple against the definition: m is the max of q.k/sqrt(d) (not of
+    anything else), denom and acc are relative to that m and NOT divided by denom.
+
+    Catches: normalizing inside attend_partial (acc / denom), keeping acc/denom with denom
+    set to 1, a max over v or acc instead of the scores, no max subtracted at all, a
+    missing 1/sqrt(d)."""
+    q, k, v = random_qkv(seed=n, n=n)
+    assert_summary_close(lab.attend_partial(q, k, v), summary_f64(q, k, v), what=f"attend_partial over {n} keys")
+
+
+def test_attend_partial_of_zero_keys_is_the_identity(lab):
+    """Zero keys give (-inf, 0.0, zeros(d)): the summary of nothing, which every merge leaves out.
+
+    Catches: a max over an empty array (numpy raises), m = 0 instead of -inf (wrong as soon as
+    real scores are below 0 by ~745: exp underflows), NaN from 0/0."""
+    q, k, v = random_qkv(seed=0, n=0)
+    m, denom, acc = lab.attend_partial(q, k, v)
+    assert m == -math.inf, f"attend_partial over zero keys: m = {m}, expected -inf"
+    assert denom == 0.0, f"attend_partial over zero keys: denom = {denom}, expected 0.0"
+    labkit.assert_close(acc, np.zeros(D), atol=0.0, axes=("dim",), what="attend_partial over zero keys: acc")
+
+
+# ------------------------------------------------------------------------------------------
+# Step 2: merge_two.
+
+
+@pytest.mark.parametrize("sizes", [(5, 9), (9, 5), (1, 30), (30, 1)])
+def test_merge_two_is_the_summary_of_the_union(lab, sizes):
+    """merge_two(summary(A), summary(B)) == summary(A u B), triple for triple: m is the
+    shared max, denom and acc rescaled to it and added, nothing divided.
+
+    Catches: adding without rescaling to the shared max, rescaling only one side, dividing
+    inside the merge, a min instead of a max."""
+    q, k, v = random_qkv(seed=sum(sizes) + sizes[0], n=sum(sizes))
+    a, b = chunk_summaries(q, k, v, sizes)
+    assert_summary_close(lab.merge_two(a, b), summary_f64(q, k, v), what=f"merge_two of chunks {sizes}")
+
+
+def test_merge_with_the_identity_changes_nothing(lab):
+    """merge(identity, a) == a == merge(a, identity) for summaries with any max.
+
+    Catches: an identity that is not neutral (m = 0 instead of -inf pulls the shared max up
+    to 0), NaN from an identity side."""
+    for a in HAND_BUILT:
+        assert_summary_close(lab.merge_two(identity(3), a), a, what=f"merge_two(identity, {a})")
+        assert_summary_close(lab.merge_two(a, identity(3)), a, what=f"merge_two({a}, identity)")
+
+
+def test_merge_of_two_identities_is_the_identity(lab):
+    """merge(identity, identity) is the identity, with no NaN: the shared max is -inf and
+    exp(-inf - (-inf)) is NaN, so the merge must not compute it.
+
+    Catches: a merge that is not identity-safe (two empty partitions, or the empty start of
+    a fold, poison everything after them with NaN)."""
+    with np.errstate(invalid="ignore"):  # let a NaN through so the message can show it
+        merged = lab.merge_two(identity(), identity())
+    assert_summary_close(merged, identity(), what="merge_two(identity, identity)")
+
+
+def test_merge_is_commutative(lab):
+    """merge(a, b) == merge(b, a) for every pair of hand-built summaries: thread blocks of a
+    GPU finish in any order.
+
+    Catches: rescaling only one side (right only when the larger max is on the other side)."""
+    for i, a in enumerate(HAND_BUILT):
+        for b in HAND_BUILT[i + 1 :]:
+            assert_summary_close(
+                lab.merge_two(b, a), lab.merge_two(a, b), what=f"merge_two(b, a) vs (a, b), a={a}, b={b}"
+            )
+
+
+def test_merge_is_associative(lab):
+    """merge(merge(a, b), c) == merge(a, merge(b, c)) for hand-built summaries, in every
+    order: this is what allows any tree of merges (two-stage kernels, cascades).
+
+    Catches: rescaling only one side; any merge whose result depends on the bracketing."""
+    for a in HAND_BUILT:
+        for b in HAND_BUILT:
+            for c in HAND_BUILT:
+                if a is b or b is c or a is c:
+                    continue
+                left = lab.merge_two(lab.merge_two(a, b), c)
+                right = lab.merge_two(a, lab.merge_two(b, c))
+                assert_summary_close(left, right, what=f"(a.b).c vs a.(b.c), m's {a[0]}, {b[0]}, {c[0]}")
+
+
+# ------------------------------------------------------------------------------------------
+# Step 3: merge_partials.
+
+
+def test_merge_partials_matches_dense_attention(lab):
+    """merge_partials of the summaries of disjoint chunks (identities mixed in) equals dense
+    attention over all the keys: merge everything, divide once.
+
+    Catches: averaging normalized partial outputs, dividing each partial before merging,
+    dividing by the number of partials, an identity that is not neutral."""
+    q, k, v = random_qkv(seed=11, n=63)
+    partials = chunk_summaries(q, k, v, (1, 5, 17, 40))
+    partials = [identity(), partials[0], partials[1], identity(), partials[2], partials[3]]
+    out = lab.merge_partials(partials)
+    labkit.assert_close(out, labkit.attention_f64(q, k, v), **TOL, axes=("dim",), what="merge_partials")
+
+
+def test_merge_partials_of_no_keys_is_zeros(lab):
+    """No keys at all, as one identity, several identities or an empty list: zeros, never NaN.
+
+    Catches: dividing 0 by 0, a merge that is not identity-safe, a crash on an empty list."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for count in (1, 3):
+            out = lab.merge_partials([identity()] * count)
+            labkit.assert_close(out, np.zeros(D), atol=0.0, axes=("dim",), what=f"merge_partials of {count} identities")
+        out = np.asarray(lab.merge_partials([]), dtype=np.float64)
+    assert np.all(out == 0.0), f"merge_partials([]) = {out}, expected zeros"
+
+
+# ------------------------------------------------------------------------------------------
+# Step 4: partitioned_attention.
+
+
+def test_one_partition_is_just_attention(lab):
+    """One partition: summarize, then normalize. Necessary, not sufficient: averaging
+    normalized outputs also passes this test (one output averages to itself).
+
+    Catches: a missing 1/sqrt(d), normalizing twice, a wrong final division."""
+    q, k, v = random_qkv(seed=1, n=50)
+    out = lab.partitioned_attention(q, k, v, 1)
+    labkit.assert_close(out, labkit.attention_f64(q, k, v), **TOL, axes=("dim",), what="1 partition")
+
+
+@pytest.mark.parametrize("num_partitions", [2, 3, 7, 32, 100])
+def test_any_partition_count_matches_dense(lab, num_partitions):
+    """257 keys in 2 to 100 partitions (uneven chunks of 2 to 129 keys): every count gives
+    dense attention to rounding. Splitting is exact, not an approximation.
+
+    Catches: averaging outputs, dropping a denominator, merging without rescaling, dropping
+    the remainder keys when the count does not divide 257."""
+    q, k, v = random_qkv(seed=num_partitions, n=257)
+    out = lab.partitioned_attention(q, k, v, num_partitions)
+    labkit.assert_close(out, labkit.attention_f64(q, k, v), **TOL, axes=("dim",), what=f"{num_partitions} partitions")
+
+
+@pytest.mark.parametrize(("n", "num_partitions"), [(1, 4), (5, 8), (6, 64)])
+def test_more_partitions_than_keys(lab, n, num_partitions):
+    """More partitions than keys: np.array_split hands out empty chunks, which are skipped
+    (a GPU grid sized for the longest sequence has the same empty partitions).
+
+    Catches: a crash or NaN on an empty chunk."""
+    q, k, v = random_qkv(seed=n, n=n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = lab.partitioned_attention(q, k, v, num_partitions)
+    labkit.assert_close(
+        out, labkit.attention_f64(q, k, v), **TOL, axes=("dim",), what=f"{n} keys, {num_partitions} partitions"
+    )
+
+
+@pytest.mark.parametrize("num_partitions", [1, 3])
+def test_zero_keys_gives_zeros(lab, num_partitions):
+    """A sequence with no keys attends to nothing: zeros of shape [d], never NaN.
+
+    Catches: 0/0, a crash on the max of nothing, a result of the wrong shape."""
+    q, k, v = random_qkv(seed=0, n=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = lab.partitioned_attention(q, k, v, num_partitions)
+    labkit.assert_close(out, np.zeros(D), atol=0.0, axes=("dim",), what=f"zero keys, {num_partitions} partitions")
+
+
+def test_merge_is_order_invariant(lab):
+    """The same nine summaries merged forward, reversed and in shuffled orders give dense
+    attention every time.
+
+    Catches: rescaling only one side (right only in the orders where the global max comes
+    first), any merge that depends on the order."""
+    q, k, v = random_qkv(seed=9, n=90)
+    partials = chunk_summaries(q, k, v, (10,) * 9)
+    expected = labkit.attention_f64(q, k, v)
+    rng = np.random.default_rng(0)
+    orders = [list(range(9)), list(range(9))[::-1]] + [list(rng.permutation(9)) for _ in range(4)]
+    for order in orders:
+        out = lab.merge_partials([partials[i] for i in order])
+        labkit.assert_close(out, expected, **TOL, axes=("dim",), what=f"merge_partials in order {order}")
+
+
+def test_merge_is_hierarchical(lab):
+    """Merged summaries merge again: a balanced tree of merge_two over eight chunks is the
+    summary of all the keys, and merge_partials of uneven groups' merges is dense attention.
+    This is the licence for two-stage reductions and cascade attention.
+
+    Catches: a merge whose output is not a summary of the same kind as its inputs (a
+    normalized acc, a dropped denom), a merge that depends on the bracketing."""
+    q, k, v = random_qkv(seed=8, n=80)
+    leaves = chunk_summaries(q, k, v, (3, 17, 8, 12, 1, 20, 9, 10))
+    level = leaves
+    while len(level) > 1:
+        level = [lab.merge_two(level[i], level[i + 1]) for i in range(0, len(level), 2)]
+    assert_summary_close(level[0], summary_f64(q, k, v), what="balanced tree of merge_two over 8 chunks")
+
+    groups = [leaves[0:1], leaves[1:4], leaves[4:8]]
+    group_summaries = []
+    for group in groups:
+        merged = group[0]
+        for summary in group[1:]:
+            merged = lab.merge_two(merged, summary)
+        group_summaries.append(merged)
+    out = lab.merge_partials(group_summaries)
+    labkit.assert_close(
+        out, labkit.attention_f64(q, k, v), **TOL, axes=("dim",), what="merge_partials of merged groups"
+    )
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["all near +1000", "all near -1000", "one partition at +1000"],
+)
+def test_extreme_scores_do_not_overflow(lab, case):
+    """Scores of about +-1000, past float64's exp range (exp overflows above ~709.8 and
+    underflows to 0 below ~-745), in 5 partitions: finite and equal to dense attention.
+
+    Catches: exponentials of raw scores without the max subtracted (exp(1000) = inf, or
+    exp(-1000) = 0 and 0/0), a merge that exponentiates the maxima themselves."""
+    rng = np.random.default_rng(3)
+    n = 40
+    q = np.zeros(D)
+    q[0] = math.sqrt(D)  # so q . k / sqrt(d) is exactly k[0]
+    k = rng.standard_normal((n, D))
+    v = rng.standard_normal((n, D))
+    if case == "all near +1000":
+        k[:, 0] = 1000.0 + 3.0 * rng.standard_normal(n)
+    elif case == "all near -1000":
+        k[:, 0] = -1000.0 + 3.0 * rng.standard_normal(n)
+    else:
+        k[16:24, 0] = 1000.0 + 3.0 * rng.standard_normal(8)  # the third of 5 partitions
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        out = lab.partitioned_attention(q, k, v, 5)
+    labkit.assert_close(out, labkit.attention_f64(q, k, v), **TOL, axes=("dim",), what=f"scores {case}")
+
+
+# ------------------------------------------------------------------------------------------
+# Bad input.
+
+
+def test_bad_input_gets_a_clear_message(lab):
+    """Wrong shapes and partition counts raise ValueError naming the problem, not a numpy
+    traceback from deep inside (or, worse, a silently wrong answer)."""
+    q, k, v = random_qkv(seed=4, n=6)
+    with pytest.raises(ValueError, match="num_partitions"):
+        lab.partitioned_attention(q, k, v, 0)
+    with pytest.raises(ValueError, match="num_partitions"):
+        lab.partitioned_attention(q, k, v, 2.5)
+    with pytest.raises(ValueError, match="k must"):
+        lab.partitioned_attention(q, k[:, :-1], v, 2)
+    with pytest.raises(ValueError, match="v must"):
+        lab.attend_partial(q, k, v[:-1])
+    with pytest.raises(ValueError, match="q must"):
+        lab.attend_partial(q[None], k, v)
+    with pytest.raises(ValueError, match="acc"):
+        lab.merge_two(HAND_BUILT[0], (0.0, 1.0, np.zeros(4)))
