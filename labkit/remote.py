@@ -19,6 +19,8 @@ worker that dies, ends that call with :class:`SubmissionTimeout` or
 from __future__ import annotations
 
 import builtins
+import collections
+import dataclasses
 import io
 import os
 import pickle
@@ -65,26 +67,42 @@ class ProtocolError(Exception):
 # --------------------------------------------------------------------------- wire format
 
 
-def encode(value, _depth: int = 0):
+def encode(value, on_callable=None, _depth: int = 0):
     """``value`` as nested tuples of plain Python data, tagged by kind.
 
-    Raises TypeError for anything else (a callable, an object array, a custom class)."""
+    Dataclass instances and named tuples cross as records of their fields.
+    ``on_callable(fn)`` may turn a function into a tag (the trusted side's
+    callbacks); otherwise, and for anything else (an object array, an
+    arbitrary class), TypeError."""
     if _depth > 32:
         raise TypeError("nested too deeply")
+
+    def inner(v):
+        return encode(v, on_callable, _depth + 1)
+
     if value is None or isinstance(value, (bool, int, float, str, bytes)) and type(value).__module__ == "builtins":
         return ("v", _plain(value))
     if isinstance(value, complex) and type(value) is complex:
         return ("c", value.real, value.imag)
     if type(value) in (tuple, list):
         tag = "t" if type(value) is tuple else "l"
-        return (tag, [encode(v, _depth + 1) for v in value])
+        return (tag, [inner(v) for v in value])
     if type(value) is dict:
-        return ("d", [(encode(k, _depth + 1), encode(v, _depth + 1)) for k, v in value.items()])
+        return ("d", [(inner(k), inner(v)) for k, v in value.items()])
+    if isinstance(value, Record):
+        return ("dc", value._name, [(k, inner(v)) for k, v in value._fields.items()])
+    if isinstance(value, tuple) and isinstance(getattr(type(value), "_fields", None), tuple):  # a named tuple
+        return ("nt", type(value).__name__, [str(f) for f in type(value)._fields], [inner(v) for v in value])
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [(f.name, inner(getattr(value, f.name))) for f in dataclasses.fields(value)]
+        return ("dc", type(value).__name__, fields)
     module = type(value).__module__ or ""
-    if module.startswith("numpy"):
-        return _encode_numpy(value)
+    if module.startswith("numpy") or isinstance(value, type) and (value.__module__ or "").startswith("numpy"):
+        return _encode_numpy(value)  # arrays, scalars, dtypes (np.float32 is a class)
     if module.startswith("torch"):
         return _encode_torch(value)
+    if on_callable is not None and callable(value):
+        return on_callable(value)
     if isinstance(value, (bool, int, float, str)):  # a subclass: keep only the plain value
         for base in (bool, int, float, str):
             if isinstance(value, base):
@@ -127,6 +145,8 @@ def _encode_torch(value):
         return ("ptdev", value.type)
     if isinstance(value, torch.Tensor):
         name = _torch_dtype_name(value.dtype)
+        if value.device.type == "meta":  # shape and dtype only, no data
+            return ("pt", name, tuple(int(n) for n in value.shape), "meta", b"")
         t = value.detach().to("cpu").contiguous()
         raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
         return ("pt", name, tuple(int(n) for n in t.shape), value.device.type, raw)
@@ -140,20 +160,33 @@ def _torch_dtype_name(dtype) -> str:
     return name
 
 
-def decode(data, _depth: int = 0):
-    """The inverse of :func:`encode`; ProtocolError on anything malformed."""
+def decode(data, hooks: dict | None = None):
+    """The inverse of :func:`encode`; ProtocolError on anything malformed.
+
+    ``hooks`` maps the tags only the worker accepts ("cb", "fn", "dc") to
+    functions of the payload; without them "dc" gives a :class:`Record` and
+    the others are refused."""
     try:
-        return _decode(data, _depth)
+        return _decode(data, 0, hooks or {})
     except ProtocolError:
         raise
     except Exception as err:  # malformed shapes, bad dtype strings, wrong arity...
         raise ProtocolError(f"malformed value: {type(err).__name__}: {err}") from None
 
 
-def _decode(data, depth):
+def _decode(data, depth, hooks):
     if depth > 32 or type(data) is not tuple or not data or type(data[0]) is not str:
         raise ProtocolError("malformed value")
     tag, *rest = data
+    if tag in hooks:
+        return hooks[tag](*rest)
+    if tag == "dc":
+        name, fields = rest
+        return Record(_identifier(name), {_identifier(k): _decode(v, depth + 1, hooks) for k, v in _as_list(fields)})
+    if tag == "nt":
+        name, fields, values = rest
+        cls = _named_tuple(_identifier(name), tuple(_identifier(f) for f in _as_list(fields)))
+        return cls(*[_decode(v, depth + 1, hooks) for v in _as_list(values)])
     if tag == "v":
         (value,) = rest
         if value is not None and type(value) not in (bool, int, float, str, bytes):
@@ -163,11 +196,11 @@ def _decode(data, depth):
         return complex(float(rest[0]), float(rest[1]))
     if tag in ("t", "l"):
         (items,) = rest
-        out = [_decode(v, depth + 1) for v in _as_list(items)]
+        out = [_decode(v, depth + 1, hooks) for v in _as_list(items)]
         return tuple(out) if tag == "t" else out
     if tag == "d":
         (items,) = rest
-        return {_decode(k, depth + 1): _decode(v, depth + 1) for k, v in _as_list(items)}
+        return {_decode(k, depth + 1, hooks): _decode(v, depth + 1, hooks) for k, v in _as_list(items)}
     if tag == "npdt":
         return _numpy_dtype(rest[0])
     if tag == "nps":
@@ -195,12 +228,55 @@ def _decode(data, depth):
         dtype = _torch_dtype(name)
         shape = _shape(shape)
         raw = _as_bytes(raw)
+        if device == "meta":
+            return torch.empty(shape, dtype=dtype, device="meta")
         if raw:
             t = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
         else:
             t = torch.empty(shape, dtype=dtype)
         return t.to(_device(device))
     raise ProtocolError(f"unknown tag {tag!r}")
+
+
+class Record:
+    """A dataclass instance of the submission, as its fields: ``budget.total_bytes``
+    reads like the original; passed back to the submission it becomes one again."""
+
+    def __init__(self, name: str, fields: dict):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_fields", dict(fields))
+
+    def __getattr__(self, name):
+        try:
+            return self._fields[name]
+        except KeyError:
+            raise AttributeError(f"{self._name} has no field {name!r}") from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{self._name} (a submission's record) is read-only")
+
+    def __eq__(self, other):
+        return isinstance(other, Record) and (self._name, self._fields) == (other._name, other._fields)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"{self._name}({', '.join(f'{k}={v!r}' for k, v in self._fields.items())})"
+
+
+_NAMED_TUPLES: dict = {}
+
+
+def _named_tuple(name: str, fields: tuple):
+    if (name, fields) not in _NAMED_TUPLES:
+        _NAMED_TUPLES[name, fields] = collections.namedtuple(name, fields)
+    return _NAMED_TUPLES[name, fields]
+
+
+def _identifier(name):
+    if type(name) is not str or not name.isidentifier() or name.startswith("__"):
+        raise ProtocolError("malformed name")
+    return name
 
 
 def _as_list(items):
@@ -358,9 +434,10 @@ class Submission(types.ModuleType):
         self._import_timeout = import_timeout
         self._on_incident = on_incident or (lambda kind, message: None)
         self._worker: _Worker | None = None
+        self._callbacks: list = []  # the trusted functions the worker may call back (monkeypatched globals)
         names = self._start()
         for name, (kind, payload) in names.items():
-            if kind == "function":
+            if kind in ("function", "class"):
                 setattr(self, name, _RemoteFunction(self, name))
             elif kind == "kernel":
                 setattr(self, name, _RemoteKernel(self, name))
@@ -403,9 +480,35 @@ class Submission(types.ModuleType):
         self._worker = worker
         return {k: v for k, v in reply[1].items() if type(k) is str and type(v) is tuple and len(v) == 2}
 
+    def _encode_arg(self, value):
+        return encode(value, on_callable=self._callable_tag)
+
+    def _callable_tag(self, fn):
+        if isinstance(fn, _RemoteFunction) and fn._owner is self:
+            return ("fn", fn.__name__)  # the submission's own function
+        self._callbacks.append(fn)  # trusted code (a test's recording wrapper): the worker calls back
+        return ("cb", len(self._callbacks) - 1)
+
+    def _run_callback(self, message) -> tuple:
+        """Run a trusted callback the worker asked for; the reply to send back."""
+        try:
+            _, index, args, kwargs = message
+            fn = self._callbacks[index]
+            args, kwargs = decode(args), decode(kwargs)
+        except (ValueError, TypeError, IndexError, ProtocolError) as err:
+            raise ProtocolError(f"a malformed callback: {err}") from None
+        try:
+            return ("cbret", self._encode_arg(fn(*args, **kwargs)))
+        except Exception as err:  # the test's code raised: the submission sees it raised
+            return ("cberr", type(err).__name__, str(err))
+
+    def _set_global(self, name: str, value) -> None:
+        """``module.name = value`` inside the worker (monkeypatching through ``__globals__``)."""
+        self._call(("setglobal", name), f"setting {name}", (value,), {})
+
     def _call(self, request: tuple, what: str, args: tuple, kwargs: dict):
         leaves = array_leaves((args, kwargs))
-        payload = (*request, encode(args), encode(kwargs))
+        payload = (*request, self._encode_arg(args), self._encode_arg(kwargs))
         if self._worker is None:  # the last call timed out or crashed: a fresh import
             self._start()
         wait = self._seconds_left(self._call_timeout)
@@ -413,9 +516,13 @@ class Submission(types.ModuleType):
             self._stop()
             raise self._incident(SubmissionTimeout, "timeout", f"{what}: the lab's time limit was reached")
         worker = self._worker
+        deadline = time.monotonic() + wait
         try:
             worker.send(payload)
-            reply = worker.recv(time.monotonic() + wait)
+            reply = worker.recv(deadline)
+            while _tag(reply) == "callback":  # the submission calls a test's function, which may call back in
+                worker.send(self._run_callback(reply))
+                reply = worker.recv(deadline)
         except TimeoutError:
             self._stop()
             limit = "per-call" if wait >= self._call_timeout else "the lab's"
@@ -483,8 +590,42 @@ class _RemoteFunction:
     def __call__(self, *args, **kwargs):
         return self._owner._call(("call", self.__name__), f"{self.__name__}()", args, kwargs)
 
+    @property
+    def __globals__(self):
+        """The submission module's namespace, for tests that monkeypatch what a function calls."""
+        return _RemoteGlobals(self._owner)
+
     def __repr__(self):
         return f"<submission function {self.__name__}>"
+
+
+class _RemoteGlobals:
+    """The worker module's globals, as far as ``monkeypatch.setitem(fn.__globals__, name, f)`` needs:
+    reading gives the stand-in's attributes; writing a function makes the worker call it back."""
+
+    def __init__(self, owner: Submission):
+        self._owner = owner
+
+    def __getitem__(self, name):
+        try:
+            return getattr(self._owner, name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name):
+        return hasattr(self._owner, name)
+
+    def __setitem__(self, name, value):
+        self._owner._set_global(name, value)
+
+    def __delitem__(self, name):
+        self._owner._call(("delglobal", name), f"deleting {name}", (), {})
 
 
 class _RemoteKernel:

@@ -89,22 +89,88 @@ def _import(file: Path):
     return module
 
 
-def _run(module, request):
-    from labkit.remote import ProtocolError, decode
+class _Session:
+    """Answers the trusted side's requests for one imported module."""
 
-    if type(request) is not tuple or not request:
-        raise ProtocolError("bad request")
-    if request[0] == "call":
-        _, name, args, kwargs = request
-        fn = getattr(module, name)
-        args, kwargs = decode(args), decode(kwargs)
-        return args, kwargs, lambda: fn(*args, **kwargs)
-    if request[0] == "launch":
-        _, name, grid, args, kwargs = request
-        kernel = getattr(module, name)
-        grid, args, kwargs = decode(grid), decode(args), decode(kwargs)
-        return args, kwargs, lambda: kernel[grid](*args, **kwargs)
-    raise ProtocolError(f"unknown request {request[0]!r}")
+    def __init__(self, module, read_fd: int, write_fd: int):
+        self.module, self.read_fd, self.write_fd = module, read_fd, write_fd
+        self.originals = dict(vars(module))  # calls go to these, whatever a test patched in since
+
+    def decode(self, data):
+        from labkit.remote import decode
+
+        return decode(data, hooks={"cb": self._callback_stub, "fn": self._original, "dc": self._record})
+
+    def _original(self, name):
+        return self.originals[name]
+
+    def _record(self, name, fields):
+        cls = self.originals[name]  # the submission's dataclass, rebuilt from its fields
+        return cls(**{k: self.decode(v) for k, v in fields})
+
+    def _callback_stub(self, index):
+        """A function that runs the trusted side's callback ``index`` (a test's recording wrapper)."""
+        from labkit.remote import encode, send
+
+        def callback(*args, **kwargs):
+            send(self.write_fd, ("callback", index, encode(args), encode(kwargs)))
+            reply = self.serve(until_callback_returns=True)
+            if reply[0] == "cbret":
+                return self.decode(reply[1])
+            cls = getattr(builtins, str(reply[1]), None)
+            cls = cls if isinstance(cls, type) and issubclass(cls, Exception) else RuntimeError
+            raise cls(str(reply[2]))
+
+        return callback
+
+    def handle(self, request) -> tuple:
+        from labkit.remote import ProtocolError, array_leaves, encode
+
+        try:
+            if type(request) is not tuple or not request:
+                raise ProtocolError("bad request")
+            kind = request[0]
+            if kind == "call":
+                _, name, args, kwargs = request
+                fn, args, kwargs = self.originals[name], self.decode(args), self.decode(kwargs)
+                call = lambda: fn(*args, **kwargs)
+            elif kind == "launch":
+                _, name, grid, args, kwargs = request
+                kernel, grid, args, kwargs = self.originals[name], self.decode(grid), self.decode(args), \
+                    self.decode(kwargs)
+                call = lambda: kernel[grid](*args, **kwargs)
+            elif kind == "setglobal":
+                _, name, args, _kwargs = request
+                (value,) = self.decode(args)
+                args, kwargs = (), {}
+                call = lambda: setattr(self.module, name, value)
+            elif kind == "delglobal":
+                _, name, _args, _kwargs = request
+                args, kwargs = (), {}
+                call = lambda: delattr(self.module, name)
+            else:
+                raise ProtocolError(f"unknown request {kind!r}")
+            leaves = array_leaves((args, kwargs))
+            before = [encode(leaf) for leaf in leaves]
+            result = call()
+            return ("ok", encode(result), _changed(leaves, before))
+        except BaseException as exc:
+            return _error(exc)
+
+    def serve(self, until_callback_returns: bool = False):
+        """Answer requests; inside a callback, until its result comes back."""
+        from labkit.remote import ProtocolError, recv, send
+
+        while True:
+            try:
+                request = recv(self.read_fd)
+            except EOFError:
+                os._exit(0)
+            if type(request) is tuple and request and request[0] in ("cbret", "cberr"):
+                if until_callback_returns:
+                    return request
+                raise ProtocolError("a callback result outside a callback")
+            send(self.write_fd, self.handle(request))
 
 
 def _changed(leaves, before) -> list:
@@ -121,7 +187,7 @@ def _changed(leaves, before) -> list:
 def main(argv: list[str]) -> int:
     read_fd, write_fd, file, backend = int(argv[0]), int(argv[1]), Path(argv[2]), argv[3]
     _die_with_parent()
-    from labkit.remote import array_leaves, encode, recv, send
+    from labkit.remote import send
 
     try:
         if backend == "triton":
@@ -133,21 +199,8 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:
         send(write_fd, _error(exc, kind="import"))
         return 1
-
-    while True:
-        try:
-            request = recv(read_fd)
-        except EOFError:
-            return 0
-        try:
-            args, kwargs, call = _run(module, request)
-            leaves = array_leaves((args, kwargs))
-            before = [encode(leaf) for leaf in leaves]
-            result = call()
-            reply = ("ok", encode(result), _changed(leaves, before))
-        except BaseException as exc:
-            reply = _error(exc)
-        send(write_fd, reply)
+    _Session(module, read_fd, write_fd).serve()
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,103 @@
+"""Checking a lab's bug gallery: does every catalogued bug fail the lab's tests?
+
+Shared by ``labs bugs LAB`` and the maintainers' check ``tests/test_bug_gallery.py``.
+A bug's docstring and ``CAUGHT_BY`` are read from its source without importing it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labkit.bugs import gallery
+from labkit.runner import LabRun, run_lab_tests
+
+
+@dataclass
+class Bug:
+    name: str  # LAB_IMPL=bugs/<name>
+    path: Path
+    doc: str | None  # the module docstring
+    caught_by: list[str] | None  # the CAUGHT_BY list; None when absent or not a list of strings
+    problem: str = ""  # why the file could not be read
+
+    @property
+    def summary(self) -> str:
+        return (self.doc or "").strip().splitlines()[0] if self.doc and self.doc.strip() else ""
+
+
+@dataclass
+class BugCheck:
+    bug: Bug
+    run: LabRun
+    catchers: list[str] = field(default_factory=list)  # test functions that failed on it
+
+    @property
+    def caught(self) -> bool:
+        return bool(self.catchers)
+
+    @property
+    def declared_missed(self) -> list[str]:
+        """CAUGHT_BY tests that did not fail on the bug (or do not exist)."""
+        return [t for t in (self.bug.caught_by or []) if t not in self.catchers]
+
+    @property
+    def ok(self) -> bool:
+        return self.caught and bool(self.bug.caught_by) and not self.declared_missed and bool(self.bug.doc)
+
+
+def read_bug(path: Path) -> Bug:
+    name = path.stem
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, OSError) as err:
+        return Bug(name, path, None, None, problem=f"cannot read: {err}")
+    caught_by = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CAUGHT_BY" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                value = None
+            if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                caught_by = list(value)
+    return Bug(name, path, ast.get_docstring(tree), caught_by)
+
+
+def bugs_of(lab_dir: Path) -> list[Bug]:
+    return [read_bug(Path(lab_dir) / "bugs" / f"{name}.py") for name in gallery(lab_dir)]
+
+
+def test_functions(lab_dir: Path) -> list[str]:
+    """The test functions of ``test_lab.py`` (top level and in classes), read without importing."""
+    tree = ast.parse((Path(lab_dir) / "test_lab.py").read_text(encoding="utf-8"))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and re.match(r"test", node.name):
+            names.append(node.name)
+    return names
+
+
+def check_bug(lab_dir: Path, bug: Bug, timeout: float | None = 300) -> BugCheck:
+    run = run_lab_tests(lab_dir, impl=f"bugs/{bug.name}", timeout=timeout)
+    catchers = list(dict.fromkeys(t.function for t in run.failures))
+    return BugCheck(bug, run, catchers)
+
+
+def check_gallery(lab_dir: Path, jobs: int = 2, on_done: Callable[[BugCheck], None] | None = None,
+                  bugs: list[Bug] | None = None) -> list[BugCheck]:
+    """Run the lab's tests against each bug, ``jobs`` at a time; results in gallery order."""
+    bugs = bugs_of(lab_dir) if bugs is None else bugs
+
+    def one(bug):
+        check = check_bug(lab_dir, bug)
+        if on_done:
+            on_done(check)
+        return check
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, bugs))
