@@ -1,0 +1,101 @@
+"""Lab 04-01, reference solution: paged attention in one streaming pass (online softmax).
+
+``dense_attention`` is the slow truth: every score at once, an ordinary softmax.
+``paged_online_attention`` visits the sequence's logical blocks in order, reading
+each through the block table, and keeps only three running quantities:
+
+- ``m``: the largest score seen so far,
+- ``denom``: the sum of ``exp(score - m)`` over the tokens seen so far,
+- ``acc``: the sum of ``exp(score - m) * v`` over the same tokens (not yet divided).
+
+When a block raises the maximum, the history was summed on the old scale; the
+correction factor ``corr = exp(m_old - m_new)`` moves it onto the new one. The
+answer is ``acc / denom``. Scores are ``q . k / sqrt(d)``; caches are
+``[num_blocks, block_size, d]`` and logical token ``t`` lives at
+``cache[block_table[t // block_size], t % block_size]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def dense_attention(q, k, v):
+    """Attention of one query ``q [d]`` over keys ``k [n, d]`` and values ``v [n, d]``, all at once.
+
+    Returns float64 ``[d]``; zeros when ``n`` is 0.
+    """
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    _check_dense(q, k, v)
+    if k.shape[0] == 0:
+        return np.zeros(v.shape[1])
+    scores = k @ q / np.sqrt(q.shape[0])  # [n]
+    weights = np.exp(scores - scores.max())  # max first: every exponent <= 0
+    return (weights / weights.sum()) @ v
+
+
+def paged_online_attention(q, k_cache, v_cache, block_table, seq_len, block_size):
+    """Attention of ``q [d]`` over the first ``seq_len`` tokens of a paged cache, streamed block by block.
+
+    One pass over the logical blocks covering ``[0, seq_len)``; only one block's
+    scores exist at a time. Returns float64 ``[d]``; zeros when ``seq_len`` is 0.
+    """
+    q = np.asarray(q, dtype=np.float64)
+    block_table = np.asarray(block_table)
+    _check_paged(q, k_cache, v_cache, block_table, seq_len, block_size)
+    scale = 1.0 / np.sqrt(q.shape[0])
+
+    m = -np.inf  # running max: nothing seen yet
+    denom = 0.0  # running sum of exp(score - m)
+    acc = np.zeros(v_cache.shape[2])  # running sum of exp(score - m) * v
+
+    for start in range(0, seq_len, block_size):
+        physical = block_table[start // block_size]
+        valid = min(block_size, seq_len - start)  # the last block may be partial
+        k_block = np.asarray(k_cache[physical, :valid], dtype=np.float64)
+        v_block = np.asarray(v_cache[physical, :valid], dtype=np.float64)
+
+        s = k_block @ q * scale  # this block's scores, [valid]
+        m_new = max(m, s.max())
+        # History was summed relative to m; rescale it to m_new. On the first
+        # block there is no history (m = -inf): corr is 0 by definition.
+        corr = np.exp(m - m_new) if m != -np.inf else 0.0
+        p = np.exp(s - m_new)  # this block's weights on the new scale
+        acc = acc * corr + p @ v_block
+        denom = denom * corr + p.sum()
+        m = m_new
+
+    if seq_len == 0:
+        return acc  # nothing attended: zeros, not 0/0
+    return acc / denom
+
+
+# --- input checks: a clear message instead of an IndexError from inside numpy ---
+
+
+def _check_dense(q, k, v):
+    if q.ndim != 1 or k.ndim != 2 or v.ndim != 2:
+        raise ValueError(f"expected q [d], k [n, d], v [n, d]; got shapes {q.shape}, {k.shape}, {v.shape}")
+    if k.shape[1] != q.shape[0] or k.shape[0] != v.shape[0]:
+        raise ValueError(f"q {q.shape}, k {k.shape} and v {v.shape} disagree on d or n")
+
+
+def _check_paged(q, k_cache, v_cache, block_table, seq_len, block_size):
+    if q.ndim != 1:
+        raise ValueError(f"q must be [d], got shape {q.shape}")
+    if np.ndim(k_cache) != 3 or np.ndim(v_cache) != 3:
+        raise ValueError("k_cache and v_cache must be [num_blocks, block_size, d]")
+    if k_cache.shape[2] != q.shape[0]:
+        raise ValueError(f"q has d={q.shape[0]}, the key cache d={k_cache.shape[2]}")
+    if int(block_size) < 1 or k_cache.shape[1] != block_size:
+        raise ValueError(f"block_size={block_size} but the caches hold blocks of {k_cache.shape[1]} tokens")
+    if int(seq_len) < 0:
+        raise ValueError(f"seq_len must be >= 0, got {seq_len}")
+    needed = -(-int(seq_len) // int(block_size))
+    if block_table.ndim != 1 or (block_table.size and not np.issubdtype(block_table.dtype, np.integer)):
+        raise ValueError(f"block_table must be a 1-D integer array, got shape {block_table.shape}")
+    if needed > len(block_table):
+        raise ValueError(f"seq_len={seq_len} needs {needed} blocks of {block_size}; block_table has {len(block_table)}")
+    used = block_table[:needed]
+    if used.size and (used.min() < 0 or used.max() >= k_cache.shape[0]):
+        raise ValueError(f"block_table {used.tolist()} names a block outside the cache's 0..{k_cache.shape[0] - 1}")
