@@ -63,14 +63,16 @@ def identity(d: int = D):
     return -math.inf, 0.0, np.zeros(d)
 
 
-# Hand-built summaries with distinct maxima in no particular order: a merge that rescales only
-# one side, or only when the larger max is on a given side, gets some pair of these wrong.
-HAND_BUILT = [
-    (0.5, 3.0, np.array([1.0, -2.0, 0.5])),
-    (2.0, 1.5, np.array([0.25, 4.0, -1.0])),
-    (-1.0, 7.0, np.array([2.0, 2.0, 2.0])),
-    (1.25, 1.0, np.array([-3.0, 0.0, 1.5])),
-]
+def hand_built():
+    """Summaries with distinct maxima in no particular order (fresh arrays on every call): a
+    merge that rescales only one side, or only when the larger max is on a given side, gets
+    some pair of these wrong."""
+    return [
+        (0.5, 3.0, np.array([1.0, -2.0, 0.5])),
+        (2.0, 1.5, np.array([0.25, 4.0, -1.0])),
+        (-1.0, 7.0, np.array([2.0, 2.0, 2.0])),
+        (1.25, 1.0, np.array([-3.0, 0.0, 1.5])),
+    ]
 
 
 def assert_summary_close(actual, expected, what: str):
@@ -138,7 +140,7 @@ def test_merge_with_the_identity_changes_nothing(lab):
 
     Catches: an identity that is not neutral (m = 0 instead of -inf pulls the shared max up
     to 0), NaN from an identity side."""
-    for a in HAND_BUILT:
+    for a in hand_built():
         assert_summary_close(lab.merge_two(identity(3), a), a, what=f"merge_two(identity, {a})")
         assert_summary_close(lab.merge_two(a, identity(3)), a, what=f"merge_two({a}, identity)")
 
@@ -159,8 +161,9 @@ def test_merge_is_commutative(lab):
     GPU finish in any order.
 
     Catches: rescaling only one side (right only when the larger max is on the other side)."""
-    for i, a in enumerate(HAND_BUILT):
-        for b in HAND_BUILT[i + 1 :]:
+    summaries = hand_built()
+    for i, a in enumerate(summaries):
+        for b in summaries[i + 1 :]:
             assert_summary_close(
                 lab.merge_two(b, a), lab.merge_two(a, b), what=f"merge_two(b, a) vs (a, b), a={a}, b={b}"
             )
@@ -171,14 +174,29 @@ def test_merge_is_associative(lab):
     order: this is what allows any tree of merges (two-stage kernels, cascades).
 
     Catches: rescaling only one side; any merge whose result depends on the bracketing."""
-    for a in HAND_BUILT:
-        for b in HAND_BUILT:
-            for c in HAND_BUILT:
+    summaries = hand_built()
+    for a in summaries:
+        for b in summaries:
+            for c in summaries:
                 if a is b or b is c or a is c:
                     continue
                 left = lab.merge_two(lab.merge_two(a, b), c)
                 right = lab.merge_two(a, lab.merge_two(b, c))
                 assert_summary_close(left, right, what=f"(a.b).c vs a.(b.c), m's {a[0]}, {b[0]}, {c[0]}")
+
+
+def test_merge_two_leaves_its_inputs_alone(lab):
+    """merge_two returns a new summary and does not touch its arguments: callers reuse
+    summaries (a cascade merges one shared-prefix summary into many requests).
+
+    Catches: rescaling acc in place (``acc_a *= ...``), which silently corrupts the next merge
+    that uses the same summary."""
+    summaries = hand_built()
+    originals = hand_built()
+    lab.merge_two(summaries[0], summaries[1])
+    lab.merge_two(summaries[2], summaries[3])
+    for i, (after, before) in enumerate(zip(summaries, originals, strict=True)):
+        labkit.assert_close(after[2], before[2], atol=0.0, axes=("dim",), what=f"acc of argument {i} after merge_two")
 
 
 # ------------------------------------------------------------------------------------------
@@ -259,6 +277,35 @@ def test_zero_keys_gives_zeros(lab, num_partitions):
     with np.errstate(invalid="ignore", divide="ignore"):
         out = lab.partitioned_attention(q, k, v, num_partitions)
     labkit.assert_close(out, np.zeros(D), atol=0.0, axes=("dim",), what=f"zero keys, {num_partitions} partitions")
+
+
+@pytest.mark.parametrize(("n", "num_partitions"), [(10, 3), (5, 8), (257, 7)])
+def test_partitioned_attention_summarizes_each_chunk(lab, monkeypatch, n, num_partitions):
+    """partitioned_attention really splits: it calls attend_partial once per non-empty chunk of
+    np.array_split, in chunk sizes n // P + 1 (the first n % P) and n // P, and merges.
+    On a GPU each of these calls is one thread block.
+
+    Catches: ignoring num_partitions (dense attention is the right output, but nothing is
+    split), a hand-rolled split that drops or duplicates keys."""
+    q, k, v = random_qkv(seed=n, n=n)
+    sizes = []
+    # Replace attend_partial where partitioned_attention looks it up: its module's globals
+    # (for a bug from the gallery, the solution copy it was built from).
+    namespace = lab.partitioned_attention.__globals__
+    attend_partial = namespace["attend_partial"]
+
+    def recording_attend_partial(q, k, v):
+        sizes.append(len(k))
+        return attend_partial(q, k, v)
+
+    monkeypatch.setitem(namespace, "attend_partial", recording_attend_partial)
+    lab.partitioned_attention(q, k, v, num_partitions)
+    expected = [len(chunk) for chunk in np.array_split(np.arange(n), num_partitions) if len(chunk)]
+    non_empty = [size for size in sizes if size]  # calling it on empty chunks too is harmless
+    assert non_empty == expected, (
+        f"{n} keys in {num_partitions} partitions: attend_partial saw chunks of {sizes} keys, "
+        f"expected np.array_split's non-empty chunks {expected}"
+    )
 
 
 def test_merge_is_order_invariant(lab):
@@ -350,4 +397,4 @@ def test_bad_input_gets_a_clear_message(lab):
     with pytest.raises(ValueError, match="q must"):
         lab.attend_partial(q[None], k, v)
     with pytest.raises(ValueError, match="acc"):
-        lab.merge_two(HAND_BUILT[0], (0.0, 1.0, np.zeros(4)))
+        lab.merge_two(hand_built()[0], (0.0, 1.0, np.zeros(4)))

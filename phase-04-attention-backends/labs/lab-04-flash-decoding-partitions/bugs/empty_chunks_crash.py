@@ -16,6 +16,7 @@ CAUGHT_BY = [
     "test_attend_partial_of_zero_keys_is_the_identity",
     "test_more_partitions_than_keys",
     "test_zero_keys_gives_zeros",
+    "test_partitioned_attention_summarizes_each_chunk",
 ]
 
 
