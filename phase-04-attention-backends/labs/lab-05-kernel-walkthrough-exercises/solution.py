@@ -1,0 +1,390 @@
+"""Lab 04-05, solution: the exercises of the paged-attention kernel walkthrough.
+
+Three exercises, each a piece of vLLM's CUDA paged-attention kernel (v0.10.1,
+``csrc/attention/attention_kernels.cuh`` and its launchers) made small enough to test:
+
+1. Block-table arithmetic (numpy): blocks per sequence, the slot of every token,
+   which logical blocks and tokens one warp visits in the warp-stride loop.
+2. The shared-memory budget of one v2 thread block (plain integers), the largest
+   partition that fits a limit, the reduce kernel's budget.
+3. A QK score kernel: one program (Triton) or one thread block (CUDA) per sequence,
+   the query loaded once, a strided loop over the tokens, ``-inf`` past ``seq_len``.
+
+Exercises 1-2 need only numpy; exercise 3 needs torch and triton (and, for the
+CUDA version, a GPU with nvcc and ninja).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from labkit import triton_env
+
+# Triton must learn whether to interpret before it is imported (no GPU: interpreter).
+if triton_env.select_backend() != "missing":
+    import torch
+    import triton
+    import triton.language as tl
+
+    jit = triton.jit
+else:  # exercises 1-2 still work; exercise 3 says what to install
+    torch = triton = tl = None
+
+    def jit(fn):
+        return fn
+
+
+WARP_SIZE = 32
+
+# ---------------------------------------------------------------------------
+# Exercise 1: block-table arithmetic
+# ---------------------------------------------------------------------------
+
+
+def blocks_per_seq(seq_lens, block_size: int) -> np.ndarray:
+    """Logical blocks each sequence occupies: ``ceil(seq_len / block_size)``, int64.
+
+    A sequence of 0 tokens holds 0 blocks; 16 tokens in blocks of 16 hold 1; 17 hold 2.
+    """
+    lens = _as_seq_lens(seq_lens)
+    _check_positive("block_size", block_size)
+    return (lens + block_size - 1) // block_size
+
+
+def slot_mapping(block_tables, seq_lens, block_size: int) -> np.ndarray:
+    """The physical slot of every token: ``[num_seqs, max(seq_lens)]`` int64.
+
+    Token ``t`` of sequence ``s`` lives in logical block ``t // block_size`` at
+    offset ``t % block_size``; the block table turns the logical block into a
+    physical one, so its slot is ``block_tables[s, t // block_size] * block_size +
+    t % block_size``. Positions at or past ``seq_len`` hold -1 (vLLM's padding
+    slot id): slot 0 is a real slot, so padding must never look like one.
+    """
+    tables = np.asarray(block_tables)
+    lens = _as_seq_lens(seq_lens)
+    if tables.ndim != 2 or tables.shape[0] != lens.shape[0]:
+        raise ValueError(f"block_tables must be [num_seqs, max_blocks] with num_seqs={lens.shape[0]}; "
+                         f"got shape {tables.shape}")
+    need = blocks_per_seq(lens, block_size)
+    for s, (n_blocks, seq_len) in enumerate(zip(need, lens, strict=True)):
+        if n_blocks > tables.shape[1]:
+            raise ValueError(f"sequence {s}: seq_len={seq_len} needs {n_blocks} blocks of {block_size}, "
+                             f"but block_tables has only {tables.shape[1]} columns")
+        if (tables[s, :n_blocks] < 0).any():
+            raise ValueError(f"sequence {s}: negative physical block id in its first {n_blocks} entries")
+
+    max_len = int(lens.max()) if lens.size else 0
+    t = np.arange(max_len)
+    logical_block, offset = t // block_size, t % block_size
+    # Clip the gather so padding columns never index past the table; they are masked below.
+    physical_block = tables[:, np.minimum(logical_block, max(tables.shape[1] - 1, 0))].astype(np.int64)
+    slots = physical_block * block_size + offset
+    return np.where(t[None, :] < lens[:, None], slots, -1)
+
+
+def warp_blocks(seq_len: int, block_size: int, num_warps: int, warp: int,
+                partition_size: int = 0, partition: int = 0) -> np.ndarray:
+    """The logical blocks warp ``warp`` visits, in order, in the kernel's warp-stride loop.
+
+    Without partitioning (``partition_size=0``, vLLM's v1) the thread block owns every
+    block of the sequence; with it (v2) partition ``p`` owns ``partition_size /
+    block_size`` blocks starting at ``p * partition_size / block_size``, cut at the
+    sequence's last block. Warp ``w`` takes the owned blocks ``start + w, start + w +
+    num_warps, ...``. A partition past the end of the sequence owns nothing (the kernel
+    returns early).
+    """
+    _check_positive("block_size", block_size)
+    _check_positive("num_warps", num_warps)
+    if not 0 <= warp < num_warps:
+        raise ValueError(f"warp={warp} is not in [0, num_warps={num_warps})")
+    if seq_len < 0:
+        raise ValueError(f"seq_len={seq_len} is negative")
+    if partition_size < 0 or partition_size % block_size:
+        raise ValueError(f"partition_size={partition_size} must be 0 (no partitioning) or a positive "
+                         f"multiple of block_size={block_size}")
+    if partition < 0 or (partition_size == 0 and partition != 0):
+        raise ValueError(f"partition={partition}: must be >= 0, and 0 without partitioning")
+
+    num_seq_blocks = -(-seq_len // block_size)
+    if partition_size:
+        blocks_per_partition = partition_size // block_size
+        start = partition * blocks_per_partition
+        end = min(start + blocks_per_partition, num_seq_blocks)
+    else:
+        start, end = 0, num_seq_blocks
+    return np.arange(start + warp, end, num_warps, dtype=np.int64)
+
+
+def warp_tokens(seq_len: int, block_size: int, num_warps: int, warp: int,
+                partition_size: int = 0, partition: int = 0) -> np.ndarray:
+    """The valid logical tokens (``< seq_len``) warp ``warp`` scores, in visiting order.
+
+    Each visited block contributes its tokens ``b * block_size ...``; the last block's
+    tail past ``seq_len`` is visited by the kernel's threads too, but masked (its logits
+    are never used), so it is not listed.
+    """
+    blocks = warp_blocks(seq_len, block_size, num_warps, warp, partition_size, partition)
+    runs = [np.arange(b * block_size, min((b + 1) * block_size, seq_len), dtype=np.int64) for b in blocks]
+    return np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------
+# Exercise 2: the shared-memory budget of a v2 thread block
+# ---------------------------------------------------------------------------
+
+FLOAT32_BYTES = 4
+DEFAULT_SMEM_BYTES = 48 * 1024  # 49,152: what a block may use without opting in
+H100_OPTIN_SMEM_BYTES = 227 * 1024  # 232,448: an H100 block's limit after cudaFuncSetAttribute
+
+
+@dataclass(frozen=True)
+class SmemBudget:
+    """Bytes of shared memory one thread block of the v2 kernel uses."""
+
+    logits_bytes: int  # dynamic: PARTITION_SIZE fp32 logits
+    outputs_bytes: int  # dynamic: (NUM_WARPS / 2) * head_size fp32, the cross-warp output sum
+    dynamic_bytes: int  # the two above share one buffer: their max
+    query_bytes: int  # static: q_vecs, head_size elements of the query's dtype
+    reduction_bytes: int  # static: red_smem, 2 * NUM_WARPS fp32 (max, then sum)
+    static_bytes: int
+    total_bytes: int
+
+
+def shared_memory_budget(head_size: int, partition_size: int, num_threads: int = 128,
+                         query_itemsize: int = 2) -> SmemBudget:
+    """The shared memory of one v2 thread block, following vLLM's v2 launcher.
+
+    Dynamic (the launch's third argument): the fp32 logits of one partition, a buffer
+    the kernel later reuses to sum the warps' partial outputs, so its size is the max
+    of the two uses. Static (``__shared__`` arrays in the kernel): the query vectors
+    and the two-stage reduction scratch.
+    """
+    for name, value in (("head_size", head_size), ("partition_size", partition_size), ("num_threads", num_threads)):
+        _check_positive(name, value)
+    if num_threads % WARP_SIZE:
+        raise ValueError(f"num_threads={num_threads} must be a multiple of the warp size {WARP_SIZE}")
+    if query_itemsize not in (1, 2, 4):
+        raise ValueError(f"query_itemsize={query_itemsize}: expected 1 (fp8), 2 (fp16/bf16) or 4 (fp32)")
+    num_warps = num_threads // WARP_SIZE
+    logits = partition_size * FLOAT32_BYTES
+    outputs = (num_warps // 2) * head_size * FLOAT32_BYTES
+    dynamic = max(logits, outputs)
+    query = head_size * query_itemsize
+    reduction = 2 * num_warps * FLOAT32_BYTES
+    static = query + reduction
+    return SmemBudget(logits, outputs, dynamic, query, reduction, static, dynamic + static)
+
+
+def smem_fits(budget: SmemBudget, limit_bytes: int = DEFAULT_SMEM_BYTES) -> bool:
+    """Whether the block's shared memory fits ``limit_bytes`` (a limit is inclusive)."""
+    return budget.total_bytes <= limit_bytes
+
+
+def largest_partition_size(head_size: int, block_size: int, limit_bytes: int = DEFAULT_SMEM_BYTES,
+                           num_threads: int = 128, query_itemsize: int = 2) -> int:
+    """The largest positive multiple of ``block_size`` whose budget fits ``limit_bytes``; 0 if none.
+
+    The total is ``max(4 P, outputs) + static``: it fits iff ``4 P + static <= limit``
+    and ``outputs + static <= limit``. The partition must hold whole blocks (vLLM
+    asserts ``PARTITION_SIZE % block_size == 0``).
+    """
+    _check_positive("block_size", block_size)
+    smallest = shared_memory_budget(head_size, block_size, num_threads, query_itemsize)
+    if not smem_fits(smallest, limit_bytes):
+        return 0
+    tokens = (limit_bytes - smallest.static_bytes) // FLOAT32_BYTES
+    return tokens // block_size * block_size
+
+
+def reduce_shared_memory_bytes(max_seq_len: int, partition_size: int, num_threads: int = 128) -> int:
+    """Shared memory of one block of the v2 reduce kernel.
+
+    Dynamic: each partition's max logit and rescaled exp-sum, ``2 * max_num_partitions``
+    fp32 with ``max_num_partitions = ceil(max_seq_len / partition_size)``; static: the
+    same ``2 * NUM_WARPS`` fp32 reduction scratch as the main kernel.
+    """
+    if max_seq_len < 0:
+        raise ValueError(f"max_seq_len={max_seq_len} is negative")
+    _check_positive("partition_size", partition_size)
+    _check_positive("num_threads", num_threads)
+    if num_threads % WARP_SIZE:
+        raise ValueError(f"num_threads={num_threads} must be a multiple of the warp size {WARP_SIZE}")
+    max_num_partitions = -(-max_seq_len // partition_size)
+    return 2 * max_num_partitions * FLOAT32_BYTES + 2 * (num_threads // WARP_SIZE) * FLOAT32_BYTES
+
+
+# ---------------------------------------------------------------------------
+# Exercise 3: a QK score kernel, in Triton and in CUDA
+# ---------------------------------------------------------------------------
+
+QK_BLOCK_T = 64  # tokens one Triton loop iteration scores
+QK_CUDA_THREADS = 128  # threads of one CUDA block: fewer than most sequences' tokens
+
+
+@jit
+def qk_scores_kernel(q_ptr, k_ptr, seq_lens_ptr, scores_ptr, scale, max_len, head_dim,
+                     BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr):
+    """One program per sequence: scores[s, t] = scale * q[s] . k[s, t] for t < seq_len, -inf after."""
+    seq = tl.program_id(0).to(tl.int64)
+    seq_len = tl.load(seq_lens_ptr + seq)
+    dims = tl.arange(0, BLOCK_D)
+    in_head = dims < head_dim
+    # The query is loaded once and reused for every token, as the kernel stages it in shared memory.
+    q = tl.load(q_ptr + seq * head_dim + dims, mask=in_head, other=0.0).to(tl.float32)
+    for start in range(0, max_len, BLOCK_T):
+        t = start + tl.arange(0, BLOCK_T)
+        valid = t < seq_len
+        rows = k_ptr + (seq * max_len + t[:, None]) * head_dim + dims[None, :]
+        # Padding rows (t >= seq_len) are never read: they may hold anything.
+        k = tl.load(rows, mask=valid[:, None] & in_head[None, :], other=0.0).to(tl.float32)
+        s = tl.sum(k * q[None, :], axis=1) * scale
+        tl.store(scores_ptr + seq * max_len + t, tl.where(valid, s, float("-inf")), mask=t < max_len)
+
+
+def qk_scores_triton(q, k, seq_lens, scale=None):
+    """``[num_seqs, max_len]`` fp32 scores ``scale * q[s] . k[s, t]``; ``-inf`` for ``t >= seq_lens[s]``.
+
+    q ``[num_seqs, head_dim]``, k ``[num_seqs, max_len, head_dim]`` (fp16, bf16 or fp32,
+    same dtype and device), seq_lens ``[num_seqs]`` ints in ``[0, max_len]``; ``scale``
+    defaults to ``1 / sqrt(head_dim)``.
+    """
+    q, k, seq_lens, scale = _check_qk_inputs(q, k, seq_lens, scale)
+    num_seqs, max_len, head_dim = k.shape
+    scores = torch.empty((num_seqs, max_len), dtype=torch.float32, device=q.device)
+    if num_seqs and max_len:
+        qk_scores_kernel[(num_seqs,)](q, k, seq_lens, scores, scale, max_len, head_dim,
+                                      BLOCK_T=QK_BLOCK_T, BLOCK_D=triton.next_power_of_2(head_dim))
+    return scores
+
+
+QK_CUDA_SOURCE = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <cmath>
+
+// One thread block per sequence; thread i scores tokens i, i + blockDim.x, ...
+template <typename scalar_t>
+__global__ void qk_scores_kernel(float* __restrict__ scores,          // [num_seqs, max_len]
+                                 const scalar_t* __restrict__ q,      // [num_seqs, head_dim]
+                                 const scalar_t* __restrict__ k,      // [num_seqs, max_len, head_dim]
+                                 const int* __restrict__ seq_lens,    // [num_seqs]
+                                 const float scale, const int max_len, const int head_dim) {
+  extern __shared__ float q_smem[];  // head_dim floats: the query, staged once per block
+  const int64_t seq = blockIdx.x;
+  const int seq_len = seq_lens[seq];
+
+  // Every thread copies a strided share of the query, then waits for the others.
+  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+    q_smem[i] = static_cast<float>(q[seq * head_dim + i]);
+  }
+  __syncthreads();
+
+  const scalar_t* k_seq = k + seq * max_len * head_dim;
+  for (int t = threadIdx.x; t < max_len; t += blockDim.x) {
+    float s = -INFINITY;  // past seq_len: a logit that softmax turns into exactly 0
+    if (t < seq_len) {
+      const scalar_t* k_row = k_seq + static_cast<int64_t>(t) * head_dim;
+      float dot = 0.f;
+      for (int i = 0; i < head_dim; ++i) {
+        dot += q_smem[i] * static_cast<float>(k_row[i]);
+      }
+      s = dot * scale;
+    }
+    scores[seq * max_len + t] = s;
+  }
+}
+
+torch::Tensor qk_scores(torch::Tensor q, torch::Tensor k, torch::Tensor seq_lens, double scale,
+                        int64_t threads) {
+  // Shapes, dtypes and devices were checked in Python; all three are contiguous.
+  const int num_seqs = q.size(0), head_dim = q.size(1), max_len = k.size(1);
+  auto scores = torch::empty({num_seqs, max_len}, q.options().dtype(torch::kFloat32));
+  if (num_seqs == 0 || max_len == 0) return scores;
+  const size_t smem = head_dim * sizeof(float);
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::ScalarType::Half, at::ScalarType::BFloat16, q.scalar_type(), "qk_scores", [&] {
+    qk_scores_kernel<scalar_t><<<num_seqs, threads, smem, stream>>>(
+        scores.data_ptr<float>(), q.data_ptr<scalar_t>(), k.data_ptr<scalar_t>(),
+        seq_lens.data_ptr<int>(), static_cast<float>(scale), max_len, head_dim);
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return scores;
+}
+"""
+
+_QK_CPP_DECLARATION = (
+    "torch::Tensor qk_scores(torch::Tensor q, torch::Tensor k, torch::Tensor seq_lens, double scale, int64_t threads);"
+)
+
+
+def qk_scores_cuda(q, k, seq_lens, scale=None):
+    """The same scores as :func:`qk_scores_triton`, from the CUDA kernel in ``QK_CUDA_SOURCE``.
+
+    Compiled on first use with ``torch.utils.cpp_extension.load_inline`` (needs a GPU,
+    nvcc and ninja; torch's extension cache keeps the build).
+    """
+    q, k, seq_lens, scale = _check_qk_inputs(q, k, seq_lens, scale)
+    if q.device.type != "cuda":
+        raise ValueError(f"qk_scores_cuda needs CUDA tensors; got device {q.device} "
+                         "(on a machine without a GPU, use qk_scores_triton)")
+    return _cuda_extension(QK_CUDA_SOURCE).qk_scores(q, k, seq_lens, scale, QK_CUDA_THREADS)
+
+
+@functools.cache
+def _cuda_extension(source: str):
+    """Build (or load from torch's cache) the extension for this exact source."""
+    from torch.utils.cpp_extension import load_inline
+
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]  # an edited kernel gets a fresh build
+    return load_inline(name=f"lab0405_qk_{digest}", cpp_sources=[_QK_CPP_DECLARATION], cuda_sources=[source],
+                       functions=["qk_scores"], extra_cuda_cflags=["-O3"], verbose=False)
+
+
+# ---------------------------------------------------------------------------
+# Input checks: clear messages instead of tracebacks from inside a kernel
+# ---------------------------------------------------------------------------
+
+
+def _check_positive(name: str, value: int) -> None:
+    if int(value) != value or value < 1:
+        raise ValueError(f"{name}={value} must be a positive integer")
+
+
+def _as_seq_lens(seq_lens) -> np.ndarray:
+    lens = np.asarray(seq_lens)
+    if lens.ndim != 1 or (lens.size and not np.issubdtype(lens.dtype, np.integer)):
+        raise ValueError(f"seq_lens must be a 1-D array of integers; got shape {lens.shape}, dtype {lens.dtype}")
+    if (lens < 0).any():
+        raise ValueError(f"seq_lens must be >= 0; got {lens.tolist()}")
+    return lens.astype(np.int64)
+
+
+def _check_qk_inputs(q, k, seq_lens, scale):
+    """Validated, contiguous ``(q, k, seq_lens int32, scale float)`` for the QK kernels."""
+    if torch is None:
+        raise ModuleNotFoundError(f"exercise 3 needs torch and triton: {triton_env.INSTALL_HINT}")
+    if not (torch.is_tensor(q) and torch.is_tensor(k)):
+        raise ValueError("q and k must be torch tensors")
+    if q.ndim != 2 or k.ndim != 3 or k.shape[0] != q.shape[0] or k.shape[2] != q.shape[1]:
+        raise ValueError(f"expected q [num_seqs, head_dim] and k [num_seqs, max_len, head_dim]; "
+                         f"got q {tuple(q.shape)}, k {tuple(k.shape)}")
+    if q.dtype != k.dtype or q.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise ValueError(f"q and k must share one dtype of fp16, bf16, fp32; got {q.dtype}, {k.dtype}")
+    if q.device != k.device:
+        raise ValueError(f"q is on {q.device}, k on {k.device}")
+    if q.shape[1] == 0 or q.shape[1] > 4096:
+        raise ValueError(f"head_dim={q.shape[1]} must be in [1, 4096] (the query is staged in shared memory)")
+    lens = torch.as_tensor(seq_lens)
+    if lens.ndim != 1 or lens.shape[0] != q.shape[0] or lens.is_floating_point():
+        raise ValueError(f"seq_lens must be {q.shape[0]} integers; got shape {tuple(lens.shape)}, dtype {lens.dtype}")
+    max_len = k.shape[1]
+    if lens.numel() and (int(lens.min()) < 0 or int(lens.max()) > max_len):
+        raise ValueError(f"seq_lens must lie in [0, max_len={max_len}]; got {lens.tolist()}")
+    scale = 1.0 / math.sqrt(q.shape[1]) if scale is None else float(scale)
+    return q.contiguous(), k.contiguous(), lens.to(device=q.device, dtype=torch.int32).contiguous(), scale

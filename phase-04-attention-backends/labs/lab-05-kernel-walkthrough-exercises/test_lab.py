@@ -1,0 +1,430 @@
+"""Lab 04-05: the exercises of the paged-attention kernel walkthrough.
+
+Exercises 1-2 are numpy and integer arithmetic: their tests run with numpy alone.
+Exercise 3's tests take torch and triton from the ``torch`` fixture, which skips
+them (with the install command) when those are missing; through Triton's
+interpreter they run on a CPU. The CUDA test needs a GPU, nvcc and ninja.
+
+Every expected value is computed here, by brute force or by hand, never by
+another function of the implementation under test.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from labkit import assert_close, assert_equal, triton_env
+from labkit.paged import random_block_tables
+
+DEFAULT_SMEM = 49_152  # 48 KiB
+H100_OPTIN_SMEM = 232_448  # 227 KiB
+
+# ---------------------------------------------------------------------------
+# Exercise 1: block-table arithmetic
+# ---------------------------------------------------------------------------
+
+
+def brute_blocks(seq_len: int, block_size: int) -> int:
+    """Count the distinct logical blocks that the tokens fall in."""
+    return len({t // block_size for t in range(seq_len)})
+
+
+def brute_slots(table, seq_len: int, block_size: int, width: int) -> list[int]:
+    """Slot of each token, one token at a time; -1 for the padding up to ``width``."""
+    out = []
+    for t in range(width):
+        if t < seq_len:
+            physical = int(table[t // block_size])
+            out.append(physical * block_size + t % block_size)
+        else:
+            out.append(-1)
+    return out
+
+
+def test_blocks_per_seq_is_the_ceiling(lab):
+    """ceil(seq_len / block_size) per sequence, 0 for an empty one.
+
+    Catches: floor division (140 tokens in blocks of 16 -> 8, dropping 12 tokens),
+    and ``seq_len // block_size + 1`` (one block too many at exact multiples and at 0)."""
+    seq_lens = [0, 1, 15, 16, 17, 60, 140, 160]
+    for block_size in (1, 3, 16, 32):
+        got = lab.blocks_per_seq(np.array(seq_lens), block_size)
+        expected = [brute_blocks(n, block_size) for n in seq_lens]
+        assert_equal(got, np.array(expected), axes=("sequence",), what=f"blocks_per_seq, block_size={block_size}")
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 16, 32])
+def test_slot_mapping_matches_brute_force(lab, block_size):
+    """The slot of every token of every sequence through scattered block tables; -1 past seq_len.
+
+    Catches: skipping the table (slot = t, the logical position), the wrong stride
+    (``block * max_blocks``), offset and block swapped, padding filled with 0 (a real slot)."""
+    rng = np.random.default_rng(block_size)
+    seq_lens = np.array([0, 1, block_size, block_size + 1, 5 * block_size - 1, 37, 2])
+    tables, _ = random_block_tables(rng, seq_lens, block_size, pad=0)
+    tables = np.concatenate([tables, np.zeros((len(seq_lens), 2), dtype=tables.dtype)], axis=1)  # extra padding
+    got = lab.slot_mapping(tables, seq_lens, block_size)
+    width = int(seq_lens.max())
+    expected = np.array([brute_slots(tables[s], n, block_size, width) for s, n in enumerate(seq_lens)])
+    assert_equal(got, expected, axes=("sequence", "token"), what=f"slot_mapping, block_size={block_size}")
+
+
+def test_slot_mapping_pads_with_minus_one(lab):
+    """Positions at or past seq_len hold -1 exactly: slot 0 belongs to a real token.
+
+    Catches: padding with 0, which would route a padding write into block 0."""
+    got = np.asarray(lab.slot_mapping(np.array([[4, 0], [1, 0]]), np.array([3, 0]), 4))
+    assert got.shape == (2, 3), f"shape {got.shape}, expected (2, max(seq_lens)) = (2, 3)"
+    assert_equal(got, np.array([[16, 17, 18], [-1, -1, -1]]), axes=("sequence", "token"), what="slot_mapping")
+
+
+# The source's exercise lists blocks [5, 2, 7, 1] for 140 tokens and [3, 6] for 60 tokens in
+# blocks of 16: 140 tokens need ceil(140/16) = 9 blocks and 60 need 4. The consistent version:
+SOURCE_TABLES = np.array([[5, 2, 7, 1, 9, 11, 4, 8, 13, 0],
+                          [3, 6, 10, 12, 0, 0, 0, 0, 0, 0]])
+SOURCE_LENS = np.array([140, 60])
+
+
+def test_slot_mapping_of_the_corrected_source_example(lab):
+    """Hand-checked slots of the corrected example: 9 blocks for 140 tokens, 4 for 60.
+
+    Catches the same bugs as the brute-force test, on figures the README works out by hand."""
+    assert_equal(lab.blocks_per_seq(SOURCE_LENS, 16), np.array([9, 4]), axes=("sequence",), what="blocks_per_seq")
+    slots = np.asarray(lab.slot_mapping(SOURCE_TABLES, SOURCE_LENS, 16))
+    assert slots.shape == (2, 140), f"shape {slots.shape}, expected (2, 140)"
+    # token 0 -> block 5; token 17 -> logical 1 = physical 2, offset 1; token 139 -> logical 8 = physical 13, offset 11
+    checks = {(0, 0): 80, (0, 17): 33, (0, 64): 144, (0, 139): 219, (1, 0): 48, (1, 59): 203, (1, 60): -1}
+    for (s, t), slot in checks.items():
+        assert slots[s, t] == slot, f"sequence {s}, token {t}: slot {slots[s, t]}, expected {slot} (README's table)"
+
+
+def test_slot_mapping_rejects_the_source_tables(lab):
+    """The source's own table (4 blocks for 140 tokens) is refused with a message, not read past.
+
+    Catches: silently gathering garbage (or padding) for the tokens that have no block."""
+    bad = np.array([[5, 2, 7, 1, 0, 0, 0, 0], [3, 6, 0, 0, 0, 0, 0, 0]])
+    with pytest.raises(ValueError, match="needs 9 blocks"):
+        lab.slot_mapping(bad, SOURCE_LENS, 16)
+
+
+def test_slot_mapping_rejects_bad_input(lab):
+    """Clear ValueErrors: negative seq_len, block_size 0, tables and lengths of different batch sizes."""
+    with pytest.raises(ValueError):
+        lab.slot_mapping(np.zeros((1, 2), dtype=int), np.array([-1]), 16)
+    with pytest.raises(ValueError):
+        lab.slot_mapping(np.zeros((1, 2), dtype=int), np.array([4]), 0)
+    with pytest.raises(ValueError):
+        lab.slot_mapping(np.zeros((2, 2), dtype=int), np.array([4]), 16)
+
+
+def brute_warp_blocks(seq_len, block_size, num_warps, warp, partition_size, partition):
+    """Deal the sequence's blocks out: to partitions by their first token, then round-robin to warps."""
+    owned = [b for b in range(brute_blocks(seq_len, block_size))
+             if partition_size == 0 or (b * block_size) // partition_size == partition]
+    return [b for i, b in enumerate(owned) if i % num_warps == warp]
+
+
+WARP_CASES = [  # seq_len, block_size, num_warps, partition_size
+    (140, 16, 4, 0), (2048, 16, 4, 512), (2000, 16, 4, 512), (1, 16, 4, 512), (0, 16, 4, 0),
+    (77, 8, 4, 64), (300, 32, 2, 96), (1000, 16, 8, 512), (33, 1, 4, 8), (513, 16, 4, 512),
+]
+
+
+@pytest.mark.parametrize("case", WARP_CASES, ids=lambda c: "len{}-bs{}-w{}-p{}".format(*c))
+def test_warp_blocks_match_a_brute_force_deal(lab, case):
+    """The logical blocks each warp visits, in order, in every partition (and past the last).
+
+    Catches: stride 1 instead of NUM_WARPS, contiguous chunks per warp, a partition's first
+    block computed in tokens (``partition * partition_size``), blocks past the sequence's end."""
+    seq_len, block_size, num_warps, partition_size = case
+    num_partitions = max(1, -(-seq_len // partition_size)) if partition_size else 1
+    for partition in range(num_partitions + (1 if partition_size else 0)):  # one past the end owns nothing
+        for warp in range(num_warps):
+            got = np.asarray(lab.warp_blocks(seq_len, block_size, num_warps, warp, partition_size, partition))
+            expected = np.array(brute_warp_blocks(seq_len, block_size, num_warps, warp, partition_size, partition))
+            assert_equal(got, expected.astype(np.int64), axes=("visit",),
+                         what=f"warp_blocks(seq_len={seq_len}, warp={warp}, partition={partition})")
+
+
+@pytest.mark.parametrize("case", WARP_CASES, ids=lambda c: "len{}-bs{}-w{}-p{}".format(*c))
+def test_warp_tokens_cover_every_token_exactly_once(lab, case):
+    """Over all warps and partitions, every token < seq_len is scored once, and nothing else.
+
+    Catches: the masked tail of the last block listed as work, overlapping or missing
+    partitions, a warp that skips its first block."""
+    seq_len, block_size, num_warps, partition_size = case
+    num_partitions = max(1, -(-seq_len // partition_size)) if partition_size else 1
+    seen = []
+    for partition in range(num_partitions):
+        for warp in range(num_warps):
+            tokens = np.asarray(lab.warp_tokens(seq_len, block_size, num_warps, warp, partition_size, partition))
+            blocks = brute_warp_blocks(seq_len, block_size, num_warps, warp, partition_size, partition)
+            expected = [t for b in blocks for t in range(b * block_size, min((b + 1) * block_size, seq_len))]
+            assert_equal(tokens, np.array(expected, dtype=np.int64), axes=("visit",),
+                         what=f"warp_tokens(warp={warp}, partition={partition})")
+            seen += tokens.tolist()
+    assert sorted(seen) == list(range(seq_len)), "the warps' tokens do not cover 0..seq_len-1 exactly once"
+
+
+def test_warp_zero_of_the_source_example(lab):
+    """Hand-checked: warp 0 of 4 over 140 tokens in blocks of 16 visits blocks 0, 4, 8,
+    tokens 0-15, 64-79 and 128-139 (block 8 holds only 12 valid tokens)."""
+    assert_equal(np.asarray(lab.warp_blocks(140, 16, 4, 0)), np.array([0, 4, 8]), what="warp_blocks")
+    expected = [*range(0, 16), *range(64, 80), *range(128, 140)]
+    assert_equal(np.asarray(lab.warp_tokens(140, 16, 4, 0)), np.array(expected), what="warp_tokens")
+
+
+def test_warp_blocks_reject_bad_input(lab):
+    """A partition that is not whole blocks, a warp out of range, a partition index without partitioning."""
+    with pytest.raises(ValueError):
+        lab.warp_blocks(100, 16, 4, 0, partition_size=100)
+    with pytest.raises(ValueError):
+        lab.warp_blocks(100, 16, 4, 4)
+    with pytest.raises(ValueError):
+        lab.warp_blocks(100, 16, 4, 0, partition_size=0, partition=1)
+
+
+# ---------------------------------------------------------------------------
+# Exercise 2: the shared-memory budget
+# ---------------------------------------------------------------------------
+
+
+def expected_budget(head_size, partition_size, num_threads, itemsize):
+    """vLLM v2 launcher, written out: dynamic max(P * 4, (W / 2) * D * 4); static D * itemsize + 2 W * 4."""
+    warps = num_threads // 32
+    logits, outputs = partition_size * 4, (warps // 2) * head_size * 4
+    query, reduction = head_size * itemsize, 2 * warps * 4
+    return dict(logits_bytes=logits, outputs_bytes=outputs, dynamic_bytes=max(logits, outputs),
+                query_bytes=query, reduction_bytes=reduction, static_bytes=query + reduction,
+                total_bytes=max(logits, outputs) + query + reduction)
+
+
+def budget_dict(budget):
+    return {name: int(getattr(budget, name)) for name in expected_budget(64, 16, 128, 2)}
+
+
+def test_budget_of_the_source_configuration(lab):
+    """HEAD_SIZE 128, PARTITION_SIZE 512, NUM_THREADS 128, fp16 query: the README's hand-checked figures.
+
+    Catches: the logits counted in fp16, the query in fp32, one reduction array instead of two."""
+    got = budget_dict(lab.shared_memory_budget(128, 512, 128, 2))
+    assert got == dict(logits_bytes=2048, outputs_bytes=1024, dynamic_bytes=2048, query_bytes=256,
+                       reduction_bytes=32, static_bytes=288, total_bytes=2336), got
+
+
+@pytest.mark.parametrize("num_threads", [64, 128, 256, 512])
+def test_budget_follows_the_launcher(lab, num_threads):
+    """Every field, for the head sizes vLLM compiles, several partitions and query dtypes.
+
+    Catches: dynamic = logits + outputs (the buffer is reused, not doubled), outputs over all
+    NUM_WARPS warps instead of half, the output staging dropped (it dominates for small partitions)."""
+    for head_size in (32, 64, 80, 96, 112, 120, 128, 192, 256):
+        for partition_size in (16, 64, 256, 512, 1024):
+            for itemsize in (1, 2, 4):
+                got = budget_dict(lab.shared_memory_budget(head_size, partition_size, num_threads, itemsize))
+                want = expected_budget(head_size, partition_size, num_threads, itemsize)
+                assert got == want, f"head_size={head_size}, P={partition_size}, threads={num_threads}, " \
+                                    f"itemsize={itemsize}: got {got}, expected {want}"
+
+
+def test_smem_fits_is_inclusive(lab):
+    """A block that needs exactly the limit fits; one byte more does not.
+
+    Catches: ``<`` for ``<=``, comparing only the dynamic part."""
+    budget = lab.shared_memory_budget(128, 512, 128, 2)  # 2336 bytes
+    assert lab.smem_fits(budget, 2336) is True
+    assert lab.smem_fits(budget, 2335) is False
+    assert lab.smem_fits(budget) is True, "2,336 bytes fit the default 48 KiB"
+    big = lab.shared_memory_budget(128, 12224, 128, 2)  # 48,896 + 288 = 49,184
+    assert lab.smem_fits(big) is False, "49,184 bytes do not fit 49,152"
+    assert lab.smem_fits(big, H100_OPTIN_SMEM) is True
+
+
+def brute_largest_partition(head_size, block_size, limit, num_threads, itemsize):
+    """Walk the multiples of block_size upward while they fit."""
+    best, p = 0, block_size
+    while expected_budget(head_size, p, num_threads, itemsize)["total_bytes"] <= limit:
+        best, p = p, p + block_size
+    return best
+
+
+def test_largest_partition_size_of_the_source_configuration(lab):
+    """Hand-checked: head 128, 128 threads, fp16, blocks of 16: 12,208 tokens under 48 KiB
+    (12,208 * 4 + 288 = 49,120), 58,032 under an H100's 227 KiB; 12,192 with blocks of 32."""
+    assert lab.largest_partition_size(128, 16, DEFAULT_SMEM, 128, 2) == 12208
+    assert lab.largest_partition_size(128, 16, H100_OPTIN_SMEM, 128, 2) == 58032
+    assert lab.largest_partition_size(128, 32, DEFAULT_SMEM, 128, 2) == 12192
+
+
+@pytest.mark.parametrize("limit", [0, 500, 1_000, 2_400, 4_096, 5_000, DEFAULT_SMEM, 100_000, H100_OPTIN_SMEM])
+def test_largest_partition_size_matches_a_search(lab, limit):
+    """Against a brute-force walk over multiples of the block size, including limits that no
+    partition fits (0) and limits set by the output staging rather than the logits.
+
+    Catches: no rounding to whole blocks, the static part forgotten, the output staging
+    forgotten (a partition 'fits' a limit the block cannot meet), an off-by-one block."""
+    for head_size, block_size, threads, itemsize in [(128, 16, 128, 2), (256, 8, 512, 2), (80, 32, 128, 4),
+                                                     (64, 1, 64, 1), (192, 16, 256, 2), (256, 16, 1024, 2)]:
+        got = lab.largest_partition_size(head_size, block_size, limit, threads, itemsize)
+        want = brute_largest_partition(head_size, block_size, limit, threads, itemsize)
+        assert got == want, (f"limit={limit}, head_size={head_size}, block_size={block_size}, threads={threads}, "
+                             f"itemsize={itemsize}: got {got}, expected {want}")
+
+
+def test_reduce_kernel_budget(lab):
+    """2 * ceil(max_seq_len / P) fp32 (max logits, exp sums) + 2 * NUM_WARPS fp32 of scratch.
+
+    Hand-checked: 32,768 tokens in partitions of 512 -> 64 partitions -> 512 + 32 = 544 bytes;
+    32,769 tokens -> 65 partitions -> 552. Catches: floor instead of ceil, one array instead of two."""
+    assert lab.reduce_shared_memory_bytes(32768, 512, 128) == 544
+    assert lab.reduce_shared_memory_bytes(32769, 512, 128) == 552
+    for max_seq_len in (0, 1, 511, 512, 513, 100_000):
+        for partition_size, threads in ((512, 128), (256, 256), (16, 64)):
+            want = 2 * math.ceil(max_seq_len / partition_size) * 4 + 2 * (threads // 32) * 4
+            got = lab.reduce_shared_memory_bytes(max_seq_len, partition_size, threads)
+            assert got == want, f"max_seq_len={max_seq_len}, P={partition_size}: got {got}, expected {want}"
+
+
+def test_budget_rejects_bad_input(lab):
+    """Clear ValueErrors: threads not a multiple of the warp size, a zero head size, a 3-byte dtype."""
+    with pytest.raises(ValueError):
+        lab.shared_memory_budget(128, 512, 100, 2)
+    with pytest.raises(ValueError):
+        lab.shared_memory_budget(0, 512, 128, 2)
+    with pytest.raises(ValueError):
+        lab.shared_memory_budget(128, 512, 128, 3)
+
+
+# ---------------------------------------------------------------------------
+# Exercise 3: the QK score kernel (torch + triton; CUDA on a GPU)
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def torch():
+    """torch, or a skip with the install command when torch/triton are missing."""
+    torch, _ = triton_env.require_torch_and_triton()
+    return torch
+
+
+def make_qk_inputs(torch, seq_lens, head_dim, dtype, seed=0):
+    """Random q, k with every padding row of k (t >= seq_len) poisoned with NaN."""
+    g = torch.Generator().manual_seed(seed)
+    num_seqs, max_len = len(seq_lens), max(seq_lens)
+    q = torch.randn(num_seqs, head_dim, generator=g)
+    k = torch.randn(num_seqs, max_len, head_dim, generator=g)
+    for s, n in enumerate(seq_lens):
+        k[s, n:] = float("nan")
+    dev = triton_env.device()
+    return q.to(dtype).to(dev), k.to(dtype).to(dev), torch.tensor(seq_lens, dtype=torch.int32)
+
+
+def expected_scores(q, k, seq_lens, scale):
+    """float64, one token at a time; -inf past seq_len."""
+    q64, k64 = q.double().cpu().numpy(), k.double().cpu().numpy()
+    out = np.full(k64.shape[:2], -np.inf)
+    for s, n in enumerate(seq_lens.tolist()):
+        for t in range(n):
+            out[s, t] = float(np.dot(q64[s], k64[s, t])) * scale
+    return out
+
+
+def check_scores(got, q, k, seq_lens, scale, atol, what):
+    __tracebackhide__ = True
+    want = expected_scores(q, k, seq_lens, scale)
+    got64 = got.double().cpu().numpy()
+    assert got.dtype.is_floating_point and got64.shape == want.shape, f"{what}: shape {got64.shape}, dtype {got.dtype}"
+    past = ~np.isfinite(want)
+    bad = np.argwhere(past & ~(got64 == -np.inf))
+    if bad.size:
+        s, t = bad[0]
+        raise AssertionError(f"{what}: sequence {s}, token {t} (seq_len {int(seq_lens[s])}) holds {got64[s, t]}; "
+                             f"positions past seq_len must hold -inf ({len(bad)} such positions wrong)")
+    assert_close(np.where(past, 0.0, got64), np.where(past, 0.0, want), atol=atol, axes=("sequence", "token"),
+                 what=what)
+
+
+RAGGED = [0, 1, 63, 64, 65, 130, 7]
+
+
+@pytest.mark.triton
+@pytest.mark.parametrize("head_dim", [40, 64])
+def test_qk_triton_matches_float64_on_ragged_lengths(lab, torch, head_dim):
+    """fp32 scores of ragged sequences (0 and tile-boundary lengths), head_dim 40 (not a power of two)
+    and 64; the padding rows of k are NaN, so reading them shows.
+
+    Catches: every sequence reading sequence 0's query, head_dim lanes past 40 read from the next row,
+    padding rows read into valid scores, the scale forgotten or applied twice."""
+    q, k, seq_lens = make_qk_inputs(torch, RAGGED, head_dim, torch.float32)
+    got = lab.qk_scores_triton(q, k, seq_lens)
+    check_scores(got, q, k, seq_lens, 1.0 / math.sqrt(head_dim), 1e-4, f"qk_scores_triton, head_dim={head_dim}")
+    got = lab.qk_scores_triton(q, k, seq_lens, scale=0.25)
+    check_scores(got, q, k, seq_lens, 0.25, 1e-4, "qk_scores_triton, scale=0.25")
+
+
+@pytest.mark.triton
+def test_qk_triton_fp16_inputs(lab, torch):
+    """fp16 q and k, fp32 accumulation: within 2e-3 of float64 over the same fp16 values.
+
+    Catches: accumulating in fp16 (errors of ~1e-2 on 64-long dots), fp16 output."""
+    q, k, seq_lens = make_qk_inputs(torch, [5, 64, 33], 64, torch.float16, seed=1)
+    q, k = q * 2, k * 2  # larger products make fp16 accumulation visible
+    got = lab.qk_scores_triton(q, k, seq_lens)
+    assert got.dtype == torch.float32, f"scores must be fp32 (the kernel keeps logits in fp32); got {got.dtype}"
+    check_scores(got, q, k, seq_lens, 1 / 8, 2e-3, "qk_scores_triton, fp16")
+
+
+@pytest.mark.triton
+def test_qk_triton_writes_minus_inf_past_seq_len(lab, torch):
+    """Positions at and past seq_len hold -inf exactly, a whole row for seq_len 0.
+
+    Catches: 0 written for masked tokens (vLLM's kernel stores 0 and never reads them back;
+    here the scores are an output, and exp(0) would give them weight), positions left unwritten."""
+    q, k, seq_lens = make_qk_inputs(torch, [0, 3, 10], 16, torch.float32, seed=2)
+    got = lab.qk_scores_triton(q, k, seq_lens).cpu()
+    for s, n in enumerate([0, 3, 10]):
+        tail = got[s, n:]
+        assert bool((tail == float("-inf")).all()), f"sequence {s} (seq_len {n}): past seq_len got {tail.tolist()}"
+
+
+@pytest.mark.triton
+def test_qk_triton_sequences_longer_than_one_tile(lab, torch):
+    """1,100 and 700 tokens: more than one tile of tokens and more than 1,024 threads could cover.
+
+    Catches: one pass over the first tile only (no loop over the sequence)."""
+    q, k, seq_lens = make_qk_inputs(torch, [1100, 700], 16, torch.float32, seed=3)
+    check_scores(lab.qk_scores_triton(q, k, seq_lens), q, k, seq_lens, 0.25, 1e-4, "qk_scores_triton, long")
+
+
+@pytest.mark.triton
+def test_qk_rejects_bad_input(lab, torch):
+    """Clear ValueErrors: k of another head_dim, a seq_len longer than k, float seq_lens."""
+    q, k, seq_lens = make_qk_inputs(torch, [4, 8], 16, torch.float32)
+    with pytest.raises(ValueError):
+        lab.qk_scores_triton(q, k[..., :8], seq_lens)
+    with pytest.raises(ValueError):
+        lab.qk_scores_triton(q, k, torch.tensor([4, 9]))
+    with pytest.raises(ValueError):
+        lab.qk_scores_triton(q, k, torch.tensor([4.0, 8.0]))
+
+
+@pytest.mark.triton
+@pytest.mark.gpu
+def test_qk_cuda_matches_float64(lab, torch):
+    """The CUDA kernel, built with load_inline: fp32 and fp16, ragged lengths up to 1,100 tokens
+    (more than the block's threads, and more than 1,024), -inf past seq_len.
+
+    Catches: a kernel without the strided token loop (tokens past blockDim.x never scored), a
+    missing __syncthreads after staging the query, reads of the padding rows."""
+    from torch.utils import cpp_extension
+
+    if cpp_extension.CUDA_HOME is None or not cpp_extension.is_ninja_available():
+        pytest.skip("building the CUDA exercise needs nvcc (CUDA_HOME) and ninja")
+    lens = [0, 1, 127, 128, 129, 1100, 300]
+    for dtype, atol in ((torch.float32, 1e-4), (torch.float16, 2e-3)):
+        q, k, seq_lens = make_qk_inputs(torch, lens, 40, dtype, seed=4)
+        got = lab.qk_scores_cuda(q, k, seq_lens)
+        check_scores(got, q, k, seq_lens, 1.0 / math.sqrt(40), atol, f"qk_scores_cuda, {dtype}")
