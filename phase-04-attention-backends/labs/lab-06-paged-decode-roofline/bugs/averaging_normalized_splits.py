@@ -1,0 +1,50 @@
+"""Averaging normalized split outputs: each split's acc / denom is a proper attention output,
+and the reduce averages them. Symptom: right with one split or splits of equal weight,
+wrong whenever the splits' softmax masses differ."""
+
+import triton
+import triton.language as tl
+
+from labkit.bugs import solution_with
+
+CAUGHT_BY = ["test_every_split_count_gives_the_same_answer", "test_gqa_grouping"]
+
+
+@triton.jit
+def _reduce_kernel(
+    scratch_ptr, out_ptr, seq_lens_ptr, partition_size, capacity, max_splits,
+    HEAD_DIM: tl.constexpr, SPLIT_TILE: tl.constexpr,
+):
+    seq = tl.program_id(0).to(tl.int64)
+    head = tl.program_id(1)
+    num_heads = tl.num_programs(1)
+
+    seq_len = tl.minimum(tl.load(seq_lens_ptr + seq), capacity)
+    num_splits = tl.cdiv(seq_len, partition_size)  # only the splits that hold tokens
+
+    n = tl.num_programs(0).to(tl.int64) * num_heads * max_splits
+    state = (seq * num_heads + head) * max_splits
+    dims = tl.arange(0, HEAD_DIM)
+    offs = tl.arange(0, SPLIT_TILE)
+    m = float("-inf")
+    denom = 0.0
+    acc = tl.zeros([HEAD_DIM], tl.float32)
+    for first in range(0, num_splits, SPLIT_TILE):
+        split = first + offs
+        exists = split < num_splits
+        m_s = tl.load(scratch_ptr + state + split, mask=exists, other=float("-inf"))
+        d_s = tl.load(scratch_ptr + n + state + split, mask=exists, other=0.0)
+        a_s = tl.load(scratch_ptr + 2 * n + (state + split)[:, None] * HEAD_DIM + dims[None, :],
+                      mask=exists[:, None], other=0.0)
+        # Lab 04-04's merge: rescale every summary to the shared max, then add.
+        m_new = tl.maximum(m, tl.max(m_s, axis=0))
+        denom = denom + tl.sum(tl.where(exists, 1.0, 0.0), axis=0)  # BUG: count the splits
+        acc = acc + tl.sum(a_s / tl.where(exists, d_s, 1.0)[:, None], axis=0)  # BUG: average of outputs
+        m = m_new
+
+    # seq_len 0: no split at all, denom 0 and acc 0 -> zeros, not 0/0.
+    out = acc / tl.where(denom > 0, denom, 1.0)
+    tl.store(out_ptr + (seq * num_heads + head) * HEAD_DIM + dims, out.to(out_ptr.dtype.element_ty))
+
+
+globals().update(solution_with(__file__, _reduce_kernel=_reduce_kernel))
