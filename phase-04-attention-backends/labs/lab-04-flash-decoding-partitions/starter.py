@@ -2,7 +2,7 @@
 
 Your work: the four functions below, in order (README steps 1 to 4). Run the tests with
 
-    LAB_IMPL=starter pytest phase-04-attention-backends/labs/lab-04-flash-decoding-partitions -q
+    LAB_IMPL=starter pytest -q phase-04-attention-backends/labs/lab-04-flash-decoding-partitions
 
 Attention of one query over a set of keys compresses to a summary ``(m, denom, acc)``:
 

@@ -138,8 +138,8 @@ def test_merge_two_is_the_summary_of_the_union(lab, sizes):
 def test_merge_with_the_identity_changes_nothing(lab):
     """merge(identity, a) == a == merge(a, identity) for summaries with any max.
 
-    Catches: an identity that is not neutral (m = 0 instead of -inf pulls the shared max up
-    to 0), NaN from an identity side."""
+    Catches: an identity guard that fires when either side is empty instead of both (the
+    empty side swallows the real one), NaN from an identity side."""
     for a in hand_built():
         assert_summary_close(lab.merge_two(identity(3), a), a, what=f"merge_two(identity, {a})")
         assert_summary_close(lab.merge_two(a, identity(3)), a, what=f"merge_two({a}, identity)")
