@@ -1,7 +1,7 @@
 """Lab 02-06, your work: one decode step's data path through a paged KV cache.
 
 Implement the three functions in order (README "What to implement", steps 1-3),
-then run ``LAB_IMPL=starter pytest phase-02-paged-attention/labs/lab-06-paged-attention-numpy -q``.
+then run ``LAB_IMPL=starter pytest -q phase-02-paged-attention/labs/lab-06-paged-attention-numpy``.
 
 Layout: a cache is ``[num_blocks, block_size, num_kv_heads, head_dim]`` and
 logical token ``t`` of a sequence lives at

@@ -60,7 +60,7 @@ def paged_online_attention(q, k_cache, v_cache, block_table, seq_len, block_size
         # History was summed relative to m; rescale it to m_new. On the first
         # block there is no history (m = -inf): corr is 0 by definition.
         corr = np.exp(m - m_new) if m != -np.inf else 0.0
-        p = np.exp(s - m_new)  # this block's weights on the new scale
+        p = np.exp(s - m_new)  # weights of this block's tokens, relative to m_new
         acc = acc * corr + p @ v_block
         denom = denom * corr + p.sum()
         m = m_new

@@ -2,7 +2,7 @@
 
 Implement ``dense_attention`` first (README step 1), then ``paged_online_attention``
 (steps 2-4), and run
-``LAB_IMPL=starter pytest phase-04-attention-backends/labs/lab-01-paged-attention-gather -q``.
+``LAB_IMPL=starter pytest -q phase-04-attention-backends/labs/lab-01-paged-attention-gather``.
 
 Scores are ``q . k / sqrt(d)``; caches are ``[num_blocks, block_size, d]`` and
 logical token ``t`` lives at ``cache[block_table[t // block_size], t % block_size]``.
