@@ -261,6 +261,20 @@ def test_chunked_prefill_write_path(lab, block_size, chunk):
     labkit.assert_close(labkit.gather_f64(v_cache, table, prompt_len), v, atol=0, axes=axes, what="V after prefill")
 
 
+def test_paged_attention_leaves_its_inputs_alone(lab):
+    """paged_attention only reads: the query, both caches and the block table are unchanged
+    afterwards (the engine reuses all of them in the next layer and the next step).
+
+    Catches: scaling the query in place (``q *= scale`` on the caller's float64 array),
+    "masking" unused cache slots by overwriting them."""
+    q, _, _, k_cache, v_cache, table = _problem(5, 19, 4, num_heads=4, num_kv_heads=2)
+    before = [x.copy() for x in (q, k_cache, v_cache, table)]
+    lab.paged_attention(q, k_cache, v_cache, table, 19, 4)
+    for name, now, then in zip(("q", "k_cache", "v_cache", "block_table"), (q, k_cache, v_cache, table), before,
+                               strict=True):
+        labkit.assert_close(now, then, atol=0, what=f"{name} after paged_attention (it must not be modified)")
+
+
 @pytest.mark.parametrize("table", [[], [3]], ids=["empty-table", "reserved-block"])
 def test_empty_sequence_gives_zeros(lab, table):
     """seq_len=0 (a request with nothing cached yet, whether or not a block is reserved for

@@ -188,6 +188,23 @@ def test_seq_len_one(lab):
     _check(out, q, k, v, what="paged_online_attention, seq_len=1")
 
 
+def test_inputs_are_left_unchanged(lab):
+    """Both functions only read: the query, keys, values, caches and block table are unchanged
+    afterwards (an engine reuses them for the next head, layer and step).
+
+    Catches: scaling the query in place (``q *= scale`` on the caller's float64 array),
+    overwriting unused cache slots to "mask" them."""
+    rng, q, k, v = _random_tokens(8, 11)
+    table, num_blocks = _shuffled_table(rng, 11, 4)
+    k_cache, v_cache = _paged_copy(rng, k, v, 4, table, num_blocks)
+    inputs = {"q": q, "k": k, "v": v, "k_cache": k_cache, "v_cache": v_cache, "block_table": table}
+    before = {name: x.copy() for name, x in inputs.items()}
+    lab.dense_attention(q, k, v)
+    lab.paged_online_attention(q, k_cache, v_cache, table, 11, 4)
+    for name, x in inputs.items():
+        labkit.assert_close(x, before[name], atol=0, what=f"{name} after the calls (it must not be modified)")
+
+
 @pytest.mark.parametrize("table", [[], [2]], ids=["empty-table", "reserved-block"])
 def test_empty_sequence_gives_zeros(lab, table):
     """seq_len=0 (nothing cached yet, with or without a block reserved) gives zeros, never
