@@ -87,7 +87,7 @@ def test_slot_mapping_formula(lab, block_size):
         (block_size - 1, 2),  # straddles the first block boundary
         (2 * block_size, 1),  # the first token of a block
         (3 * block_size - 1, 1),  # the last token of a block
-        (seq_len - 1, 1),  # a decode step: start = current length - 1, one token
+        (seq_len - 1, 1),  # a decode step: one token at start = the number already cached
         (block_size + 1, 2 * block_size + 1),  # a prefill chunk that starts mid-sequence
         (seq_len, 0),  # nothing to write
     ]
