@@ -73,9 +73,9 @@ def main() -> int:
 
     num_logical = -(-SEQ_LEN // BLOCK_SIZE)
     tail = SEQ_LEN - (num_logical - 1) * BLOCK_SIZE
-    print(f"seq_len={SEQ_LEN} block_size={BLOCK_SIZE} -> {num_logical} logical blocks, physical ids = {BLOCK_IDS}")
+    print(f"block table     : {BLOCK_IDS}   (seq_len={SEQ_LEN}, block_size={BLOCK_SIZE}: {num_logical} logical blocks)")
     print(
-        f"tail block: physical block {BLOCK_IDS[-1]} holds {SEQ_LEN} - {num_logical - 1}*{BLOCK_SIZE} = {tail} "
+        f"tail block      : physical block {BLOCK_IDS[-1]} holds {SEQ_LEN} - {num_logical - 1}*{BLOCK_SIZE} = {tail} "
         f"valid tokens; its other {BLOCK_SIZE - tail} slots hold poison (3e4)"
     )
     if all(d is not None and d <= GATE for d in deltas):  # NaN compares False: a NaN fails

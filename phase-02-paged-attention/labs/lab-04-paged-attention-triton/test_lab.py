@@ -128,8 +128,8 @@ def test_triton_matches_dense(lab, block_size, length):
 
 @pytest.mark.parametrize("impl", BOTH)
 def test_source_example_130_tokens_in_9_scattered_blocks(lab, impl):
-    """Steps 1-3: the walkthrough's sequence, 130 tokens in physical blocks
-    [12, 3, 47, 1, 88, 5, 9, 22, 0] of a 96-block pool; the 9th block holds 130 - 8*16 = 2
+    """Steps 1-3: the walkthrough's sequence. 130 tokens, block table
+    [12, 3, 47, 1, 88, 5, 9, 22, 0] into a pool of 96 blocks; the 9th block holds 130 - 8*16 = 2
     tokens. The correctness gate: max |delta| <= 1e-2 in fp16. Catches every wrong address:
     a missing tail mask, logical-as-physical block ids, a skipped last block."""
     ids = [12, 3, 47, 1, 88, 5, 9, 22, 0]
