@@ -211,6 +211,13 @@ def grade(
     changed = sorted(k for k in before if before[k] != after.get(k))
     if changed:
         warnings.append("instructor files changed during grading, do not trust this report: " + ", ".join(changed))
+    # A missing or unparsable file scores 0 of the lab's tests, as counted in the runs that did happen.
+    counts = {}
+    for v in verdicts.values():
+        counts[v.lab] = max(counts.get(v.lab, 0), v.total)
+    for v in verdicts.values():
+        if v.status in ("missing", "syntax error"):
+            v.total = counts.get(v.lab, 0)
     return [verdicts[s, lab.id] for s in names for lab in ready], warnings
 
 

@@ -97,8 +97,8 @@ def _message(report) -> str:
     if isinstance(longrepr, tuple):  # a skip: (path, line, reason)
         return one_line(longrepr[-1])
     crash = getattr(longrepr, "reprcrash", None)
-    if crash is not None:
-        return one_line(crash.message)
+    if crash is not None:  # "labkit.remote.SubmissionTimeout: ..." reads better as "SubmissionTimeout: ..."
+        return one_line(crash.message.removeprefix("labkit.remote."))
     return one_line(str(longrepr).strip().splitlines()[-1] if str(longrepr).strip() else "")
 
 
