@@ -34,7 +34,8 @@ def pytest_collection_modifyitems(config, items):
     # reported once, before any test runs.
     impl = loader.impl_name()
     problems = []
-    for lab_dir in sorted({item.path.parent for item in items if "lab" in item.fixturenames}):
+    lab_dirs = {item.path.parent for item in items if item.path.name == "test_lab.py"}
+    for lab_dir in sorted(lab_dirs):
         try:
             loader.impl_path(lab_dir, impl)
         except loader.ImplNotFoundError as err:
