@@ -251,6 +251,9 @@ def cmd_grade(args) -> int:
     from labkit import grade
 
     out = Path(args.out) if args.out else None
+    if os.name != "posix":
+        raise UsageError("labs grade needs Linux or macOS (its worker processes use POSIX pipes and process "
+                         "groups); on Windows, run it in WSL2")
     try:
         grade.check_report_path(out)
         labs = grade.choose_labs(args.labs)

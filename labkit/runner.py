@@ -144,7 +144,10 @@ def run_lab_tests(
 
 def _kill(proc: subprocess.Popen) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)  # pytest and anything it started
+        else:  # Windows
+            proc.kill()
     except (ProcessLookupError, PermissionError):
         pass
 
