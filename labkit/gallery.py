@@ -46,6 +46,16 @@ class BugCheck:
         return [t for t in (self.bug.caught_by or []) if t not in self.catchers]
 
     @property
+    def skip_reason(self) -> str:
+        """Why the bug could not be checked here: every CAUGHT_BY test skipped (a GPU-only test on a
+        CPU machine); "" otherwise."""
+        declared = self.bug.caught_by or []
+        runs = [t for t in self.run.tests if t.function in declared]
+        if self.caught or not runs or any(t.outcome != "skipped" for t in runs):
+            return ""
+        return f"its CAUGHT_BY tests skip here ({runs[0].message})"
+
+    @property
     def ok(self) -> bool:
         return self.caught and bool(self.bug.caught_by) and not self.declared_missed and bool(self.bug.doc)
 

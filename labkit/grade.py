@@ -3,9 +3,11 @@
 ``SUBMISSIONS/<student>/<lab folder>/starter.py`` is a student's file for a lab
 (the folder mirrors the repository's paths). For each student and lab:
 
-1. Every submission is first copied into a private temporary directory
-   (regular files only: a symbolic link is never followed), so nothing a
-   student's code does later changes what another student is graded on.
+1. Every submission is read into memory before any student code runs
+   (regular files only: a symbolic link is never followed). Each run gets a
+   fresh copy in a private temporary folder, checked afterwards: if its files
+   changed during the run (another submission writing files), it is graded
+   again, alone, and the report says so.
 2. A missing ``starter.py`` is *missing*; one that does not compile is
    *syntax error* (compiled here, never run here).
 3. Otherwise the repository's own ``test_lab.py`` runs in a trusted pytest
@@ -26,7 +28,6 @@ import csv
 import hashlib
 import io
 import json
-import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -42,6 +43,7 @@ STATUSES = ("ok", "failed", "timeout", "crashed", "missing", "syntax error")
 REPORT_SUFFIXES = (".csv", ".json", ".md")
 WORK_FILE = "starter.py"
 MAX_FILE_BYTES = 2_000_000  # a larger file in a submission is not copied
+TAMPERED = "instructor files changed during grading, do not trust this report:"
 STARTUP_GRACE = 20.0  # seconds on top of the lab limit before the whole test run is killed
 
 
@@ -86,17 +88,35 @@ def check_report_path(out: Path | None) -> None:
         raise GradeError(f"--out {out}: the report must end in {', '.join(REPORT_SUFFIXES)}")
 
 
-def _snapshot(src: Path, dest: Path) -> None:
-    """Copy the regular files under ``src`` to ``dest``; links and huge files are left out."""
+def read_submission(src: Path) -> dict[str, bytes]:
+    """The regular files under ``src`` (a student's lab folder), read into memory: the snapshot.
+
+    Symbolic links are never followed (a link to the instructor's solution is not a
+    submission); caches and files over MAX_FILE_BYTES are left out."""
+    files: dict[str, bytes] = {}
     if src.is_symlink() or not src.is_dir():
-        return
+        return files
     for path in sorted(src.rglob("*")):
         rel = path.relative_to(src)
         if "__pycache__" in rel.parts or any(p.is_symlink() for p in [path, *path.parents] if src in p.parents):
             continue
         if path.is_file() and path.stat().st_size <= MAX_FILE_BYTES:
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, dest / rel)
+            files[rel.as_posix()] = path.read_bytes()
+    return files
+
+
+def _write_submission(files: dict[str, bytes], dest: Path) -> None:
+    for rel, data in files.items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_bytes(data)
+
+
+def _unchanged(files: dict[str, bytes], dest: Path) -> bool:
+    """Whether the snapshot's files in ``dest`` still hold what was submitted."""
+    try:
+        return all((dest / rel).read_bytes() == data for rel, data in files.items())
+    except OSError:
+        return False
 
 
 def _syntax_error(file: Path) -> str | None:
@@ -184,33 +204,43 @@ def grade(
             warnings.append(f"lab {lab.id} is not in the repository yet ({lab.folder}/test_lab.py): not graded")
     before = _fingerprint(ready)
     verdicts: dict[tuple[str, str], Verdict] = {}
+    # Every submission is read into memory before any student code runs; each run gets
+    # a fresh copy in a private folder, checked afterwards against what was submitted.
+    snapshots = {(s, lab.id): read_submission(Path(submissions) / s / lab.folder) for s in names for lab in ready}
     with tempfile.TemporaryDirectory(prefix="labs-grade-") as tmp:  # mode 0700
-        work: dict[tuple[str, str], Path | None] = {}
-        for i, student in enumerate(names):
-            for lab in ready:
-                dest = Path(tmp) / f"s{i:04d}" / lab.folder
-                _snapshot(Path(submissions) / student / lab.folder, dest)
-                file = dest / WORK_FILE
-                work[student, lab.id] = file if file.is_file() else None
 
-        def task(key):
+        def task(key, attempt=0):
             student, lab = key
+            files = snapshots[student, lab.id]
+            dest = Path(tmp) / f"{names.index(student):04d}-{lab.id}-{attempt}" / lab.folder
+            intact = True
             try:
-                verdict = grade_one(student, lab, work[student, lab.id], limits)
+                _write_submission(files, dest)
+                work = dest / WORK_FILE if WORK_FILE in files else None
+                verdict = grade_one(student, lab, work, limits)
+                intact = _unchanged(files, dest)
             except Exception as err:  # the grader's own failure: report it, keep going
                 verdict = Verdict(student, lab.id, 0, 0, "crashed", f"grader error: {type(err).__name__}: {err}", 0.0)
-            if on_verdict:
+            if on_verdict and (intact or attempt):
                 on_verdict(verdict)
-            return verdict
+            return verdict, intact
 
         keys = [(s, lab) for s in names for lab in ready]
+        again = []
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            for (student, lab), verdict in zip(keys, pool.map(task, keys), strict=True):
-                verdicts[student, lab.id] = verdict
+            for key, (verdict, intact) in zip(keys, pool.map(task, keys), strict=True):
+                verdicts[key[0], key[1].id] = verdict
+                if not intact:
+                    again.append(key)
+        for key in again:  # its files changed under it (another submission writing files?): once more, alone
+            verdict, intact = task(key, attempt=1)
+            verdicts[key[0], key[1].id] = verdict
+            warnings.append(f"{key[0]}, lab {key[1].id}: the submitted files changed while being graded; graded "
+                            "again alone" + ("" if intact else ", and they changed again: check this one by hand"))
     after = _fingerprint(ready)
     changed = sorted(k for k in before if before[k] != after.get(k))
     if changed:
-        warnings.append("instructor files changed during grading, do not trust this report: " + ", ".join(changed))
+        warnings.append(f"{TAMPERED} " + ", ".join(changed))
     # A missing or unparsable file scores 0 of the lab's tests, as counted in the runs that did happen.
     counts = {}
     for v in verdicts.values():

@@ -227,6 +227,32 @@ def test_missing_syntax_error_and_links_are_decided_without_running_code(tmp_pat
     assert all(v.passed == 0 for v in verdicts) and warnings == []
 
 
+def test_files_changed_during_a_run_are_restored_and_graded_again(tmp_path, monkeypatch):
+    lab = _lab()
+    if not (lab.path / "test_lab.py").is_file():
+        pytest.skip(f"lab {lab.id} is not written yet")
+    for student in ("alice", "victim"):
+        (tmp_path / student / lab.folder).mkdir(parents=True)
+        (tmp_path / student / lab.folder / "starter.py").write_text("X = 1\n")
+    seen = []
+
+    def fake_grade_one(student, lab, work_file, limits):
+        # What another submission could do during this one's run: overwrite its file.
+        seen.append((student, work_file.read_text()))
+        if student == "victim" and [name for name, _ in seen].count("victim") == 1:
+            work_file.write_text("raise SystemExit('sabotaged')\n")
+        return grade.Verdict(student, lab.id, 1, 1, "ok", "", 0.0)
+
+    monkeypatch.setattr(grade, "grade_one", fake_grade_one)
+    verdicts, warnings = grade.grade(tmp_path, [lab], jobs=1)
+    assert sorted(seen) == [("alice", "X = 1\n"), ("victim", "X = 1\n"), ("victim", "X = 1\n")]
+    assert [v.status for v in verdicts] == ["ok", "ok"]
+    assert len(warnings) == 1 and warnings[0].startswith("victim, lab 02-06: the submitted files changed")
+    assert "check this one by hand" not in warnings[0]  # the second run kept its files
+    (tmp_path / "alice" / lab.folder / "starter.py").write_text("X = 2\n")  # the submissions themselves: untouched
+    assert (tmp_path / "victim" / lab.folder / "starter.py").read_text() == "X = 1\n"
+
+
 def test_bad_input_is_a_grade_error(tmp_path):
     with pytest.raises(grade.GradeError, match="no such folder"):
         grade.students(tmp_path / "nope")
