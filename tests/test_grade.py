@@ -202,6 +202,34 @@ def test_the_lab_deadline_stops_every_later_call(tmp_path):
         sub.close()
 
 
+KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_one(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+"""
+
+
+@pytest.mark.triton
+def test_a_kernel_launch_runs_in_the_worker_and_fills_the_callers_tensor(tmp_path):
+    from labkit import triton_env
+
+    torch, _ = triton_env.require_torch_and_triton()
+    sub = remote.Submission(_module(tmp_path, KERNEL), triton=True, call_timeout=60)
+    try:
+        x = torch.arange(10, dtype=torch.float32, device=triton_env.device())
+        out = torch.zeros_like(x)
+        sub.add_one[(3,)](x, out, 10, BLOCK=4)
+        assert torch.equal(out, x + 1)
+    finally:
+        sub.close()
+
+
 # --------------------------------------------------------------------------- statuses without running anything
 
 
