@@ -23,7 +23,7 @@ import math
 
 from labkit import triton_env
 
-triton_env.select_backend()
+BACKEND = triton_env.select_backend()
 
 import torch  # noqa: E402
 import triton  # noqa: E402
@@ -33,13 +33,14 @@ import triton.language as tl  # noqa: E402
 TILE_TOKENS = 64
 # Warps per partition program and software-pipelining depth of its loads.
 NUM_WARPS = 4
-NUM_STAGES = 2
-# Splits are merged this many at a time by the reduce kernel.
-SPLIT_TILE = 16
+NUM_STAGES = 3
+# The reduce kernel merges up to this many splits per step (usually all of them in one).
+SPLIT_TILE = 64
 # The split heuristic (see _choose_num_splits and the README's "Choosing the split count").
 WAVES = 4  # aim for this many programs per streaming multiprocessor
 MIN_SPLIT_TOKENS = 128  # below this a split's fixed costs outweigh what it adds
-MAX_SPLIT_TOKENS = 2048  # above this one long sequence can stall a ragged batch
+RAGGED_CAPACITY = 16384  # batches whose table holds this many tokens may be ragged...
+RAGGED_SPLIT_TOKENS = 1024  # ...and get splits no longer than this
 MAX_GRID_SPLITS = 65535  # CUDA's limit on a grid's third dimension
 
 
@@ -48,7 +49,7 @@ def _partition_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, seq_lens_ptr, scratch_ptr, out_ptr,
     partition_size, max_blocks, stride_block, stride_slot, stride_head,
     GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, BLOCK_SIZE: tl.constexpr, HEAD_DIM: tl.constexpr,
-    SCALE: tl.constexpr, TILE_N: tl.constexpr, FP32_DOT: tl.constexpr, ONE_SPLIT: tl.constexpr,
+    SCALE: tl.constexpr, TILE_N: tl.constexpr, FP32_DOT: tl.constexpr,
 ):
     seq = tl.program_id(0).to(tl.int64)
     kv_head = tl.program_id(1)
@@ -102,10 +103,11 @@ def _partition_kernel(
             acc = acc * correction[:, None] + tl.dot(p.to(v.dtype), v)
         m = m_new
 
-    out_rows = (seq * num_heads + heads)[:, None] * HEAD_DIM + dims[None, :]
-    if ONE_SPLIT:
-        # Nothing to merge: divide here and skip the reduce kernel (seq_len 0 gives zeros).
+    if seq_len <= partition_size:
+        # The whole sequence is this one split: nothing to merge, so divide here and
+        # the reduce kernel skips this sequence. seq_len 0 gives zeros, not 0/0.
         out = acc / tl.where(denom > 0, denom, 1.0)[:, None]
+        out_rows = (seq * num_heads + heads)[:, None] * HEAD_DIM + dims[None, :]
         tl.store(out_ptr + out_rows, out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
     else:
         # The split's summary, unnormalized: the reduce kernel divides once, at the end.
@@ -129,6 +131,8 @@ def _reduce_kernel(
 
     seq_len = tl.minimum(tl.load(seq_lens_ptr + seq), capacity)
     num_splits = tl.cdiv(seq_len, partition_size)  # only the splits that hold tokens
+    if num_splits <= 1:
+        return  # the partition kernel wrote this sequence's output itself
 
     n = tl.num_programs(0).to(tl.int64) * num_heads * max_splits
     state = (seq * num_heads + head) * max_splits
@@ -152,8 +156,7 @@ def _reduce_kernel(
         acc = acc * correction + tl.sum(weight[:, None] * a_s, axis=0)
         m = m_new
 
-    # seq_len 0: no split at all, denom 0 and acc 0 -> zeros, not 0/0.
-    out = acc / tl.where(denom > 0, denom, 1.0)
+    out = acc / denom  # > 0: at least two splits, each with a valid token
     tl.store(out_ptr + (seq * num_heads + head) * HEAD_DIM + dims, out.to(out_ptr.dtype.element_ty))
 
 
@@ -165,19 +168,24 @@ def _num_sms(device: torch.device) -> int:
 
 
 def _choose_num_splits(batch: int, num_kv_heads: int, capacity: int, device: torch.device) -> int:
-    """The split count when the caller gives none.
+    """The split count when the caller gives none; ``capacity`` is the table's length in tokens.
 
-    Enough (sequence, KV head, split) programs to give every SM about ``WAVES`` of
-    them, rounded down to a power of two so the partitions tile the table evenly;
-    no split shorter than ``MIN_SPLIT_TOKENS`` (its fixed costs would dominate) nor
-    longer than ``MAX_SPLIT_TOKENS`` (in a ragged batch one long sequence would run
-    alone at the end). ``capacity`` is the block table's length in tokens.
+    1. Enough (sequence, KV head, split) programs to give every SM about ``WAVES`` of
+       them, rounded down to a power of two so the partitions tile the table evenly.
+    2. No split shorter than ``MIN_SPLIT_TOKENS``: below that its fixed costs (query
+       load, summary write, merge) outweigh the parallelism it adds.
+    3. A batch whose table can hold ``RAGGED_CAPACITY`` tokens or more may be ragged,
+       one long sequence among short ones; the wave count of rule 1 assumes every
+       sequence is full, and would leave the long one to a few programs that run on
+       long after the rest. So such batches are cut into splits of at most
+       ``RAGGED_SPLIT_TOKENS``; the short sequences then use one split each.
+    The constants were tuned on an H100 with bench.py's shapes (README).
     """
     wanted = max(1, WAVES * _num_sms(device) // (batch * num_kv_heads))
-    wanted = 1 << (wanted.bit_length() - 1)
-    most = max(1, capacity // MIN_SPLIT_TOKENS)
-    least = math.ceil(capacity / MAX_SPLIT_TOKENS)
-    return max(least, min(wanted, most))
+    splits = min(1 << (wanted.bit_length() - 1), max(1, capacity // MIN_SPLIT_TOKENS))
+    if batch > 1 and capacity >= RAGGED_CAPACITY:
+        splits = max(splits, math.ceil(capacity / RAGGED_SPLIT_TOKENS))
+    return splits
 
 
 def _partition_size(capacity: int, num_splits: int, block_size: int) -> int:
@@ -276,7 +284,7 @@ def paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=None):
     _check_inputs(q, k_cache, v_cache, block_tables, seq_lens, num_splits)
     batch, num_heads, head_dim = q.shape
     num_blocks, block_size, num_kv_heads, _ = k_cache.shape
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    out = q.new_empty(q.shape)
     if batch == 0 or num_heads == 0:
         return out
     q = q.contiguous()
@@ -292,22 +300,61 @@ def paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=None):
         partition = _partition_size(capacity, num_splits, block_size)
     partition = max(partition, block_size * math.ceil(capacity / block_size / MAX_GRID_SPLITS))
     max_splits = math.ceil(capacity / partition)
+    # Short splits (batch 1 at 8k tokens) stream in smaller tiles: more loads in flight per token.
+    tile = TILE_TOKENS if partition > 2 * TILE_TOKENS else TILE_TOKENS // 2
 
     group = num_heads // num_kv_heads
     # The splits' summaries (m, denom, acc), float32, in one allocation.
     scratch = out
     if max_splits > 1:
-        scratch = torch.empty(batch * num_heads * max_splits * (head_dim + 2), dtype=torch.float32, device=q.device)
+        scratch = q.new_empty(batch * num_heads * max_splits * (head_dim + 2), dtype=torch.float32)
 
-    _partition_kernel[(batch, num_kv_heads, max_splits)](
-        q, k_cache, v_cache, block_tables, seq_lens, scratch, out,
-        partition, block_tables.shape[1], k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+    _launch(
+        _partition_kernel, (batch, num_kv_heads, max_splits),
+        (q, k_cache, v_cache, block_tables, seq_lens, scratch, out,
+         partition, block_tables.shape[1], k_cache.stride(0), k_cache.stride(1), k_cache.stride(2)),
         GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)), BLOCK_SIZE=block_size, HEAD_DIM=head_dim,
-        SCALE=1.0 / math.sqrt(head_dim), TILE_N=TILE_TOKENS, FP32_DOT=q.dtype == torch.float32,
-        ONE_SPLIT=max_splits == 1, num_warps=NUM_WARPS, num_stages=NUM_STAGES,
+        SCALE=1.0 / math.sqrt(head_dim), TILE_N=tile, FP32_DOT=q.dtype == torch.float32,
+        num_warps=NUM_WARPS, num_stages=NUM_STAGES,
     )
     if max_splits > 1:
-        _reduce_kernel[(batch, num_heads)](
-            scratch, out, seq_lens, partition, capacity, max_splits, HEAD_DIM=head_dim, SPLIT_TILE=SPLIT_TILE,
+        _launch(
+            _reduce_kernel, (batch, num_heads, 1),
+            (scratch, out, seq_lens, partition, capacity, max_splits),
+            HEAD_DIM=head_dim, SPLIT_TILE=min(SPLIT_TILE, triton.next_power_of_2(max_splits)),
         )
     return out
+
+
+# Compiled kernels by everything their code depends on (see _launch).
+_compiled: dict = {}
+
+
+def _specialization(arg) -> tuple:
+    """What Triton specializes a kernel on for one runtime argument: a tensor's dtype
+    and whether its address is 16-byte aligned; an integer's width, whether it is 1
+    and whether it is divisible by 16."""
+    if isinstance(arg, torch.Tensor):
+        return arg.dtype, arg.data_ptr() % 16 == 0
+    return type(arg), arg == 1, arg % 16 == 0, -(2**31) <= arg < 2**31
+
+
+def _launch(kernel, grid, args, **meta):
+    """``kernel[grid](*args, **meta)``, with less Python per call.
+
+    Triton's launcher binds and specializes every argument again on each call: 20 to
+    35 us of CPU on the benchmark's host, more than the GPU needs for a batch-1 decode
+    at 8k tokens, so the GPU would sit idle waiting for the launch. The compiled kernel
+    depends only on the constexprs, the launch options and ``_specialization`` of the
+    runtime arguments, so it is looked up by those and called directly. (vLLM avoids
+    the same cost differently: it replays decode steps from CUDA graphs.)
+    """
+    if BACKEND != "cuda":
+        return kernel[grid](*args, **meta)  # the interpreter: nothing to save
+    key = (kernel, args[0].device.index, tuple(map(_specialization, args)), tuple(meta.items()))
+    compiled = _compiled.get(key)
+    if compiled is None:
+        _compiled[key] = kernel[grid](*args, **meta)  # compiles if needed, launches, returns the compiled kernel
+        return
+    constexprs = [meta[name] for name in kernel.arg_names[len(args):]]
+    compiled[grid](*args, *constexprs)  # the compiled kernel's own launcher takes every argument in order

@@ -21,6 +21,8 @@ def _reduce_kernel(
 
     seq_len = tl.minimum(tl.load(seq_lens_ptr + seq), capacity)
     num_splits = tl.cdiv(seq_len, partition_size)  # only the splits that hold tokens
+    if num_splits <= 1:
+        return  # the partition kernel wrote this sequence's output itself
 
     n = tl.num_programs(0).to(tl.int64) * num_heads * max_splits
     state = (seq * num_heads + head) * max_splits
@@ -42,8 +44,7 @@ def _reduce_kernel(
         acc = acc + tl.sum(a_s / tl.where(exists, d_s, 1.0)[:, None], axis=0)  # BUG: average of outputs
         m = m_new
 
-    # seq_len 0: no split at all, denom 0 and acc 0 -> zeros, not 0/0.
-    out = acc / tl.where(denom > 0, denom, 1.0)
+    out = acc / denom  # > 0: at least two splits, each with a valid token
     tl.store(out_ptr + (seq * num_heads + head) * HEAD_DIM + dims, out.to(out_ptr.dtype.element_ty))
 
 

@@ -21,6 +21,8 @@ def _reduce_kernel(
 
     seq_len = tl.minimum(tl.load(seq_lens_ptr + seq), capacity)
     num_splits = seq_len // partition_size  # BUG: drops the last partial split
+    if num_splits <= 1:
+        return  # the partition kernel wrote this sequence's output itself
 
     n = tl.num_programs(0).to(tl.int64) * num_heads * max_splits
     state = (seq * num_heads + head) * max_splits
@@ -44,8 +46,7 @@ def _reduce_kernel(
         acc = acc * correction + tl.sum(weight[:, None] * a_s, axis=0)
         m = m_new
 
-    # seq_len 0: no split at all, denom 0 and acc 0 -> zeros, not 0/0.
-    out = acc / tl.where(denom > 0, denom, 1.0)
+    out = acc / denom  # > 0: at least two splits, each with a valid token
     tl.store(out_ptr + (seq * num_heads + head) * HEAD_DIM + dims, out.to(out_ptr.dtype.element_ty))
 
 

@@ -15,7 +15,7 @@ def _partition_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, seq_lens_ptr, scratch_ptr, out_ptr,
     partition_size, max_blocks, stride_block, stride_slot, stride_head,
     GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, BLOCK_SIZE: tl.constexpr, HEAD_DIM: tl.constexpr,
-    SCALE: tl.constexpr, TILE_N: tl.constexpr, FP32_DOT: tl.constexpr, ONE_SPLIT: tl.constexpr,
+    SCALE: tl.constexpr, TILE_N: tl.constexpr, FP32_DOT: tl.constexpr,
 ):
     seq = tl.program_id(0).to(tl.int64)
     kv_head = tl.program_id(1)
@@ -69,10 +69,11 @@ def _partition_kernel(
             acc = acc * correction[:, None] + tl.dot(p.to(v.dtype), v)
         m = m_new
 
-    out_rows = (seq * num_heads + heads)[:, None] * HEAD_DIM + dims[None, :]
-    if ONE_SPLIT:
-        # Nothing to merge: divide here and skip the reduce kernel (seq_len 0 gives zeros).
+    if seq_len <= partition_size:
+        # The whole sequence is this one split: nothing to merge, so divide here and
+        # the reduce kernel skips this sequence. seq_len 0 gives zeros, not 0/0.
         out = acc / tl.where(denom > 0, denom, 1.0)[:, None]
+        out_rows = (seq * num_heads + heads)[:, None] * HEAD_DIM + dims[None, :]
         tl.store(out_ptr + out_rows, out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
     else:
         # The split's summary, unnormalized: the reduce kernel divides once, at the end.
