@@ -1,13 +1,13 @@
 """int32 offsets: the block id stays int32, so block * stride_block wraps around once the
-cache holds more than 2**31 elements. Symptom: right on every small cache (so no CPU test
-can see it), garbage or an illegal address on a large one. Caught on a GPU only."""
+cache holds more than 2**31 elements. Symptom: right on every ordinary cache, garbage, an
+illegal address or a crash on a large one (on the CPU the interpreter segfaults)."""
 
 import triton
 import triton.language as tl
 
 from labkit.bugs import solution_with
 
-CAUGHT_BY = ["test_cache_beyond_2_31_elements"]
+CAUGHT_BY = ["test_cache_beyond_2_31_elements_on_cpu", "test_cache_beyond_2_31_elements"]
 
 
 @triton.jit
