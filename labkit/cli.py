@@ -258,9 +258,9 @@ def cmd_grade(args) -> int:
     if os.name != "posix":
         raise UsageError("labs grade needs Linux or macOS (its worker processes use POSIX pipes and process "
                          "groups); on Windows, run it in WSL2")
+    labs = [resolve_lab(t) for t in args.labs] if args.labs else list(registry.labs())
     try:
         grade.check_report_path(out)
-        labs = grade.choose_labs(args.labs)
         names = grade.students(Path(args.submissions))
         for name, value in (("--call-timeout", args.call_timeout), ("--lab-timeout", args.lab_timeout),
                             ("--import-timeout", args.import_timeout)):

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from labkit import runner
 from labkit.bugs import gallery
 from labkit.runner import LabRun, run_lab_tests
 
@@ -110,4 +111,8 @@ def check_gallery(lab_dir: Path, jobs: int = 2, on_done: Callable[[BugCheck], No
         return check
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, bugs))
+        try:
+            return list(pool.map(one, bugs))
+        except KeyboardInterrupt:
+            runner.STOP.set()  # stop the runs in flight before the pool waits for them
+            raise

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from labkit import registry
+from labkit import registry, runner
 from labkit.registry import ROOT, Lab
 from labkit.runner import LabRun, run_lab_tests
 
@@ -228,10 +228,14 @@ def grade(
         keys = [(s, lab) for s in names for lab in ready]
         again = []
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            for key, (verdict, intact) in zip(keys, pool.map(task, keys), strict=True):
-                verdicts[key[0], key[1].id] = verdict
-                if not intact:
-                    again.append(key)
+            try:
+                for key, (verdict, intact) in zip(keys, pool.map(task, keys), strict=True):
+                    verdicts[key[0], key[1].id] = verdict
+                    if not intact:
+                        again.append(key)
+            except KeyboardInterrupt:
+                runner.STOP.set()  # stop the runs in flight before the pool waits for them
+                raise
         for key in again:  # its files changed under it (another submission writing files?): once more, alone
             verdict, intact = task(key, attempt=1)
             verdicts[key[0], key[1].id] = verdict

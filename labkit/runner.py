@@ -13,12 +13,16 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from labkit.registry import ROOT
+
+# Set on Ctrl-C: every run still going (in other threads) is stopped.
+STOP = threading.Event()
 
 
 @dataclass
@@ -119,22 +123,26 @@ def run_lab_tests(
             proc = subprocess.Popen(cmd, cwd=ROOT, env=_clean_env(extra), stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
             offset = 0
-            while True:
-                try:
-                    run.returncode = proc.wait(timeout=0.1)
-                except subprocess.TimeoutExpired:
-                    pass
-                offset = _read_events(results, offset, run)
-                if on_progress:
-                    on_progress(len(run.tests), run.collected)
-                if run.returncode is not None:
-                    break
-                if timeout is not None and time.monotonic() - start > timeout:
-                    run.timed_out = True
-                    _kill(proc)
-                    run.returncode = proc.wait()
-                    _read_events(results, offset, run)
-                    break
+            try:
+                while True:
+                    try:
+                        run.returncode = proc.wait(timeout=0.1)
+                    except subprocess.TimeoutExpired:
+                        pass
+                    offset = _read_events(results, offset, run)
+                    if on_progress:
+                        on_progress(len(run.tests), run.collected)
+                    if run.returncode is not None:
+                        break
+                    if STOP.is_set() or timeout is not None and time.monotonic() - start > timeout:
+                        run.timed_out = True
+                        _kill(proc)
+                        run.returncode = proc.wait()
+                        _read_events(results, offset, run)
+                        break
+            except KeyboardInterrupt:  # pytest runs in its own session: Ctrl-C does not reach it
+                _kill(proc)
+                raise
         run.output = (Path(tmp) / "output.log").read_text(errors="replace")[-4000:]
     run.seconds = time.monotonic() - start
     if run.returncode not in (0, 1, 5) and not run.timed_out and not run.errors:
