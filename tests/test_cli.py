@@ -142,3 +142,15 @@ def _wide() -> dict:
     import os
 
     return {**os.environ, "COLUMNS": "400"}  # one board row per lab
+
+
+@pytest.mark.maintainer
+@pytest.mark.parametrize("entry", registry.labs(), ids=lambda lab: lab.id)
+def test_every_lab_has_hints_numbered_from_one(entry):
+    """``labs hint LAB N`` needs ``## Hint 1``, ``## Hint 2``, ... in order, each with text."""
+    hints = entry.path / "hints.md"
+    assert hints.is_file(), f"{entry.folder}/hints.md does not exist"
+    parsed = cli.parse_hints(hints.read_text(encoding="utf-8"))
+    numbers = [int(title.split()[1]) for title, _ in parsed]
+    assert numbers == list(range(1, len(parsed) + 1)) and numbers, f"{entry.folder}/hints.md: hints {numbers}"
+    assert all(body for _, body in parsed), f"{entry.folder}/hints.md: an empty hint"
