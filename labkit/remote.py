@@ -230,6 +230,8 @@ def _decode(data, depth, hooks):
         raw = _as_bytes(raw)
         if device == "meta":
             return torch.empty(shape, dtype=dtype, device="meta")
+        if not raw and any(shape) and 0 not in shape:  # no data for a non-empty tensor: refuse to allocate it
+            raise ProtocolError("a tensor without its data")
         if raw:
             t = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
         else:

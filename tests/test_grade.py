@@ -108,6 +108,8 @@ def test_the_trusted_side_unpickles_no_code():
         remote.decode(("nd", "O", (1,), b"\0" * 8, True))  # an object array
     with pytest.raises(remote.ProtocolError):
         remote.decode(("dc", "__class__", []))
+    with pytest.raises(remote.ProtocolError):  # no 4 TB allocation on the worker's word
+        remote.decode(("pt", "float32", (10**6, 10**6), "cpu", b""))
 
 
 # --------------------------------------------------------------------------- the worker stand-in
