@@ -265,6 +265,8 @@ def cmd_grade(args) -> int:
     labs = [resolve_lab(t) for t in args.labs] if args.labs else list(registry.labs())
     try:
         grade.check_report_path(out)
+        if out is not None and out.exists() and out.is_dir():
+            raise grade.GradeError(f"--out {out} is a folder; name a file such as report.csv")
         names = grade.students(Path(args.submissions))
         for name, value in (("--call-timeout", args.call_timeout), ("--lab-timeout", args.lab_timeout),
                             ("--import-timeout", args.import_timeout)):
@@ -349,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except UsageError as err:
+        err_console.print(f"[red]labs {args.command}:[/] {escape(str(err))}")
+        return 2
+    except OSError as err:  # a report that cannot be written, an unreadable file
         err_console.print(f"[red]labs {args.command}:[/] {escape(str(err))}")
         return 2
     except KeyboardInterrupt:
