@@ -130,7 +130,7 @@ def cmd_check(args) -> int:
             continue
         ok = run.all_passed
         all_ok &= ok
-        score = f"{run.passed}/{run.total}" + (f" ({skipped} skipped)" if skipped else "")
+        score = f"{run.passed}/{run.total}" + (f" ({skipped} skipped)" if skipped else "") if run.tests else "-"
         table.add_row(lab.id, f"[{'green' if ok else 'red'}]{score}[/]",
                       escape(short(problem, 200)) if not ok else "")
     console.print(table)

@@ -3,8 +3,12 @@
 Started by :class:`labkit.remote.Submission` as
 ``python -m labkit.worker <read fd> <write fd> <file> <numpy|triton>`` in a
 scratch directory. It answers ``("ready", names)`` or ``("error", ...)`` after
-the import, then one reply per request: ``("ok", result, in_place_updates)``
-or ``("error", "exception", builtin_base, qualname, message)``.
+the import, then one reply per request (``call`` a function, ``launch`` a
+Triton kernel, ``setglobal``/``delglobal`` for a test's monkeypatching):
+``("ok", result, in_place_updates)`` or
+``("error", "exception", builtin_base, qualname, message)``. A global replaced
+by a test's function becomes a stub that sends ``("callback", ...)`` and serves
+requests until the trusted side answers ``cbret``/``cberr``.
 
 Nothing decided here is trusted: the grade is decided by the instructor's tests
 in the process that started this one.
