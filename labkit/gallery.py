@@ -95,7 +95,12 @@ def test_functions(lab_dir: Path) -> list[str]:
 
 def check_bug(lab_dir: Path, bug: Bug, timeout: float | None = 300) -> BugCheck:
     run = run_lab_tests(lab_dir, impl=f"bugs/{bug.name}", timeout=timeout)
-    catchers = list(dict.fromkeys(t.function for t in run.failures))
+    # A test catches the bug when it ran and failed; a failure in setup (the bug module
+    # does not even import) catches nothing and is reported as an error instead.
+    catchers = list(dict.fromkeys(t.function for t in run.failures if t.when == "call"))
+    broken = [t for t in run.failures if t.when != "call"]
+    if broken and not run.errors:
+        run.errors.append(f"{broken[0].name} could not run: {broken[0].message}")
     return BugCheck(bug, run, catchers)
 
 

@@ -154,3 +154,58 @@ def test_every_lab_has_hints_numbered_from_one(entry):
     numbers = [int(title.split()[1]) for title, _ in parsed]
     assert numbers == list(range(1, len(parsed) + 1)) and numbers, f"{entry.folder}/hints.md: hints {numbers}"
     assert all(body for _, body in parsed), f"{entry.folder}/hints.md: an empty hint"
+
+
+FAKE_LAB = {
+    "solution.py": "def double(x):\n    return 2 * x\n",
+    "starter.py": "def double(x):\n    raise NotImplementedError('double: not implemented yet (README step 1)')\n",
+    "test_lab.py": (
+        "def test_double(lab):\n    assert lab.double(3) == 6\n\n\n"
+        "def test_double_zero(lab):\n    assert lab.double(0) == 0\n"
+    ),
+    "bugs/adds.py": (
+        '"""Adds instead of multiplying: x + 2. Symptom: right only at x = 2."""\n'
+        "from labkit.bugs import solution_with\n\nCAUGHT_BY = ['test_double', 'test_double_zero']\n\n\n"
+        "def double(x):\n    return x + 2\n\n\n"
+        "globals().update(solution_with(__file__, double=double))\n"
+    ),
+    "bugs/squares.py": (
+        '"""Squares at zero... right at 0 only, which test_double_zero cannot tell apart."""\n'
+        "from labkit.bugs import solution_with\n\nCAUGHT_BY = ['test_double_zero']\n\n\n"
+        "def double(x):\n    return x * x if x == 0 else 2 * x\n\n\n"
+        "globals().update(solution_with(__file__, double=double))\n"
+    ),
+}
+FAKE_CONFTEST = """
+import pytest
+
+from labkit import loader
+
+
+@pytest.fixture(scope="module")
+def lab(request):
+    return loader.load_impl(request.path.parent)
+"""
+
+
+@pytest.mark.maintainer
+def test_bugs_and_check_on_a_small_lab(capsys, with_fake_lab, tmp_path, monkeypatch):
+    lab = with_fake_lab()
+    for name, text in FAKE_LAB.items():
+        (lab.path / name).parent.mkdir(parents=True, exist_ok=True)
+        (lab.path / name).write_text(text)
+    (lab.path / "conftest.py").write_text(FAKE_CONFTEST)  # the fake lab lives outside the repository
+    monkeypatch.setenv("COLUMNS", "300")
+
+    code, out, _ = _run(capsys, "bugs", "09-01")
+    assert code == 1, out  # squares is not caught
+    adds = next(line for line in out.splitlines() if line.strip("│ ").startswith("adds"))
+    assert "caught; CAUGHT_BY agrees" in adds
+    squares = next(line for line in out.splitlines() if line.strip("│ ").startswith("squares"))
+    assert "NOT CAUGHT" in squares
+    assert "1 of 2 bugs caught" in out
+
+    code, out, _ = _run(capsys, "check", "09-01", "--impl", "starter")
+    assert code == 1 and "0/2" in out and "double: not implemented yet" in out
+    code, out, _ = _run(capsys, "check", "09-01")
+    assert code == 0 and "2/2" in out
