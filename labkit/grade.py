@@ -28,6 +28,7 @@ import csv
 import hashlib
 import io
 import json
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -119,6 +120,51 @@ def _unchanged(files: dict[str, bytes], dest: Path) -> bool:
         return False
 
 
+# Names pytest itself would import (or read settings from) if they sat in the lab folder it runs:
+# a student's file with one of these names must never reach the trusted process's folder.
+_PYTEST_NAMES = ("conftest.py", "__init__.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+# Instructor files of a lab folder that the mirror leaves out: the answers and the bug gallery.
+_NOT_MIRRORED = ("solution.py", WORK_FILE, "bugs", "__pycache__", "bench-logs")
+
+
+def _student_modules(files: dict[str, bytes]) -> dict[str, bytes]:
+    """The student's top-level Python modules that may sit in the mirrored lab folder."""
+    return {
+        rel: data for rel, data in files.items()
+        if "/" not in rel and rel.endswith(".py") and rel not in _PYTEST_NAMES
+        and not rel.startswith("test_") and not rel.endswith("_test.py")
+    }
+
+
+def _mirror(lab: Lab, root: Path, files: dict[str, bytes]) -> Path:
+    """A stand-in repository under ``root`` in which ``lab``'s folder holds the student's work.
+
+    Everything but that folder links to the real repository (``labkit``, ``conftest.py``,
+    ``pyproject.toml``); the folder itself is a copy of the instructor's files, minus the
+    solution and the bug gallery, plus the student's ``starter.py`` (and helper modules).
+    The tests run there exactly as ``LAB_IMPL=starter pytest`` runs in a student's
+    checkout, so a test that starts its own Python process (lab 04-06's 2**31-element
+    cache) loads the student's file in that process. The tests' own ``lab`` fixture still
+    gets the worker stand-in: nothing imports the file in the trusted process.
+    """
+    root.mkdir(parents=True)
+    for name in ("labkit", "conftest.py", "pyproject.toml"):
+        (root / name).symlink_to(ROOT / name)
+    lab_dir = root / lab.folder
+    lab_dir.mkdir(parents=True)
+    for path in lab.path.iterdir():
+        if path.name in _NOT_MIRRORED:
+            continue
+        if path.is_dir():
+            shutil.copytree(path, lab_dir / path.name, ignore=shutil.ignore_patterns("__pycache__", "*.log"))
+        elif path.is_file():
+            shutil.copyfile(path, lab_dir / path.name)
+    for rel, data in _student_modules(files).items():
+        if not (lab_dir / rel).exists():  # the instructor's files (test_lab.py, lab.py...) win
+            (lab_dir / rel).write_bytes(data)
+    return lab_dir
+
+
 def _syntax_error(file: Path) -> str | None:
     """A one-line description of why ``file`` does not compile, or None. Compiling runs nothing."""
     try:
@@ -155,8 +201,10 @@ def verdict_from_run(student: str, lab: Lab, run: LabRun) -> Verdict:
     return Verdict(student, lab.id, run.passed, total, status, first, round(run.seconds, 1))
 
 
-def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits) -> Verdict:
-    """One student's verdict on one lab; ``work_file`` is the snapshot (None: missing)."""
+def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits, mirror: Path | None = None) -> Verdict:
+    """One student's verdict on one lab; ``work_file`` is the snapshot (None: missing), which
+    the worker imports; ``mirror`` is the lab folder of a stand-in repository (see ``_mirror``)
+    to run the tests in, the repository's own lab folder by default."""
     if work_file is None or not work_file.is_file():
         return Verdict(student, lab.id, 0, 0, "missing", f"no {lab.folder}/{WORK_FILE}", 0.0)
     error = _syntax_error(work_file)
@@ -169,9 +217,11 @@ def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits) ->
         "LABS_DEADLINE": str(time.time() + limits.lab),
         "LABS_TRITON": "1" if "triton" in lab.tags else "0",
     }
-    # LAB_IMPL=starter: should the grader's hook ever be bypassed, the tests see the
-    # repository's starter and fail; they can never see the solution.
-    run = run_lab_tests(lab.path, impl="starter", env=env, timeout=limits.lab + STARTUP_GRACE)
+    # LAB_IMPL=starter: what a process started by a test loads (the mirror's starter.py);
+    # the tests' lab fixture itself is the worker stand-in. The mirror has no solution.py.
+    lab_dir = mirror or lab.path
+    run = run_lab_tests(lab_dir, impl="starter", env=env, timeout=limits.lab + STARTUP_GRACE,
+                        cwd=lab_dir.parents[2])
     return verdict_from_run(student, lab, run)
 
 
@@ -212,13 +262,15 @@ def grade(
         def task(key, attempt=0):
             student, lab = key
             files = snapshots[student, lab.id]
-            dest = Path(tmp) / f"{names.index(student):04d}-{lab.id}-{attempt}" / lab.folder
+            run_dir = Path(tmp) / f"{names.index(student):04d}-{lab.id}-{attempt}"
+            dest = run_dir / "submission" / lab.folder
             intact = True
             try:
                 _write_submission(files, dest)
                 work = dest / WORK_FILE if WORK_FILE in files else None
-                verdict = grade_one(student, lab, work, limits)
-                intact = _unchanged(files, dest)
+                mirror = _mirror(lab, run_dir / "repository", files) if work else None
+                verdict = grade_one(student, lab, work, limits, mirror)
+                intact = _unchanged(files, dest) and (mirror is None or _unchanged(_student_modules(files), mirror))
             except Exception as err:  # the grader's own failure: report it, keep going
                 verdict = Verdict(student, lab.id, 0, 0, "crashed", f"grader error: {type(err).__name__}: {err}", 0.0)
             if on_verdict and (intact or attempt):

@@ -103,6 +103,7 @@ def run_lab_tests(
     timeout: float | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
     pytest_args: tuple[str, ...] = (),
+    cwd: Path = ROOT,
 ) -> LabRun:
     """Run ``pytest <lab_dir>`` with ``LAB_IMPL=impl`` in a subprocess.
 
@@ -121,7 +122,7 @@ def run_lab_tests(
         cmd = [sys.executable, "-m", "pytest", str(lab_dir), "-p", "labkit.pytest_plugin", "-p", "no:cacheprovider",
                "-q", "--no-header", "-rN", "--tb=line", *pytest_args]
         with open(Path(tmp) / "output.log", "wb") as log:
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=_clean_env(extra), stdin=subprocess.DEVNULL, stdout=log,
+            proc = subprocess.Popen(cmd, cwd=cwd, env=_clean_env(extra), stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
             offset = 0
             try:

@@ -17,6 +17,8 @@ in the process that started this one.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import importlib
 import importlib.util
 import inspect
 import os
@@ -131,8 +133,9 @@ class _Session:
         from labkit.remote import ProtocolError, array_leaves, encode
 
         try:
-            if type(request) is not tuple or not request:
+            if type(request) is not tuple or len(request) < 2:
                 raise ProtocolError("bad request")
+            request, patches = request[:-1], self.decode(request[-1])
             kind = request[0]
             if kind == "call":
                 _, name, args, kwargs = request
@@ -156,7 +159,8 @@ class _Session:
                 raise ProtocolError(f"unknown request {kind!r}")
             leaves = array_leaves((args, kwargs))
             before = [encode(leaf) for leaf in leaves]
-            result = call()
+            with _patched(patches):
+                result = call()
             return ("ok", encode(result), _changed(leaves, before))
         except BaseException as exc:
             return _error(exc)
@@ -175,6 +179,25 @@ class _Session:
                     return request
                 raise ProtocolError("a callback result outside a callback")
             send(self.write_fd, self.handle(request))
+
+
+@contextlib.contextmanager
+def _patched(patches: dict):
+    """Replace watched module functions ("numpy:exp") by the test's wrappers for one call."""
+    from labkit.remote import WATCHED_MODULES
+
+    saved = []
+    try:
+        for key, value in patches.items():
+            module_name, attr = str(key).split(":", 1)
+            if module_name in WATCHED_MODULES:
+                module = importlib.import_module(module_name)
+                saved.append((module, attr, getattr(module, attr)))
+                setattr(module, attr, value)
+        yield
+    finally:
+        for module, attr, original in reversed(saved):
+            setattr(module, attr, original)
 
 
 def _changed(leaves, before) -> list:

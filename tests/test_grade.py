@@ -266,7 +266,7 @@ def test_files_changed_during_a_run_are_restored_and_graded_again(tmp_path, monk
         (tmp_path / student / lab.folder / "starter.py").write_text("X = 1\n")
     seen = []
 
-    def fake_grade_one(student, lab, work_file, limits):
+    def fake_grade_one(student, lab, work_file, limits, mirror=None):
         # What another submission could do during this one's run: overwrite its file.
         seen.append((student, work_file.read_text()))
         if student == "victim" and [name for name, _ in seen].count("victim") == 1:
