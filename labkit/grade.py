@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib.util
 import io
 import json
 import shutil
@@ -128,11 +129,13 @@ _NOT_MIRRORED = ("solution.py", WORK_FILE, "bugs", "__pycache__", "bench-logs")
 
 
 def _student_modules(files: dict[str, bytes]) -> dict[str, bytes]:
-    """The student's top-level Python modules that may sit in the mirrored lab folder."""
+    """The student's top-level Python modules that may sit in the mirrored lab folder: none that
+    pytest would load itself, none named like an installed module (a ``numpy.py`` stays out)."""
     return {
         rel: data for rel, data in files.items()
         if "/" not in rel and rel.endswith(".py") and rel not in _PYTEST_NAMES
         and not rel.startswith("test_") and not rel.endswith("_test.py")
+        and rel[:-3].isidentifier() and (rel == WORK_FILE or importlib.util.find_spec(rel[:-3]) is None)
     }
 
 

@@ -283,6 +283,20 @@ def test_files_changed_during_a_run_are_restored_and_graded_again(tmp_path, monk
     assert (tmp_path / "victim" / lab.folder / "starter.py").read_text() == "X = 1\n"
 
 
+def test_the_mirror_holds_the_students_work_and_nothing_pytest_would_load(tmp_path):
+    lab = _lab()
+    if not (lab.path / "test_lab.py").is_file():
+        pytest.skip(f"lab {lab.id} is not written yet")
+    files = {"starter.py": b"X = 1\n", "helpers.py": b"Y = 2\n", "numpy.py": b"", "conftest.py": b"",
+             "test_lab.py": b"def test_nothing(): pass\n", "pytest.ini": b"[pytest]\n", "__init__.py": b""}
+    mirror = grade._mirror(lab, tmp_path / "repo", files)
+    assert (mirror / "starter.py").read_bytes() == b"X = 1\n" and (mirror / "helpers.py").is_file()
+    assert (mirror / "test_lab.py").read_bytes() == (lab.path / "test_lab.py").read_bytes(), "the instructor's tests"
+    for name in ("numpy.py", "conftest.py", "pytest.ini", "__init__.py", "solution.py", "bugs"):
+        assert not (mirror / name).exists(), name
+    assert (tmp_path / "repo" / "labkit").resolve() == registry.ROOT / "labkit"
+
+
 def test_bad_input_is_a_grade_error(tmp_path):
     with pytest.raises(grade.GradeError, match="no such folder"):
         grade.students(tmp_path / "nope")
