@@ -13,7 +13,9 @@ cache, written so that the GPU streams the cache at close to copy bandwidth:
    summaries of the splits that exist, with lab 04-04's exact merge, and divides
    once at the end.
 
-``paged_decode`` checks its inputs, chooses the split count and launches both.
+``paged_decode`` checks its inputs, chooses the split count and launches both (on
+Hopper and later, the reduce kernel with programmatic dependent launch: README,
+"Launch overhead").
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def _partition_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, seq_lens_ptr, scratch_ptr, out_ptr,
     partition_size, max_blocks, stride_block, stride_slot, stride_head,
     GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, BLOCK_SIZE: tl.constexpr, HEAD_DIM: tl.constexpr,
-    SCALE: tl.constexpr, TILE_N: tl.constexpr, FP32_DOT: tl.constexpr,
+    SCALE: tl.constexpr, TILE_N: tl.constexpr, FP32_DOT: tl.constexpr, PDL: tl.constexpr,
 ):
     seq = tl.program_id(0).to(tl.int64)
     kv_head = tl.program_id(1)
@@ -103,6 +105,12 @@ def _partition_kernel(
             acc = acc * correction[:, None] + tl.dot(p.to(v.dtype), v)
         m = m_new
 
+    if PDL:
+        # This program's loads are done: once every program of the grid has said so (or
+        # exited), the GPU may launch the reduce kernel, whose programs then wait in
+        # gdc_wait for this grid to finish. Its launch overlaps this grid's tail.
+        tl.extra.cuda.gdc_launch_dependents()
+
     if seq_len <= partition_size:
         # The whole sequence is this one split: nothing to merge, so divide here and
         # the reduce kernel skips this sequence. seq_len 0 gives zeros, not 0/0.
@@ -123,13 +131,19 @@ def _partition_kernel(
 @triton.jit
 def _reduce_kernel(
     scratch_ptr, out_ptr, seq_lens_ptr, partition_size, capacity, max_splits,
-    HEAD_DIM: tl.constexpr, SPLIT_TILE: tl.constexpr,
+    HEAD_DIM: tl.constexpr, SPLIT_TILE: tl.constexpr, PDL: tl.constexpr,
 ):
     seq = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
     num_heads = tl.num_programs(1)
 
-    seq_len = tl.minimum(tl.load(seq_lens_ptr + seq), capacity)
+    seq_len = tl.minimum(tl.load(seq_lens_ptr + seq), capacity)  # not written by the partition kernel
+    if PDL:
+        # Launched before the partition kernel finished (programmatic dependent launch):
+        # wait here until all of its programs are done and their summaries visible. Every
+        # program waits, even one with nothing to merge, so when this kernel is complete
+        # the partition kernel is too, and later work on the stream can rely on both.
+        tl.extra.cuda.gdc_wait()
     num_splits = tl.cdiv(seq_len, partition_size)  # only the splits that hold tokens
     if num_splits <= 1:
         return  # the partition kernel wrote this sequence's output itself
@@ -158,6 +172,15 @@ def _reduce_kernel(
 
     out = acc / denom  # > 0: at least two splits, each with a valid token
     tl.store(out_ptr + (seq * num_heads + head) * HEAD_DIM + dims, out.to(out_ptr.dtype.element_ty))
+
+
+@functools.cache
+def _supports_pdl(device: torch.device) -> bool:
+    """Programmatic dependent launch (a kernel launched before the previous one ends) needs an
+    NVIDIA GPU of the Hopper generation (sm_90) or later; ROCm's torch also says "cuda"."""
+    if BACKEND != "cuda" or device.type != "cuda" or torch.version.hip is not None:
+        return False
+    return torch.cuda.get_device_capability(device)[0] >= 9
 
 
 @functools.cache
@@ -304,6 +327,7 @@ def paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=None):
     tile = TILE_TOKENS if partition > 2 * TILE_TOKENS else TILE_TOKENS // 2
 
     group = num_heads // num_kv_heads
+    pdl = _supports_pdl(q.device)
     # The splits' summaries (m, denom, acc), float32, in one allocation.
     scratch = out
     if max_splits > 1:
@@ -314,14 +338,15 @@ def paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=None):
         (q, k_cache, v_cache, block_tables, seq_lens, scratch, out,
          partition, block_tables.shape[1], k_cache.stride(0), k_cache.stride(1), k_cache.stride(2)),
         GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)), BLOCK_SIZE=block_size, HEAD_DIM=head_dim,
-        SCALE=1.0 / math.sqrt(head_dim), TILE_N=tile, FP32_DOT=q.dtype == torch.float32,
+        SCALE=1.0 / math.sqrt(head_dim), TILE_N=tile, FP32_DOT=q.dtype == torch.float32, PDL=pdl,
         num_warps=NUM_WARPS, num_stages=NUM_STAGES,
     )
     if max_splits > 1:
         _launch(
             _reduce_kernel, (batch, num_heads, 1),
             (scratch, out, seq_lens, partition, capacity, max_splits),
-            HEAD_DIM=head_dim, SPLIT_TILE=min(SPLIT_TILE, triton.next_power_of_2(max_splits)),
+            HEAD_DIM=head_dim, SPLIT_TILE=min(SPLIT_TILE, triton.next_power_of_2(max_splits)), PDL=pdl,
+            launch_pdl=pdl,
         )
     return out
 

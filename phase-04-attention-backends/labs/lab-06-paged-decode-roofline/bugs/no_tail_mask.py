@@ -15,7 +15,7 @@ def _partition_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, seq_lens_ptr, scratch_ptr, out_ptr,
     partition_size, max_blocks, stride_block, stride_slot, stride_head,
     GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, BLOCK_SIZE: tl.constexpr, HEAD_DIM: tl.constexpr,
-    SCALE: tl.constexpr, TILE_N: tl.constexpr, FP32_DOT: tl.constexpr,
+    SCALE: tl.constexpr, TILE_N: tl.constexpr, FP32_DOT: tl.constexpr, PDL: tl.constexpr,
 ):
     seq = tl.program_id(0).to(tl.int64)
     kv_head = tl.program_id(1)
@@ -68,6 +68,12 @@ def _partition_kernel(
         else:
             acc = acc * correction[:, None] + tl.dot(p.to(v.dtype), v)
         m = m_new
+
+    if PDL:
+        # This program's loads are done: once every program of the grid has said so (or
+        # exited), the GPU may launch the reduce kernel, whose programs then wait in
+        # gdc_wait for this grid to finish. Its launch overlaps this grid's tail.
+        tl.extra.cuda.gdc_launch_dependents()
 
     if seq_len <= partition_size:
         # The whole sequence is this one split: nothing to merge, so divide here and

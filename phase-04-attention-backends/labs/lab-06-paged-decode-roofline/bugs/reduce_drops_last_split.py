@@ -13,13 +13,19 @@ CAUGHT_BY = ["test_every_split_count_gives_the_same_answer", "test_empty_and_one
 @triton.jit
 def _reduce_kernel(
     scratch_ptr, out_ptr, seq_lens_ptr, partition_size, capacity, max_splits,
-    HEAD_DIM: tl.constexpr, SPLIT_TILE: tl.constexpr,
+    HEAD_DIM: tl.constexpr, SPLIT_TILE: tl.constexpr, PDL: tl.constexpr,
 ):
     seq = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
     num_heads = tl.num_programs(1)
 
     seq_len = tl.minimum(tl.load(seq_lens_ptr + seq), capacity)
+    if PDL:
+        # Launched before the partition kernel finished (programmatic dependent launch):
+        # wait here until all of its programs are done and their summaries visible. Every
+        # program waits, even one with nothing to merge, so when this kernel is complete
+        # the partition kernel is too, and later work on the stream can rely on both.
+        tl.extra.cuda.gdc_wait()
     num_splits = seq_len // partition_size  # BUG: drops the last partial split
     if num_splits <= 1:
         return  # the partition kernel wrote this sequence's output itself
