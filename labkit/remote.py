@@ -84,18 +84,22 @@ class ProtocolError(Exception):
 # --------------------------------------------------------------------------- wire format
 
 
-def encode(value, on_callable=None, _depth: int = 0):
+def encode(value, on_callable=None, _depth: int = 0, arguments: dict | None = None):
     """``value`` as nested tuples of plain Python data, tagged by kind.
 
     Dataclass instances and named tuples cross as records of their fields.
     ``on_callable(fn)`` may turn a function into a tag (the trusted side's
     callbacks); otherwise, and for anything else (an object array, an
-    arbitrary class), TypeError."""
+    arbitrary class), TypeError. ``arguments`` maps ``id()`` of the call's
+    array arguments to their index: a result that *is* one of them crosses as
+    ``("arg", index)`` and comes back as the caller's own array."""
     if _depth > 32:
         raise TypeError("nested too deeply")
+    if arguments and id(value) in arguments:
+        return ("arg", arguments[id(value)])
 
     def inner(v):
-        return encode(v, on_callable, _depth + 1)
+        return encode(v, on_callable, _depth + 1, arguments)
 
     if value is None or isinstance(value, (bool, int, float, str, bytes)) and type(value).__module__ == "builtins":
         return ("v", _plain(value))
@@ -582,7 +586,6 @@ class Submission(types.ModuleType):
             raise (cls or RemoteError)(text)
         if tag != "ok" or len(reply) != 3 or type(reply[2]) is not list:
             raise ProtocolError("a malformed reply")
-        result = decode(reply[1])
         for item in reply[2]:
             if type(item) is not tuple or len(item) != 2 or type(item[0]) is not int:
                 raise ProtocolError("a malformed in-place update")
@@ -593,7 +596,8 @@ class Submission(types.ModuleType):
             if tuple(new.shape) != tuple(leaves[index].shape):
                 raise ProtocolError("an in-place update of the wrong shape")
             copy_into(leaves[index], new)
-        return result
+        # After the copies: a result that is one of the arguments is the caller's (updated) array.
+        return decode(reply[1], hooks={"arg": lambda i: leaves[_index(i, leaves)]})
 
     def _stop(self) -> None:
         if self._worker is not None:
@@ -603,6 +607,12 @@ class Submission(types.ModuleType):
     def close(self) -> None:
         """Stop the worker (idempotent)."""
         self._stop()
+
+
+def _index(i, leaves) -> int:
+    if type(i) is not int or not 0 <= i < len(leaves):
+        raise ProtocolError("a result naming an unknown argument")
+    return i
 
 
 def _tag(reply):

@@ -161,7 +161,8 @@ class _Session:
             before = [encode(leaf) for leaf in leaves]
             with _patched(patches):
                 result = call()
-            return ("ok", encode(result), _changed(leaves, before))
+            aliases = {id(leaf): i for i, leaf in enumerate(leaves)}  # a result that is an argument stays one
+            return ("ok", encode(result, arguments=aliases), _changed(leaves, before))
         except BaseException as exc:
             return _error(exc)
 

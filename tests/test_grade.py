@@ -133,6 +133,10 @@ def double(x):
 def fill(cache, value):
     cache[...] = value      # in place, like write_kv
 
+def bump(a):
+    a += 1                  # in place, and returned: the caller gets its own array back
+    return a
+
 def picky(n):
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
@@ -160,6 +164,7 @@ def test_submission_forwards_calls_and_copies_in_place_changes_back(tmp_path):
         cache = np.zeros((2, 3))
         assert sub.fill(cache, 7.0) is None
         assert (cache == 7.0).all(), "an in-place change in the worker must reach the caller's array"
+        assert sub.bump(cache) is cache and (cache == 8.0).all()
         with pytest.raises(ValueError, match="n must be >= 0"):
             sub.picky(-1)
         assert not hasattr(sub, "os"), "modules the submission imports are not part of its API"
