@@ -12,6 +12,7 @@ import io
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -393,3 +394,57 @@ def test_labs_grade_writes_the_report(tmp_path):
     assert rows["alice"]["status"] == "ok" and rows["alice"]["passed"] == rows["alice"]["total"]
     assert rows["frank"]["status"] == "failed" and rows["frank"]["passed"] == "0"
     assert rows["carol"]["status"] == "syntax error" and rows["carol"]["total"] == rows["alice"]["total"]
+
+
+# --------------------------------------------------------------------------- the grader agrees with pytest (slow)
+
+SPECIAL_BUGS = {"04-01": ["two_pass_gather"], "04-04": ["merge_in_place", "drops_remainder_keys"]}
+
+
+def _standalone(lab, bug) -> str | None:
+    """The bug as a student would hand it in: the solution with the broken function(s) after it.
+    None for a bug that needs its lab folder (load_sibling, a helper module of bugs/)."""
+    text = bug.path.read_text()
+    if "load_sibling" in text or re.search(r"^from _\w+ import", text, re.M):
+        return None
+    text = re.sub(r"^from __future__ import annotations\n", "", text, flags=re.M)
+    text = re.sub(r"^from labkit\.bugs import solution_with\n", "", text, flags=re.M)
+    text = re.sub(r"^globals\(\)\.update\(solution_with\(.*?\)\)\n?", "", text, flags=re.M | re.S)
+    return (lab.path / "solution.py").read_text() + "\n\n# the classic mistake\n" + text
+
+
+def _agreement_cases():
+    from labkit import gallery
+
+    cases = []
+    for lab in registry.labs():
+        if not (lab.path / "test_lab.py").is_file():
+            continue
+        bugs = [b for b in gallery.bugs_of(lab.path) if _standalone(lab, b) is not None]
+        chosen = bugs[:2] + [b for b in bugs[2:] if b.name in SPECIAL_BUGS.get(lab.id, ())]
+        cases += [(lab, bug) for bug in chosen]
+    return cases
+
+
+@pytest.mark.maintainer
+def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
+    """Bugs from every lab's gallery, handed in as students' files: the grader's count of passed
+    tests is pytest's count under LAB_IMPL=bugs/<name>."""
+    from labkit.runner import run_lab_tests
+
+    cases = _agreement_cases()
+    assert cases
+    for lab, bug in cases:
+        folder = tmp_path / "class" / f"{lab.id}-{bug.name}" / lab.folder
+        folder.mkdir(parents=True)
+        (folder / "starter.py").write_text(_standalone(lab, bug))
+    verdicts, warnings = grade.grade(tmp_path / "class", sorted({lab for lab, _ in cases}, key=lambda x: x.id),
+                                     grade.Limits(call=60, lab=300, imports=60), jobs=2)
+    got = {v.student: v for v in verdicts if v.status != "missing"}
+    wrong = []
+    for lab, bug in cases:
+        run = run_lab_tests(lab.path, impl=f"bugs/{bug.name}")
+        verdict = got[f"{lab.id}-{bug.name}"]
+        if (verdict.passed, verdict.total) != (run.passed, run.total) or verdict.status != "failed":
+            wrong.append(f"{lab.id} {bug.name}: pytest {run.passed}/{run.total}, grader {verdict}")
+    assert not wrong, "\n".join(wrong)
