@@ -240,7 +240,9 @@ def cmd_bugs(args) -> int:
         elif check.declared_missed:
             verdict = f"[yellow]caught; CAUGHT_BY {', '.join(check.declared_missed)} did not fail[/]"
         else:
-            verdict = "[green]caught; CAUGHT_BY agrees[/]"
+            skipped_here = [t for t in declared if t not in check.catchers]  # GPU tests on a CPU machine
+            verdict = "[green]caught; CAUGHT_BY agrees[/]" + (
+                f" [dim]({', '.join(skipped_here)} skips here)[/]" if skipped_here else "")
         bad += not check.ok and not check.skip_reason
         marked = [f"{t} ✓" if t in declared else t for t in check.catchers]
         table.add_row(f"{bug.name}\n[dim]{escape(short(bug.summary, 100))}[/]", escape("\n".join(marked)) or "-",

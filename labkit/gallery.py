@@ -41,20 +41,25 @@ class BugCheck:
     def caught(self) -> bool:
         return bool(self.catchers)
 
+    def _skipped_here(self, test: str) -> bool:
+        runs = [t for t in self.run.tests if t.function == test]
+        return bool(runs) and all(t.outcome == "skipped" for t in runs)
+
     @property
     def declared_missed(self) -> list[str]:
-        """CAUGHT_BY tests that did not fail on the bug (or do not exist)."""
-        return [t for t in (self.bug.caught_by or []) if t not in self.catchers]
+        """CAUGHT_BY tests that did not fail on the bug (or do not exist). A test that only
+        skipped on this machine (a GPU test on a CPU) is not held against the bug."""
+        return [t for t in (self.bug.caught_by or []) if t not in self.catchers and not self._skipped_here(t)]
 
     @property
     def skip_reason(self) -> str:
         """Why the bug could not be checked here: every CAUGHT_BY test skipped (a GPU-only test on a
         CPU machine); "" otherwise."""
         declared = self.bug.caught_by or []
-        runs = [t for t in self.run.tests if t.function in declared]
-        if self.caught or not runs or any(t.outcome != "skipped" for t in runs):
+        if self.caught or not declared or not all(self._skipped_here(t) for t in declared):
             return ""
-        return f"its CAUGHT_BY tests skip here ({runs[0].message})"
+        first = next(t for t in self.run.tests if t.function == declared[0])
+        return f"its CAUGHT_BY tests skip here ({first.message})"
 
     @property
     def ok(self) -> bool:
