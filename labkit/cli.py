@@ -331,7 +331,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=2, help="test runs at a time (default 2)")
     p.set_defaults(func=cmd_bugs)
 
-    p = sub.add_parser("grade", help="grade a class: every student's starter.py against the instructor's tests")
+    p = sub.add_parser(
+        "grade", help="grade a class: every student's starter.py against the instructor's tests",
+        description="Run each lab's test_lab.py from this repository on every student's starter.py. Student code "
+                    "runs only in worker processes, under time limits; the verdicts are decided by the tests.",
+        epilog="Statuses: ok, failed, timeout, crashed, missing, syntax error. Exit status 1 when the "
+               "instructor's files changed during the run. Not an OS sandbox: see SETUP.md.",
+    )
     p.add_argument("submissions", metavar="SUBMISSIONS",
                    help="a folder with one folder per student, mirroring the repository's paths "
                         "(SUBMISSIONS/<student>/<lab folder>/starter.py)")
