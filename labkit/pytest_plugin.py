@@ -34,12 +34,27 @@ class _Grader:
         self.file = file
         self.incidents: list[dict] = []
         self._open = []
+        self._import_failure = None  # (exception type, message) once the import timed out or crashed
 
     def lab_module(self, lab_dir: Path):
+        from labkit.remote import SubmissionCrashed, SubmissionTimeout
+
+        if self._import_failure is not None:  # pytest sets the fixture up again for each test: fail fast
+            kind, message = self._import_failure
+            raise kind(message)
+        deadline = os.environ.get("LABS_DEADLINE")
+        try:
+            submission = self._start(deadline)
+        except (SubmissionTimeout, SubmissionCrashed) as err:
+            self._import_failure = (type(err), str(err))
+            raise
+        self._open.append(submission)
+        return submission
+
+    def _start(self, deadline):
         from labkit.remote import Submission
 
-        deadline = os.environ.get("LABS_DEADLINE")
-        submission = Submission(
+        return Submission(
             self.file,
             triton=os.environ.get("LABS_TRITON") == "1",
             call_timeout=float(os.environ.get("LABS_CALL_TIMEOUT", "10")),
@@ -47,8 +62,6 @@ class _Grader:
             deadline=float(deadline) if deadline else None,
             on_incident=lambda kind, message: self.incidents.append({"kind": kind, "message": one_line(message)}),
         )
-        self._open.append(submission)
-        return submission
 
     def pytest_unconfigure(self):
         for submission in self._open:
