@@ -13,6 +13,19 @@ def blocks_needed(seq_len: int, block_size: int) -> int:
     return -(-int(seq_len) // block_size)
 
 
+def random_block_table(
+    rng: np.random.Generator, seq_len: int, block_size: int, spare_blocks: int = 3
+) -> tuple[np.ndarray, int]:
+    """One sequence's distinct, shuffled physical block ids: ``(block_table int32 [needed], num_blocks)``.
+
+    The pool holds ``spare_blocks`` more blocks than the sequence needs, so that
+    unused blocks exist and can be poisoned. ``seq_len`` 0 gives an empty table.
+    """
+    needed = blocks_needed(seq_len, block_size)
+    num_blocks = needed + spare_blocks
+    return rng.permutation(num_blocks)[:needed].astype(np.int32), num_blocks
+
+
 def random_block_tables(
     rng: np.random.Generator,
     seq_lens,

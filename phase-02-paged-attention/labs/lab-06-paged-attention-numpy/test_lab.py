@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.paged import blocks_needed
+from labkit.paged import random_block_table
 
 POISON = 1.0e6
 
@@ -30,13 +30,6 @@ def _slots_by_loop(block_table, block_size, start, num_tokens):
         dtype=np.int64,
     )
 
-
-def _shuffled_table(rng, seq_len, block_size, spare_blocks=3):
-    """Distinct physical block ids, in a shuffled order, for ``seq_len`` tokens;
-    the pool has ``spare_blocks`` more blocks than needed so unused ones exist."""
-    needed = blocks_needed(seq_len, block_size)
-    num_blocks = needed + spare_blocks
-    return rng.permutation(num_blocks)[:needed].astype(np.int32), num_blocks
 
 
 def _paged_copy(rng, k, v, block_size, block_table, num_blocks):
@@ -59,7 +52,7 @@ def _problem(seed, seq_len, block_size, num_heads=4, num_kv_heads=4, head_dim=16
     q = rng.standard_normal((num_heads, head_dim))
     k = rng.standard_normal((seq_len, num_kv_heads, head_dim))
     v = rng.standard_normal((seq_len, num_kv_heads, head_dim))
-    table, num_blocks = _shuffled_table(rng, seq_len, block_size)
+    table, num_blocks = random_block_table(rng, seq_len, block_size)
     k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks)
     return q, k, v, k_cache, v_cache, table
 
@@ -81,7 +74,7 @@ def test_slot_mapping_formula(lab, block_size):
     a float or int32 result."""
     rng = np.random.default_rng(block_size)
     seq_len = 5 * block_size + 2
-    table, _ = _shuffled_table(rng, seq_len, block_size, spare_blocks=6)
+    table, _ = random_block_table(rng, seq_len, block_size, spare_blocks=6)
     ranges = [
         (0, seq_len),  # a whole prompt
         (block_size - 1, 2),  # straddles the first block boundary
@@ -149,7 +142,7 @@ def test_write_then_gather_round_trips(lab, block_size):
     Catches: any slot formula that disagrees with the gather, writes outside the table."""
     rng = np.random.default_rng(10 + block_size)
     seq_len, num_kv_heads, head_dim = 35, 2, 8
-    table, num_blocks = _shuffled_table(rng, seq_len, block_size)
+    table, num_blocks = random_block_table(rng, seq_len, block_size)
     k_cache = np.full((num_blocks, block_size, num_kv_heads, head_dim), POISON)
     v_cache = np.full_like(k_cache, POISON)
     new_k = rng.standard_normal((seq_len, num_kv_heads, head_dim))
@@ -242,7 +235,7 @@ def test_chunked_prefill_write_path(lab, block_size, chunk):
     work from the start of a block, writes that are lost (a copy)."""
     rng = np.random.default_rng(1000 * block_size + chunk)
     prompt_len, num_heads, num_kv_heads, head_dim = 40, 4, 2, 8
-    table, num_blocks = _shuffled_table(rng, prompt_len, block_size)  # reserved up front
+    table, num_blocks = random_block_table(rng, prompt_len, block_size)  # reserved up front
     k_cache = np.full((num_blocks, block_size, num_kv_heads, head_dim), POISON)
     v_cache = np.full_like(k_cache, POISON)
     k = rng.standard_normal((prompt_len, num_kv_heads, head_dim))
@@ -307,7 +300,7 @@ def test_large_logits_do_not_overflow(lab, logit):
     k[:, :, 0] = 1.0 + 0.005 * rng.standard_normal((seq_len, num_heads))
     q = rng.standard_normal((num_heads, head_dim))
     q[:, 0] = logit * np.sqrt(head_dim)
-    table, num_blocks = _shuffled_table(rng, seq_len, block_size)
+    table, num_blocks = random_block_table(rng, seq_len, block_size)
     k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks)
     out = lab.paged_attention(q, k_cache, v_cache, table, seq_len, block_size)
     _check_attention(out, q, k, v, atol=1e-10, what=f"paged_attention with scores near {logit:g}")

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.paged import blocks_needed
+from labkit.paged import random_block_table
 
 POISON = 1.0e6
 STREAM_ATOL = 1e-10  # streaming vs the reference: same math, another summation order
@@ -41,11 +41,6 @@ def _paged_copy(rng, k, v, block_size, block_table, num_blocks):
     labkit.poison_unused_slots(v_cache, block_table, seq_len, POISON)
     return k_cache, v_cache
 
-
-def _shuffled_table(rng, seq_len, block_size, spare_blocks=3):
-    needed = blocks_needed(seq_len, block_size)
-    num_blocks = needed + spare_blocks
-    return rng.permutation(num_blocks)[:needed], num_blocks
 
 
 def _random_tokens(seed, seq_len, d=16):
@@ -124,7 +119,7 @@ def test_running_max_rises_and_falls(lab, order):
     direction = q / np.dot(q, q) * np.sqrt(d)
     for t in range(seq_len):
         k[t] += levels[t // block_size] * direction
-    table, num_blocks = _shuffled_table(rng, seq_len, block_size)
+    table, num_blocks = random_block_table(rng, seq_len, block_size)
     k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, seq_len, block_size)
     _check(out, q, k, v, what=f"paged_online_attention, block maxima {order}")
@@ -171,7 +166,7 @@ def test_many_block_sizes(lab, block_size):
 
     Catches: bounds that only work for one block size, a last block read in full."""
     rng, q, k, v = _random_tokens(100 + block_size, 29)
-    table, num_blocks = _shuffled_table(rng, 29, block_size)
+    table, num_blocks = random_block_table(rng, 29, block_size)
     k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, 29, block_size)
     _check(out, q, k, v, what=f"paged_online_attention, block_size={block_size}")
@@ -195,7 +190,7 @@ def test_inputs_are_left_unchanged(lab):
     Catches: scaling the query in place (``q *= scale`` on the caller's float64 array),
     overwriting unused cache slots to "mask" them."""
     rng, q, k, v = _random_tokens(8, 11)
-    table, num_blocks = _shuffled_table(rng, 11, 4)
+    table, num_blocks = random_block_table(rng, 11, 4)
     k_cache, v_cache = _paged_copy(rng, k, v, 4, table, num_blocks)
     inputs = {"q": q, "k": k, "v": v, "k_cache": k_cache, "v_cache": v_cache, "block_table": table}
     before = {name: x.copy() for name, x in inputs.items()}
@@ -238,7 +233,7 @@ def test_large_logits_need_a_running_max(lab, case):
         k[1] = unit * 1000.0 * scale / np.linalg.norm(q)  # score(1) = 1000, in the first block
     else:
         k -= unit * 1000.0 * scale / np.linalg.norm(q)  # every score shifted down by 1000
-    table, num_blocks = _shuffled_table(rng, seq_len, block_size)
+    table, num_blocks = random_block_table(rng, seq_len, block_size)
     k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, seq_len, block_size)
     _check(out, q, k, v, what=f"paged_online_attention, {case}")
@@ -254,7 +249,7 @@ def test_streams_block_by_block(lab, monkeypatch):
     Only np.exp is watched: a version that avoids it (math.exp in a Python loop) passes."""
     block_size, seq_len = 4, 30
     rng, q, k, v = _random_tokens(30, seq_len)
-    table, num_blocks = _shuffled_table(rng, seq_len, block_size)
+    table, num_blocks = random_block_table(rng, seq_len, block_size)
     k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks)
     expected = labkit.attention_f64(q, k, v)
 
