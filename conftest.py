@@ -43,6 +43,14 @@ def pytest_collection_modifyitems(config, items):
     if problems:
         raise pytest.UsageError("\n".join(problems))
 
+    # Maintainer checks are slow and not for learners: they run only when -m names them
+    # (`pytest -m maintainer`), whatever other -m expression a learner passes.
+    if "maintainer" not in (config.option.markexpr or ""):
+        dropped = [item for item in items if item.get_closest_marker("maintainer")]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [item for item in items if not item.get_closest_marker("maintainer")]
+
     if not config.stash[_HAS_CUDA]:
         skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
         for item in items:
