@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from labkit import loader, triton_env
+from labkit.testing import loader, triton_env
 
 
 def pytest_configure(config):
@@ -61,7 +61,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="module")
 def lab(request):
     """The implementation under test of this test file's lab (see LAB_IMPL)."""
-    # Under `labs grade` (labkit.pytest_plugin), a student's file runs in a worker process instead.
+    # Under `labs grade` (labkit.grader.pytest_plugin), a student's file runs in a worker process instead.
     grader = request.config.pluginmanager.get_plugin("labs_grader")
     if grader is not None:
         return grader.lab_module(request.path.parent)

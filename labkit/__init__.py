@@ -1,26 +1,37 @@
-"""labkit: what the labs share.
+"""labkit: what the labs share, in one folder per audience.
 
-- ``registry``: the labs, in study order.
-- ``loader``: ``LAB_IMPL`` -> the module under test.
-- ``reference``: float64 brute-force attention, the tests' truth.
-- ``arrays``: poisoning unused cache slots, comparisons that say where arrays differ.
-- ``triton_env``: Triton on a GPU, or through its interpreter on a CPU.
+- ``labkit.testing``: what a lab's tests, demos and benchmarks use (loading the implementation
+  under test, float64 references, checks, poison, case builders, the Triton switch, benchmark
+  helpers). Its everyday names are re-exported here: ``labkit.assert_close(...)``.
+- ``labkit.course``: the course itself: the registry of labs, hints, the bug galleries.
+- ``labkit.cli``: the ``labs`` command.
+- ``labkit.grader``: ``labs grade``, which runs the instructor's tests on students' work.
 """
 
-from labkit.arrays import assert_close, assert_equal, max_abs_diff, poison_unused_slots
-from labkit.loader import impl_name, load_impl, load_sibling
-from labkit.reference import attention_f64, gather_f64, paged_attention_f64, to_f64
+from labkit.testing import bench, cases, triton_env
+from labkit.testing.checks import assert_close, assert_dtype, assert_equal, max_abs_diff
+from labkit.testing.loader import impl_name, load_impl, load_reference, load_sibling
+from labkit.testing.poison import POISON_KINDS, poison_unused_slots, poison_value
+from labkit.testing.reference import attention_f64, gather_f64, paged_attention_f64, softmax_f64, to_f64
 
 __all__ = [
+    "POISON_KINDS",
     "assert_close",
+    "assert_dtype",
     "assert_equal",
     "attention_f64",
+    "bench",
+    "cases",
     "gather_f64",
     "impl_name",
     "load_impl",
+    "load_reference",
     "load_sibling",
     "max_abs_diff",
     "paged_attention_f64",
     "poison_unused_slots",
+    "poison_value",
+    "softmax_f64",
     "to_f64",
+    "triton_env",
 ]

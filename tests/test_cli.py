@@ -11,7 +11,10 @@ import sys
 
 import pytest
 
-from labkit import cli, registry
+from labkit import cli
+from labkit.cli import commands as cli_main
+from labkit.course import hints as hints_mod
+from labkit.course import registry
 
 
 def _fake_lab(tmp_path, hints: str | None = None, exists: bool = True) -> registry.Lab:
@@ -53,7 +56,7 @@ def test_help_lists_the_commands():
 def test_list_shows_every_lab(capsys):
     code, out, _ = _run(capsys, "list")
     assert code == 0
-    for lab in registry.labs():
+    for lab in registry.LABS:
         assert lab.id in out
 
 
@@ -70,9 +73,9 @@ def test_an_unknown_lab_is_a_usage_error(capsys, argv):
 
 
 def test_a_lab_can_be_named_by_its_folder():
-    lab = registry.labs()[0]
-    assert cli.resolve_lab(lab.folder) == lab
-    assert cli.resolve_lab("2-6") == registry.get("02-06")
+    lab = registry.LABS[0]
+    assert cli_main.resolve_lab(lab.folder) == lab
+    assert cli_main.resolve_lab("2-6") == registry.get("02-06")
 
 
 def test_a_missing_folder_is_named(capsys, with_fake_lab):
@@ -104,7 +107,7 @@ def test_hints_file_without_sections(capsys, with_fake_lab):
 
 
 def test_parse_hints_keeps_order_and_titles():
-    hints = cli.parse_hints("intro\n## Hint 1\na\n## Hint 2 (the formula)\nb\n### detail\nc\n")
+    hints = hints_mod.parse_hints("intro\n## Hint 1\na\n## Hint 2 (the formula)\nb\n### detail\nc\n")
     assert hints == [("Hint 1", "a"), ("Hint 2 (the formula)", "b\n### detail\nc")]
 
 
@@ -129,7 +132,7 @@ def test_check_starter_fails_every_lab_and_the_solutions_pass():
     starter = subprocess.run([sys.executable, "-m", "labkit.cli", "check", "--impl", "starter"],
                              capture_output=True, text=True, cwd=registry.ROOT, env=_wide(), timeout=900)
     assert starter.returncode == 1, starter.stdout + starter.stderr
-    for lab in registry.labs():
+    for lab in registry.LABS:
         row = next((line for line in starter.stdout.splitlines() if line.strip("│ ").startswith(lab.id)), "")
         assert re.search(r"\b0/[1-9]\d*\b", row), f"lab {lab.id}: {row!r}"
         assert "NotImplementedError" in row, f"lab {lab.id}: {row!r}"
@@ -145,12 +148,12 @@ def _wide() -> dict:
 
 
 @pytest.mark.maintainer
-@pytest.mark.parametrize("entry", registry.labs(), ids=lambda lab: lab.id)
+@pytest.mark.parametrize("entry", registry.LABS, ids=lambda lab: lab.id)
 def test_every_lab_has_hints_numbered_from_one(entry):
     """``labs hint LAB N`` needs ``## Hint 1``, ``## Hint 2``, ... in order, each with text."""
     hints = entry.path / "hints.md"
     assert hints.is_file(), f"{entry.folder}/hints.md does not exist"
-    parsed = cli.parse_hints(hints.read_text(encoding="utf-8"))
+    parsed = hints_mod.parse_hints(hints.read_text(encoding="utf-8"))
     numbers = [int(title.split()[1]) for title, _ in parsed]
     assert numbers == list(range(1, len(parsed) + 1)) and numbers, f"{entry.folder}/hints.md: hints {numbers}"
     assert all(body for _, body in parsed), f"{entry.folder}/hints.md: an empty hint"
@@ -179,7 +182,7 @@ FAKE_LAB = {
 FAKE_CONFTEST = """
 import pytest
 
-from labkit import loader
+from labkit.testing import loader
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from labkit import arrays, loader, paged, reference
+from labkit.testing import cases as paged
+from labkit.testing import checks as arrays
+from labkit.testing import loader, poison, reference
 
 
 def _make_lab(root, name, body):
@@ -81,8 +83,8 @@ def test_attention_f64_survives_logits_past_exp_range():
 def test_poison_hits_exactly_the_unused_slots():
     tables, num_blocks = paged.random_block_tables(np.random.default_rng(1), [5, 16], block_size=4)
     cache = np.zeros((num_blocks, 4, 1))
-    arrays.poison_unused_slots(cache, tables, [5, 16])
-    valid = arrays.valid_slot_mask(num_blocks, 4, tables, [5, 16])
+    poison.poison_unused_slots(cache, tables, [5, 16])
+    valid = poison.valid_slot_mask(num_blocks, 4, tables, [5, 16])
     assert valid.sum() == 5 + 16
     assert (cache[valid] == 0).all() and (cache[~valid] == 1e6).all()
 

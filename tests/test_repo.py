@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit import registry
+from labkit.course import registry
 
 pytestmark = pytest.mark.maintainer
 
@@ -22,14 +22,14 @@ LAB_FILES = ("README.md", "starter.py", "solution.py", "test_lab.py")
 
 
 def test_every_registered_lab_has_its_files():
-    for lab in registry.labs():
+    for lab in registry.LABS:
         missing = [f for f in LAB_FILES if not (lab.path / f).is_file()]
         assert not missing, f"lab {lab.id} ({lab.folder}) lacks {missing}"
 
 
 def test_every_lab_folder_is_registered():
     on_disk = {p.relative_to(ROOT).as_posix() for p in ROOT.glob("phase-*/labs/lab-*") if p.is_dir()}
-    registered = {lab.folder for lab in registry.labs()}
+    registered = {lab.folder for lab in registry.LABS}
     assert on_disk - registered == set(), "lab folders missing from labkit/registry.py"
 
 
@@ -48,7 +48,7 @@ def _public_api(path: Path) -> dict[str, str]:
     return api
 
 
-@pytest.mark.parametrize("lab", registry.labs(), ids=lambda lab: lab.id)
+@pytest.mark.parametrize("lab", registry.LABS, ids=lambda lab: lab.id)
 def test_starter_and_solution_expose_the_same_api(lab):
     starter, solution = _public_api(lab.path / "starter.py"), _public_api(lab.path / "solution.py")
     assert starter == solution, f"lab {lab.id}: starter {starter} vs solution {solution}"
@@ -62,7 +62,7 @@ def test_committed_starters_fail_every_test(tmp_path):
         tar.extractall(tmp_path / "repo")  # our own HEAD: trusted content
     report = tmp_path / "report.xml"
     env = {**os.environ, "LAB_IMPL": "starter"}
-    folders = [lab.folder for lab in registry.labs()]
+    folders = [lab.folder for lab in registry.LABS]
     subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *folders],
         cwd=tmp_path / "repo", env=env, capture_output=True, text=True, timeout=900,
@@ -90,14 +90,14 @@ def _map_in(text: str) -> str:
 
 def test_readme_lab_map_matches_the_registry():
     assert _map_in((ROOT / "README.md").read_text()) == registry.render_lab_map(), (
-        "README.md's lab map is stale: paste the output of `python -m labkit.registry`"
+        "README.md's lab map is stale: paste the output of `python -m labkit.course.registry`"
     )
 
 
 def test_phase_readmes_list_their_labs_in_study_order():
     for phase in registry.PHASES:
         text = (ROOT / phase / "README.md").read_text()
-        ids = [lab.id for lab in registry.labs() if lab.phase == phase]
+        ids = [lab.id for lab in registry.LABS if lab.phase == phase]
         positions = [text.find(f"lab-{lab_id.split('-')[1]}") for lab_id in ids]
         assert -1 not in positions, f"{phase}/README.md does not name every lab of {ids}"
         assert positions == sorted(positions), f"{phase}/README.md lists {ids} out of study order"

@@ -60,7 +60,7 @@ TRITON, SDPA, GATHER = "triton (block table)", "SDPA (dense copy)", "gather + SD
 
 def measure(lab, seq_len) -> dict[str, float]:
     """Microseconds of each way for one sequence length, after checking they agree."""
-    from labkit.bench import time_us
+    from labkit.testing.bench import time_us
 
     q, k_cache, v_cache, block_table = make_inputs(seq_len)
     k_dense = gather_dense(k_cache, block_table, seq_len).contiguous()
@@ -86,7 +86,7 @@ def run(seq_lens, out_dir: Path) -> None:
     import torch
 
     import labkit
-    from labkit.bench import copy_bandwidth, device_line, markdown_table
+    from labkit.testing.bench import copy_bandwidth, device_line, markdown_table
 
     lab = labkit.load_impl(Path(__file__).parent)
     copy_bw = copy_bandwidth()

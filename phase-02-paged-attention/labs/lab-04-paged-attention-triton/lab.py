@@ -39,7 +39,7 @@ def main() -> int:
     import torch
 
     import labkit
-    from labkit.paged import random_paged_cache
+    from labkit.testing.cases import random_paged_cache
 
     lab = labkit.load_impl(Path(__file__).parent)
     device = triton_env.device()

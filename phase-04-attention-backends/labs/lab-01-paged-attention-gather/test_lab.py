@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.paged import random_block_table
+from labkit.testing.cases import random_block_table
 
 POISON = 1.0e6
 STREAM_ATOL = 1e-10  # streaming vs the reference: same math, another summation order

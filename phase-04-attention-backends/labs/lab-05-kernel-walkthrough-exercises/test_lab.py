@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from labkit import assert_close, assert_equal, triton_env
-from labkit.paged import random_block_tables
+from labkit.testing.cases import random_block_tables
 
 DEFAULT_SMEM = 49_152  # 48 KiB
 H100_OPTIN_SMEM = 232_448  # 227 KiB

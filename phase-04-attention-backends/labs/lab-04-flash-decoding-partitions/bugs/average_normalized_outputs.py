@@ -8,10 +8,6 @@ right (an average of one output is itself); every split into 2 or more partition
 O(0.1), in any order.
 """
 
-import numpy as np
-
-from labkit.bugs import solution_with
-
 CAUGHT_BY = [
     "test_merge_partials_matches_dense_attention",
     "test_any_partition_count_matches_dense",
@@ -21,12 +17,20 @@ CAUGHT_BY = [
     "test_extreme_scores_do_not_overflow",
 ]
 
-
-def merge_partials(partials):
-    outputs = [np.asarray(acc, dtype=np.float64) / denom for m, denom, acc in partials if denom > 0]
+EDIT = (
+    """    m, denom, acc = _as_summary(partials[0], "merge_partials: partials[0]")
+    for summary in partials[1:]:
+        m, denom, acc = merge_two((m, denom, acc), summary)
+    if denom == 0.0:
+        return np.zeros_like(acc)
+    return acc / denom
+""",
+    """    # Each partition's normalized output, averaged with equal weights (the weight of
+    # partition i should be denom_i * exp(m_i - m)).
+    summaries = [_as_summary(s, "merge_partials") for s in partials]
+    outputs = [acc / denom for _, denom, acc in summaries if denom > 0]
     if not outputs:
-        return np.zeros_like(np.asarray(partials[0][2], dtype=np.float64)) if partials else np.zeros(())
-    return np.mean(outputs, axis=0)  # BUG: equal weights; the weight of partition i is denom_i * exp(m_i - m)
-
-
-globals().update(solution_with(__file__, merge_partials=merge_partials))
+        return np.zeros_like(summaries[0][2])
+    return np.mean(outputs, axis=0)
+""",
+)

@@ -1,11 +1,9 @@
-"""Poisoning and comparison helpers for the labs' tests.
+"""Comparisons for the labs' tests that say where two arrays differ, not only that they do.
 
-Poison: fill every cache slot that holds no valid token with a huge value, so
-that a kernel that reads past ``seq_len`` or through a wrong block id fails
-loudly instead of "almost working" on small garbage.
-
-Compare: fail with a message that says where the arrays differ (which head,
-which token or block, by how much), not only that they do.
+The message names the worst place (which head, which token or block, by how much) and which
+entries of the first axis differ at all, so a learner reads the bug off the failure. ``dtype=``
+checks the type the API promises: an fp16 kernel that returns float32 fails even when its
+numbers are right.
 """
 
 from __future__ import annotations
@@ -14,48 +12,28 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from labkit.reference import to_f64
+from labkit.testing.reference import to_f64
 
 
-def poison_value(dtype) -> float:
-    """A huge but finite value for ``dtype`` (numpy or torch): 1e6, or less where
-    the type cannot hold it (fp16's largest value is 65504)."""
-    name = str(dtype).removeprefix("torch.")
-    if name in ("float16", "half"):
-        return 3.0e4
-    return 1.0e6
+def dtype_name(dtype) -> str:
+    """``"float16"`` for ``np.float16``, ``np.dtype("float16")`` or ``torch.float16``."""
+    if dtype is None:
+        return "None"
+    text = str(dtype).removeprefix("torch.")
+    try:
+        return np.dtype(text).name
+    except TypeError:
+        return text  # bfloat16 and the like: numpy has no such dtype
 
 
-def valid_slot_mask(num_blocks: int, block_size: int, block_tables, seq_lens) -> np.ndarray:
-    """``[num_blocks, block_size]`` booleans: True where some sequence keeps a valid token.
-
-    ``block_tables``/``seq_lens`` are one table and one length, or a batch of each.
-    """
-    tables = np.asarray(to_f64(block_tables), dtype=np.int64)
-    lens = np.atleast_1d(np.asarray(seq_lens, dtype=np.int64))
-    if tables.ndim == 1:
-        tables = tables[None]
-    valid = np.zeros((num_blocks, block_size), dtype=bool)
-    for table, seq_len in zip(tables, lens, strict=True):
-        for t in range(int(seq_len)):
-            valid[table[t // block_size], t % block_size] = True
-    return valid
-
-
-def poison_unused_slots(cache, block_tables, seq_lens, value: float | None = None):
-    """Overwrite, in place, every slot of ``cache`` ``[num_blocks, block_size, ...]``
-    that holds none of the valid tokens: the tail of each last block, every block
-    no sequence uses. Works on numpy arrays and torch tensors; returns ``cache``."""
-    num_blocks, block_size = cache.shape[0], cache.shape[1]
-    unused = ~valid_slot_mask(num_blocks, block_size, block_tables, seq_lens)
-    value = poison_value(cache.dtype) if value is None else value
-    if hasattr(cache, "detach"):  # torch
-        import torch
-
-        cache[torch.from_numpy(unused).to(cache.device)] = value
-    else:
-        cache[unused] = value
-    return cache
+def assert_dtype(actual, dtype, *, what: str = "output") -> None:
+    """``actual`` (a numpy array or torch tensor) has the dtype the API names."""
+    __tracebackhide__ = True
+    got = getattr(actual, "dtype", None)
+    if got is None:
+        raise AssertionError(f"{what}: expected an array of dtype {dtype_name(dtype)}, got a {type(actual).__name__}")
+    if dtype_name(got) != dtype_name(dtype):
+        raise AssertionError(f"{what}: dtype {dtype_name(got)}, expected {dtype_name(dtype)}")
 
 
 def _where(index: tuple, axes: Sequence[str] | None) -> str:
@@ -74,15 +52,19 @@ def assert_close(
     axes: Sequence[str] | None = None,
     what: str = "output",
     where: Callable[[tuple], str] | None = None,
+    dtype=None,
 ) -> None:
     """Assert ``|actual - expected| <= atol + rtol * |expected|`` everywhere.
 
     ``axes`` names the dimensions ("head", "dim") so the message can say where the
     worst difference is and which entries of the first axis differ at all;
     ``where(index)`` may add context to the worst location (e.g. "logical block 2").
+    ``dtype`` (numpy or torch) is checked first when given.
     NaN and inf in ``actual`` always fail.
     """
     __tracebackhide__ = True
+    if dtype is not None:
+        assert_dtype(actual, dtype, what=what)
     a, e = to_f64(actual), to_f64(expected)
     if a.shape != e.shape:
         raise AssertionError(f"{what}: shape {a.shape}, expected {e.shape}")
@@ -120,11 +102,15 @@ def assert_equal(
     axes: Sequence[str] | None = None,
     what: str = "output",
     where: Callable[[tuple], str] | None = None,
+    dtype=None,
 ) -> None:
     """Exact equality for integer arrays (slot mappings, block counts), with the
-    first mismatch named."""
+    first mismatch named; ``dtype`` (numpy or torch) is checked first when given."""
     __tracebackhide__ = True
-    a, e = np.asarray(actual), np.asarray(expected)
+    if dtype is not None:
+        assert_dtype(actual, dtype, what=what)
+    a = actual.detach().cpu().numpy() if hasattr(actual, "detach") else np.asarray(actual)
+    e = expected.detach().cpu().numpy() if hasattr(expected, "detach") else np.asarray(expected)
     if a.shape != e.shape:
         raise AssertionError(f"{what}: shape {a.shape}, expected {e.shape}")
     bad = a != e

@@ -13,10 +13,8 @@ A LAB is an id from ``labs list`` ("02-06") or the lab's folder.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -25,8 +23,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from labkit import registry
-from labkit.registry import Lab
+from labkit.course import bugs, hints, registry
+from labkit.course.registry import Lab
+from labkit.text import shorten
 
 console = Console()
 err_console = Console(stderr=True)
@@ -44,14 +43,14 @@ def resolve_lab(text: str) -> Lab:
     found = re.fullmatch(r"0?(\d)-0?(\d)", text.strip())
     if found:
         lab_id = f"0{found.group(1)}-0{found.group(2)}"
-        if any(lab.id == lab_id for lab in registry.labs()):
+        if any(lab.id == lab_id for lab in registry.LABS):
             return registry.get(lab_id)
     path = Path(text)
     for candidate in (path, registry.ROOT / path):
         lab = registry.lab_for_path(candidate) if candidate.exists() else None
         if lab is not None:
             return lab
-    known = ", ".join(lab.id for lab in registry.labs())
+    known = ", ".join(lab.id for lab in registry.LABS)
     raise UsageError(f"no lab {text!r}; the labs are: {known} (see `labs list`)")
 
 
@@ -64,15 +63,6 @@ def require_folder(lab: Lab, *files: str) -> None:
         raise UsageError(f"lab {lab.id} ({lab.folder}/) has no {', '.join(missing)} yet")
 
 
-def runs_on(lab: Lab) -> str:
-    return "GPU or CPU (Triton interpreter)" if "triton" in lab.tags else "CPU"
-
-
-def short(text: str, limit: int = 140) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 # --------------------------------------------------------------------------- labs list
 
 
@@ -80,9 +70,9 @@ def cmd_list(args) -> int:
     table = Table(title="The labs, in study order")
     for column in ("#", "lab", "phase", "title", "runs on", "folder"):
         table.add_column(column, overflow="fold")
-    for n, lab in enumerate(registry.labs(), start=1):
+    for n, lab in enumerate(registry.LABS, start=1):
         folder = lab.folder if lab.path.is_dir() else f"{lab.folder} [dim](not in this checkout yet)[/]"
-        table.add_row(str(n), lab.id, registry.PHASES.get(lab.phase, lab.phase), escape(lab.title), runs_on(lab),
+        table.add_row(str(n), lab.id, registry.PHASES.get(lab.phase, lab.phase), escape(lab.title), lab.runs_on,
                       folder)
     console.print(table)
     console.print("Work in a lab's starter.py; [bold]labs check LAB --impl starter[/] runs its tests on your work.")
@@ -93,9 +83,9 @@ def cmd_list(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from labkit.runner import run_lab_tests
+    from labkit.course.runner import run_lab_tests
 
-    labs = [resolve_lab(t) for t in args.labs] if args.labs else list(registry.labs())
+    labs = [resolve_lab(t) for t in args.labs] if args.labs else list(registry.LABS)
     impl = args.impl or os.environ.get("LAB_IMPL") or "solution"
     rows = []
     with _progress() as progress:
@@ -126,13 +116,13 @@ def cmd_check(args) -> int:
         skipped = sum(t.outcome == "skipped" for t in run.tests)
         if run.tests and skipped == len(run.tests) and not run.errors and not run.timed_out:
             # Nothing could run here (torch/triton not installed): not a failure of your work.
-            table.add_row(lab.id, f"[yellow]0/0 ({skipped} skipped)[/]", escape(short(run.tests[0].message, 200)))
+            table.add_row(lab.id, f"[yellow]0/0 ({skipped} skipped)[/]", escape(shorten(run.tests[0].message, 200)))
             continue
         ok = run.all_passed
         all_ok &= ok
         score = f"{run.passed}/{run.total}" + (f" ({skipped} skipped)" if skipped else "") if run.tests else "-"
         table.add_row(lab.id, f"[{'green' if ok else 'red'}]{score}[/]",
-                      escape(short(problem, 200)) if not ok else "")
+                      escape(shorten(problem, 200)) if not ok else "")
     console.print(table)
     if not all_ok:
         console.print(f"Details: [bold]LAB_IMPL={impl} pytest <lab folder>[/]; stuck? [bold]labs hint LAB[/]")
@@ -147,56 +137,25 @@ def _progress() -> Progress:
 # --------------------------------------------------------------------------- labs hint
 
 
-def parse_hints(text: str) -> list[tuple[str, str]]:
-    """``(title, body)`` for each ``## Hint N`` section, in order."""
-    parts = re.split(r"^##\s+(Hint\s+\d+\b.*)$", text, flags=re.M)
-    return [(title.strip(), body.strip()) for title, body in zip(parts[1::2], parts[2::2], strict=True)]
-
-
-def _hint_state_file() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "paged-attention-labs" / "hints-seen.json"
-
-
-def _hints_seen() -> dict:
-    try:
-        return json.loads(_hint_state_file().read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _remember_hint(lab: Lab, n: int) -> None:
-    seen = _hints_seen()
-    seen[lab.id] = max(n, int(seen.get(lab.id, 0)))
-    try:
-        _hint_state_file().parent.mkdir(parents=True, exist_ok=True)
-        _hint_state_file().write_text(json.dumps(seen))
-    except OSError:
-        pass  # remembering is a convenience only
-
-
 def cmd_hint(args) -> int:
     lab = resolve_lab(args.lab)
     require_folder(lab, "hints.md")
-    hints = parse_hints((lab.path / "hints.md").read_text(encoding="utf-8"))
-    if not hints:
+    found = hints.parse_hints((lab.path / "hints.md").read_text(encoding="utf-8"))
+    if not found:
         raise UsageError(f"{lab.folder}/hints.md has no '## Hint 1' section")
     if args.reset:
-        seen = _hints_seen()
-        seen.pop(lab.id, None)
-        _hint_state_file().parent.mkdir(parents=True, exist_ok=True)
-        _hint_state_file().write_text(json.dumps(seen))
+        hints.forget(lab.id)
     if args.n is None:
-        n = min(int(_hints_seen().get(lab.id, 0)) + 1, len(hints))  # the next one you have not seen
+        n = hints.next_unread(lab.id, len(found))
     else:
         n = args.n
-        if not 1 <= n <= len(hints):
-            raise UsageError(f"lab {lab.id} has hints 1 to {len(hints)}, not {n}")
-    title, body = hints[n - 1]
-    console.rule(f"lab {lab.id}: {title} (of {len(hints)})")
+        if not 1 <= n <= len(found):
+            raise UsageError(f"lab {lab.id} has hints 1 to {len(found)}, not {n}")
+    title, body = found[n - 1]
+    console.rule(f"lab {lab.id}: {title} (of {len(found)})")
     console.print(Markdown(body))
-    _remember_hint(lab, n)
-    if n < len(hints):
+    hints.remember(lab.id, n)
+    if n < len(found):
         console.print(f"[dim]Still stuck? `labs hint {lab.id}` shows hint {n + 1}.[/]")
     else:
         console.print("[dim]That was the last hint; the lab's README walks through each step.[/]")
@@ -207,17 +166,17 @@ def cmd_hint(args) -> int:
 
 
 def cmd_bugs(args) -> int:
-    from labkit.gallery import bugs_of, check_gallery, test_functions
-
     lab = resolve_lab(args.lab)
     require_folder(lab, "test_lab.py", "solution.py")
-    bugs = bugs_of(lab.path)
-    if not bugs:
+    gallery = bugs.bugs_of(lab.path)
+    if not gallery:
         raise UsageError(f"lab {lab.id} has no bugs/*.py yet")
-    tests = set(test_functions(lab.path))
+    if args.diff:
+        return _print_diffs(lab, gallery)
+    tests = set(bugs.test_functions(lab.path))
     with _progress() as progress:
-        task = progress.add_task(f"{lab.id}: running the tests on each bug", total=len(bugs))
-        checks = check_gallery(lab.path, jobs=args.jobs, bugs=bugs, on_done=lambda c: progress.advance(task))
+        task = progress.add_task(f"{lab.id}: running the tests on each bug", total=len(gallery))
+        checks = bugs.check_gallery(lab.path, jobs=args.jobs, bugs=gallery, on_done=lambda c: progress.advance(task))
 
     table = Table(title=f"lab {lab.id}: the bug gallery (LAB_IMPL=bugs/<name>)")
     table.add_column("bug", overflow="fold", ratio=2)
@@ -232,7 +191,7 @@ def cmd_bugs(args) -> int:
             verdict = f"[yellow]not checkable here: {escape(check.skip_reason)}[/]"
         elif not check.caught:
             verdict = "[red]NOT CAUGHT: every test passes[/]" if not check.run.errors else \
-                f"[red]not run: {escape(short(check.run.errors[0], 80))}[/]"
+                f"[red]not run: {escape(shorten(check.run.errors[0], 80))}[/]"
         elif bug.problem or not bug.doc or not declared:
             verdict = "[yellow]caught; " + ("no docstring" if not bug.doc else "no CAUGHT_BY list") + "[/]"
         elif unknown:
@@ -245,7 +204,7 @@ def cmd_bugs(args) -> int:
                 f" [dim]({', '.join(skipped_here)} skips here)[/]" if skipped_here else "")
         bad += not check.ok and not check.skip_reason
         marked = [f"{t} ✓" if t in declared else t for t in check.catchers]
-        table.add_row(f"{bug.name}\n[dim]{escape(short(bug.summary, 100))}[/]", escape("\n".join(marked)) or "-",
+        table.add_row(f"{bug.name}\n[dim]{escape(shorten(bug.summary, 100))}[/]", escape("\n".join(marked)) or "-",
                       verdict)
     console.print(table)
     unchecked = sum(bool(c.skip_reason) for c in checks)
@@ -254,17 +213,28 @@ def cmd_bugs(args) -> int:
     return 0 if bad == 0 else 1
 
 
+def _print_diffs(lab: Lab, gallery: list) -> int:
+    """Each bug of the gallery as the diff it makes to the solution."""
+    for bug in gallery:
+        console.rule(f"bugs/{bug.name}.py: {escape(bug.summary)}")
+        try:
+            console.print(escape(bugs.diff(lab.path, bug)), highlight=False, soft_wrap=True)
+        except (bugs.BugEditError, OSError) as err:
+            console.print(f"[red]{escape(str(err))}[/]")
+    return 0
+
+
 # --------------------------------------------------------------------------- labs grade
 
 
 def cmd_grade(args) -> int:
-    from labkit import grade
+    from labkit.grader import grade
 
     out = Path(args.out) if args.out else None
     if os.name != "posix":
         raise UsageError("labs grade needs Linux or macOS (its worker processes use POSIX pipes and process "
                          "groups); on Windows, run it in WSL2")
-    labs = [resolve_lab(t) for t in args.labs] if args.labs else list(registry.labs())
+    labs = [resolve_lab(t) for t in args.labs] if args.labs else list(registry.LABS)
     try:
         grade.check_report_path(out)
         if out is not None and out.exists() and out.is_dir():
@@ -289,7 +259,7 @@ def cmd_grade(args) -> int:
         table.add_column(column, overflow="fold")
     for v in verdicts:
         table.add_row(escape(v.student), v.lab, f"{v.passed}/{v.total}", f"[{colors[v.status]}]{v.status}[/]",
-                      escape(short(v.first_failure, 160)))
+                      escape(shorten(v.first_failure, 160)))
     console.print(table)
     for warning in warnings:
         err_console.print(f"[yellow]warning:[/] {escape(warning)}")
@@ -329,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bugs", help="run the lab's tests against each bug of its gallery")
     p.add_argument("lab", metavar="LAB")
     p.add_argument("--jobs", type=int, default=2, help="test runs at a time (default 2)")
+    p.add_argument("--diff", action="store_true", help="print each bug as the diff it makes to the solution")
     p.set_defaults(func=cmd_bugs)
 
     p = sub.add_parser(
@@ -367,7 +338,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console.print("interrupted")
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

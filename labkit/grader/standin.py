@@ -3,7 +3,7 @@
 ``labs grade`` never imports a submission into the process that decides its
 grade. The instructor's tests run in a trusted pytest process against a
 :class:`Submission`: a stand-in module whose functions forward each call to a
-worker subprocess (``python -m labkit.worker``) that imported the student's
+worker subprocess (``python -m labkit.grader.worker``) that imported the student's
 file. The worker sends back the result and any array argument it changed in
 place (``write_kv`` scatters into the cache), and the stand-in copies those
 changes into the caller's arrays, so the tests cannot tell the difference.
@@ -34,7 +34,7 @@ import time
 import types
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MAX_MESSAGE = 1 << 28  # bytes (256 MiB); anything larger is a protocol error
 _HEADER = struct.Struct("<Q")
 
@@ -692,7 +692,7 @@ class _RemoteKernel:
 
 
 class _Worker:
-    """One ``python -m labkit.worker`` process, in its own session and scratch directory."""
+    """One ``python -m labkit.grader.worker`` process, in its own session and scratch directory."""
 
     def __init__(self, file: Path, triton: bool):
         to_worker_r, self._to_worker = os.pipe()
@@ -701,7 +701,7 @@ class _Worker:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LABS_", "PYTEST_"))}
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        cmd = [sys.executable, "-m", "labkit.worker", str(to_worker_r), str(from_worker_w), str(file),
+        cmd = [sys.executable, "-m", "labkit.grader.worker", str(to_worker_r), str(from_worker_w), str(file),
                "triton" if triton else "numpy"]
         self._proc = subprocess.Popen(
             # The student's prints go nowhere: the verdict comes from the tests, and a print loop fills no disk.

@@ -1,7 +1,7 @@
 """The worker process of ``labs grade``: imports one student's file and runs calls on it.
 
-Started by :class:`labkit.remote.Submission` as
-``python -m labkit.worker <read fd> <write fd> <file> <numpy|triton>`` in a
+Started by :class:`labkit.grader.standin.Submission` as
+``python -m labkit.grader.worker <read fd> <write fd> <file> <numpy|triton>`` in a
 scratch directory. It answers ``("ready", names)`` or ``("error", ...)`` after
 the import, then one reply per request (``call`` a function, ``launch`` a
 Triton kernel, ``setglobal``/``delglobal`` for a test's monkeypatching):
@@ -66,7 +66,7 @@ def _error(exc: BaseException, kind: str = "exception") -> tuple:
 
 
 def _describe(module) -> dict:
-    from labkit.remote import encode
+    from labkit.grader.standin import encode
 
     names = {}
     for name, value in vars(module).items():
@@ -103,7 +103,7 @@ class _Session:
         self.originals = dict(vars(module))  # calls go to these, whatever a test patched in since
 
     def decode(self, data):
-        from labkit.remote import decode
+        from labkit.grader.standin import decode
 
         return decode(data, hooks={"cb": self._callback_stub, "fn": self._original, "dc": self._record})
 
@@ -116,7 +116,7 @@ class _Session:
 
     def _callback_stub(self, index):
         """A function that runs the trusted side's callback ``index`` (a test's recording wrapper)."""
-        from labkit.remote import encode, send
+        from labkit.grader.standin import encode, send
 
         def callback(*args, **kwargs):
             send(self.write_fd, ("callback", index, encode(args), encode(kwargs)))
@@ -130,7 +130,7 @@ class _Session:
         return callback
 
     def handle(self, request) -> tuple:
-        from labkit.remote import ProtocolError, array_leaves, encode
+        from labkit.grader.standin import ProtocolError, array_leaves, encode
 
         try:
             if type(request) is not tuple or len(request) < 2:
@@ -168,7 +168,7 @@ class _Session:
 
     def serve(self, until_callback_returns: bool = False):
         """Answer requests; inside a callback, until its result comes back."""
-        from labkit.remote import ProtocolError, recv, send
+        from labkit.grader.standin import ProtocolError, recv, send
 
         while True:
             try:
@@ -185,7 +185,7 @@ class _Session:
 @contextlib.contextmanager
 def _patched(patches: dict):
     """Replace watched module functions ("numpy:exp") by the test's wrappers for one call."""
-    from labkit.remote import WATCHED_MODULES
+    from labkit.grader.standin import WATCHED_MODULES
 
     saved = []
     try:
@@ -202,7 +202,7 @@ def _patched(patches: dict):
 
 
 def _changed(leaves, before) -> list:
-    from labkit.remote import encode
+    from labkit.grader.standin import encode
 
     updates = []
     for i, (leaf, old) in enumerate(zip(leaves, before, strict=True)):
@@ -215,11 +215,11 @@ def _changed(leaves, before) -> list:
 def main(argv: list[str]) -> int:
     read_fd, write_fd, file, backend = int(argv[0]), int(argv[1]), Path(argv[2]), argv[3]
     _die_with_parent()
-    from labkit.remote import send
+    from labkit.grader.standin import send
 
     try:
         if backend == "triton":
-            from labkit import triton_env
+            from labkit.testing import triton_env
 
             triton_env.select_backend()
         module = _import(file)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class Lab:
 
     @property
     def runs_on(self) -> str:
+        """Where the lab runs, for the README's map and ``labs list``."""
         if "triton" in self.tags:
             return "GPU, or CPU via Triton's interpreter"
         return "CPU (numpy)"
@@ -62,11 +63,6 @@ PHASES = {
     P2: "Phase 2: paged attention",
     P4: "Phase 4: attention backends",
 }
-
-
-def labs() -> tuple[Lab, ...]:
-    """Every lab, in study order."""
-    return LABS
 
 
 def get(lab_id: str) -> Lab:

@@ -11,7 +11,7 @@
 2. A missing ``starter.py`` is *missing*; one that does not compile is
    *syntax error* (compiled here, never run here).
 3. Otherwise the repository's own ``test_lab.py`` runs in a trusted pytest
-   process whose ``lab`` fixture is a :class:`labkit.remote.Submission`: each
+   process whose ``lab`` fixture is a :class:`labkit.grader.standin.Submission`: each
    call goes to a worker subprocess that imported the student's file (scratch
    working directory, per-call and per-lab time limits). The verdict comes
    from the instructor's assertions in the trusted process only.
@@ -33,13 +33,11 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from labkit import registry, runner
-from labkit.registry import ROOT, Lab
-from labkit.runner import LabRun, run_lab_tests
+from labkit.course.registry import ROOT, Lab
+from labkit.course.runner import LabRun, run_in_parallel, run_lab_tests
 
 STATUSES = ("ok", "failed", "timeout", "crashed", "missing", "syntax error")
 REPORT_SUFFIXES = (".csv", ".json", ".md")
@@ -181,7 +179,7 @@ def _syntax_error(file: Path) -> str | None:
 
 def _fingerprint(labs: Iterable[Lab]) -> dict[str, str]:
     """Hashes of the files the verdicts rest on: the tests, the conftest, labkit."""
-    files = [ROOT / "conftest.py", *sorted((ROOT / "labkit").glob("*.py"))]
+    files = [ROOT / "conftest.py", *sorted((ROOT / "labkit").rglob("*.py"))]
     files += [lab.path / "test_lab.py" for lab in labs]
     return {str(f.relative_to(ROOT)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.is_file()}
 
@@ -224,18 +222,8 @@ def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits, mi
     # the tests' lab fixture itself is the worker stand-in. The mirror has no solution.py.
     lab_dir = mirror or lab.path
     run = run_lab_tests(lab_dir, impl="starter", env=env, timeout=limits.lab + STARTUP_GRACE,
-                        cwd=lab_dir.parents[2])
+                        cwd=lab_dir.parents[2], pytest_args=("-p", "labkit.grader.pytest_plugin"))
     return verdict_from_run(student, lab, run)
-
-
-def choose_labs(ids: Iterable[str] | None) -> list[Lab]:
-    """The labs with these ids (all by default); GradeError for an unknown one."""
-    if not ids:
-        return list(registry.labs())
-    try:
-        return [registry.get(i) for i in ids]
-    except ValueError as err:
-        raise GradeError(str(err)) from None
 
 
 def grade(
@@ -282,15 +270,10 @@ def grade(
 
         keys = [(s, lab) for s in names for lab in ready]
         again = []
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            try:
-                for key, (verdict, intact) in zip(keys, pool.map(task, keys), strict=True):
-                    verdicts[key[0], key[1].id] = verdict
-                    if not intact:
-                        again.append(key)
-            except KeyboardInterrupt:
-                runner.STOP.set()  # stop the runs in flight before the pool waits for them
-                raise
+        for key, (verdict, intact) in zip(keys, run_in_parallel(task, keys, jobs), strict=True):
+            verdicts[key[0], key[1].id] = verdict
+            if not intact:
+                again.append(key)
         for key in again:  # its files changed under it (another submission writing files?): once more, alone
             verdict, intact = task(key, attempt=1)
             verdicts[key[0], key[1].id] = verdict

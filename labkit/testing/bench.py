@@ -6,6 +6,10 @@ each run). Bandwidths count bytes read plus bytes written.
 
 from __future__ import annotations
 
+from labkit.text import markdown_table
+
+__all__ = ["copy_bandwidth", "device_line", "markdown_table", "time_us"]
+
 
 def time_us(fn) -> float:
     """Median time of ``fn()`` in microseconds, L2 flushed between runs."""
@@ -23,13 +27,6 @@ def copy_bandwidth(nbytes: int = 1 << 30) -> float:
     dst = torch.empty_like(src)
     seconds = time_us(lambda: dst.copy_(src)) * 1e-6
     return 2 * nbytes / seconds
-
-
-def markdown_table(headers: list[str], rows: list[list]) -> str:
-    """A Markdown table; floats are printed as given (format them first)."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def device_line() -> str:

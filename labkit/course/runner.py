@@ -2,7 +2,7 @@
 
 ``labs check``, ``labs bugs``, ``labs grade`` and the bug-gallery check all go
 through :func:`run_lab_tests`: a fresh interpreter per run (an implementation
-cannot leak into the next one), results through :mod:`labkit.pytest_plugin`.
+cannot leak into the next one), results through :mod:`labkit.course.pytest_plugin`.
 """
 
 from __future__ import annotations
@@ -15,14 +15,26 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labkit.registry import ROOT
+from labkit.course.registry import ROOT
 
 # Set on Ctrl-C: every run still going (in other threads) is stopped.
 STOP = threading.Event()
+
+
+def run_in_parallel(fn: Callable, items: Iterable, jobs: int = 2) -> list:
+    """``[fn(item) for item in items]``, ``jobs`` at a time, in order. Ctrl-C stops every test
+    run in flight (they run in their own sessions, where the terminal's signal does not reach)."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        try:
+            return list(pool.map(fn, items))
+        except KeyboardInterrupt:
+            STOP.set()
+            raise
 
 
 @dataclass
@@ -119,8 +131,8 @@ def run_lab_tests(
         results = Path(tmp) / "results.jsonl"
         results.touch()
         extra["LABS_RESULTS"] = str(results)
-        cmd = [sys.executable, "-m", "pytest", str(lab_dir), "-p", "labkit.pytest_plugin", "-p", "no:cacheprovider",
-               "-q", "--no-header", "-rN", "--tb=line", *pytest_args]
+        cmd = [sys.executable, "-m", "pytest", str(lab_dir), "-p", "labkit.course.pytest_plugin",
+               "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--tb=line", *pytest_args]
         with open(Path(tmp) / "output.log", "wb") as log:
             proc = subprocess.Popen(cmd, cwd=cwd, env=_clean_env(extra), stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)

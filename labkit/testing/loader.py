@@ -5,12 +5,16 @@
 folder without ``.py`` (``bugs/no_correction``). Each file is loaded under a
 module name unique to its lab and implementation, so one pytest run over every
 lab never hands one lab another lab's ``solution``.
+
+A bug of the gallery (``bugs/<name>.py``) is not code: it names the edit it makes to the
+solution (:mod:`labkit.course.bugs`), and loading it loads the solution with that edit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import linecache
 import os
 import re
 import sys
@@ -31,17 +35,25 @@ def impl_name() -> str:
     return os.environ.get("LAB_IMPL", "").strip() or DEFAULT_IMPL
 
 
+def _is_implementation(rel: str) -> bool:
+    """Whether a lab folder's file (``rel``: its path without ``.py``) is something LAB_IMPL may name:
+    not a test, not a demo or benchmark, not a private helper (``_x.py``, ``checks/_x.py``)."""
+    parts = rel.split("/")
+    return not (
+        "__pycache__" in parts
+        or rel in NOT_IMPLEMENTATIONS
+        or any(p.startswith(("_", "test_")) for p in parts)
+    )
+
+
 def available_impls(lab_dir: Path) -> list[str]:
     """The names LAB_IMPL may take in this lab folder (``bugs/x`` for files below it)."""
     lab_dir = Path(lab_dir)
     names = []
     for path in sorted(lab_dir.rglob("*.py")):
         rel = path.relative_to(lab_dir).with_suffix("").as_posix()
-        if "__pycache__" in rel or rel.startswith("test_") or rel.endswith("__init__"):
-            continue
-        if rel in NOT_IMPLEMENTATIONS:
-            continue
-        names.append(rel)
+        if _is_implementation(rel) and (len(rel.split("/")) == 1 or rel.startswith("bugs/")):
+            names.append(rel)
     return names
 
 
@@ -51,7 +63,7 @@ def impl_path(lab_dir: Path, impl: str) -> Path:
     rel = impl.removesuffix(".py")
     path = (lab_dir / f"{rel}.py").resolve()
     inside = lab_dir in path.parents
-    if not inside or not path.is_file() or rel in NOT_IMPLEMENTATIONS:
+    if not inside or not path.is_file() or rel not in available_impls(lab_dir):
         choices = ", ".join(available_impls(lab_dir)) or "(none)"
         raise ImplNotFoundError(
             f"LAB_IMPL={impl!r} names no module in {lab_dir.name}/.\n"
@@ -71,28 +83,54 @@ def module_name(lab_dir: Path, impl: str) -> str:
     return f"labimpl_{where}_" + re.sub(r"\W", "_", tag)
 
 
-def load_impl(lab_dir: Path, impl: str | None = None, *, as_name: str | None = None) -> ModuleType:
+def lab_dir_of(file: str | Path) -> Path:
+    """The lab folder that holds ``file`` (the nearest folder above it with a ``test_lab.py``)."""
+    here = Path(file).resolve()
+    for folder in [here, *here.parents]:
+        if folder.is_dir() and (folder / "test_lab.py").is_file():
+            return folder
+    raise ImplNotFoundError(f"{here} is not inside a lab folder (no test_lab.py above it)")
+
+
+def load_impl(lab_dir: Path, impl: str | None = None) -> ModuleType:
     """Import ``impl`` (default: ``$LAB_IMPL`` or ``solution``) from ``lab_dir``.
 
-    The module is cached under its unique name (or ``as_name``): loading the same
-    pair twice returns the same module. Modules the file imports from its own lab folder
-    (lab-local helpers) work, and are dropped from ``sys.modules`` afterwards so
-    that another lab's same-named helper is never handed out in their place.
+    The module is cached under its unique name: loading the same pair twice returns the same
+    module. Modules the file imports from its own lab folder (lab-local helpers) work, and are
+    dropped from ``sys.modules`` afterwards so that another lab's same-named helper is never
+    handed out in their place. A bug of the gallery loads as the solution with the bug's edit.
     """
+    from labkit.course import bugs
+
     lab_dir = Path(lab_dir).resolve()
     impl = impl or impl_name()
     path = impl_path(lab_dir, impl)
-    name = as_name or module_name(lab_dir, impl)
+    name = module_name(lab_dir, impl)
     if name in sys.modules:
         return sys.modules[name]
+    if bugs.is_bug_file(path):
+        bug = bugs.read_bug(path)
+        source_path = lab_dir / bug.source
+        text = bugs.apply_edits(source_path.read_text(encoding="utf-8"), bug)
+        # The edited text gets a file name of its own in linecache: tracebacks show the bug's
+        # lines, and Triton (which reads a kernel's source through inspect) compiles the edit.
+        filename = f"{path} (= {bug.source} with the bug's edit)"
+        linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+        return _exec(lab_dir, name, source_path, compile(text, filename, "exec", dont_inherit=True))
+    return _exec(lab_dir, name, path, None)
 
+
+def _exec(lab_dir: Path, name: str, path: Path, code) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     before = set(sys.modules)
     sys.modules[name] = module
     sys.path.insert(0, str(path.parent))
     try:
-        spec.loader.exec_module(module)
+        if code is None:
+            spec.loader.exec_module(module)
+        else:
+            exec(code, module.__dict__)
     except BaseException:
         sys.modules.pop(name, None)
         raise
@@ -106,10 +144,17 @@ def load_impl(lab_dir: Path, impl: str | None = None, *, as_name: str | None = N
 
 
 def load_sibling(file: str | Path, impl: str = DEFAULT_IMPL) -> ModuleType:
-    """From a file inside a lab folder (a bug in ``bugs/``, a ``lab.py``), load
-    another implementation of the same lab: ``load_sibling(__file__)`` is its solution."""
-    here = Path(file).resolve()
-    for folder in [here.parent, *here.parents]:
-        if (folder / "test_lab.py").is_file():
-            return load_impl(folder, impl)
-    raise ImplNotFoundError(f"{here} is not inside a lab folder (no test_lab.py above it)")
+    """From a file inside a lab folder (a ``lab.py``, a ``bench.py``), load another
+    implementation of the same lab: ``load_sibling(__file__)`` is its solution."""
+    return load_impl(lab_dir_of(file), impl)
+
+
+def load_reference(lab_id: str) -> ModuleType:
+    """The reference solution of lab ``lab_id`` ("02-01"): what a later lab builds on.
+
+    A lab that uses an earlier lab's code takes its ``solution.py`` through this, never the
+    learner's ``starter.py``, so the labs can be done in any order and a bug in one lab fails
+    that lab's tests only."""
+    from labkit.course import registry
+
+    return load_impl(registry.get(lab_id).path, DEFAULT_IMPL)

@@ -1,0 +1,235 @@
+"""The bug gallery: each lab's classic mistakes, as edits of its solution.
+
+A bug is a file ``bugs/<name>.py`` in a lab folder that holds no code, only data::
+
+    '''Missing correction factor: the running sums are not rescaled when the max grows.
+
+    Symptom: right while the first block holds the largest score, wrong after.
+    '''
+
+    CAUGHT_BY = ["test_matches_dense_block_aligned"]
+
+    EDIT = (
+        "        denom = denom * corr + p.sum()\n",
+        "        denom = denom + p.sum()  # forgot the correction\n",
+    )
+
+``EDIT`` is one replacement ``(old, new)`` in the lab's ``solution.py`` (``SOURCE`` names another
+file); ``EDITS = [(old, new), ...]`` makes several, for a mistake that cannot be made in one place.
+Each ``old`` must occur exactly once in the file: when the solution changes so that it no longer
+does, loading the bug fails loudly and names it. ``LAB_IMPL=bugs/<name>`` loads the solution with
+the edits (:func:`labkit.testing.loader.load_impl`); ``labs bugs LAB --diff`` prints them as diffs.
+
+Everything here reads bug files without importing them. :func:`check_gallery` runs a lab's tests
+against every bug (``labs bugs`` and the maintainers' check ``tests/test_bug_gallery.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labkit.course.runner import LabRun, run_in_parallel, run_lab_tests
+
+DEFAULT_SOURCE = "solution.py"
+
+
+class BugEditError(ValueError):
+    """A bug's edit no longer matches the file it edits (or the bug file is malformed)."""
+
+
+@dataclass
+class Bug:
+    name: str  # LAB_IMPL=bugs/<name>
+    path: Path
+    doc: str | None  # the module docstring
+    caught_by: list[str] | None  # the CAUGHT_BY list; None when absent or not a list of strings
+    edits: list[tuple[str, str]] = field(default_factory=list)
+    source: str = DEFAULT_SOURCE  # the file of the lab folder that the edits apply to
+    problem: str = ""  # why the file could not be read
+
+    @property
+    def summary(self) -> str:
+        return (self.doc or "").strip().splitlines()[0] if self.doc and self.doc.strip() else ""
+
+
+def _top_level_values(tree: ast.Module) -> dict[str, object]:
+    """The module's top-level ``NAME = <literal>`` assignments (names in capitals only)."""
+    values = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name.isupper():
+                try:
+                    values[name] = ast.literal_eval(node.value)
+                except ValueError:
+                    values[name] = None
+    return values
+
+
+def _edit_pairs(value, what: str) -> list[tuple[str, str]]:
+    pairs = [value] if what == "EDIT" else value
+    if not isinstance(pairs, (list, tuple)) or not pairs:
+        raise BugEditError(f"{what} must be {'(old, new)' if what == 'EDIT' else 'a list of (old, new)'}")
+    out = []
+    for pair in pairs:
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(s, str) for s in pair)):
+            raise BugEditError(f"{what}: each edit is a pair of strings (old, new), got {pair!r}")
+        if not pair[0] or pair[0] == pair[1]:
+            raise BugEditError(f"{what}: an edit must replace some text by different text, got {pair!r}")
+        out.append((pair[0], pair[1]))
+    return out
+
+
+def is_bug_file(path: Path) -> bool:
+    """Whether ``path`` is a gallery bug: a file under ``bugs/`` that defines ``EDIT`` or ``EDITS``."""
+    path = Path(path)
+    if path.parent.name != "bugs":
+        return False
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return False
+    return bool({"EDIT", "EDITS"} & set(_top_level_values(tree)))
+
+
+def read_bug(path: Path) -> Bug:
+    """The bug in ``path``, read without running it; ``problem`` says what is malformed."""
+    path = Path(path)
+    name = path.stem
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, OSError) as err:
+        return Bug(name, path, None, None, problem=f"cannot read: {err}")
+    values = _top_level_values(tree)
+    caught_by = values.get("CAUGHT_BY")
+    if not (isinstance(caught_by, (list, tuple)) and all(isinstance(v, str) for v in caught_by)):
+        caught_by = None
+    bug = Bug(name, path, ast.get_docstring(tree), list(caught_by) if caught_by is not None else None)
+    try:
+        if "EDIT" in values and "EDITS" in values:
+            raise BugEditError("define EDIT or EDITS, not both")
+        if "EDIT" in values or "EDITS" in values:
+            what = "EDIT" if "EDIT" in values else "EDITS"
+            bug.edits = _edit_pairs(values[what], what)
+        else:
+            raise BugEditError("no EDIT = (old, new): a bug is an edit of the solution")
+        source = values.get("SOURCE", DEFAULT_SOURCE)
+        if not isinstance(source, str) or "/" in source or not source.endswith(".py"):
+            raise BugEditError(f"SOURCE must name a .py file of the lab folder, got {source!r}")
+        bug.source = source
+    except BugEditError as err:
+        bug.problem = str(err)
+    return bug
+
+
+def apply_edits(text: str, bug: Bug) -> str:
+    """``text`` (the bug's source file) with the bug's edits made; BugEditError when an edit's old
+    text does not occur exactly once (the solution changed since the bug was written)."""
+    if bug.problem:
+        raise BugEditError(f"bugs/{bug.name}.py: {bug.problem}")
+    for old, new in bug.edits:
+        count = text.count(old)
+        if count != 1:
+            first = next((line.strip() for line in old.splitlines() if line.strip()), old)
+            raise BugEditError(
+                f"bugs/{bug.name}.py: the text its edit replaces ({first!r}...) occurs {count} times in "
+                f"{bug.source}, not once: {bug.source} changed since the bug was written; update its EDIT"
+            )
+        text = text.replace(old, new)
+    return text
+
+
+def diff(lab_dir: Path, bug: Bug, context: int = 3) -> str:
+    """The bug as a unified diff of its source file."""
+    before = (Path(lab_dir) / bug.source).read_text(encoding="utf-8")
+    after = apply_edits(before, bug)
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        f"{bug.source}", f"bugs/{bug.name}.py", n=context))
+
+
+def gallery(lab_dir: str | Path) -> list[str]:
+    """The bug names of a lab (``LAB_IMPL=bugs/<name>``), sorted."""
+    folder = Path(lab_dir) / "bugs"
+    return sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")) if folder.is_dir() else []
+
+
+def bugs_of(lab_dir: Path) -> list[Bug]:
+    return [read_bug(Path(lab_dir) / "bugs" / f"{name}.py") for name in gallery(lab_dir)]
+
+
+def test_functions(lab_dir: Path) -> list[str]:
+    """The test functions of ``test_lab.py`` (top level and in classes), read without importing."""
+    tree = ast.parse((Path(lab_dir) / "test_lab.py").read_text(encoding="utf-8"))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and re.match(r"test", node.name):
+            names.append(node.name)
+    return names
+
+
+# --------------------------------------------------------------------------- running the gallery
+
+
+@dataclass
+class BugCheck:
+    bug: Bug
+    run: LabRun
+    catchers: list[str] = field(default_factory=list)  # test functions that failed on it
+
+    @property
+    def caught(self) -> bool:
+        return bool(self.catchers)
+
+    def _skipped_here(self, test: str) -> bool:
+        runs = [t for t in self.run.tests if t.function == test]
+        return bool(runs) and all(t.outcome == "skipped" for t in runs)
+
+    @property
+    def declared_missed(self) -> list[str]:
+        """CAUGHT_BY tests that did not fail on the bug (or do not exist). A test that only
+        skipped on this machine (a GPU test on a CPU) is not held against the bug."""
+        return [t for t in (self.bug.caught_by or []) if t not in self.catchers and not self._skipped_here(t)]
+
+    @property
+    def skip_reason(self) -> str:
+        """Why the bug could not be checked here: every CAUGHT_BY test skipped (a GPU-only test on a
+        CPU machine); "" otherwise."""
+        declared = self.bug.caught_by or []
+        if self.caught or not declared or not all(self._skipped_here(t) for t in declared):
+            return ""
+        first = next(t for t in self.run.tests if t.function == declared[0])
+        return f"its CAUGHT_BY tests skip here ({first.message})"
+
+    @property
+    def ok(self) -> bool:
+        return self.caught and bool(self.bug.caught_by) and not self.declared_missed and bool(self.bug.doc)
+
+
+def check_bug(lab_dir: Path, bug: Bug, timeout: float | None = 300) -> BugCheck:
+    run = run_lab_tests(lab_dir, impl=f"bugs/{bug.name}", timeout=timeout)
+    # A test catches the bug when it ran and failed; a failure in setup (the bug does not even
+    # load: its edit no longer matches the solution) catches nothing and is reported as an error.
+    catchers = list(dict.fromkeys(t.function for t in run.failures if t.when == "call"))
+    broken = [t for t in run.failures if t.when != "call"]
+    if broken and not run.errors:
+        run.errors.append(f"{broken[0].name} could not run: {broken[0].message}")
+    return BugCheck(bug, run, catchers)
+
+
+def check_gallery(lab_dir: Path, jobs: int = 2, on_done: Callable[[BugCheck], None] | None = None,
+                  bugs: list[Bug] | None = None) -> list[BugCheck]:
+    """Run the lab's tests against each bug, ``jobs`` at a time; results in gallery order."""
+    bugs = bugs_of(lab_dir) if bugs is None else bugs
+
+    def one(bug):
+        check = check_bug(lab_dir, bug)
+        if on_done:
+            on_done(check)
+        return check
+
+    return run_in_parallel(one, bugs, jobs)

@@ -1,0 +1,72 @@
+"""The pytest plugin behind ``labs check``, ``labs bugs`` and ``labs grade``: a record of each test.
+
+Loaded with ``-p labkit.course.pytest_plugin`` in a pytest subprocess, it does nothing unless
+``LABS_RESULTS=<file>`` is set: it then appends one JSON line per event: ``collected`` (how many
+tests), ``test`` (one per test: outcome, a one-line message, and, under ``labs grade``, the
+timeouts/crashes of the submission during it), ``error`` (a collection error).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from labkit.text import one_line
+
+
+class _Recorder:
+    def __init__(self, path: Path, config):
+        self._file = open(path, "a", buffering=1, encoding="utf-8")
+        self._config = config
+
+    def _write(self, **event) -> None:
+        self._file.write(json.dumps(event) + "\n")
+
+    def _incidents(self) -> list[dict]:
+        """The grader's timeouts and crashes since the last test (none outside ``labs grade``)."""
+        grader = self._config.pluginmanager.get_plugin("labs_grader")
+        return grader.take_incidents() if grader is not None else []
+
+    def pytest_collection_finish(self, session):
+        self._write(event="collected", n=len(session.items))
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self._write(event="error", nodeid=report.nodeid, message=_message(report))
+
+    def pytest_runtest_logreport(self, report):
+        # One record per test: the call, or the setup when it did not pass (an error, a skip).
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self._write(
+                event="test",
+                nodeid=report.nodeid,
+                name=report.nodeid.split("::")[-1],
+                outcome=report.outcome,
+                when=report.when,
+                message=_message(report) if not report.passed else "",
+                incidents=self._incidents(),
+            )
+        elif report.when == "teardown" and report.failed:
+            self._write(event="teardown-error", nodeid=report.nodeid, message=_message(report))
+
+    def pytest_unconfigure(self):
+        self._file.close()
+
+
+def _message(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple):  # a skip: (path, line, reason)
+        return one_line(longrepr[-1])
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None:  # "labkit.grader.standin.SubmissionTimeout: ..." reads better as "SubmissionTimeout: ..."
+        return one_line(crash.message.removeprefix("labkit.grader.standin."))
+    return one_line(str(longrepr).strip().splitlines()[-1] if str(longrepr).strip() else "")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    if os.environ.get("LABS_RESULTS"):
+        config.pluginmanager.register(_Recorder(Path(os.environ["LABS_RESULTS"]), config), "labs_recorder")
