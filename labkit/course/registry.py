@@ -2,8 +2,9 @@
 
 Everything that lists labs reads this table: the README's lab map (checked by
 ``tests/test_repo.py``), the ``labs`` command line, the maintainers' checks.
-Numbering follows the book's chapters, not study order: 02-06 (numpy) comes
-before 02-04 (Triton) because it is the same algorithm without the GPU dialect.
+Numbering follows the book's chapters, not study order, which crosses phases: no lab may
+need an idea that a later lab teaches. 02-06 (numpy) comes before 04-01 (the online softmax in
+numpy), which comes before 02-04 (the same recurrence in a Triton kernel).
 """
 
 from __future__ import annotations
@@ -46,10 +47,10 @@ P4 = "phase-04-attention-backends"
 LABS: tuple[Lab, ...] = (
     _lab("02-06", P2, "lab-06-paged-attention-numpy", "Paged attention in pure numpy",
          "slot mapping, KV scatter, gather-through-the-table attention (GQA)", "cpu"),
-    _lab("02-04", P2, "lab-04-paged-attention-triton", "A block-table-indexed attention kernel in Triton",
-         "a torch reference and a Triton decode kernel that reads the block table", "triton"),
     _lab("04-01", P4, "lab-01-paged-attention-gather", "Paged attention with online softmax",
          "one streaming pass over paged blocks with a running max and correction", "cpu"),
+    _lab("02-04", P2, "lab-04-paged-attention-triton", "A block-table-indexed attention kernel in Triton",
+         "a torch reference and a Triton decode kernel that reads the block table", "triton"),
     _lab("04-04", P4, "lab-04-flash-decoding-partitions", "Flash-decoding: split the keys, merge the partials",
          "the (max, denominator, accumulator) summary and its exact merge", "cpu"),
     _lab("04-05", P4, "lab-05-kernel-walkthrough-exercises", "Inside vLLM's paged-attention kernel: exercises",
