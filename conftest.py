@@ -2,8 +2,12 @@
 
 ``LAB_IMPL`` names the module of each lab folder that the tests exercise:
 ``solution`` (default), ``starter``, a student's copy (``LAB_IMPL=alice`` for
-``alice.py``) or a path inside the folder (``LAB_IMPL=bugs/no_correction``).
+``alice.py``) or a bug of the gallery (``LAB_IMPL=bugs/no_correction``).
 Tests receive it as the ``lab`` fixture: ``lab.paged_attention(...)``.
+
+Read top to bottom: where Triton runs (decided before any test imports it), the
+run's header, then one hook per job at collection (an unknown ``LAB_IMPL``, the
+maintainers' checks, GPU tests without a GPU), then the fixture.
 """
 
 from __future__ import annotations
@@ -12,15 +16,15 @@ import pytest
 
 from labkit.testing import loader, triton_env
 
-
-def pytest_configure(config):
-    # Decide where Triton runs before any test module imports it.
-    config.stash[_TRITON_LINE] = triton_env.describe()
-    config.stash[_HAS_CUDA] = triton_env.cuda_available()
-
-
+# Where Triton runs, and whether CUDA is there: decided once, at start-up.
 _TRITON_LINE = pytest.StashKey[str]()
 _HAS_CUDA = pytest.StashKey[bool]()
+
+
+def pytest_configure(config):
+    # Triton reads TRITON_INTERPRET when it is imported: decide before any test module imports it.
+    config.stash[_TRITON_LINE] = triton_env.describe()
+    config.stash[_HAS_CUDA] = triton_env.cuda_available()
 
 
 def pytest_report_header(config):
@@ -29,13 +33,12 @@ def pytest_report_header(config):
     return [f"labs: LAB_IMPL={impl}{note}", config.stash[_TRITON_LINE]]
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    # An unknown LAB_IMPL is a usage error naming what each lab folder has,
-    # reported once, before any test runs.
+    """An unknown LAB_IMPL is a usage error naming what each lab folder has, before any test runs."""
     impl = loader.impl_name()
     problems = []
-    lab_dirs = {item.path.parent for item in items if item.path.name == "test_lab.py"}
-    for lab_dir in sorted(lab_dirs):
+    for lab_dir in sorted({item.path.parent for item in items if item.path.name == "test_lab.py"}):
         try:
             loader.impl_path(lab_dir, impl)
         except loader.ImplNotFoundError as err:
@@ -43,19 +46,28 @@ def pytest_collection_modifyitems(config, items):
     if problems:
         raise pytest.UsageError("\n".join(problems))
 
-    # Maintainer checks are slow and not for learners: they run only when -m names them
-    # (`pytest -m maintainer`), whatever other -m expression a learner passes.
-    if "maintainer" not in (config.option.markexpr or ""):
+
+class _MaintainerChecks:
+    """Maintainer checks are slow and not for learners: they run only when -m names them
+    (`pytest -m maintainer`), whatever other -m expression a learner passes."""
+
+    def pytest_collection_modifyitems(self, config, items):
+        if "maintainer" in (config.option.markexpr or ""):
+            return
         dropped = [item for item in items if item.get_closest_marker("maintainer")]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = [item for item in items if not item.get_closest_marker("maintainer")]
 
-    if not config.stash[_HAS_CUDA]:
-        skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
-        for item in items:
-            if "gpu" in item.keywords:
-                item.add_marker(skip_gpu)
+
+def pytest_runtest_setup(item):
+    """GPU tests skip, with the reason, on a machine without CUDA."""
+    if item.get_closest_marker("gpu") and not item.config.stash[_HAS_CUDA]:
+        pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)")
+
+
+def pytest_sessionstart(session):
+    session.config.pluginmanager.register(_MaintainerChecks(), "labs_maintainer_checks")
 
 
 @pytest.fixture(scope="module")
