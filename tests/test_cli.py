@@ -167,16 +167,14 @@ FAKE_LAB = {
         "def test_double_zero(lab):\n    assert lab.double(0) == 0\n"
     ),
     "bugs/adds.py": (
-        '"""Adds instead of multiplying: x + 2. Symptom: right only at x = 2."""\n'
-        "from labkit.bugs import solution_with\n\nCAUGHT_BY = ['test_double', 'test_double_zero']\n\n\n"
-        "def double(x):\n    return x + 2\n\n\n"
-        "globals().update(solution_with(__file__, double=double))\n"
+        '"""Adds instead of multiplying: x + 2. Symptom: right only at x = 2."""\n\n'
+        "CAUGHT_BY = ['test_double', 'test_double_zero']\n\n"
+        "EDIT = ('    return 2 * x\\n', '    return x + 2\\n')\n"
     ),
     "bugs/squares.py": (
-        '"""Squares at zero... right at 0 only, which test_double_zero cannot tell apart."""\n'
-        "from labkit.bugs import solution_with\n\nCAUGHT_BY = ['test_double_zero']\n\n\n"
-        "def double(x):\n    return x * x if x == 0 else 2 * x\n\n\n"
-        "globals().update(solution_with(__file__, double=double))\n"
+        '"""Squares at zero... right at 0 only, which test_double_zero cannot tell apart."""\n\n'
+        "CAUGHT_BY = ['test_double_zero']\n\n"
+        "EDIT = ('    return 2 * x\\n', '    return x * x if x == 0 else 2 * x\\n')\n"
     ),
 }
 FAKE_CONFTEST = """
@@ -207,6 +205,9 @@ def test_bugs_and_check_on_a_small_lab(capsys, with_fake_lab, tmp_path, monkeypa
     squares = next(line for line in out.splitlines() if line.strip("│ ").startswith("squares"))
     assert "NOT CAUGHT" in squares
     assert "1 of 2 bugs caught" in out
+
+    code, out, _ = _run(capsys, "bugs", "09-01", "--diff")
+    assert code == 0 and "-    return 2 * x" in out and "+    return x + 2" in out
 
     code, out, _ = _run(capsys, "check", "09-01", "--impl", "starter")
     assert code == 1 and "0/2" in out and "double: not implemented yet" in out
