@@ -58,6 +58,8 @@ LABS: tuple[Lab, ...] = (
          "triton"),
     _lab("04-06", P4, "lab-06-paged-decode-roofline", "Paged decode at the memory roofline",
          "split-KV + grouped-query Triton decode kernels with an exact reduce", "triton"),
+    _lab("04-02", P4, "lab-02-backend-selection", "Choosing an attention backend",
+         "vLLM v0.10.1's backend selector with its reasons, and a dispatcher fed by H100 timings", "cpu"),
 )
 
 PHASES = {
