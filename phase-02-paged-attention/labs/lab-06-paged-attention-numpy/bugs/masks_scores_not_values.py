@@ -3,8 +3,10 @@
 
 The weights are right, but the tail's values still enter the weighted sum, multiplied by 0. A
 huge finite poison times 0 is 0, so the 1e6 poison cannot see this; NaN or inf in the tail
-make 0 * NaN = NaN. (Real memory past the end holds finite garbage, which is why this bug ships:
-it becomes NaN only when a stale slot happens to hold NaN or inf.)
+make 0 * NaN = NaN. Real memory past the end usually holds finite garbage, which is why this bug
+ships: it turns into NaN only when a stale slot happens to hold NaN or inf. (vLLM's CUDA kernel
+reads whole blocks too, and replaces the tail's values by zeros before weighting them, for this
+very reason.)
 """
 
 CAUGHT_BY = ["test_partial_tail_block_is_masked", "test_chunked_prefill_write_path"]
