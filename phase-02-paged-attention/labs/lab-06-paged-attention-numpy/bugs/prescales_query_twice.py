@@ -1,5 +1,6 @@
-"""Folds the 1/sqrt(head_dim) scale into the caller's query, in place, and still scales the
-scores: every score is divided by head_dim instead of sqrt(head_dim).
+"""Folds the scale into the caller's query in place, and scales the scores again.
+
+Every score ends up divided by head_dim instead of sqrt(head_dim).
 
 The output is attention with the wrong scale, and the caller's query has changed. A test that
 computed its expectation from q after the call would see the changed q, apply the right scale

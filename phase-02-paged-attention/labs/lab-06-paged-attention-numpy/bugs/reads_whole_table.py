@@ -1,5 +1,6 @@
-"""Gathers len(block_table) * block_size rows instead of seq_len: the unused tail of the last
-block (and any padding entries of the table) joins the softmax.
+"""Gathers len(block_table) * block_size rows instead of seq_len.
+
+The unused tail of the last block, and any padding entries of the table, join the softmax.
 
 Symptom: right whenever seq_len fills its blocks exactly and the table has no spare entries;
 off by orders of magnitude (or NaN) as soon as the tail holds poison.

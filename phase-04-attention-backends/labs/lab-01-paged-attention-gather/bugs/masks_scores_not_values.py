@@ -1,5 +1,7 @@
-"""Reads whole blocks, tail included, and masks only the scores of the tokens past seq_len
-(score -inf, weight 0), the way a kernel that loads full tiles might.
+"""Reads whole blocks and masks only the tail's scores: the tail's values still get multiplied.
+
+The scores past seq_len get -inf (weight 0), the way a kernel that loads full tiles might mask
+them.
 
 The weights are right, but the tail's values still enter p @ v_block, multiplied by 0. A huge
 finite poison times 0 is 0, so the 1e6 poison cannot see this; NaN or inf in the tail make

@@ -1,5 +1,6 @@
-"""Missing correction factor: acc and denom keep adding each block's weights without rescaling
-the history when the running max rises.
+"""Missing correction factor: the history is never rescaled when the running max rises.
+
+acc and denom keep adding each block's weights as they come, never multiplied by corr.
 
 Symptom: exact as long as the first block holds the maximum (corr would be 1 anyway); as soon as
 a later block raises m, earlier blocks keep weights computed against the old, smaller max and

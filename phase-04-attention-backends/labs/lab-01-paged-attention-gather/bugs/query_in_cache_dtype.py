@@ -1,5 +1,6 @@
-"""The query is converted to the caches' dtype, as a kernel that computes in the cache's type
-would: a float32 query is rounded to float16.
+"""The query is converted to the caches' dtype (float16), as a kernel computing in it would.
+
+A float32 query is rounded to float16.
 
 Harmless while everything is float64; with a float16 cache the query keeps about three decimal
 digits, every score moves by ~1e-3, and so does the output. Symptom: only the half-precision

@@ -1,5 +1,6 @@
-"""Every block is read in full, including the last one: valid = block_size instead of
-min(block_size, seq_len - start).
+"""Every block is read in full, the partly filled last one included.
+
+valid = block_size instead of min(block_size, seq_len - start).
 
 Symptom: right whenever seq_len is a multiple of block_size; otherwise the unused tail of the last
 block joins the softmax (with poisoned slots: off by orders of magnitude, or NaN).

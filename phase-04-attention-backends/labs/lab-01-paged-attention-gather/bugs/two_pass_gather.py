@@ -1,5 +1,7 @@
-"""Not streaming: gathers every key and value through the table first, then runs an ordinary
-softmax over the whole score row (lab 02-06's algorithm).
+"""Not streaming: gathers the whole sequence, then one ordinary softmax over the score row.
+
+Every key and value is gathered through the table first, then one ordinary softmax runs over
+the whole score row (lab 02-06's algorithm).
 
 Symptom: the numbers are right, but the full score row exists at once, which is exactly what
 the online recurrence avoids: on a GPU that row would live in slow memory for long contexts.

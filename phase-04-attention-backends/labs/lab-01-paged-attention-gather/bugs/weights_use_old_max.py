@@ -1,4 +1,5 @@
-"""The new block's weights are computed against the max from before the block:
+"""The new block's weights use the max from before the block, not the new one.
+
 p = exp(s - m) instead of exp(s - m_new).
 
 Symptom: on the first block m is still -inf, so exp(s + inf) = inf and the output is NaN for

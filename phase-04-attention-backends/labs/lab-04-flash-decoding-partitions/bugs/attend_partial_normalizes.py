@@ -1,7 +1,7 @@
-"""attend_partial normalizes: it returns (m, denom, acc / denom) and the merge, which expects
-an unnormalized acc, treats the normalized output as if it were one.
+"""attend_partial returns acc / denom, and the merge divides by the denominator again.
 
-The merge then divides by the merged denominator a second time. Symptom: even one partition is
+The merge, which expects an unnormalized acc, treats the normalized output as if it were one
+and divides by the merged denominator a second time. Symptom: even one partition is
 wrong (the output comes out divided by denom twice), and the triple test shows acc too small by
 exactly the factor denom.
 """

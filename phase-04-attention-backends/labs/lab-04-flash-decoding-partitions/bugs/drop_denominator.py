@@ -1,5 +1,4 @@
-"""Normalizing the partial and dropping its denominator: attend_partial returns
-(m, 1.0, acc / denom), a normalized output with a denominator of 1.
+"""attend_partial returns (m, 1.0, acc / denom): normalized, its denominator dropped.
 
 The merge then weights partition i by exp(m_i - m) alone, as if every partition held one key at
 its max score; the real weight is denom_i * exp(m_i - m). (Keeping acc / denom is fine as long as

@@ -1,5 +1,6 @@
-"""Dropping the remainder: partitions of n // num_partitions keys each, so the last
-n % num_partitions keys are never attended (a hand-rolled split instead of np.array_split).
+"""Partitions of n // num_partitions keys each: the last n % num_partitions keys are lost.
+
+A hand-rolled split instead of np.array_split: the remainder is never attended.
 
 Symptom: right when the partition count divides n, wrong otherwise (257 keys in 2, 3, 7, 32 or
 100 partitions always leave some out); with more partitions than keys every chunk is empty and

@@ -1,5 +1,7 @@
-"""Empty chunks never considered: partitioned_attention hands every chunk of np.array_split to
-attend_partial, and attend_partial takes the max of the scores without a case for zero keys.
+"""Empty chunks never considered: the max of an empty chunk's scores raises.
+
+partitioned_attention hands every chunk of np.array_split to attend_partial, and attend_partial
+takes the max of the scores without a case for zero keys.
 
 np.array_split(k, P) with P > n returns P - n empty chunks, and numpy refuses the max of an empty
 array ("zero-size array to reduction operation maximum which has no identity"). Symptom: a

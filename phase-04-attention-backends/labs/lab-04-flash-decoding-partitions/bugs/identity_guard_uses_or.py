@@ -1,5 +1,6 @@
-"""An identity guard with ``or`` instead of ``and``: the merge returns the identity when EITHER
-side is empty, where it should only when both are.
+"""The identity guard fires when either side is empty, not only when both are.
+
+The guard is written with ``or`` instead of ``and``.
 
 The guard against exp(-inf - (-inf)) is needed only when both maxima are -inf; with ``or`` an
 empty side swallows the real one, so one empty partition erases everything merged with it.

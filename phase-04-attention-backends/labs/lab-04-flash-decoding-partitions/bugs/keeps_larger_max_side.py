@@ -1,5 +1,6 @@
-"""A merge that keeps the summary with the larger max and drops the other, as if the partition
-holding the top score held all the attention.
+"""The merge keeps the summary with the larger max and drops the other: lawful, and wrong.
+
+As if the partition holding the top score held all the attention.
 
 It obeys every law: the identity (m = -inf) always loses, the larger of two maxima does not
 depend on the order, and the largest of three does not depend on the bracketing. A test that

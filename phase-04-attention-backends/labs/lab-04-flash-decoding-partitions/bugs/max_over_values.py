@@ -1,5 +1,6 @@
-"""The max taken over the wrong array: m is the largest entry of v (what gets accumulated)
-instead of the largest score.
+"""The max is taken over the values instead of the scores.
+
+m is the largest entry of v (what gets accumulated) instead of the largest score.
 
 The triple stays self-consistent (denom and acc are relative to the same m), so ordinary inputs
 still give the right output: the max is only a reference point. It stops protecting anything,

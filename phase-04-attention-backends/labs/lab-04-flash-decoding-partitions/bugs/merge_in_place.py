@@ -1,5 +1,6 @@
-"""Rescaling in place: merge_two multiplies the first argument's acc array in place
-(``acc_a *= scale_a``) to save an allocation, and returns it.
+"""merge_two rescales the first argument's acc in place and returns it.
+
+``acc_a *= scale_a`` saves an allocation.
 
 The merged result is right, once. But the caller's summary has changed under it: the next merge
 that reuses it (a shared-prefix summary merged into every request of a cascade, the same partial

@@ -1,5 +1,7 @@
-"""A merge that is not identity-safe: it computes exp(m_a - m) and exp(m_b - m) without checking
-for two identities, and exp(-inf - (-inf)) = exp(NaN) = NaN.
+"""Two identities merge into NaN: exp(-inf - (-inf)) is computed.
+
+The merge computes exp(m_a - m) and exp(m_b - m) without checking for two identities, and
+exp(-inf - (-inf)) = exp(NaN) = NaN.
 
 One real summary against an identity is fine (exp(-inf) = 0); two identities (two empty
 partitions, or a fold that starts from the identity before any real summary) turn the result

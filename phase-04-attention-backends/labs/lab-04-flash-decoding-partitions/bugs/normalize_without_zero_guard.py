@@ -1,5 +1,4 @@
-"""Dividing by a denominator that can be zero: merge_partials returns acc / denom with no case for
-denom = 0.
+"""merge_partials divides by a denominator that can be zero.
 
 When no key was seen (only identities) the merged summary is (-inf, 0.0, zeros) and the division
 is 0/0 = NaN. Symptom: NaN instead of zeros from merge_partials of identities.
