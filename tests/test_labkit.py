@@ -89,6 +89,42 @@ def test_poison_hits_exactly_the_unused_slots():
     assert (cache[valid] == 0).all() and (cache[~valid] == 1e6).all()
 
 
+def test_padded_block_table_pads_with_the_null_block():
+    table, num_blocks = paged.padded_block_table(np.random.default_rng(2), 9, block_size=4, pad_columns=2)
+    assert table.dtype == np.int32 and len(table) == 3 + 2
+    assert (table[3:] == paged.NULL_BLOCK).all()  # the padding points at block 0
+    assert paged.NULL_BLOCK not in table[:3] and len(set(table[:3].tolist())) == 3  # distinct real blocks
+    assert num_blocks == 1 + 3 + 3 and table[:3].max() < num_blocks
+
+
+@pytest.mark.parametrize("kind", poison.POISON_KINDS)
+def test_paged_copy_places_each_token_and_poisons_the_rest(kind):
+    rng = np.random.default_rng(3)
+    k, v = rng.standard_normal((6, 2, 3)), rng.standard_normal((6, 2, 3))
+    table = np.array([4, 1])
+    k_cache, v_cache = paged.paged_copy(k, v, table, num_blocks=5, block_size=4, poison=kind)
+    assert k_cache.shape == (5, 4, 2, 3)
+    for t in range(6):  # token t at [table[t // 4], t % 4]
+        assert (k_cache[table[t // 4], t % 4] == k[t]).all() and (v_cache[table[t // 4], t % 4] == v[t]).all()
+    valid = poison.valid_slot_mask(5, 4, table, 6)
+    value = poison.poison_value(np.float64, kind)
+    for cache in (k_cache, v_cache):
+        unused = cache[~valid]
+        assert unused.size == (5 * 4 - 6) * 6
+        assert np.isnan(unused).all() if kind == "nan" else (unused == value).all()
+    k16, _ = paged.paged_copy(k, v, table, 5, 4, dtype=np.float16)
+    assert k16.dtype == np.float16 and (k16[4, 0] == k[0].astype(np.float16)).all()
+
+
+def test_read_only_inputs_refuse_writes():
+    q, k = paged.read_only(np.zeros(3), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="read-only"):
+        q *= 2.0
+    with pytest.raises(ValueError, match="read-only"):
+        k[0] = 0.0
+    assert paged.read_only(np.zeros(2)).flags.writeable is False
+
+
 def test_assert_close_says_where():
     expected = np.zeros((4, 8))
     actual = expected.copy()
@@ -99,6 +135,13 @@ def test_assert_close_says_where():
     with pytest.raises(AssertionError, match="non-finite"):
         arrays.assert_close(actual, expected, atol=1e-6, axes=("head", "dim"))
     arrays.assert_close(expected + 1e-9, expected, atol=1e-6)
+
+
+def test_dtype_checks_accept_numpy_scalar_types():
+    arrays.assert_dtype(np.zeros(2), np.float64)
+    arrays.assert_equal(np.arange(3), np.arange(3), dtype=np.int64)
+    with pytest.raises(AssertionError, match="dtype float32, expected float64"):
+        arrays.assert_close(np.zeros(2, dtype=np.float32), np.zeros(2), atol=0, dtype=np.float64)
 
 
 def test_assert_equal_names_first_mismatch():
