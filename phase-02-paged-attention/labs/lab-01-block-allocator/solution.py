@@ -232,12 +232,14 @@ class BlockPool:
         if num_full_blocks > len(blocks) or num_full_blocks > len(block_hashes):
             raise ValueError(f"num_full_blocks={num_full_blocks} but the sequence has {len(blocks)} blocks and "
                              f"{len(block_hashes)} full-block hashes: only full blocks are cached")
-        if not self.enable_caching:
-            return
-        for block, block_hash in zip(blocks[num_cached_blocks:num_full_blocks],
-                                     block_hashes[num_cached_blocks:num_full_blocks], strict=True):
+        new_full_blocks = blocks[num_cached_blocks:num_full_blocks]
+        new_hashes = block_hashes[num_cached_blocks:num_full_blocks]
+        for block in new_full_blocks:
             if block.is_null or block.block_hash is not None:
                 raise ValueError(f"block {block.block_id} is the null block or already cached")
+        if not self.enable_caching:
+            return
+        for block, block_hash in zip(new_full_blocks, new_hashes, strict=True):
             block.block_hash = block_hash
             self.cached_block_hash_to_block.setdefault(block_hash, {})[block.block_id] = block
 
