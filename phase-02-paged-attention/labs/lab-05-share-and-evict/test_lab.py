@@ -71,8 +71,7 @@ def test_first_request_misses_and_caches_its_full_blocks(lab):
     """A 10-token prompt on an empty cache: no hit; ceil(10 / 4) = 3 blocks, [1, 2, 3]; the two full
     blocks (tokens 0-7) are cached at once, the partial third (tokens 8-9) is not.
 
-    Catches: caching the partial block, never caching, allocating floor(10 / 4) = 2 or one block
-    too many."""
+    Catches: caching the partial block, caching late or never, allocating floor(10 / 4) = 2 blocks."""
     mgr = lab.KVCacheManager(10, BS)
     a = _request(lab, "A", range(10))
     assert _prefill(mgr, a) == ([], 0, [1, 2, 3])
