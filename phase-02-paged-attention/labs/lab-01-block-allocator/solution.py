@@ -63,8 +63,8 @@ def hash_block_tokens(parent_hash: bytes | None, token_ids: Sequence[int]) -> by
 
 def hash_request_tokens(token_ids: Sequence[int], block_size: int) -> list[bytes]:
     """The chained keys of every full block of a sequence, in order; a partial last block has none."""
-    if block_size < 1:
-        raise ValueError(f"block_size must be at least 1, got {block_size}")
+    if not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
     token_ids = list(token_ids)
     num_full_blocks = len(token_ids) // block_size  # floor: the partial tail is not hashed
     hashes: list[bytes] = []

@@ -8,6 +8,7 @@ hash_request_tokens(tokens, 0) raises ZeroDivisionError instead of a ValueError 
 CAUGHT_BY = ["test_hash_rejects_bad_input"]
 
 EDIT = (
-    "    if block_size < 1:\n        raise ValueError(f\"block_size must be at least 1, got {block_size}\")\n",
+    "    if not isinstance(block_size, int) or block_size < 1:\n"
+    "        raise ValueError(f\"block_size must be a positive integer, got {block_size!r}\")\n",
     "",
 )
