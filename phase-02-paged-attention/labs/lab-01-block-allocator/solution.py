@@ -170,7 +170,7 @@ class BlockPool:
         if not isinstance(num_blocks, int) or num_blocks < 0:
             raise ValueError(f"num_blocks must be a non-negative integer, got {num_blocks!r}")
         if num_blocks > self.get_num_free_blocks():
-            raise ValueError(f"cannot get {num_blocks} blocks: only {self.get_num_free_blocks()} are free")
+            raise ValueError(f"num_blocks={num_blocks}, but only {self.get_num_free_blocks()} blocks are free")
         blocks = []
         for _ in range(num_blocks):
             block = self.free_block_queue.popleft()
@@ -205,17 +205,17 @@ class BlockPool:
         times_freed: dict[int, int] = {}
         for block in blocks:
             if block.is_null:
-                raise ValueError("the null block (block 0) is never allocated and cannot be freed")
+                raise ValueError("ordered_blocks: the null block (block 0) is never allocated and cannot be freed")
             times_freed[block.block_id] = times_freed.get(block.block_id, 0) + 1
             if times_freed[block.block_id] > block.ref_cnt:
-                raise ValueError(f"block {block.block_id} is freed more times than it is held (double free)")
+                raise ValueError(f"ordered_blocks: double free of block {block.block_id} (freed more often than held)")
 
     def touch(self, blocks: Iterable[KVCacheBlock]) -> None:
         """Add one reference to each block (a new request shares it); a block that was free leaves the
         free queue, from wherever it is in it."""
         blocks = list(blocks)
         if any(block.is_null for block in blocks):
-            raise ValueError("the null block (block 0) cannot be touched: it holds no tokens")
+            raise ValueError("blocks: the null block (block 0) cannot be touched, it holds no tokens")
         for block in blocks:
             if block.ref_cnt == 0:
                 self.free_block_queue.remove(block)
@@ -236,7 +236,7 @@ class BlockPool:
         new_hashes = block_hashes[num_cached_blocks:num_full_blocks]
         for block in new_full_blocks:
             if block.is_null or block.block_hash is not None:
-                raise ValueError(f"block {block.block_id} is the null block or already cached")
+                raise ValueError(f"blocks: block {block.block_id} is the null block or already cached")
         if not self.enable_caching:
             return
         for block, block_hash in zip(new_full_blocks, new_hashes, strict=True):

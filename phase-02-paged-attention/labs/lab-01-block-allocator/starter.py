@@ -191,10 +191,10 @@ class BlockPool:
         times_freed: dict[int, int] = {}
         for block in blocks:
             if block.is_null:
-                raise ValueError("the null block (block 0) is never allocated and cannot be freed")
+                raise ValueError("ordered_blocks: the null block (block 0) is never allocated and cannot be freed")
             times_freed[block.block_id] = times_freed.get(block.block_id, 0) + 1
             if times_freed[block.block_id] > block.ref_cnt:
-                raise ValueError(f"block {block.block_id} is freed more times than it is held (double free)")
+                raise ValueError(f"ordered_blocks: double free of block {block.block_id} (freed more often than held)")
 
     def touch(self, blocks: Iterable[KVCacheBlock]) -> None:
         """Add one reference to each block (a new request shares it). A block whose ``ref_cnt`` was 0
