@@ -34,17 +34,28 @@ def test_every_lab_folder_is_registered():
 
 
 def _public_api(path: Path) -> dict[str, str]:
-    """Public top-level functions with their argument lists (names and defaults), read without importing."""
+    """Public top-level functions and classes, with the argument lists (names and defaults) of the
+    functions and of the classes' public methods and ``__init__``, read without importing."""
     api = {}
+
+    def signature(node, name):
+        args = node.args
+        defaults = [None] * (len(args.args) - len(args.defaults)) + [ast.unparse(d) for d in args.defaults]
+        parts = [a.arg + (f"={d}" if d else "") for a, d in zip(args.args, defaults, strict=True)]
+        parts += [f"*{args.vararg.arg}"] if args.vararg else []
+        parts += [a.arg for a in args.kwonlyargs]
+        parts += [f"**{args.kwarg.arg}"] if args.kwarg else []
+        api[name] = f"{name}({', '.join(parts)})"
+
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("_"):
-            args = node.args
-            defaults = [None] * (len(args.args) - len(args.defaults)) + [ast.unparse(d) for d in args.defaults]
-            parts = [a.arg + (f"={d}" if d else "") for a, d in zip(args.args, defaults, strict=True)]
-            parts += [f"*{args.vararg.arg}"] if args.vararg else []
-            parts += [a.arg for a in args.kwonlyargs]
-            parts += [f"**{args.kwarg.arg}"] if args.kwarg else []
-            api[node.name] = f"{node.name}({', '.join(parts)})"
+            signature(node, node.name)
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            api[node.name] = f"class {node.name}"
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                        not item.name.startswith("_") or item.name == "__init__"):
+                    signature(item, f"{node.name}.{item.name}")
     return api
 
 

@@ -22,7 +22,8 @@ class Lab:
     folder: str  # the lab folder, relative to the repository root
     title: str
     builds: str  # what the learner builds, one line for the lab map
-    tags: tuple[str, ...]  # "cpu" (numpy only) or "triton" (torch + triton; GPU or interpreter)
+    # "python" (the standard library only), "cpu" (numpy only) or "triton" (torch + triton; GPU or interpreter)
+    tags: tuple[str, ...]
 
     @property
     def path(self) -> Path:
@@ -33,6 +34,8 @@ class Lab:
         """Where the lab runs, for the README's map and ``labs list``."""
         if "triton" in self.tags:
             return "GPU, or CPU via Triton's interpreter"
+        if "python" in self.tags:
+            return "CPU (plain Python)"
         return "CPU (numpy)"
 
 
@@ -45,6 +48,10 @@ P4 = "phase-04-attention-backends"
 
 # Study order is the order of this list.
 LABS: tuple[Lab, ...] = (
+    _lab("02-01", P2, "lab-01-block-allocator", "The block allocator",
+         "KV-cache blocks, the O(1) free queue, the block pool with its prefix-cache index", "python"),
+    _lab("02-05", P2, "lab-05-share-and-evict", "Share and evict: the KV-cache manager",
+         "prefix-cache hits, slot allocation, freeing tail first, sharing and reviving blocks", "python"),
     _lab("02-06", P2, "lab-06-paged-attention-numpy", "Paged attention in pure numpy",
          "slot mapping, KV scatter, gather-through-the-table attention (GQA)", "cpu"),
     _lab("04-01", P4, "lab-01-paged-attention-gather", "Paged attention with online softmax",
@@ -59,7 +66,7 @@ LABS: tuple[Lab, ...] = (
     _lab("04-06", P4, "lab-06-paged-decode-roofline", "Paged decode at the memory roofline",
          "split-KV + grouped-query Triton decode kernels with an exact reduce", "triton"),
     _lab("04-02", P4, "lab-02-backend-selection", "Choosing an attention backend",
-         "vLLM v0.10.1's backend selector with its reasons, and a dispatcher fed by H100 timings", "cpu"),
+         "vLLM v0.10.1's backend selector with its reasons, and a dispatcher fed by H100 timings", "python"),
 )
 
 PHASES = {
