@@ -45,6 +45,10 @@ P4 = "phase-04-attention-backends"
 
 # Study order is the order of this list.
 LABS: tuple[Lab, ...] = (
+    _lab("02-02", P2, "lab-02-fragmentation-viz", "Fragmentation, measured: contiguous vs paged",
+         "reserved vs used KV memory of one request stream, admissions, the block-size trade-off", "cpu"),
+    _lab("02-03", P2, "lab-03-kv-memory-budget", "The KV memory budget: how many blocks a GPU gets",
+         "KV bytes per token, the profiled memory budget, vLLM's block count (GPU demo)", "python"),
     _lab("02-06", P2, "lab-06-paged-attention-numpy", "Paged attention in pure numpy",
          "slot mapping, KV scatter, gather-through-the-table attention (GQA)", "cpu"),
     _lab("04-01", P4, "lab-01-paged-attention-gather", "Paged attention with online softmax",
