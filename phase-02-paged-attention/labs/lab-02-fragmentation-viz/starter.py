@@ -30,7 +30,7 @@ import numpy as np
 
 import labkit
 
-# Lab 02-01's reference allocator (never the learner's file): block 0 is its null block.
+# Lab 02-01's reference allocator (its solution, not your own 02-01 file): block 0 is its null block.
 BlockPool = labkit.load_reference("02-01").BlockPool
 
 
