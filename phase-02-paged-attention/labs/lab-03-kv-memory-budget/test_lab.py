@@ -189,12 +189,14 @@ def test_max_concurrency(lab):
     27904 blocks of 16: max_model_len 8192 takes 512 blocks: 27904 / 512 = 54.5. 8193 tokens take
     513 blocks: 27904 / 513 = 54.3937... (a count in tokens would say 27904 * 16 / 8193 = 54.49).
     131072 tokens (Llama 3.1's context): 27904 / 8192 = 3.40625. Catches ignoring the block
-    rounding of a request. Both sides are one float64 division of the same integers: equal."""
-    assert lab.max_concurrency(27904, 16, 8192) == 54.5
-    assert lab.max_concurrency(27904, 16, 8193) == 27904 / 513
-    assert lab.max_concurrency(27904, 16, 131072) == 3.40625
+    rounding of a request. Compared to a relative 1e-12: a correct float64 computation differs from
+    the exact quotient by a rounding or two (1e-16 each); the bug's error is 2e-3."""
+    exact = pytest.approx
+    assert lab.max_concurrency(27904, 16, 8192) == exact(54.5, rel=1e-12)
+    assert lab.max_concurrency(27904, 16, 8193) == exact(27904 / 513, rel=1e-12)
+    assert lab.max_concurrency(27904, 16, 131072) == exact(3.40625, rel=1e-12)
     assert lab.max_concurrency(0, 16, 8192) == 0.0
-    assert lab.max_concurrency(100, 16, 1) == 100.0  # a one-token request still takes a block
+    assert lab.max_concurrency(100, 16, 1) == exact(100.0, rel=1e-12)  # a one-token request still takes a block
 
 
 def test_the_whole_budget_of_an_h100(lab):
@@ -211,7 +213,7 @@ def test_the_whole_budget_of_an_h100(lab):
     assert available == 58878163353
     blocks = lab.num_gpu_blocks(available, LLAMA_3_8B, 16)
     assert blocks == 28075
-    assert lab.max_concurrency(blocks, 16, 8192) == 54.833984375
+    assert lab.max_concurrency(blocks, 16, 8192) == pytest.approx(54.833984375, rel=1e-12)
 
 
 # ----------------------------------------------------------------------------- inputs
