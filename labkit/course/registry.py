@@ -50,6 +50,10 @@ P4 = "phase-04-attention-backends"
 LABS: tuple[Lab, ...] = (
     _lab("02-01", P2, "lab-01-block-allocator", "The block allocator",
          "KV-cache blocks, the O(1) free queue, the block pool with its prefix-cache index", "python"),
+    _lab("02-02", P2, "lab-02-fragmentation-viz", "Fragmentation, measured: contiguous vs paged",
+         "reserved vs used KV memory of one request stream, admissions, the block-size trade-off", "cpu"),
+    _lab("02-03", P2, "lab-03-kv-memory-budget", "The KV memory budget: how many blocks a GPU gets",
+         "KV bytes per token, the profiled memory budget, vLLM's block count (GPU demo)", "python"),
     _lab("02-05", P2, "lab-05-share-and-evict", "Share and evict: the KV-cache manager",
          "prefix-cache hits, slot allocation, freeing tail first, sharing and reviving blocks", "python"),
     _lab("02-06", P2, "lab-06-paged-attention-numpy", "Paged attention in pure numpy",
