@@ -162,3 +162,14 @@ def test_decode_byte_and_flop_counts_by_hand():
     assert bench.decode_flops([32768], 32, 128) == 536_870_912
     assert bench.decode_bytes([17, 0], 1, 1, 16, 4, 16) == 2 * 17 * 16 * 4 + 2 * 2 * 16 * 4 + 4 * 2
     assert bench.gb_per_s(3_000_000, 1000.0) == pytest.approx(3.0)
+
+
+def test_dtype_names_agree_across_numpy_and_torch():
+    for spelling in (np.int64, np.dtype("int64"), "int64"):
+        assert arrays.dtype_name(spelling) == "int64"
+    arrays.assert_dtype(np.zeros(2, dtype=np.int64), np.int64)
+    with pytest.raises(AssertionError, match="dtype int32, expected int64"):
+        arrays.assert_dtype(np.zeros(2, dtype=np.int32), np.int64)
+    torch = pytest.importorskip("torch")
+    assert arrays.dtype_name(torch.float16) == arrays.dtype_name(np.float16) == "float16"
+    assert arrays.dtype_name(torch.bfloat16) == "bfloat16"
