@@ -101,6 +101,13 @@ def test_assert_close_says_where():
     arrays.assert_close(expected + 1e-9, expected, atol=1e-6)
 
 
+def test_dtype_checks_take_numpy_scalar_types():
+    arrays.assert_close(np.zeros(2), np.zeros(2), atol=0, dtype=np.float64)
+    arrays.assert_equal(np.zeros(2, dtype=bool), np.zeros(2, dtype=bool), dtype=np.bool_)
+    with pytest.raises(AssertionError, match="dtype float32, expected float64"):
+        arrays.assert_close(np.zeros(2, dtype=np.float32), np.zeros(2), atol=0, dtype=np.float64)
+
+
 def test_assert_equal_names_first_mismatch():
     with pytest.raises(AssertionError, match=r"token 2 \(block 0\): got 9, expected 7"):
         arrays.assert_equal([5, 6, 9], [5, 6, 7], axes=("token",), what="slots", where=lambda i: "block 0")

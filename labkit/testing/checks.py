@@ -19,6 +19,8 @@ def dtype_name(dtype) -> str:
     """``"float16"`` for ``np.float16``, ``np.dtype("float16")`` or ``torch.float16``."""
     if dtype is None:
         return "None"
+    if isinstance(dtype, type) and issubclass(dtype, np.generic):
+        return np.dtype(dtype).name  # a scalar type: str(np.float16) is "<class 'numpy.float16'>"
     text = str(dtype).removeprefix("torch.")
     try:
         return np.dtype(text).name
