@@ -191,10 +191,11 @@ def _attend(
         alpha = tl.exp(m - m_new)  # rescales each row's history to its new max
         p = tl.exp(s - m_new[:, None])
         denom = denom * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None]
         if FP32_DOT:
-            acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
+            acc += tl.dot(p, v, input_precision="ieee")
         else:
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            acc += tl.dot(p.to(v.dtype), v)  # p in the inputs' type for the tensor cores
         m = m_new
     return acc, m, denom
 
