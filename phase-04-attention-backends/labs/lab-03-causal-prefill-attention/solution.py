@@ -16,14 +16,14 @@ numpy, one sequence, float64 (README steps 1-3):
 
 Triton, a ragged batch of chunks, on a GPU or through the interpreter (steps 4-6):
 
-4. ``_attend``: fold a range of keys into a query tile's online state with ``tl.dot``; the
-   causal mask only where the range crosses the diagonal.
-5. ``_prefill_kernel``: one program per (query tile, KV head, sequence). A tile's rows are
-   ``BLOCK_Q`` query tokens times the ``GROUP`` query heads that share one KV head, so each
-   K/V tile is loaded once for the whole group.
-6. ``paged_prefill``: input checks, tile sizes, the launch. The batch is described the way
-   vLLM's attention kernels take it: ``query_start_loc`` (where each chunk starts in the packed
-   queries) and ``seq_lens`` (prefix + chunk); the prefix length is ``seq_len - query_len``.
+- ``_attend``: fold a range of keys into a query tile's online state with ``tl.dot``; the
+  causal mask only where the range crosses the diagonal.
+- ``_prefill_kernel``: one program per (query tile, KV head, sequence). A tile's rows are
+  ``BLOCK_Q`` query tokens times the ``GROUP`` query heads that share one KV head, so each
+  K/V tile is loaded once for the whole group.
+- ``paged_prefill``: input checks, tile sizes, the launch. The batch is described the way
+  vLLM's attention kernels take it: ``query_start_loc`` (where each chunk starts in the packed
+  queries) and ``seq_lens`` (prefix + chunk); the prefix length is ``seq_len - query_len``.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def prefill_chunk(q, new_k, new_v, k_cache, v_cache, block_table, start, block_s
 
 
 # --------------------------------------------------------------------------------------------
-# Steps 4-5: the Triton kernel
+# Steps 4-6: the Triton kernel
 # --------------------------------------------------------------------------------------------
 
 
@@ -258,13 +258,13 @@ def _prefill_kernel(
 
 
 # --------------------------------------------------------------------------------------------
-# Step 6: the launch
+# Steps 4-6: the launch
 # --------------------------------------------------------------------------------------------
 
 # Query rows (tokens x group heads) and keys per tile, warps and pipeline stages. On a GPU the
-# tiles feed the tensor cores (rows of 128 and keys of 64, the usual shape of FlashAttention-2
-# forward kernels at head_dim 128 in Triton); the interpreter runs every program in Python, so
-# there small tiles keep the tests fast and make even small chunks span several tiles.
+# tiles feed the tensor cores (rows of 128 and keys of 64, a common shape for FlashAttention-2-
+# style forward kernels at head_dim 128; bench.py --sweep times others); the interpreter runs every
+# program in Python, so there small tiles keep the tests fast and make small chunks span several.
 GPU_TILES = {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3}
 INTERPRETER_TILES = {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1}
 
