@@ -402,13 +402,15 @@ SPECIAL_BUGS = {"04-01": ["two_pass_gather"], "04-04": ["merge_in_place", "drops
 
 
 def _standalone(lab, bug) -> str | None:
-    """The bug as a student would hand it in: the solution with the bug's edit made (a bug that is
-    an edit of the solution), or with the broken function(s) after it (an old-style bug). None for
-    a bug that needs its lab folder (load_sibling, a helper module of bugs/)."""
+    """The bug as a student would hand it in: the solution with the broken function(s) after it, or,
+    for a bug written as an edit (EDIT/EDITS), the solution with the edit made. None for a bug that
+    needs its lab folder (load_sibling, a helper module of bugs/, an edit of another file)."""
     from labkit.course import bugs as gallery
 
     if bug.edits:
-        return gallery.apply_edits((lab.path / bug.source).read_text(), bug) if bug.source == "solution.py" else None
+        if bug.source != gallery.DEFAULT_SOURCE:
+            return None
+        return gallery.apply_edits((lab.path / bug.source).read_text(), bug)
     text = bug.path.read_text()
     if "load_sibling" in text or re.search(r"^from _\w+ import", text, re.M):
         return None

@@ -4,7 +4,8 @@ Everything that lists labs reads this table: the README's lab map (checked by
 ``tests/test_repo.py``), the ``labs`` command line, the maintainers' checks.
 Numbering follows the book's chapters, not study order, which crosses phases: no lab may
 need an idea that a later lab teaches. 02-06 (numpy) comes before 04-01 (the online softmax in
-numpy), which comes before 02-04 (the same recurrence in a Triton kernel).
+numpy), which comes before 02-04 (the same recurrence in a Triton kernel), which comes before 04-03
+(prefill: the recurrence per query row, then a Triton kernel over query tiles).
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ LABS: tuple[Lab, ...] = (
          "one streaming pass over paged blocks with a running max and correction", "cpu"),
     _lab("02-04", P2, "lab-04-paged-attention-triton", "A block-table-indexed attention kernel in Triton",
          "a torch reference and a Triton decode kernel that reads the block table", "triton"),
+    _lab("04-03", P4, "lab-03-causal-prefill-attention", "Causal prefill over the paged cache",
+         "chunked causal attention with a start offset (numpy), a ragged-batch Triton prefill kernel",
+         "triton"),
     _lab("04-04", P4, "lab-04-flash-decoding-partitions", "Flash-decoding: split the keys, merge the partials",
          "the (max, denominator, accumulator) summary and its exact merge", "cpu"),
     _lab("04-05", P4, "lab-05-kernel-walkthrough-exercises", "Inside vLLM's paged-attention kernel: exercises",
