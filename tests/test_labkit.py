@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from labkit.testing import bench, loader, poison, reference
 from labkit.testing import cases as paged
 from labkit.testing import checks as arrays
-from labkit.testing import loader, poison, reference
 
 
 def _make_lab(root, name, body):
@@ -104,3 +104,59 @@ def test_assert_close_says_where():
 def test_assert_equal_names_first_mismatch():
     with pytest.raises(AssertionError, match=r"token 2 \(block 0\): got 9, expected 7"):
         arrays.assert_equal([5, 6, 9], [5, 6, 7], axes=("token",), what="slots", where=lambda i: "block 0")
+
+
+def test_scattered_block_tables_pad_with_spare_blocks():
+    tables, num_blocks = paged.scattered_block_tables(np.random.default_rng(0), [5, 0, 16], 4,
+                                                      spare_blocks=2, pad_columns=1)
+    assert num_blocks == 2 + 0 + 4 + 2 and tables.shape == (3, 5) and tables.dtype == np.int32
+    own = [tables[0, :2], tables[2, :4]]
+    used = np.concatenate(own)
+    assert len(set(used.tolist())) == 6, "every block belongs to one sequence"
+    spare = set(range(num_blocks)) - set(used.tolist())
+    assert set(tables[0, 2:].tolist()) | set(tables[1].tolist()) | {int(tables[2, 4])} <= spare
+    no_spare, _ = paged.scattered_block_tables(np.random.default_rng(0), [5, 16], 4)
+    assert no_spare.shape == (2, 4) and (no_spare[0, 2:] == 0).all()
+
+
+def test_decode_case_shapes_poison_and_truth():
+    torch = pytest.importorskip("torch")
+    case = paged.decode_case([5, 9], num_heads=4, num_kv_heads=2, head_dim=8, block_size=4,
+                             dtype=torch.float16, seed=3, spare_blocks=1, pad_columns=1)
+    assert case.q.shape == (2, 4, 8) and case.q.dtype == torch.float16
+    assert case.k_cache.shape == (2 + 3 + 1, 4, 2, 8) and case.block_tables.shape == (2, 4)
+    assert case.block_tables.dtype == torch.int32 and case.lens == [5, 9]
+    again = paged.decode_case([5, 9], num_heads=4, num_kv_heads=2, head_dim=8, block_size=4,
+                              dtype=torch.float16, seed=3, spare_blocks=1, pad_columns=1)
+    assert torch.equal(case.v_cache, again.v_cache), "the same seed gives the same case"
+    case.poison("nan")
+    valid = poison.valid_slot_mask(6, 4, case.block_tables.numpy(), case.lens)
+    assert valid.sum() == 14 and torch.isnan(case.k_cache[torch.from_numpy(~valid)]).all()
+    q, k_cache, v_cache, table, seq_len = case.one(1)
+    want = reference.paged_attention_f64(q, k_cache, v_cache, table.numpy(), seq_len)
+    np.testing.assert_allclose(case.expected_f64()[1], want, atol=0)
+    assert np.isfinite(case.expected_f64()).all(), "the truth reads no poisoned slot"
+
+
+def test_dense_kv_and_sdpa_decode_match_the_float64_gather():
+    torch = pytest.importorskip("torch")
+    case = paged.decode_case([7, 7, 7], num_heads=6, num_kv_heads=2, head_dim=8, block_size=4,
+                             dtype=torch.float32, seed=1, spare_blocks=2, pad_columns=2)
+    k = paged.dense_kv(case.k_cache, case.block_tables, 7)
+    v = paged.dense_kv(case.v_cache, case.block_tables, 7, contiguous=False)
+    assert k.shape == (3, 2, 7, 8) and k.is_contiguous() and not v.is_contiguous()
+    for b in range(3):
+        gathered = reference.gather_f64(case.k_cache, case.block_tables[b].numpy(), 7)  # [7, kv_heads, dim]
+        np.testing.assert_array_equal(k[b].numpy(), gathered.transpose(1, 0, 2))
+    out = paged.sdpa_decode(case.q, k, v)
+    assert out.shape == (3, 6, 8)
+    np.testing.assert_allclose(out.double().numpy(), case.expected_f64(), atol=1e-5)  # fp32 SDPA vs float64
+
+
+def test_decode_byte_and_flop_counts_by_hand():
+    # Tutorial 03, section 11: batch 1 x 32,768 tokens, 32 query heads over 8 KV heads, D = 128, fp16, blocks of 16.
+    assert bench.kv_bytes([32768], 8, 128, 2) == 134_217_728
+    assert bench.decode_bytes([32768], 32, 8, 128, 2, 16) == 134_217_728 + 16_384 + 8_192
+    assert bench.decode_flops([32768], 32, 128) == 536_870_912
+    assert bench.decode_bytes([17, 0], 1, 1, 16, 4, 16) == 2 * 17 * 16 * 4 + 2 * 2 * 16 * 4 + 4 * 2
+    assert bench.gb_per_s(3_000_000, 1000.0) == pytest.approx(3.0)
