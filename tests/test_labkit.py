@@ -129,6 +129,8 @@ def test_decode_case_shapes_poison_and_truth():
     again = paged.decode_case([5, 9], num_heads=4, num_kv_heads=2, head_dim=8, block_size=4,
                               dtype=torch.float16, seed=3, spare_blocks=1, pad_columns=1)
     assert torch.equal(case.v_cache, again.v_cache), "the same seed gives the same case"
+    moved = case.to("meta")
+    assert moved.k_cache.device.type == "meta" and moved.block_tables.dtype == torch.int32
     case.poison("nan")
     valid = poison.valid_slot_mask(6, 4, case.block_tables.numpy(), case.lens)
     assert valid.sum() == 14 and torch.isnan(case.k_cache[torch.from_numpy(~valid)]).all()

@@ -102,6 +102,11 @@ class DecodeCase:
         """``seq_lens`` as Python ints."""
         return [int(n) for n in self.seq_lens.tolist()]
 
+    def to(self, device) -> DecodeCase:
+        """The same case on ``device`` (the values drawn once, on the device the case was built on)."""
+        return DecodeCase(*(t.to(device) for t in (self.q, self.k_cache, self.v_cache, self.block_tables,
+                                                   self.seq_lens)))
+
     def one(self, b: int = 0) -> tuple:
         """The arguments of a one-sequence kernel for sequence ``b``:
         ``(q [num_heads, head_dim], k_cache, v_cache, block_table [max_blocks], seq_len int)``."""
