@@ -60,45 +60,38 @@ def dtype_id(dtype) -> str:
 
 
 def make_case(seq_lens, *, num_heads=8, num_kv_heads=2, head_dim=64, block_size=16, dtype=torch.float32,
-              seed=0, pad_columns=1, spare_blocks=None, poison="huge", scores=None):
-    """A poisoned paged cache for ``seq_lens``, on the device under test.
+              seed=0, pad_columns=1, poison="huge", scores=None):
+    """A poisoned paged cache for ``seq_lens``, on the device under test, as the tuple of
+    ``paged_decode``'s arguments ``(q, k_cache, v_cache, block_tables, seq_lens)``.
 
-    The pool holds twice the blocks the batch needs (or ``spare_blocks`` extra), scattered
-    in shuffled order. The table has ``pad_columns`` columns past the longest sequence's
-    blocks (0: the longest sequence fills its row). Every slot that holds no valid token is
-    poisoned with ``poison``, and every padding entry of the table points at the unused,
-    poisoned block with the largest id. ``scores``: ``None`` (random, of order 1),
-    ``"high"`` (every score near +1000), ``"low"`` (near -1000) or ``"mixed"`` (near +1000
-    for a sequence's first half, near -1000 for its second).
+    ``labkit.cases.decode_case`` draws it (on the CPU, in float32, then rounded to ``dtype``):
+    the batch's blocks scattered over a shuffled pool with as many spare blocks again, the table
+    ``pad_columns`` columns wider than the longest sequence needs (0: the longest sequence fills
+    its row), every padding entry pointing at a spare block. Every slot that holds no valid
+    token is then poisoned with ``poison``. ``scores``: ``None`` (random, of order 1), ``"high"``
+    (every score near +1000), ``"low"`` (near -1000) or ``"mixed"`` (near +1000 for a
+    sequence's first half, near -1000 for its second).
     """
-    rng = np.random.default_rng(seed)
-    need = sum(cases.blocks_needed(n, block_size) for n in seq_lens)
-    num_blocks = 2 * need + 1 if spare_blocks is None else need + spare_blocks
-    max_blocks = max([cases.blocks_needed(n, block_size) for n in seq_lens] + [1]) + pad_columns
-    tables, _ = cases.random_block_tables(rng, seq_lens, block_size, num_blocks=num_blocks, max_blocks=max_blocks,
-                                          pad=-1)
-    unused = sorted(set(range(num_blocks)) - set(tables[tables >= 0].tolist()))
-    tables[tables < 0] = unused[-1]
-    k, v = cases.random_paged_cache(rng, num_blocks, block_size, num_kv_heads, head_dim)
-    q = rng.standard_normal((len(seq_lens), num_heads, head_dim))
+    spare = sum(cases.blocks_needed(n, block_size) for n in seq_lens) + 1
+    case = cases.decode_case(seq_lens, num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+                             block_size=block_size, dtype=torch.float32, seed=seed, spare_blocks=spare,
+                             pad_columns=pad_columns)
+    q, k = case.q, case.k_cache
     if scores is not None:
         # q . k / sqrt(head_dim) = alpha (mu + noise . u) / sqrt(head_dim): near +-1000, spread of a few units.
-        u = rng.standard_normal((num_kv_heads, head_dim))
-        u /= np.linalg.norm(u, axis=1, keepdims=True)
+        u = torch.nn.functional.normalize(torch.randn(num_kv_heads, head_dim, generator=torch.Generator().manual_seed(
+            seed)), dim=1)
         alpha, mu = 2 * math.sqrt(head_dim), 500.0
         sign = -1.0 if scores == "low" else 1.0
-        group = num_heads // num_kv_heads
-        q = sign * alpha * np.repeat(u, group, axis=0)[None] + 0.05 * q
+        q = sign * alpha * u.repeat_interleave(num_heads // num_kv_heads, dim=0)[None] + 0.05 * q
+        tables = case.block_tables.numpy()
         for b, n in enumerate(seq_lens):
             for t in range(n):
                 flip = -1.0 if scores == "mixed" and t >= n // 2 else 1.0
                 k[tables[b, t // block_size], t % block_size] += flip * mu * u
-    k_cache = torch.from_numpy(k).to(DEVICE, dtype)
-    v_cache = torch.from_numpy(v).to(DEVICE, dtype)
-    labkit.poison_unused_slots(k_cache, tables, seq_lens, kind=poison)
-    labkit.poison_unused_slots(v_cache, tables, seq_lens, kind=poison)
-    return (torch.from_numpy(q).to(DEVICE, dtype), k_cache, v_cache, torch.from_numpy(tables).to(DEVICE),
-            torch.tensor(seq_lens, dtype=torch.int32, device=DEVICE))
+    case = cases.DecodeCase(q.to(dtype), k.to(dtype), case.v_cache.to(dtype), case.block_tables, case.seq_lens)
+    case = case.to(DEVICE).poison(poison)
+    return case.q, case.k_cache, case.v_cache, case.block_tables, case.seq_lens
 
 
 def gather_tokens(cache, table, seq_len: int):
