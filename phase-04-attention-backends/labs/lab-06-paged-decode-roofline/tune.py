@@ -362,13 +362,14 @@ class Poisoned:
     num_splits: int | None = None
 
 
-# head_dim 128 and groups of 4 and 5, as in SHAPES: the checks compile few kernels of their own.
+# Groups of 4 and 5, head_dim 128 and splits longer than two tiles, as in SHAPES: the checks compile
+# no kernel specialization of their own (compiling is most of a variant's time on a GPU).
 POISONED = (
-    Poisoned("ragged, NaN, default splits", (37, 1, 300, 16, 0, 50)),
-    Poisoned("ragged, inf, 3 splits, no padding column", (112, 40, 7), pad_columns=0, poison="inf", num_splits=3),
-    Poisoned("group of 5, huge, 4 splits", (45, 20, 0), num_heads=10, poison="huge", num_splits=4),
-    Poisoned("one split, NaN", (70, 33, 5, 0), num_splits=1),
-    Poisoned("9 splits of 16, NaN", (80, 33, 5, 70), num_heads=4, num_splits=9),
+    Poisoned("ragged, NaN, default splits", (137, 1, 700, 16, 0, 350)),
+    Poisoned("ragged, inf, 3 splits, no padding column", (592, 140, 7), pad_columns=0, poison="inf", num_splits=3),
+    Poisoned("group of 5, huge, 2 splits", (450, 200, 0), num_heads=10, poison="huge", num_splits=2),
+    Poisoned("one split, NaN", (270, 33, 5, 0), num_splits=1),
+    Poisoned("8 splits, NaN", (1100, 33, 5, 700), num_splits=8),
 )
 
 
