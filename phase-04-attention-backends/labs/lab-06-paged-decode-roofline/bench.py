@@ -19,7 +19,8 @@ from a CUDA graph, the way serving engines run their decode steps (no host launc
 The roofline: the K+V bytes of the valid tokens over two bandwidths measured in the same run, a
 streaming read of 1 GiB (decode only reads) and a 1 GiB copy (bytes read plus written). The fp16
 matrix-product rate of the same GPU gives the ridge point. With --out, writes results.md (the
-table, with DIR/levers.md appended when tune.py wrote one there) and results.png.
+table, with tune.py's levers.md appended: --levers FILE, or DIR/levers.md when it exists) and
+results.png.
 """
 
 from __future__ import annotations
@@ -357,6 +358,8 @@ def main(argv=None) -> int:
     parser.add_argument("--vllm-splits", type=int, nargs="+", default=[4, 16, 64],
                         help="num_kv_splits values to try for vLLM's kernel (4 is what vLLM's Triton MLA backend "
                              "passes; the fastest is reported)")
+    parser.add_argument("--levers", type=Path, metavar="FILE",
+                        help="tune.py's levers.md, appended to results.md (default: DIR/levers.md when it exists)")
     parser.add_argument("--dry-run", action="store_true", help="tiny shapes, wall-clock timers: checks the script")
     args = parser.parse_args(argv)
     dry = args.dry_run
@@ -406,7 +409,7 @@ def main(argv=None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         title = (f"Decode over a paged KV cache, 32 q / 8 KV heads unless named, "
                  f"D={DRY_HEAD_DIM if dry else HEAD_DIM}, fp16, block {BLOCK_SIZE}; * = issue 15's shapes")
-        levers = args.out / "levers.md"
+        levers = args.levers or args.out / "levers.md"
         md = (f"# Lab 04-06 results\n\n{header}\n\nWritten by `bench.py --out`. Times are medians with the L2 cache "
               "flushed before each run: *call* issues each call from Python (`do_bench`, host launch cost "
               "included when the GPU waits for it), *graph* replays it from a CUDA graph. % read and % copy: K+V "
