@@ -17,7 +17,7 @@ prefix of ``C`` tokens has ``M * C + M * (M + 1) / 2`` (query, key) pairs, each 
 ``4 * head_dim`` FLOPs per query head (QK^T and PV, a multiply and an add each). A chunk after
 a prefix is causal **lower-right** (its last query sees every key): SDPA's ``is_causal=True``
 aligns the mask to the upper left when there are fewer queries than keys, so those shapes use
-``torch.nn.attention.bias.causal_lower_right`` (flash only; the cuDNN column stays empty there).
+``torch.nn.attention.bias.causal_lower_right`` (a backend that cannot take it gets no figure).
 Writes ``results.md`` and ``results.png`` into ``--out`` (nothing without it). About a minute
 on an H100; ``--sweep`` also times a few tile configurations on one shape (another minute).
 """

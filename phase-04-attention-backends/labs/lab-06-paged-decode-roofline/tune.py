@@ -69,6 +69,7 @@ class Variant:
     persistent: int = 0  # > 0: a fixed grid of this many programs per SM pulls (seq, kv head, split) items
     fused: bool = False  # the last split of each (sequence, KV head) to finish merges, no reduce kernel
     tma: bool = False  # K/V pages through Hopper tensor descriptors (tl.make_tensor_descriptor)
+    prefetch: bool = False  # the next tile's K/V loads are issued before this tile's math (two tiles in flight)
     use_lab: bool = False  # time the shipped lab.paged_decode itself
     note: str = ""
 
@@ -97,6 +98,11 @@ VARIANTS = [
     Variant("tma_pages", "tensor descriptors", tma=True),
     Variant("fused_reduce", "fused reduce", fused=True),
     Variant("fused_persistent2", "fused reduce + persistent grid", fused=True, persistent=2),
+    Variant("warps2_stages2", "warps + stages", warps=2, stages=2),
+    Variant("prefetch", "register double buffering", prefetch=True, stages=1),
+    Variant("prefetch_stages2", "register double buffering", prefetch=True, stages=2),
+    Variant("prefetch_tile32", "register double buffering + tile", prefetch=True, stages=1, tile=32, short_tile=32),
+    Variant("prefetch_warps8", "register double buffering + warps", prefetch=True, stages=1, warps=8),
 ]
 BY_NAME = {v.name: v for v in VARIANTS}
 
@@ -122,7 +128,7 @@ def _item(
     stride_block, stride_slot, stride_head,
     GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, BLOCK_SIZE: tl.constexpr, HEAD_DIM: tl.constexpr,
     SCALE: tl.constexpr, TILE_N: tl.constexpr, FP32_DOT: tl.constexpr, ONE_SPLIT: tl.constexpr,
-    FUSED: tl.constexpr, TMA: tl.constexpr,
+    FUSED: tl.constexpr, TMA: tl.constexpr, PREFETCH: tl.constexpr,
 ):
     """One (sequence, KV head, split) work item: the solution's partition program, plus the levers."""
     num_heads = num_kv_heads * GROUP
@@ -168,6 +174,40 @@ def _item(
                 else:
                     acc = acc * correction[:, None] + tl.dot(p.to(v.dtype), v)
                 m = m_new
+        elif PREFETCH:
+            # Register double buffering: the next tile's block ids and K/V are loaded before this tile's
+            # math, so each program keeps two tiles of loads in flight instead of one.
+            offs = tl.arange(0, TILE_N)
+            token = start + offs
+            valid = token < end
+            block = tl.load(table + token // BLOCK_SIZE, mask=valid, other=0).to(tl.int64)
+            rows_kv = block * stride_block + (token % BLOCK_SIZE) * stride_slot + kv_head * stride_head
+            k = tl.load(k_cache_ptr + rows_kv[:, None] + dims[None, :], mask=valid[:, None], other=0.0)
+            v = tl.load(v_cache_ptr + rows_kv[:, None] + dims[None, :], mask=valid[:, None], other=0.0)
+            for tile_start in range(start, end, TILE_N):
+                n_token = tile_start + TILE_N + offs
+                n_valid = n_token < end
+                n_block = tl.load(table + n_token // BLOCK_SIZE, mask=n_valid, other=0).to(tl.int64)
+                n_rows = n_block * stride_block + (n_token % BLOCK_SIZE) * stride_slot + kv_head * stride_head
+                n_k = tl.load(k_cache_ptr + n_rows[:, None] + dims[None, :], mask=n_valid[:, None], other=0.0)
+                n_v = tl.load(v_cache_ptr + n_rows[:, None] + dims[None, :], mask=n_valid[:, None], other=0.0)
+                if FP32_DOT:
+                    scores = tl.dot(q, tl.trans(k), input_precision="ieee")
+                else:
+                    scores = tl.dot(q, tl.trans(k))
+                scores = tl.where(valid[None, :], scores * SCALE, float("-inf"))
+                m_new = tl.maximum(m, tl.max(scores, axis=1))
+                correction = tl.exp(m - m_new)
+                p = tl.exp(scores - m_new[:, None])
+                denom = denom * correction + tl.sum(p, axis=1)
+                if FP32_DOT:
+                    acc = acc * correction[:, None] + tl.dot(p, v, input_precision="ieee")
+                else:
+                    acc = acc * correction[:, None] + tl.dot(p.to(v.dtype), v)
+                m = m_new
+                k = n_k
+                v = n_v
+                valid = n_valid
         else:
             offs = tl.arange(0, TILE_N)
             for tile_start in range(start, end, TILE_N):
@@ -236,7 +276,7 @@ def _tuned_partition_kernel(
     batch, num_kv_heads, max_splits, partition_size, max_blocks, num_blocks, stride_block, stride_slot, stride_head,
     GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, BLOCK_SIZE: tl.constexpr, HEAD_DIM: tl.constexpr,
     SCALE: tl.constexpr, TILE_N: tl.constexpr, FP32_DOT: tl.constexpr, ONE_SPLIT: tl.constexpr,
-    FUSED: tl.constexpr, TMA: tl.constexpr, PERSISTENT: tl.constexpr, PDL: tl.constexpr,
+    FUSED: tl.constexpr, TMA: tl.constexpr, PREFETCH: tl.constexpr, PERSISTENT: tl.constexpr, PDL: tl.constexpr,
 ):
     if PERSISTENT:
         # A fixed grid; work item i is (split, sequence, KV head) with the split slowest, so that the
@@ -248,12 +288,12 @@ def _tuned_partition_kernel(
             _item(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, seq_lens_ptr, out_ptr, m_ptr, denom_ptr, acc_ptr,
                   counter_ptr, (rest // num_kv_heads).to(tl.int64), rest % num_kv_heads, split, num_kv_heads,
                   max_splits, partition_size, max_blocks, num_blocks, stride_block, stride_slot, stride_head,
-                  GROUP, GROUP_PAD, BLOCK_SIZE, HEAD_DIM, SCALE, TILE_N, FP32_DOT, ONE_SPLIT, FUSED, TMA)
+                  GROUP, GROUP_PAD, BLOCK_SIZE, HEAD_DIM, SCALE, TILE_N, FP32_DOT, ONE_SPLIT, FUSED, TMA, PREFETCH)
     else:
         _item(q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, seq_lens_ptr, out_ptr, m_ptr, denom_ptr, acc_ptr,
               counter_ptr, tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2), num_kv_heads,
               max_splits, partition_size, max_blocks, num_blocks, stride_block, stride_slot, stride_head,
-              GROUP, GROUP_PAD, BLOCK_SIZE, HEAD_DIM, SCALE, TILE_N, FP32_DOT, ONE_SPLIT, FUSED, TMA)
+              GROUP, GROUP_PAD, BLOCK_SIZE, HEAD_DIM, SCALE, TILE_N, FP32_DOT, ONE_SPLIT, FUSED, TMA, PREFETCH)
     if PDL:
         tl.extra.cuda.gdc_launch_dependents()
 
@@ -312,7 +352,7 @@ def tuned_decode(v: Variant, q, k_cache, v_cache, block_tables, seq_lens, num_sp
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)), BLOCK_SIZE=block_size, HEAD_DIM=head_dim,
         SCALE=1.0 / math.sqrt(head_dim), TILE_N=v.tile if partition > 2 * v.tile else v.short_tile,
-        FP32_DOT=q.dtype == torch.float32, ONE_SPLIT=one_split, FUSED=v.fused, TMA=v.tma,
+        FP32_DOT=q.dtype == torch.float32, ONE_SPLIT=one_split, FUSED=v.fused, TMA=v.tma, PREFETCH=v.prefetch,
         PERSISTENT=v.persistent > 0, PDL=pdl, num_warps=v.warps, num_stages=v.stages,
     )
     if not one_split and not v.fused:
