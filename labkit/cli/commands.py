@@ -103,6 +103,7 @@ def _list_table(labs: list[Lab], width: int) -> Table | None:
     title_min, runs_min = _longest_word(titles), _longest_word(runs_on)
     if left < title_min + runs_min:
         return None
+
     # Share what is left between title and "runs on" so that the rows take the fewest lines.
     def lines(text: str, w: int) -> int:
         return len(textwrap.wrap(text, w, break_long_words=False, break_on_hyphens=False))
@@ -135,11 +136,9 @@ def _list_compact(labs: list[Lab], width: int) -> None:
         lines = textwrap.wrap(about, width=max(20, width - len(lead)), break_long_words=False,
                               break_on_hyphens=False)
         indent = " " * len(lead)
-        for i, line in enumerate(lines):
-            text = Text(lead if i == 0 else indent)
-            text.stylize("bold", len(f"{n:>2}  "), len(f"{n:>2}  {lab.id}") if i == 0 else 0)
-            text.append(line)
-            console.print(text, soft_wrap=True)
+        console.print(Text(f"{n:>2}  ") + Text(lab.id, style="bold") + Text("  " + lines[0]), soft_wrap=True)
+        for line in lines[1:]:
+            console.print(Text(indent + line), soft_wrap=True)
         folder_indent = indent if len(indent) + len(lab.folder) <= width else ""
         console.print(Text(folder_indent + lab.folder, style="cyan"), soft_wrap=True)
 
@@ -462,7 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("list", help="every lab with its phase, title, CPU/GPU and folder")
+    p = sub.add_parser("list", help="the labs in study order: id, title, where each runs, folder")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("check", help="run the labs' tests and show a board (exit 0 only when all pass)")
