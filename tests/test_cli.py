@@ -268,7 +268,25 @@ def test_bugs_board_never_cuts_a_summary_or_a_name(monkeypatch, entry, columns):
     for bug in bugs_mod.bugs_of(entry.path):
         assert bug.summary and bug.summary in flat, f"{bug.name}: {bug.summary!r} not whole in\n{out}"
         assert not _words_whole(" ".join([bug.name, *(bug.caught_by or [])]), out), out
+        for test in bug.caught_by or []:  # the tick stays with its test
+            assert any(f"{test} ✓" in line for line in out.splitlines()), f"{test} ✓ split:\n{out}"
     assert all(len(line) <= columns for line in out.splitlines()), out
+
+
+def test_compact_bugs_board_keeps_each_tick_with_its_test(monkeypatch):
+    """On a narrow terminal each bug is a block; at no width does a line break fall between a test
+    and its ✓ (which says that the bug's CAUGHT_BY lists it), nor inside a test's name."""
+    marked = ["test_attend_partial_returns_the_unnormalized_triple ✓", "test_one_partition_is_just_attention ✓",
+              "test_any_partition_count_matches_dense ✓", "test_extreme_scores_do_not_overflow", "test_x ✓"]
+    rows = [("attend_partial_normalizes", "attend_partial returns acc / denom, and the merge divides again.", marked,
+             "[green]caught; CAUGHT_BY agrees[/]")]
+    for width in range(56, 101):
+        out = io.StringIO()
+        monkeypatch.setattr(cli_main, "console", Console(file=out, width=width, color_system=None))
+        cli_main._bugs_compact(rows, width)
+        lines = out.getvalue().splitlines()
+        for test in marked:
+            assert any(test in line for line in lines), f"width {width}: {test!r} split:\n{out.getvalue()}"
 
 
 def test_a_lab_can_be_named_by_its_folder():

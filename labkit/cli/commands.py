@@ -21,7 +21,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.markup import escape
-from rich.padding import Padding
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -354,7 +353,7 @@ def cmd_bugs(args) -> int:
         console.print(table)
     else:
         console.print(f"[bold]{escape(title)}[/]", highlight=False)
-        _bugs_compact(rows)
+        _bugs_compact(rows, console.width)
     unchecked = sum(bool(c.skip_reason) for c in checks)
     console.print(f"{len(checks) - bad - unchecked} of {len(checks)} bugs caught by the tests their CAUGHT_BY names"
                   + (f"; {unchecked} only by tests that skip on this machine." if unchecked else "."))
@@ -384,13 +383,16 @@ def _bugs_table(rows: list, width: int) -> Table | None:
     return table
 
 
-def _bugs_compact(rows: list) -> None:
-    """One block per bug: its name and verdict, its summary, the tests that caught it (names whole:
-    the lines break between them)."""
+def _bugs_compact(rows: list, width: int) -> None:
+    """One block per bug: its name and verdict, its summary (wrapped at words), then the tests that
+    caught it, one a line (a name is never broken)."""
     for name, summary, marked, verdict in rows:
         console.print(Text(name, style="bold") + Text("  ") + Text.from_markup(verdict))
-        console.print(Padding(Text(summary, style="dim"), (0, 0, 0, 2), expand=False))
-        console.print(Padding(Text("caught by: " + (", ".join(marked) or "-")), (0, 0, 0, 2), expand=False))
+        for line in textwrap.wrap(summary, width=max(20, width - 2), break_long_words=False, break_on_hyphens=False):
+            console.print(Text("  " + line, style="dim"), soft_wrap=True)
+        console.print("  caught by:" + ("" if marked else " -"), highlight=False)
+        for test in marked:
+            console.print(Text("    " + test), soft_wrap=True)
 
 
 def _print_diffs(lab: Lab, gallery: list) -> int:
