@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.text import one_line
+from labkit.text import clean, one_line
 
 
 class _Recorder:
@@ -47,6 +47,7 @@ class _Recorder:
                 outcome=report.outcome,
                 when=report.when,
                 message=_message(report) if not report.passed else "",
+                detail=_detail(report) if report.failed else "",
                 incidents=self._incidents(),
             )
         elif report.when == "teardown" and report.failed:
@@ -64,6 +65,14 @@ def _message(report) -> str:
     if crash is not None:  # "labkit.grader.standin.SubmissionTimeout: ..." reads better as "SubmissionTimeout: ..."
         return one_line(crash.message.removeprefix("labkit.grader.standin."))
     return one_line(str(longrepr).strip().splitlines()[-1] if str(longrepr).strip() else "")
+
+
+def _detail(report, limit: int = 2000) -> str:
+    """The failure's whole message, lines kept (``labs check`` picks its most useful lines), cleaned of
+    control characters and capped at ``limit`` characters."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message.removeprefix("labkit.grader.standin.") if crash is not None else str(report.longrepr)
+    return clean(text)[:limit]
 
 
 @pytest.hookimpl(trylast=True)

@@ -45,6 +45,7 @@ class TestResult:
     message: str = ""  # one line: why it failed or skipped
     incidents: list[dict] = field(default_factory=list)  # submission timeouts/crashes during it
     when: str = "call"  # "setup" when it never ran: a fixture failed (e.g. the implementation did not import)
+    detail: str = ""  # the failure's whole message, lines kept (capped): what ``labs check`` shows
 
     @property
     def function(self) -> str:
@@ -192,7 +193,8 @@ def _read_events(path: Path, offset: int, run: LabRun) -> int:
             run.errors.append(f"{event.get('nodeid') or 'collection'}: {event.get('message', '')}")
         elif kind == "test":
             run.tests.append(TestResult(event["nodeid"], event["name"], event["outcome"], event.get("message", ""),
-                                        event.get("incidents", []), event.get("when", "call")))
+                                        event.get("incidents", []), event.get("when", "call"),
+                                        event.get("detail", "")))
         elif kind == "teardown-error":
             for t in run.tests:
                 if t.nodeid == event.get("nodeid") and t.outcome == "passed":
