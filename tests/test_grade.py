@@ -12,7 +12,6 @@ import csv
 import io
 import json
 import os
-import re
 import shutil
 import struct
 import subprocess
@@ -467,7 +466,8 @@ EXPECTED = {
     ("frank", "02-06"): ("failed", "none"),
     ("grace", "02-06"): ("ok", "all"),
 }
-LIMITS = grade.Limits(call=8.0, lab=60.0, imports=30.0)
+# 02-04's 72 tests run Triton's interpreter on the CPU: a minute or more on a small machine.
+LIMITS = grade.Limits(call=8.0, lab=240.0, imports=60.0)
 
 
 @pytest.mark.maintainer
@@ -495,7 +495,7 @@ def test_the_example_class_is_graded_right_within_the_time_limits(tmp_path):
     assert warnings == []
     ran = [v for v in verdicts if v.status not in ("missing", "syntax error")]
     assert elapsed < LIMITS.lab * len(ran), f"{elapsed:.0f} s for {len(ran)} runs"
-    # frank's files (a conftest.py, a results file) landed in his scratch and snapshot folders only.
+    # frank's files (a conftest.py, a results file) could land in his sandbox's /tmp only.
     assert _tree(CLASS) == before
     assert not (Path.cwd() / "results.jsonl").exists()
 
@@ -526,15 +526,13 @@ SPECIAL_BUGS = {"04-01": ["two_pass_gather"], "04-04": ["merge_in_place", "drops
 
 
 def _standalone(lab, bug) -> str | None:
-    """The bug as a student would hand it in: the solution with the broken function(s) after it.
-    None for a bug that needs its lab folder (load_sibling, a helper module of bugs/)."""
-    text = bug.path.read_text()
-    if "load_sibling" in text or re.search(r"^from _\w+ import", text, re.M):
+    """The bug as a student would hand it in: the solution with the bug's edit made. None for a
+    bug that edits another file of the lab folder."""
+    from labkit.course import bugs as gallery
+
+    if bug.source != "solution.py" or bug.problem:
         return None
-    text = re.sub(r"^from __future__ import annotations\n", "", text, flags=re.M)
-    text = re.sub(r"^from labkit\.bugs import solution_with\n", "", text, flags=re.M)
-    text = re.sub(r"^globals\(\)\.update\(solution_with\(.*?\)\)\n?", "", text, flags=re.M | re.S)
-    return (lab.path / "solution.py").read_text() + "\n\n# the classic mistake\n" + text
+    return gallery.apply_edits((lab.path / "solution.py").read_text(encoding="utf-8"), bug)
 
 
 def _agreement_cases():
@@ -563,7 +561,7 @@ def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
         folder.mkdir(parents=True)
         (folder / "starter.py").write_text(_standalone(lab, bug))
     verdicts, warnings = grade.grade(tmp_path / "class", sorted({lab for lab, _ in cases}, key=lambda x: x.id),
-                                     grade.Limits(call=60, lab=300, imports=60), jobs=2)
+                                     grade.Limits(call=60, lab=400, imports=120), jobs=2)
     got = {v.student: v for v in verdicts if v.status != "missing"}
     wrong = []
     for lab, bug in cases:

@@ -84,7 +84,12 @@ class Submission(types.ModuleType):
         self._callback_index: dict[int, int] = {}
         self._baseline = watched_functions()  # numpy's functions as they were before any test patched one
         self._api: dict[str, object] = {}
-        self._api = self._public_names(self._start())
+        ready = self._start()
+        try:
+            self._api = self._public_names(ready)
+        except ProtocolError as err:
+            self._stop()
+            raise self._incident(SubmissionCrashed, "crashed", f"the worker's ready message: {err}") from None
 
     def __getattr__(self, name):
         api = self.__dict__.get("_api", {})
