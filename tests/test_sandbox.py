@@ -30,7 +30,7 @@ SITE = site.getsitepackages()[0]
 LAB = registry.get("02-06")
 LOOK_FOR = [str(registry.ROOT), str(LAB.path / "solution.py"), str(Path.home() / ".cache")]
 WRITE_TARGETS = ["/grader/labkit/evil.py", "/submission/conftest.py", f"{SITE}/evil.pth", "/usr/evil",
-                 f"{sys.prefix}/evil", "/evil"]
+                 f"{sys.prefix}/evil", "/evil", "/dev/evil", "/etc/evil", "/home/evil", "/dev/shm/../evil"]
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,9 @@ from pathlib import Path
 
 LABKIT = Path(__file__).resolve().parents[1]
 NOBODY = 65534  # who the sandbox runs as when the grader runs as root
+# The interpreter, by a path that needs no folder outside the sandbox ("venv/../venv/bin/python" would);
+# symbolic links are kept, so that a virtual environment still finds its pyvenv.cfg.
+PYTHON = os.path.abspath(sys.executable)
 INSIDE_UID = 1000
 INSTALL = ("labs grade runs each student's code in a bubblewrap sandbox, and `bwrap` is not installed: "
            "sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora), "
@@ -158,7 +161,7 @@ class Sandbox:
         """``python -m labkit.grader.worker <args>`` in the sandbox (the worker's first argument is
         its mode; the limits are inserted after it)."""
         limits = self.resources.limits(gpu=self.gpu, sandboxed=self.enabled)
-        command = [sys.executable, "-m", "labkit.grader.worker", args[0], json.dumps(limits), *args[1:]]
+        command = [PYTHON, "-m", "labkit.grader.worker", args[0], json.dumps(limits), *args[1:]]
         if self.enabled:
             tmp = "/tmp"
         else:
@@ -220,6 +223,8 @@ class Sandbox:
                 "--proc", "/proc", "--dev", "/dev", *self._gpu_devices(),
                 "--perms", "1777", "--size", str(self.resources.tmp_size), "--tmpfs", "/tmp",
                 "--perms", "1777", "--size", str(self.resources.tmp_size), "--tmpfs", "/dev/shm",
+                # bwrap's root and /dev are tmpfs of the sandbox's user with no size limit: no writes there
+                "--remount-ro", "/dev", "--remount-ro", "/",
                 "--chdir", "/tmp", "--clearenv"]
         for key, value in env.items():
             jail += ["--setenv", key, value]
@@ -230,7 +235,7 @@ class Sandbox:
         outer = [bwrap(), "--die-with-parent", "--unshare-pid", "--cap-add", "CAP_SYS_ADMIN", "--cap-add",
                  "CAP_SETUID", "--cap-add", "CAP_SETGID", *self._view(), "--dev", "/dev", *self._gpu_devices(),
                  "--dir", "/proc", "--tmpfs", "/tmp", "--"]
-        return [*outer, sys.executable, "-S", "-c", _DROP, str(NOBODY), bwrap(), "--ro-bind", "/", "/", *jail, "--",
+        return [*outer, PYTHON, "-S", "-c", _DROP, str(NOBODY), bwrap(), "--ro-bind", "/", "/", *jail, "--",
                 *command]
 
     def _view(self) -> list[str]:
