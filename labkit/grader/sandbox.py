@@ -203,7 +203,10 @@ class Sandbox:
         return code, bytes(out), bytes(err)
 
     def _environment(self, tmp: str, extra: dict) -> dict:
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": tmp, "TMPDIR": tmp, "USER": "student",
+        path = [os.path.dirname(PYTHON), "/usr/local/bin", "/usr/bin", "/bin"]  # the venv's tools (ninja) first
+        if self.gpu and os.environ.get("CUDA_HOME"):
+            path.append(os.path.join(os.environ["CUDA_HOME"], "bin"))  # nvcc, for lab 04-05's CUDA exercise
+        env = {"PATH": os.pathsep.join(path), "HOME": tmp, "TMPDIR": tmp, "USER": "student",
                "LOGNAME": "student", "LANG": "C.UTF-8", "PYTHONPATH": self.grader_dir, "PYTHONDONTWRITEBYTECODE": "1",
                "XDG_CACHE_HOME": f"{tmp}/.cache", "TRITON_CACHE_DIR": f"{tmp}/.triton",
                "TORCH_EXTENSIONS_DIR": f"{tmp}/torch_extensions", "MPLCONFIGDIR": f"{tmp}/.matplotlib"}
