@@ -344,6 +344,31 @@ def test_the_api_is_read_from_the_starter_without_running_it(tmp_path):
     assert starter_api(tmp_path) == {"X": "value", "Y": "value", "Z": "value", "f": "callable", "C": "callable"}
 
 
+RESULTS_TEST = """
+import os
+import subprocess
+import sys
+
+
+def test_the_results_pipe_is_not_handed_on():
+    assert "LABS_RESULTS_FD" not in os.environ and "LABS_RESULTS" not in os.environ
+    # A process this test starts, even one that keeps every inheritable descriptor, gets none of ours.
+    fds = subprocess.run([sys.executable, "-c", "import os; print(sorted(map(int, os.listdir('/proc/self/fd'))))"],
+                         close_fds=False, capture_output=True, text=True).stdout
+    assert eval(fds) == [0, 1, 2, 3], fds
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_results_reach_the_runner_through_a_pipe_no_other_process_holds(tmp_path):
+    from labkit.course.runner import run_lab_tests
+
+    (tmp_path / "test_pipe.py").write_text(RESULTS_TEST)
+    run = run_lab_tests(tmp_path, cwd=tmp_path)
+    assert [(t.name, t.outcome) for t in run.tests] == [("test_the_results_pipe_is_not_handed_on", "passed")], \
+        run.output[-2000:]
+
+
 # --------------------------------------------------------------------------- statuses without running anything
 
 
