@@ -88,6 +88,9 @@ def test_an_unprivileged_user_and_an_environment_of_our_own(probe):
     assert all(not e or e.split("=")[0] in ("PATH", "PWD", "LC_CTYPE") for e in probe["pid1_environ"]), \
         "bubblewrap's own environment (readable in /proc/1/environ) carries nothing of the grader's"
     assert probe["fds"] == [0, 1, 2, 3], "only stdin/out/err (and the probe's own listing) are open"
+    bwraps = [c.split(" -- ")[0] for c in probe["cmdlines"] if c.split(" ")[0].endswith("bwrap")]
+    leaks = [c for c in bwraps for host in (str(registry.ROOT), "labs-sandbox-", "labs-grade-") if host in c]
+    assert bwraps and leaks == [], "bwrap's options, in /proc/1/cmdline, name folders of the host"
 
 
 def test_the_resource_limits_hold(probe):

@@ -168,12 +168,24 @@ class Sandbox:
             tmp = tempfile.mkdtemp(prefix="labs-scratch-")
             self._scratch.append(Path(tmp))
         inner_env = self._environment(tmp, env or {})
-        if self.enabled:  # bwrap itself gets a bare environment: /proc/1/environ inside shows it
-            command, cwd, popen_env = self._wrap(command, inner_env), "/", {"PATH": "/usr/bin:/bin"}
-        else:
-            cwd, popen_env = tmp, inner_env
-        return subprocess.Popen(command, cwd=cwd, env=popen_env, stdin=subprocess.DEVNULL, stdout=stdout,
-                                stderr=stderr, pass_fds=pass_fds, start_new_session=True)
+        if not self.enabled:
+            return subprocess.Popen(command, cwd=tmp, env=inner_env, stdin=subprocess.DEVNULL, stdout=stdout,
+                                    stderr=stderr, pass_fds=pass_fds, start_new_session=True)
+        # bwrap reads its options from a pipe (--args), and gets a bare environment: the sandbox's
+        # /proc/1/cmdline and /proc/1/environ show neither the host's paths nor the grader's variables.
+        options, rest = self._wrap(command, inner_env)
+        read_fd, write_fd = os.pipe()
+        try:
+            data = b"".join(arg.encode() + b"\0" for arg in options)
+            if len(data) >= 60_000:  # more than a pipe holds before bwrap reads it
+                raise SandboxError(f"bwrap's options take {len(data)} bytes")
+            os.write(write_fd, data)
+            os.close(write_fd)
+            return subprocess.Popen([bwrap(), "--args", str(read_fd), *rest], cwd="/", env={"PATH": "/usr/bin:/bin"},
+                                    stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                    pass_fds=(*pass_fds, read_fd), start_new_session=True)
+        finally:
+            os.close(read_fd)
 
     def run(self, args: list[str], *, timeout: float, env: dict | None = None, cap: int = 64 << 20):
         """Run ``args`` (as :meth:`popen`) to the end or to ``timeout`` seconds: ``(returncode, or None
@@ -219,8 +231,8 @@ class Sandbox:
         env.update(extra)
         return {k: v for k, v in env.items() if v}
 
-    def _wrap(self, command: list[str], env: dict) -> list[str]:
-        """The bubblewrap command line around ``command``."""
+    def _wrap(self, command: list[str], env: dict) -> tuple[list[str], list[str]]:
+        """The bubblewrap command line around ``command``: (bwrap's options, the rest from "--" on)."""
         jail = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
                 "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--hostname", "sandbox",
                 "--proc", "/proc", "--dev", "/dev", *self._gpu_devices(),
@@ -232,14 +244,14 @@ class Sandbox:
         for key, value in env.items():
             jail += ["--setenv", key, value]
         if os.geteuid() != 0:
-            return [bwrap(), *self._view(), *jail, "--", *command]
+            return [*self._view(), *jail], ["--", *command]
         # As root: the first bwrap builds the view with root's access to the files; the second,
         # started as nobody, makes the user namespace (see the module's docstring).
-        outer = [bwrap(), "--die-with-parent", "--unshare-pid", "--cap-add", "CAP_SYS_ADMIN", "--cap-add",
+        outer = ["--die-with-parent", "--unshare-pid", "--cap-add", "CAP_SYS_ADMIN", "--cap-add",
                  "CAP_SETUID", "--cap-add", "CAP_SETGID", *self._view(), "--dev", "/dev", *self._gpu_devices(),
-                 "--dir", "/proc", "--tmpfs", "/tmp", "--"]
-        return [*outer, PYTHON, "-S", "-c", _DROP, str(NOBODY), bwrap(), "--ro-bind", "/", "/", *jail, "--",
-                *command]
+                 "--dir", "/proc", "--tmpfs", "/tmp"]
+        return outer, ["--", PYTHON, "-S", "-c", _DROP, str(NOBODY), bwrap(), "--ro-bind", "/", "/", *jail, "--",
+                       *command]
 
     def _view(self) -> list[str]:
         """Mount operations that make the sandbox's file system: binds, then masks, parents opened."""
