@@ -443,3 +443,24 @@ def test_bugs_and_check_on_a_small_lab(capsys, with_fake_lab, tmp_path, monkeypa
     assert "a long description of the case: 1 of 1 values differ by more than atol=0; max |Δ| = 1 at row 0, col 0" \
         in flat, out
     assert "there: got 5, expected 6" in flat, out
+
+def test_grade_refuses_without_bubblewrap_and_names_the_install(capsys, tmp_path, monkeypatch):
+    from labkit.grader import sandbox
+
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "bwrap", lambda: None)
+    code, _, err = _run(capsys, "grade", str(tmp_path / "class"), "--labs", "02-06")
+    assert code == 2 and "apt-get install bubblewrap" in " ".join(err.split()) and "--no-sandbox" in err
+
+
+def test_grade_without_a_sandbox_says_so_in_the_report(capsys, tmp_path):
+    lab = registry.get("02-06")
+    folder = tmp_path / "class" / "carol" / lab.folder
+    folder.mkdir(parents=True)
+    (folder / "starter.py").write_text("def broken(:\n")  # a syntax error: decided without running anything
+    out = tmp_path / "report.json"
+    code, _, err = _run(capsys, "grade", str(tmp_path / "class"), "--labs", "02-06", "--no-sandbox", "--out", str(out))
+    assert code == 0 and "WITHOUT a sandbox" in " ".join(err.split())
+    import json
+
+    assert any("WITHOUT a sandbox" in w for w in json.loads(out.read_text())["warnings"])

@@ -27,6 +27,7 @@ from rich.text import Text
 
 from labkit.course import bugs, hints, registry
 from labkit.course.registry import Lab
+from labkit.grader.sandbox import Resources
 from labkit.text import shorten
 
 console = Console()
@@ -411,12 +412,12 @@ def _print_diffs(lab: Lab, gallery: list) -> int:
 
 
 def cmd_grade(args) -> int:
-    from labkit.grader import grade
+    from labkit.grader import grade, sandbox
 
     out = Path(args.out) if args.out else None
     if os.name != "posix":
-        raise UsageError("labs grade needs Linux or macOS (its worker processes use POSIX pipes and process "
-                         "groups); on Windows, run it in WSL2")
+        raise UsageError("labs grade needs Linux (its sandbox is bubblewrap); on Windows, run it in WSL2; "
+                         "on macOS, in a Linux VM or container (SETUP.md)")
     labs = [resolve_lab(t) for t in args.labs] if args.labs else list(registry.LABS)
     try:
         grade.check_report_path(out)
@@ -424,20 +425,36 @@ def cmd_grade(args) -> int:
             raise grade.GradeError(f"--out {out} is a folder; name a file such as report.csv")
         names = grade.students(Path(args.submissions))
         for name, value in (("--call-timeout", args.call_timeout), ("--lab-timeout", args.lab_timeout),
-                            ("--import-timeout", args.import_timeout)):
+                            ("--import-timeout", args.import_timeout), ("--tmp-size", args.tmp_size)):
             if not value > 0:
-                raise grade.GradeError(f"{name} must be a positive number of seconds")
+                raise grade.GradeError(f"{name} must be a positive number")
+        for name, value in (("--memory-limit", args.memory_limit), ("--process-limit", args.process_limit),
+                            ("--cpu-limit", args.cpu_limit),
+                            ("--open-files-limit", args.open_files_limit)):
+            if value < 0:
+                raise grade.GradeError(f"{name} must be 0 (no limit) or more")
     except grade.GradeError as err:
         raise UsageError(str(err)) from None
+    resources = Resources(memory=int(args.memory_limit * 2**30), processes=args.process_limit,
+                                  tmp_size=int(args.tmp_size * 2**20),
+                                  cpu_seconds=args.cpu_limit, open_files=args.open_files_limit)
+    if args.no_sandbox:
+        err_console.print(f"[bold red]warning:[/] {escape(grade.UNSANDBOXED)}")
+    else:
+        try:
+            sandbox.check(resources)
+        except sandbox.SandboxError as err:
+            raise UsageError(str(err)) from None
     limits = grade.Limits(call=args.call_timeout, lab=args.lab_timeout, imports=args.import_timeout)
     ready = [lab for lab in labs if (lab.path / "test_lab.py").is_file()]
     with _progress() as progress:
         task = progress.add_task("grading", total=len(names) * len(ready))
         verdicts, warnings = grade.grade(Path(args.submissions), labs, limits, jobs=args.jobs,
-                                         on_verdict=lambda v: progress.advance(task))
+                                         on_verdict=lambda v: progress.advance(task), resources=resources,
+                                         sandbox=not args.no_sandbox, out=out)
     colors = {"ok": "green", "failed": "red", "timeout": "magenta", "crashed": "magenta", "missing": "yellow",
               "syntax error": "yellow"}
-    table = Table(title=f"labs grade {args.submissions}")
+    table = Table(title=f"labs grade {escape(str(args.submissions))}")
     for column in ("student", "lab", "passed", "status", "first failure"):
         table.add_column(column, overflow="fold")
     for v in verdicts:
@@ -447,8 +464,7 @@ def cmd_grade(args) -> int:
     for warning in warnings:
         err_console.print(f"[yellow]warning:[/] {escape(warning)}")
     if out is not None:
-        grade.write_report(verdicts, out, warnings)
-        console.print(f"Report written to {out}")
+        console.print(f"Report written to {escape(str(out))}")
     return 1 if any(w.startswith(grade.TAMPERED) for w in warnings) else 0
 
 
@@ -488,9 +504,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "grade", help="grade a class: every student's starter.py against the instructor's tests",
         description="Run each lab's test_lab.py from this repository on every student's starter.py. Student code "
-                    "runs only in worker processes, under time limits; the verdicts are decided by the tests.",
+                    "runs only in a bubblewrap sandbox (no network, no repository, no other submission, resource "
+                    "limits), under time limits; the verdicts are decided by the tests, in a process that runs no "
+                    "student code.",
         epilog="Statuses: ok, failed, timeout, crashed, missing, syntax error. Exit status 1 when the "
-               "instructor's files changed during the run. Not an OS sandbox: see SETUP.md.",
+               "instructor's files changed during the run. Threat model: labkit/grader/README.md.",
     )
     p.add_argument("submissions", metavar="SUBMISSIONS",
                    help="a folder with one folder per student, mirroring the repository's paths "
@@ -504,6 +522,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--import-timeout", type=float, default=60.0, metavar="S",
                    help="seconds importing a submission may take (default 60)")
     p.add_argument("--jobs", type=int, default=2, help="student-lab pairs graded at a time (default 2)")
+    defaults = Resources()
+    limits = p.add_argument_group("resource limits of each sandbox (0: no limit, except --tmp-size)")
+    limits.add_argument("--memory-limit", type=float, default=defaults.memory / 2**30, metavar="GIB",
+                        help=f"address space per process, GiB (private writable memory with a GPU; default "
+                             f"{defaults.memory / 2**30:g})")
+    limits.add_argument("--process-limit", type=int, default=defaults.processes, metavar="N",
+                        help=f"processes and threads (default {defaults.processes})")
+    limits.add_argument("--tmp-size", type=float, default=defaults.tmp_size / 2**20, metavar="MIB",
+                        help=f"size of the sandbox's /tmp and largest file, MiB (default {defaults.tmp_size >> 20})")
+    limits.add_argument("--cpu-limit", type=int, default=defaults.cpu_seconds, metavar="S",
+                        help=f"CPU seconds per process (default {defaults.cpu_seconds})")
+    limits.add_argument("--open-files-limit", type=int, default=defaults.open_files, metavar="N",
+                        help=f"open files per process (default {defaults.open_files})")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="grade without bubblewrap (macOS, or no user namespaces): student code then runs as you, "
+                        "sees this repository and the network; a warning goes into the report")
     p.set_defaults(func=cmd_grade)
     return parser
 
