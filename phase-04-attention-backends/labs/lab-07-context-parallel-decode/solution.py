@@ -37,7 +37,7 @@ METHODS = ("all_gather", "all_reduce")
 
 
 # ---------------------------------------------------------------------------------------------
-# Step 1-3: where each token lives.
+# Steps 1-3: where each token lives.
 
 
 def token_owner(positions, world_size, stripe):
@@ -191,8 +191,8 @@ def combine_all_gather(m, denom, acc, group=None):
     """The same output as ``combine_all_reduce``, by one all-gather of every rank's ``(out, lse)``
     followed by lab 04-04's merge over the ranks, on every rank. Same arguments and result."""
     _check_summaries("combine_all_gather", m, denom, acc)
-    world_size = _world_size("combine_all_gather", group)
     out, lse = to_out_lse(m, denom, acc)
+    world_size = _world_size("combine_all_gather", group)
     mine = torch.cat([out, lse.unsqueeze(-1)], dim=-1).contiguous()  # [batch, num_heads, head_dim + 1]
     gathered = [torch.empty_like(mine) for _ in range(world_size)]
     dist.all_gather(gathered, mine, group=group)

@@ -522,6 +522,14 @@ def ranks_run(command: str):
     return _runs[command]
 
 
+def raise_again(err: BaseException):
+    """Raise a run's exception in another test, with this test's traceback only (re-raising the
+    same object would pile up every earlier test's frames on it)."""
+    if isinstance(err, pytest.skip.Exception):
+        pytest.skip(str(err))
+    raise err.with_traceback(None)
+
+
 def survivors(tag: str) -> list[int]:
     """Processes (other than this one) whose environment carries ``tag``, after a short grace."""
     if not sys.platform.startswith("linux"):
@@ -547,9 +555,7 @@ def suite_outputs(world_size: int) -> dict:
     """``{(case, combine): (outputs [world_size ranks, batch, heads, dim], checks [world_size, 3])}``."""
     (status, value), _ = ranks_run("suite")
     if status == "raised":
-        if isinstance(value, pytest.skip.Exception):
-            pytest.skip(str(value))
-        raise value
+        raise_again(value)
     position = 0
     for size in ranks_script.WORLD_SIZES:
         ran = value[position] == 1.0
@@ -663,7 +669,7 @@ def test_no_rank_outlives_its_group(lab):
     Catches: a launcher that returns while ranks still run (it kills and joins every rank)."""
     (status, value), alive = ranks_run("suite")
     if status == "raised":
-        raise value
+        raise_again(value)
     assert not alive, f"processes of the run still alive after it ended: {alive}"
 
 
@@ -679,7 +685,7 @@ def test_a_rank_that_raises_fails_the_whole_group(lab):
     if status == "ok":
         pytest.fail("the crash run succeeded: rank 1 was supposed to raise")
     if isinstance(value, pytest.skip.Exception | NotImplementedError):
-        raise value
+        raise_again(value)
     message = str(value)
     expected = re.escape(f"failed: RuntimeError: {ranks_script.CRASH_MESSAGE}")
     assert re.search(rf"rank {ranks_script.CRASH_RANK} of \d+ {expected}", message), (
