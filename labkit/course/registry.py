@@ -22,7 +22,7 @@ class Lab:
     folder: str  # the lab folder, relative to the repository root
     title: str
     builds: str  # what the learner builds, one line for the lab map
-    tags: tuple[str, ...]  # "cpu" (numpy only) or "triton" (torch + triton; GPU or interpreter)
+    tags: tuple[str, ...]  # "cpu" (numpy only), "triton" (torch + triton; GPU or interpreter), "distributed"
 
     @property
     def path(self) -> Path:
@@ -33,6 +33,8 @@ class Lab:
         """Where the lab runs, for the README's map and ``labs list``."""
         if "triton" in self.tags:
             return "GPU, or CPU via Triton's interpreter"
+        if "distributed" in self.tags:
+            return "CPU (numpy + torch.distributed, gloo), or several GPUs (NCCL)"
         return "CPU (numpy)"
 
 
@@ -58,6 +60,9 @@ LABS: tuple[Lab, ...] = (
          "triton"),
     _lab("04-06", P4, "lab-06-paged-decode-roofline", "Paged decode at the memory roofline",
          "split-KV + grouped-query Triton decode kernels with an exact reduce", "triton"),
+    _lab("04-07", P4, "lab-07-context-parallel-decode", "Decode with the KV cache split across ranks",
+         "a striped KV layout over ranks, per-rank summaries, their combine by all-reduce or all-gather",
+         "distributed"),
 )
 
 PHASES = {
