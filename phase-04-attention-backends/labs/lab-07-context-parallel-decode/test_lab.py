@@ -692,3 +692,44 @@ def test_a_rank_that_raises_fails_the_whole_group(lab):
         f"the run must fail naming rank {ranks_script.CRASH_RANK} and its exception; got:\n{message[-1500:]}"
     )
     assert not alive, f"processes of the crashed run still alive: {alive}"
+
+
+# ------------------------------------------------------------------------------------------
+# For the maintainers: bench.py's GPU pieces, checked on the CPU (the benchmark itself needs GPUs).
+
+
+@pytest.mark.maintainer
+def test_bench_summaries_match_float64(monkeypatch):
+    """bench.py's per-GPU summaries over a shuffled paged cache (its ``place``): the torch fallback
+    always, and lab 04-06's ``split_summaries`` merged over its splits when that lab has it (Triton's
+    interpreter here), against ``summary_f64``; an empty shard gives the identity. float32, so
+    1e-5 relative. (Importing bench.py sets its NVLink-multicast variables in this process.)"""
+    bench = _load("lab_04_07_bench", HERE / "bench.py")
+    heads, kv_heads, head_dim, n = 4, 2, 16, 150
+    for name, value in (("NUM_HEADS", heads), ("NUM_KV_HEADS", kv_heads), ("HEAD_DIM", head_dim)):
+        monkeypatch.setattr(bench, name, value)
+    gen = torch.Generator().manual_seed(0)
+    keys, values = torch.randn(n, kv_heads, head_dim, generator=gen), torch.randn(n, kv_heads, head_dim, generator=gen)
+    q = torch.randn(1, heads, head_dim, generator=gen)
+    group = heads // kv_heads
+    expected = [summary_f64(q[0, h].double().numpy(), keys[:, h // group].double().numpy(),
+                            values[:, h // group].double().numpy()) for h in range(heads)]
+    k_cache, v_cache, table = bench.place(torch, keys, values, gen)
+
+    def check(summaries, what):
+        m, denom, acc = (t.double().numpy()[0] for t in summaries)
+        for h, (m_exp, denom_exp, acc_exp) in enumerate(expected):
+            labkit.assert_close(m[h], m_exp, atol=1e-5, what=f"{what}: m of head {h}")
+            labkit.assert_close(denom[h], denom_exp, atol=0, rtol=1e-5, what=f"{what}: denom of head {h}")
+            labkit.assert_close(acc[h], acc_exp, atol=1e-5 * denom_exp, axes=("dim",), what=f"{what}: acc of head {h}")
+
+    check(bench._torch_summaries(q, k_cache, v_cache, table, n, chunk_blocks=3), "torch summaries")
+    pytest.importorskip("triton", reason='lab 04-06 needs triton: pip install -e ".[triton]"')
+    ref = labkit.load_reference("04-06")
+    if not hasattr(ref, "split_summaries"):
+        pytest.skip("lab 04-06 has no split_summaries in this checkout: bench.py uses the torch summaries")
+    padded = torch.cat([table, torch.zeros(1, 6, dtype=torch.int32)], dim=1)  # splits past the last token
+    check(bench._from_split_summaries(ref, q, k_cache, v_cache, padded, torch.tensor([n], dtype=torch.int32)),
+          "04-06 split summaries")
+    m, denom, acc = bench._from_split_summaries(ref, q, k_cache, v_cache, padded, torch.tensor([0], dtype=torch.int32))
+    assert (m == -math.inf).all() and (denom == 0).all() and (acc == 0).all(), "an empty shard must give the identity"
