@@ -332,7 +332,7 @@ def _failure(ranks, workdir: str) -> str:
     errors = []
     for rank in range(world_size):
         path = os.path.join(workdir, f"rank{rank}.error")
-        if os.path.exists(path):
+        if os.path.exists(path):  # complete: written under another name, then renamed
             with open(path, encoding="utf-8") as f:
                 errors.append((json.load(f), rank))
     if errors:
@@ -368,8 +368,12 @@ def _rank_main(fn, rank, world_size, backend, workdir, timeout, launcher_pid, ar
     except BaseException as err:  # any failure of a rank is the group's failure, KeyboardInterrupt included
         record = {"time": time.time(), "type": type(err).__name__, "message": str(err),
                   "traceback": traceback.format_exc()}
-        with open(os.path.join(workdir, f"rank{rank}.error"), "w", encoding="utf-8") as f:
+        # Written whole, then renamed: the launcher may kill this rank at any moment once another
+        # rank has failed, and must never read half a record.
+        partial = os.path.join(workdir, f"rank{rank}.error.partial")
+        with open(partial, "w", encoding="utf-8") as f:
             json.dump(record, f)
+        os.replace(partial, os.path.join(workdir, f"rank{rank}.error"))
         sys.stderr.write(record["traceback"])
         sys.stderr.flush()
         os._exit(1)  # no clean-up: a process group with a dead peer may block in it

@@ -125,7 +125,8 @@ def rank_summaries(q, k_cache, v_cache, block_tables, seq_lens):
         keys = k_cache[blocks, local % block_size]  # [n, num_kv_heads, head_dim]
         values = v_cache[blocks, local % block_size]
         for h in range(num_heads):
-            m[b, h], denom[b, h], acc[b, h] = attend_partial(q[b, h], keys[:, h // group], values[:, h // group])
+            kv = h // group  # consecutive query heads share a KV head
+            m[b, h], denom[b, h], acc[b, h] = attend_partial(q[b, h], keys[:, kv], values[:, kv])
     return m, denom, acc
 
 

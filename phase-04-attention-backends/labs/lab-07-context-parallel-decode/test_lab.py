@@ -264,9 +264,8 @@ def test_rank_summaries_match_the_definition(lab, poison, spare_columns):
     with GQA (4 query heads on 2 KV heads), an empty shard, lengths that end inside a block;
     every unused slot and the padding's block hold poison.
 
-    Catches: normalizing (acc / denom) on the rank, reading the whole last block (poison), the
-    padding's block read, query head h on KV head h % num_kv_heads, scores without 1 / sqrt(d),
-    NaN or a crash for an empty shard."""
+    Catches: normalizing (acc / denom) on the rank, reading the whole last block (poison), query
+    head h on KV head h % num_kv_heads, m = 0 instead of -inf for an empty shard."""
     inputs = rank_case(7, [13, 0, 4, 1, 9], spare_columns=spare_columns, poison=poison)
     expected = expected_summaries(*inputs)
     assert_summaries_close(lab.rank_summaries(*inputs), expected, what=f"rank_summaries ({poison} poison)")
@@ -276,7 +275,7 @@ def test_rank_summaries_of_an_empty_shard_are_identities(lab):
     """A rank that holds no token of any sequence (short sequences, many ranks) returns exactly
     (-inf, 0.0, zeros) for every (sequence, head), the summary of nothing.
 
-    Catches: m = 0 instead of -inf, NaN from an empty softmax, a crash on an empty max."""
+    Catches: m = 0 instead of -inf (the rank "saw" a score of 0), NaN from an empty softmax."""
     q, k_cache, v_cache, tables, _ = rank_case(3, [5, 2])
     lens = np.zeros(2, dtype=I64)
     lens.flags.writeable = False
@@ -291,7 +290,8 @@ def test_rank_summaries_survive_extreme_scores(lab, level):
     """Scores near +1000 or -1000 (q = sqrt(16) e_0, so each score is exactly the key's first
     coordinate): finite summaries equal to the definition's.
 
-    Catches: exp of raw scores (overflow to inf, or underflow to 0 and 0/0)."""
+    Catches: normalizing on the rank, the wrong KV head, reading past the rank's tokens; an exp of
+    raw scores would overflow to inf (or underflow to 0 and 0/0)."""
     q, k_cache, v_cache, tables, lens = (np.array(x) for x in rank_case(11, [9, 6], head_dim=16))
     q[:] = 0.0
     q[..., 0] = 4.0
@@ -617,8 +617,8 @@ def test_empty_shards_change_nothing(lab, world_size, combine):
     0 alone, the other ranks hold nothing of them, and the empty sequence is on no rank. Every rank
     gets dense attention, and zeros for the empty sequence.
 
-    Catches: NaN from exp(-inf - (-inf)) where no rank holds a token, 0/0 in (out, lse) for an empty
-    shard, an empty rank counted with denominator 1."""
+    Catches: NaN from exp(-inf - (-inf)) where no rank holds a token, and every bug that fails on
+    ranks holding different parts of a sequence."""
     check_case("contiguous_short_and_empty", world_size, combine)
 
 
@@ -629,8 +629,8 @@ def test_huge_logits_on_one_rank(lab, world_size, combine):
     weights underflow to exactly 0 after rescaling, and the output is attention over the hot
     tokens. Finite and exact.
 
-    Catches: exp of unshifted scores or sums (overflow to inf), a rank's sums added without
-    rescaling to the global max, lse computed without the max."""
+    Catches: a rank's sums added without rescaling to the global max, lse computed without the
+    max, outputs averaged, the wrong KV head; exp of unshifted scores would overflow to inf."""
     check_case("huge_logits_on_one_rank", world_size, combine)
 
 
@@ -640,8 +640,8 @@ def test_all_logits_near_minus_1000(lab, world_size, combine):
     """Every score near -1000 on every rank (token-interleaved, MQA): exp of a raw score underflows
     to 0, so only the rescaled sums survive. Finite and exact.
 
-    Catches: sums rescaled to 0 instead of the global max, a denominator of 0 treated as "no
-    token" when it only underflowed."""
+    Catches: the ranks' sums added without rescaling, outputs averaged, acc rescaled after the sum,
+    lse without the max; an exp of raw scores would underflow to 0/0."""
     check_case("all_logits_near_minus_1000", world_size, combine)
 
 
