@@ -18,7 +18,8 @@ and, in the W = 1 run, lab 04-06's ``paged_decode`` over the whole context: the 
 Each time is the median of ``--iters`` runs (CUDA events, L2 flushed, the ranks released together by
 a barrier); a step's time is its slowest rank's. Bytes are ``combine_bytes`` (ring collectives,
 float32 summaries) next to the KV bytes each GPU reads. Before timing, every group checks its
-output on a 4,133-token sequence against float64 attention. Takes 2 to 4 minutes on H100s.
+output on a 4,133-token sequence against float64 attention. The whole run stays within ``--budget``
+seconds (default 290): a group that would overrun it is stopped and reported as failed.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import argparse  # noqa: E402
 import datetime  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
+import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -290,7 +292,7 @@ def main(argv=None) -> int:
     parser.add_argument("--world-sizes", default="1,2,4", help="GPU counts to try (those the machine has)")
     parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)), help="tokens per sequence")
     parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--timeout", type=float, default=240.0, help="seconds a group may take")
+    parser.add_argument("--budget", type=float, default=290.0, help="seconds for the whole run")
     args = parser.parse_args(argv)
     try:
         import torch
@@ -315,8 +317,13 @@ def main(argv=None) -> int:
         print("one GPU only: this measures the per-rank work on the whole context and the single-GPU kernel, "
               "with combines over a group of one (no communication)", flush=True)
     groups = {}
+    deadline = time.monotonic() + args.budget
     for world_size in sizes:
-        result = run_group(world_size, contexts, args.iters, args.timeout)
+        left = deadline - time.monotonic()
+        if left < 30:
+            print(f"{world_size} GPU(s): skipped, the --budget of {args.budget:.0f} s is spent", flush=True)
+            continue
+        result = run_group(world_size, contexts, args.iters, left)
         if result is None:
             continue
         header, rows = result
