@@ -23,7 +23,8 @@ class Lab:
     folder: str  # the lab folder, relative to the repository root
     title: str
     builds: str  # what the learner builds, one line for the lab map
-    # "python" (the standard library only), "cpu" (numpy only) or "triton" (torch + triton; GPU or interpreter)
+    # "python" (the standard library only), "cpu" (numpy only), "triton" (torch + triton; GPU or
+    # interpreter) or "distributed" (torch.distributed: gloo on a CPU, NCCL on GPUs)
     tags: tuple[str, ...]
 
     @property
@@ -37,6 +38,8 @@ class Lab:
             return "GPU, or CPU via Triton's interpreter"
         if "python" in self.tags:
             return "CPU (plain Python)"
+        if "distributed" in self.tags:
+            return "CPU (numpy + torch.distributed, gloo), or several GPUs (NCCL)"
         return "CPU (numpy)"
 
 
@@ -75,6 +78,9 @@ LABS: tuple[Lab, ...] = (
          "split-KV + grouped-query Triton decode kernels with an exact reduce", "triton"),
     _lab("04-02", P4, "lab-02-backend-selection", "Choosing an attention backend",
          "vLLM v0.10.1's backend selector with its reasons, and a dispatcher fed by H100 timings", "python"),
+    _lab("04-07", P4, "lab-07-context-parallel-decode", "Decode with the KV cache split across ranks",
+         "a striped KV layout over ranks, per-rank summaries, their combine by all-reduce or all-gather",
+         "distributed"),
 )
 
 PHASES = {
