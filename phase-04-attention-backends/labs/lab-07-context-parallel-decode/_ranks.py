@@ -1,7 +1,6 @@
 """Lab 04-07's rank launcher: one child process that starts ``world_size`` ranks and sends back their outputs.
 
-test_lab.py runs this file as a child (``labkit.testing.child``; ``_child.py`` stands in for it until
-it is in the checkout) and receives data only:
+test_lab.py runs this file as a child (``labkit.testing.child``) and receives data only:
 
     python _ranks.py suite gloo    every case of CASES on 1, 2 and 4 ranks: each rank's output of
                                    both combines, and three checks per output, as one float64 array
@@ -27,7 +26,6 @@ grade`` this script runs in the student's sandbox, where the rest of labkit is n
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import json
 import math
 import multiprocessing
@@ -45,19 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-def _child_helper():
-    """labkit.testing.child when this checkout has it, else the lab's own stand-in (_child.py)."""
-    try:
-        from labkit.testing import child
-    except ImportError:
-        spec = importlib.util.spec_from_file_location("lab_04_07_child", Path(__file__).with_name("_child.py"))
-        child = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(child)
-    return child
-
-
-child = _child_helper()
+from labkit.testing import child
 
 WORLD_SIZES = (1, 2, 4)  # the suite's groups: no communication at all, then 2 and 4 ranks
 COMBINES = ("combine_all_reduce", "combine_all_gather")
