@@ -14,11 +14,12 @@ float64 truth computed here first:
 - ``combine_bytes`` against a step-by-step count of ring collectives.
 
 The distributed tests run ``_ranks.py`` as a child process (``labkit.testing.child``): it starts 1,
-2 and 4 ranks with the ``gloo`` backend (``LAB_DIST_BACKEND=nccl``: one GPU per rank), and each
-rank runs the implementation under test on its shard of the cases in ``_ranks.CASES`` and sends back its outputs: data only. The truth is
-dense attention over each sequence's keys and values, which this process rebuilds with
-``_ranks.build_case`` (fixed seeds), never from the ranks' shards. Every unused cache slot holds
-poison (huge, NaN or inf); tables have padding columns pointing at a poisoned block, or none.
+2 and 4 ranks with the ``gloo`` backend (``LAB_DIST_BACKEND=nccl``: one GPU per rank), and each rank
+runs the implementation under test on its shard of the cases in ``_ranks.CASES`` and sends back its
+outputs: data only. The truth is dense attention over each sequence's keys and values, which this
+process rebuilds with ``_ranks.build_case`` (fixed seeds), never from the ranks' shards. Every
+unused cache slot holds poison (huge, NaN or inf); tables have padding columns pointing at a
+poisoned block, or none.
 
 Tolerance: everything is float64. A summary is a sum over at most 70 tokens of O(1) terms, so
 reordering it moves a result by ~1e-14. The log-sum-exp route of the all-gather adds one rounding
