@@ -286,10 +286,17 @@ def _check_table_width(tables, ranks, local_blocks) -> None:
         )
 
 
+def _as_f64(x) -> np.ndarray:
+    """A float64 numpy copy of a numpy array, a list or a torch tensor (on any device)."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().double().numpy()
+    return np.array(x, dtype=np.float64)
+
+
 def _check_rank_inputs(q, k_cache, v_cache, block_tables, seq_lens):
     """The inputs of ``rank_summaries`` as numpy arrays (float64 for the numbers), or a ValueError
     naming the argument that is wrong. Never copies into the caller's arrays."""
-    q, k_cache, v_cache = (np.asarray(labkit.to_f64(x)) for x in (q, k_cache, v_cache))
+    q, k_cache, v_cache = (_as_f64(x) for x in (q, k_cache, v_cache))
     block_tables, seq_lens = np.asarray(block_tables), np.asarray(seq_lens)
     if q.ndim != 3:
         raise ValueError(f"q must be [batch, num_heads, head_dim], got shape {q.shape}")
