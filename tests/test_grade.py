@@ -569,8 +569,6 @@ def _standalone(lab, bug) -> str | None:
     if "load_sibling" in text or re.search(r"^from _\w+ import", text, re.M):
         return None
     text = re.sub(r"^from __future__ import annotations\n", "", text, flags=re.M)
-    text = re.sub(r"^from labkit\.bugs import solution_with\n", "", text, flags=re.M)
-    text = re.sub(r"^globals\(\)\.update\(solution_with\(.*?\)\)\n?", "", text, flags=re.M | re.S)
     return (lab.path / "solution.py").read_text() + "\n\n# the classic mistake\n" + text
 
 
