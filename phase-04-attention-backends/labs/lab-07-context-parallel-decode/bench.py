@@ -16,10 +16,13 @@ each hold 1/W of the tokens in their own pool, and time, per decode step:
 
 and, in the W = 1 run, lab 04-06's ``paged_decode`` over the whole context: the single-GPU kernel.
 Each time is the median of ``--iters`` runs (CUDA events, L2 flushed, the ranks released together by
-a barrier); a step's time is its slowest rank's. Bytes are ``combine_bytes`` (ring collectives,
-float32 summaries) next to the KV bytes each GPU reads. Before timing, every group checks its
-output on a 4,133-token sequence against float64 attention. The whole run stays within ``--budget``
-seconds (default 290): a group that would overrun it is stopped and reported as failed.
+a barrier); a step's time is its slowest rank's. The whole step and the single-GPU kernel are also
+timed replayed from a CUDA graph (NCCL's collectives captured with the kernels), as an engine runs
+decode: per call, Python's launches and NCCL's host work are most of a small step's time. Bytes are
+``combine_bytes`` (ring collectives, float32 summaries) next to the KV bytes each GPU reads. Before
+timing, every group checks its output on a 4,133-token sequence against float64 attention. The
+whole run stays within ``--budget`` seconds (default 290): a group that would overrun it is stopped
+and reported as failed.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ CONTEXTS = (131072, 262144, 524288, 1048576)
 CHECK_TOKENS = 4133  # the correctness check's sequence: not a whole number of blocks
 CHECK_ATOL = 1e-2  # float16 K/V and a float16 P.V product in lab 04-06's kernel (its own tests' bound)
 FIELDS = ("tokens", "single_us", "rank_us", "all_reduce_us", "all_gather_us", "step_all_reduce_us",
-          "step_all_gather_us")
+          "step_all_gather_us", "single_graph_us", "step_all_reduce_graph_us", "step_all_gather_graph_us")
 HEADER = 3  # check error (all-reduce), check error (all-gather), 1.0 if split_summaries was used
 
 
@@ -148,6 +151,18 @@ def timed_us(torch, dist, fn, iters, flush, warmup=5) -> float:
     return float(np.median(times))
 
 
+def graph_us(torch, fn, iters) -> float:
+    """Median microseconds of ``fn()`` replayed from a CUDA graph (``labkit.bench.graph_time_us``), or
+    NaN with the reason printed when it cannot be captured (every rank captures the same calls)."""
+    import labkit
+
+    try:
+        return labkit.bench.graph_time_us(fn, reps=iters)
+    except RuntimeError as err:
+        print(f"CUDA-graph capture failed ({str(err).splitlines()[0]}): graph times left out", flush=True)
+        return math.nan
+
+
 def measure_context(torch, dist, lab, ref, q, rank, world_size, tokens, use_split, iters, flush) -> list[float]:
     """One context on this rank: its shard of ``tokens`` random tokens, then every timing of FIELDS."""
     gen = torch.Generator(device=q.device).manual_seed(1000 + rank)
@@ -161,9 +176,11 @@ def measure_context(torch, dist, lab, ref, q, rank, world_size, tokens, use_spli
         return rank_summaries_gpu(ref, q, k_cache, v_cache, table, lens, tokens, use_split)
 
     m, denom, acc = summarize()
-    single = math.nan
+    single = single_graph = math.nan
     if world_size == 1:
         single = timed_us(torch, dist, lambda: ref.paged_decode(q, k_cache, v_cache, table, lens), iters, flush)
+        single_graph = graph_us(torch, lambda: ref.paged_decode(q, k_cache, v_cache, table, lens), iters)
+    dist.barrier(device_ids=[torch.cuda.current_device()])
     return [
         tokens, single,
         timed_us(torch, dist, summarize, iters, flush),
@@ -171,6 +188,9 @@ def measure_context(torch, dist, lab, ref, q, rank, world_size, tokens, use_spli
         timed_us(torch, dist, lambda: lab.combine_all_gather(m, denom, acc), iters, flush),
         timed_us(torch, dist, lambda: lab.combine_all_reduce(*summarize()), iters, flush),
         timed_us(torch, dist, lambda: lab.combine_all_gather(*summarize()), iters, flush),
+        single_graph,
+        graph_us(torch, lambda: lab.combine_all_reduce(*summarize()), iters),
+        graph_us(torch, lambda: lab.combine_all_gather(*summarize()), iters),
     ]
 
 
@@ -240,7 +260,7 @@ def run_group(world_size: int, contexts, iters: int, timeout: float):
         return None
     per_rank = np.stack([r[HEADER:].reshape(len(contexts), len(FIELDS)) for r in results])
     rows = per_rank.max(axis=0)  # the slowest rank sets the step (tokens: the largest shard)
-    rows[:, 1] = per_rank[0, :, 1]  # the single-GPU kernel ran on rank 0 only
+    rows[:, [1, 7]] = per_rank[0][:, [1, 7]]  # the single-GPU kernel ran on rank 0 only
     return results[0][:HEADER], rows
 
 
@@ -250,20 +270,31 @@ def table(groups, contexts) -> str:
     lab = labkit.load_impl(HERE, "solution")
     headers = ["context", "GPUs", "tokens per GPU", "KV read per GPU", "1 GPU, 04-06 kernel", "per-rank summaries",
                "all-reduce combine", "all-gather combine", "step, all-reduce", "step, all-gather",
-               "speedup (all-gather)", "bytes, all-reduce", "bytes, all-gather"]
+               "speedup (all-gather)", "1 GPU, graph", "step, all-reduce, graph", "step, all-gather, graph",
+               "speedup (all-gather, graph)", "bytes, all-reduce", "bytes, all-gather"]
     single = {c: groups[1][1][i, 1] for i, c in enumerate(contexts)} if 1 in groups else {}
+    single_graph = {c: groups[1][1][i, 7] for i, c in enumerate(contexts)} if 1 in groups else {}
     body = []
     for i, context in enumerate(contexts):
         for world_size, (_, rows) in sorted(groups.items()):
-            tokens, one, rank_us, ar, ag, step_ar, step_ag = rows[i]
+            tokens, one, rank_us, ar, ag, step_ar, step_ag, one_graph, graph_ar, graph_ag = rows[i]
             kv = int(tokens) * NUM_KV_HEADS * HEAD_DIM * 2 * 2
-            speedup = f"{single[context] / step_ag:.2f}x" if context in single else "-"
+            speedup = _ratio(single.get(context, math.nan), step_ag)
+            graph_speedup = _ratio(single_graph.get(context, math.nan), graph_ag)
             body.append([f"{context // 1024}k", world_size, f"{int(tokens):,}", f"{kv / 2**20:,.0f} MiB",
-                         "-" if math.isnan(one) else f"{one:.1f}", f"{rank_us:.1f}", f"{ar:.1f}", f"{ag:.1f}",
-                         f"{step_ar:.1f}", f"{step_ag:.1f}", speedup,
+                         _us(one), f"{rank_us:.1f}", f"{ar:.1f}", f"{ag:.1f}", f"{step_ar:.1f}", f"{step_ag:.1f}",
+                         speedup, _us(one_graph), _us(graph_ar), _us(graph_ag), graph_speedup,
                          f"{lab.combine_bytes('all_reduce', world_size, 1, NUM_HEADS, HEAD_DIM):,}",
                          f"{lab.combine_bytes('all_gather', world_size, 1, NUM_HEADS, HEAD_DIM):,}"])
     return labkit.bench.markdown_table(headers, body)
+
+
+def _us(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.1f}"
+
+
+def _ratio(single: float, step: float) -> str:
+    return "-" if math.isnan(single) or math.isnan(step) else f"{single / step:.2f}x"
 
 
 def plot(groups, contexts, path: Path) -> None:
@@ -273,10 +304,12 @@ def plot(groups, contexts, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.2))
     x = [c // 1024 for c in contexts]
     if 1 in groups:
-        ax.plot(x, groups[1][1][:, 1], "k--", marker="s", label="1 GPU: lab 04-06's paged_decode")
+        ax.plot(x, groups[1][1][:, 1], "k--", marker="s", label="1 GPU: lab 04-06's paged_decode, per call")
+        ax.plot(x, groups[1][1][:, 7], "k-", marker="s", label="1 GPU: lab 04-06's paged_decode, CUDA graph")
     for world_size, (_, rows) in sorted(groups.items()):
-        ax.plot(x, rows[:, 6], marker="o", label=f"{world_size} GPU(s): step with all-gather combine")
-        ax.plot(x, rows[:, 5], marker="x", linestyle=":", label=f"{world_size} GPU(s): step with all-reduce combine")
+        ax.plot(x, rows[:, 6], marker="o", linestyle="--", label=f"{world_size} GPU(s): step, all-gather, per call")
+        ax.plot(x, rows[:, 9], marker="o", label=f"{world_size} GPU(s): step, all-gather, CUDA graph")
+        ax.plot(x, rows[:, 8], marker="x", linestyle=":", label=f"{world_size} GPU(s): step, all-reduce, CUDA graph")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(x, [f"{v}k" for v in x])
@@ -333,13 +366,16 @@ def main(argv=None) -> int:
         for context, row in zip(contexts, rows, strict=True):
             print(f"  {context // 1024:5d}k: step {row[6]:8.1f} us (all-gather), {row[5]:8.1f} us (all-reduce); "
                   f"per rank {row[2]:8.1f} us; combines {row[4]:6.1f} / {row[3]:6.1f} us"
-                  + ("" if math.isnan(row[1]) else f"; 1-GPU kernel {row[1]:8.1f} us"), flush=True)
+                  + ("" if math.isnan(row[1]) else f"; 1-GPU kernel {row[1]:8.1f} us")
+                  + f"; CUDA graph: step {row[9]:8.1f} / {row[8]:8.1f} us"
+                  + ("" if math.isnan(row[7]) else f", 1-GPU kernel {row[7]:8.1f} us"), flush=True)
     if not groups:
         return 1
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = (f"# Lab 04-07 results\n\n{line}, {date}. Median of {args.iters} runs; one attention layer; "
-            "times in microseconds; bytes per decode step, all ranks together (ring collectives, float32 "
-            f"summaries).\n\n{table(groups, contexts)}\n")
+            "times in microseconds, per call (launched from Python) and replayed from a CUDA graph (graph); "
+            "bytes per decode step, all ranks together (ring collectives, float32 summaries).\n\n"
+            f"{table(groups, contexts)}\n")
     print(text)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
