@@ -22,7 +22,8 @@ class Lab:
     folder: str  # the lab folder, relative to the repository root
     title: str
     builds: str  # what the learner builds, one line for the lab map
-    # "python" (the standard library only), "cpu" (numpy only) or "triton" (torch + triton; GPU or interpreter)
+    # "python" (the standard library only), "cpu" (numpy only) or "triton" (torch + triton; GPU or interpreter);
+    # "model" as well: a transformer built with transformers (a tiny one on a CPU)
     tags: tuple[str, ...]
 
     @property
@@ -32,6 +33,8 @@ class Lab:
     @property
     def runs_on(self) -> str:
         """Where the lab runs, for the README's map and ``labs list``."""
+        if "model" in self.tags:
+            return "GPU, or CPU with a tiny model"
         if "triton" in self.tags:
             return "GPU, or CPU via Triton's interpreter"
         if "python" in self.tags:
@@ -45,6 +48,7 @@ def _lab(id: str, phase: str, name: str, title: str, builds: str, *tags: str) ->
 
 P2 = "phase-02-paged-attention"
 P4 = "phase-04-attention-backends"
+P99 = "phase-99-capstone"
 
 # Study order is the order of this list.
 LABS: tuple[Lab, ...] = (
@@ -71,11 +75,15 @@ LABS: tuple[Lab, ...] = (
          "split-KV + grouped-query Triton decode kernels with an exact reduce", "triton"),
     _lab("04-02", P4, "lab-02-backend-selection", "Choosing an attention backend",
          "vLLM v0.10.1's backend selector with its reasons, and a dispatcher fed by H100 timings", "python"),
+    _lab("99-01", P99, "lab-01-serving-engine", "Capstone: a serving engine for a real model",
+         "the engine step (schedule, batch, update) over the course's paged cache and kernels, token for token "
+         "with transformers' generate", "triton", "model"),
 )
 
 PHASES = {
     P2: "Phase 2: paged attention",
     P4: "Phase 4: attention backends",
+    P99: "Phase 99: capstone",
 }
 
 
