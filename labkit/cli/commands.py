@@ -39,10 +39,10 @@ class UsageError(Exception):
 
 
 def resolve_lab(text: str) -> Lab:
-    """A lab from its id ("02-06", "2-6") or its folder (absolute or relative)."""
-    found = re.fullmatch(r"0?(\d)-0?(\d)", text.strip())
+    """A lab from its id ("02-06", "2-6", "99-01") or its folder (absolute or relative)."""
+    found = re.fullmatch(r"(\d{1,2})-(\d{1,2})", text.strip())
     if found:
-        lab_id = f"0{found.group(1)}-0{found.group(2)}"
+        lab_id = f"{int(found.group(1)):02d}-{int(found.group(2)):02d}"
         if any(lab.id == lab_id for lab in registry.LABS):
             return registry.get(lab_id)
     path = Path(text)
