@@ -144,7 +144,7 @@ class StepRecord:
     step: int
     output: object  # the SchedulerOutput
     inputs: object  # engine.last_inputs: the batch that ran (None when nothing ran)
-    before: dict  # request id -> (num_computed_tokens, token ids, number of outputs) before the step
+    before: dict  # request id -> (num_computed_tokens, token ids, number of outputs, status name) before it
     after: dict  # request id -> (status name, num_computed_tokens, runner's block table, number of outputs)
     tables_after: dict  # request id -> its block table in the KV-cache manager after the step
     shared_after: set  # ids of the blocks held by more than one request after the step
@@ -172,7 +172,7 @@ def drive(engine, workload=None, arrivals=None, max_steps=300) -> list[StepRecor
             engine.add_request(rid, prompt, n)
         assert step < max_steps, f"still unfinished after {max_steps} steps: {len(engine.waiting)} waiting, " \
                                  f"{len(engine.running)} running"
-        before = {rid: (r.num_computed_tokens, list(r.all_token_ids), len(r.output_token_ids))
+        before = {rid: (r.num_computed_tokens, list(r.all_token_ids), len(r.output_token_ids), r.status.name)
                   for rid, r in engine.requests.items()}
         output = engine.step()
         mgr = engine.kv_manager
@@ -403,16 +403,16 @@ def test_scheduling_invariants_hold_every_step(lab, model, truth):
     """After every step of a busy run (preemptions, chunked prompts, late arrivals):
 
     - the step computed at most ``max_num_batched_tokens`` tokens, at least one per scheduled request,
-      and at most ``max_num_seqs`` requests run;
+      and at most ``max_num_seqs`` requests run; a step that preempted admitted nobody;
     - every request added is in exactly one of waiting, running, finished, with the matching status;
     - a waiting request has computed nothing and holds no block; a running one's block table (the
       runner's copy) is the KV-cache manager's;
     - a running request advanced by exactly its scheduled tokens, and every scheduled request emitted a
       token exactly when its chunk reached its last token.
 
-    Catches: the budget exceeded, the seat limit ignored, a finished request left running, a preempted
-    request that keeps its progress or blocks, a block table not extended, a token sampled from a
-    partial prefill chunk or not sampled at all."""
+    Catches: the budget exceeded, the seat limit ignored, admission in a step that preempted, a finished
+    request left running, a preempted request that keeps its progress or blocks, a block table not
+    extended, a token sampled from a partial prefill chunk or not sampled at all."""
     engine, records = busy_run(lab, model)
     queue_status = {"waiting": {"WAITING", "PREEMPTED"}, "running": {"RUNNING"}, "finished": {"FINISHED"}}
     for r in records:
@@ -421,6 +421,10 @@ def test_scheduling_invariants_hold_every_step(lab, model, truth):
         assert sum(sched.values()) <= engine.max_num_batched_tokens, f"{where}: {sum(sched.values())} tokens"
         assert all(v >= 1 for v in sched.values()), f"{where}: a request scheduled with no token: {sched}"
         assert len(r.running) <= engine.max_num_seqs, f"{where}: {len(r.running)} running"
+        if r.output.preempted_req_ids:  # memory is short: nobody gets in, the victims least of all
+            admitted = [q.request_id for q in r.output.scheduled_requests
+                        if r.before[q.request_id][3] != "RUNNING" or q.request_id in r.output.preempted_req_ids]
+            assert not admitted, f"{where}: preempted {r.output.preempted_req_ids} and admitted {admitted}"
         queues = {"waiting": r.waiting, "running": r.running, "finished": r.finished}
         seen = [rid for ids in queues.values() for rid in ids]
         assert sorted(seen) == sorted(r.before), f"{where}: every request in exactly one queue, got {queues}"
@@ -436,7 +440,7 @@ def test_scheduling_invariants_hold_every_step(lab, model, truth):
                         f"{where}: {rid!r}'s block table {runner_table} is not the manager's {r.tables_after[rid]}"
         for req in r.output.scheduled_requests:
             rid, n = req.request_id, sched[req.request_id]
-            computed, tokens, emitted = r.before[rid]
+            computed, tokens, emitted, _ = r.before[rid]
             _, computed_after, _, emitted_after = r.after[rid]
             if computed:  # it was running with a cache: it advances by its chunk
                 assert computed_after == computed + n, f"{where}: {rid!r} computed {computed} + {n}, " \
@@ -470,7 +474,7 @@ def test_step_inputs_match_brute_force(lab, model, truth):
         assert list(inputs.logits_indices) == [x - 1 for x in loc[1:]], f"{where}: logits_indices"
         for s, req in enumerate(r.output.scheduled_requests):
             rid, n = req.request_id, r.output.num_scheduled_tokens[req.request_id]
-            computed, tokens, _ = r.before[rid]
+            computed, tokens, _, _ = r.before[rid]
             start = r.after[rid][1] - n  # after the step the request has computed start + n tokens
             if computed:  # it was running: the chunk continues where its cache ended
                 assert start == computed, f"{where}: {rid!r} starts at {start}, its cache ended at {computed}"
