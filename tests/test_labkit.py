@@ -140,6 +140,11 @@ def test_assert_close_says_where():
 def test_dtype_checks_accept_numpy_scalar_types():
     arrays.assert_dtype(np.zeros(2), np.float64)
     arrays.assert_equal(np.arange(3), np.arange(3), dtype=np.int64)
+
+
+def test_dtype_checks_take_numpy_scalar_types_in_assert_close():
+    arrays.assert_close(np.zeros(2), np.zeros(2), atol=0, dtype=np.float64)
+    arrays.assert_equal(np.zeros(2, dtype=bool), np.zeros(2, dtype=bool), dtype=np.bool_)
     with pytest.raises(AssertionError, match="dtype float32, expected float64"):
         arrays.assert_close(np.zeros(2, dtype=np.float32), np.zeros(2), atol=0, dtype=np.float64)
 

@@ -65,6 +65,32 @@ def test_starter_and_solution_expose_the_same_api(lab):
     assert starter == solution, f"lab {lab.id}: starter {starter} vs solution {solution}"
 
 
+def _kernels(path: Path) -> dict[str, str]:
+    """Top-level Triton kernels (``@triton.jit``, ``@jit``, ``@triton.jit(...)``), private ones included,
+    with their full argument lists (annotations such as ``tl.constexpr`` and defaults), read without importing."""
+    kernels = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef):
+            names = [ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list]
+            if any(name.split(".")[-1] == "jit" for name in names):
+                kernels[node.name] = f"{node.name}({ast.unparse(node.args)})"
+    return kernels
+
+
+LABS_WITH_KERNELS = [lab for lab in registry.LABS if _kernels(lab.path / "solution.py")]
+
+
+@pytest.mark.parametrize("lab", LABS_WITH_KERNELS, ids=lambda lab: lab.id)
+def test_starter_and_solution_kernels_have_the_same_signatures(lab):
+    """A starter whose docstring hands the learner the solution's kernels must hand over the same ones."""
+    starter, solution = _kernels(lab.path / "starter.py"), _kernels(lab.path / "solution.py")
+    assert starter == solution, (
+        f"lab {lab.id}: the starter's Triton kernels differ from the solution's:\n"
+        + "\n".join(f"  starter:  {starter.get(k, '(missing)')}\n  solution: {solution.get(k, '(missing)')}"
+                    for k in sorted(set(starter) | set(solution)) if starter.get(k) != solution.get(k))
+    )
+
+
 def test_committed_starters_fail_every_test(tmp_path):
     """Every lab test, run against the starters as committed in git, fails with NotImplementedError."""
     archive = tmp_path / "head.tar"

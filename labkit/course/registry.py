@@ -4,7 +4,8 @@ Everything that lists labs reads this table: the README's lab map (checked by
 ``tests/test_repo.py``), the ``labs`` command line, the maintainers' checks.
 Numbering follows the book's chapters, not study order, which crosses phases: no lab may
 need an idea that a later lab teaches. 02-06 (numpy) comes before 04-01 (the online softmax in
-numpy), which comes before 02-04 (the same recurrence in a Triton kernel).
+numpy), which comes before 02-04 (the same recurrence in a Triton kernel), which comes before 04-03
+(prefill: the recurrence per query row, then a Triton kernel over query tiles).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ class Lab:
     folder: str  # the lab folder, relative to the repository root
     title: str
     builds: str  # what the learner builds, one line for the lab map
-    # "python" (the standard library only), "cpu" (numpy only) or "triton" (torch + triton; GPU or interpreter);
-    # "model" as well: a transformer built with transformers (a tiny one on a CPU)
+    # "python" (the standard library only), "cpu" (numpy only), "triton" (torch + triton; GPU or
+    # interpreter) or "distributed" (torch.distributed: gloo on a CPU, NCCL on GPUs); "model" as well:
+    # a transformer built with transformers (a tiny one on a CPU)
     tags: tuple[str, ...]
 
     @property
@@ -39,6 +41,8 @@ class Lab:
             return "GPU, or CPU via Triton's interpreter"
         if "python" in self.tags:
             return "CPU (plain Python)"
+        if "distributed" in self.tags:
+            return "CPU (numpy + torch.distributed, gloo), or several GPUs (NCCL)"
         return "CPU (numpy)"
 
 
@@ -66,6 +70,9 @@ LABS: tuple[Lab, ...] = (
          "one streaming pass over paged blocks with a running max and correction", "cpu"),
     _lab("02-04", P2, "lab-04-paged-attention-triton", "A block-table-indexed attention kernel in Triton",
          "a torch reference and a Triton decode kernel that reads the block table", "triton"),
+    _lab("04-03", P4, "lab-03-causal-prefill-attention", "Causal prefill over the paged cache",
+         "chunked causal attention with a start offset (numpy), a ragged-batch Triton prefill kernel",
+         "triton"),
     _lab("04-04", P4, "lab-04-flash-decoding-partitions", "Flash-decoding: split the keys, merge the partials",
          "the (max, denominator, accumulator) summary and its exact merge", "cpu"),
     _lab("04-05", P4, "lab-05-kernel-walkthrough-exercises", "Inside vLLM's paged-attention kernel: exercises",
@@ -75,6 +82,9 @@ LABS: tuple[Lab, ...] = (
          "split-KV + grouped-query Triton decode kernels with an exact reduce", "triton"),
     _lab("04-02", P4, "lab-02-backend-selection", "Choosing an attention backend",
          "vLLM v0.10.1's backend selector with its reasons, and a dispatcher fed by H100 timings", "python"),
+    _lab("04-07", P4, "lab-07-context-parallel-decode", "Decode with the KV cache split across ranks",
+         "a striped KV layout over ranks, per-rank summaries, their combine by all-reduce or all-gather",
+         "distributed"),
     _lab("99-01", P99, "lab-01-serving-engine", "Capstone: a serving engine for a real model",
          "the engine step (schedule, batch, update) over the course's paged cache and kernels, token for token "
          "with transformers' generate", "triton", "model"),

@@ -145,7 +145,7 @@ def test_a_fully_cached_prompt_recomputes_its_last_block(lab):
     assert _prefill(mgr, c) == ([1, 2], 8, [4])
 
 
-def test_decode_takes_a_block_only_at_a_boundary_and_caches_each_block_as_it_fills(lab):
+def test_decode_takes_a_block_at_a_boundary_and_caches_it_when_full(lab):
     """A 6-token prompt holds blocks [1, 2]; decode tokens 7 and 8 fit in block 2 (no new block);
     the step that computes token 8 fills block 2, which is cached in that same step (a newcomer
     with those 8 tokens and one more hits both blocks); token 9 takes block 3.

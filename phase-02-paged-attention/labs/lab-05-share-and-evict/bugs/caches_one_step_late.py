@@ -8,7 +8,7 @@ first decode step. Symptom: right after a prompt's prefill, none of its full blo
 
 CAUGHT_BY = [
     "test_first_request_misses_and_caches_its_full_blocks",
-    "test_decode_takes_a_block_only_at_a_boundary_and_caches_each_block_as_it_fills",
+    "test_decode_takes_a_block_at_a_boundary_and_caches_it_when_full",
     "test_random_workload_matches_a_brute_force_model",
 ]
 
