@@ -9,7 +9,8 @@ weights (transformers' ``LlamaForCausalLM``), whose attention is replaced by the
 2. ``paged_attention_forward``: the attention function registered with transformers under the name
    ``ATTENTION_NAME``. For one layer of one step it writes the new keys and values into that layer's
    paged cache through the slot mapping, then attends: prefill chunks with lab 04-03's causal prefill,
-   decode tokens with lab 04-06's paged decode (on a CPU, the references of labs 02-06 and 02-04).
+   decode tokens with lab 04-06's paged decode (on a CPU, the references: lab 02-06's write path, lab
+   04-03's numpy prefill, lab 02-04's torch decode).
 3. ``ModelRunner``: the per-layer caches, and ``execute_model``, which turns the plain lists of a
    ``StepInputs`` (what your ``prepare_inputs`` builds) into tensors, runs the model on the step's
    tokens flattened into one ragged batch (``input_ids [1, num_tokens]``) and returns the logits of
@@ -37,8 +38,9 @@ import torch  # noqa: E402
 from transformers import AttentionInterface, LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 # The earlier labs' reference solutions (never a learner's file).
-WRITE_PATH = labkit.load_reference("02-06")  # build_slot_mapping, write_kv: the numpy write path
+WRITE_PATH = labkit.load_reference("02-06")  # write_kv: the numpy write path
 DECODE_REFERENCE = labkit.load_reference("02-04")  # paged_attention_torch: one decode token, torch
+PREFILL = labkit.load_reference("04-03")  # paged_prefill_attention (numpy), paged_prefill (Triton, a ragged batch)
 DECODE_KERNEL = labkit.load_reference("04-06")  # paged_decode: split-KV Triton decode, a ragged batch
 
 # The name under which transformers finds the course's attention (config._attn_implementation).
@@ -76,7 +78,7 @@ def build_model(config: LlamaConfig, seed: int = 0, dtype=torch.float32, device=
         torch.manual_seed(seed)
         with torch.device(device):
             model = LlamaForCausalLM(config)
-    return model.to(dtype).eval()
+    return model.to(device=device, dtype=dtype).eval()
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,7 +234,7 @@ AttentionInterface.register(ATTENTION_NAME, paged_attention_forward)
 
 def _reference_attention(q, k, v, k_cache, v_cache, meta: AttentionMetadata) -> torch.Tensor:
     """CPU: lab 02-06's write_kv, then one sequence at a time: a decode token through lab 02-04's
-    torch reference, a prefill chunk through the causal prefill reference. Slow and plain."""
+    torch reference, a prefill chunk through lab 04-03's numpy causal prefill. Slow and plain."""
     block_size = k_cache.shape[1]
     # numpy views of the torch caches share their memory: write_kv's scatter lands in the caches.
     WRITE_PATH.write_kv(k_cache.numpy(), v_cache.numpy(), k.numpy(), v.numpy(), meta.slot_mapping.numpy())
@@ -245,20 +247,10 @@ def _reference_attention(q, k, v, k_cache, v_cache, meta: AttentionMetadata) -> 
             out[lo] = DECODE_REFERENCE.paged_attention_torch(q[lo], k_cache, v_cache, table, lens[s])
         else:
             start = lens[s] - (hi - lo)  # the chunk's first position: the tokens before it are cached
-            chunk = prefill_reference(q[lo:hi].numpy(), k_cache.numpy(), v_cache.numpy(), np.asarray(tables[s]),
-                                      start, block_size)
+            chunk = PREFILL.paged_prefill_attention(q[lo:hi].numpy(), k_cache.numpy(), v_cache.numpy(),
+                                                    np.asarray(tables[s]), start, block_size)
             out[lo:hi] = torch.from_numpy(chunk).to(q.dtype)
     return out
-
-
-def prefill_reference(q, k_cache, v_cache, block_table, start, block_size):
-    """Causal attention of a chunk ``q [M, num_heads, head_dim]`` at positions ``start .. start + M - 1``
-    over a paged cache that holds the prefix and the chunk, float64 ``[M, num_heads, head_dim]``.
-
-    Row ``i`` sees keys ``0 .. start + i``: it is a decode over the first ``start + i + 1`` tokens,
-    which is how this computes it, with lab 02-06's ``paged_attention``."""
-    return np.stack([WRITE_PATH.paged_attention(q[i], k_cache, v_cache, block_table, start + i + 1, block_size)
-                     for i in range(len(q))])
 
 
 def _triton_attention(q, k, v, k_cache, v_cache, meta: AttentionMetadata) -> torch.Tensor:
@@ -274,14 +266,9 @@ def _triton_attention(q, k, v, k_cache, v_cache, meta: AttentionMetadata) -> tor
         out[:nd] = DECODE_KERNEL.paged_decode(q[:nd], k_cache, v_cache, meta.block_tables[:nd], meta.seq_lens[:nd])
     if nd < meta.seq_lens.shape[0]:
         # The prefill kernel reads rows query_start_loc[nd] .. query_start_loc[-1] and writes only those.
-        prefill_kernel().paged_prefill(q, k_cache, v_cache, meta.block_tables[nd:], meta.query_start_loc[nd:],
-                                       meta.seq_lens[nd:], max_query_len=meta.max_query_len, out=out)
+        PREFILL.paged_prefill(q, k_cache, v_cache, meta.block_tables[nd:], meta.query_start_loc[nd:],
+                              meta.seq_lens[nd:], max_query_len=meta.max_query_len, out=out)
     return out
-
-
-def prefill_kernel():
-    """Lab 04-03's reference solution (its Triton ``paged_prefill``)."""
-    return labkit.load_reference("04-03")
 
 
 # --------------------------------------------------------------------------------------------

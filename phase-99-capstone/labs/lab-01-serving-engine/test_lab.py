@@ -522,18 +522,6 @@ def test_requests_join_and_leave_between_steps(lab, model, truth):
 # --------------------------------------------------------------------------------------------
 
 
-def _has_lab(lab_id: str) -> bool:
-    from labkit.course import registry
-
-    return any(entry.id == lab_id for entry in registry.LABS)
-
-
-# Until lab 04-03 (its prefill kernel) is merged beside this one.
-needs_prefill_lab = pytest.mark.skipif(not _has_lab("04-03"), reason="lab 04-03 (causal prefill) is not in this "
-                                                                      "checkout yet")
-
-
-@needs_prefill_lab
 def test_triton_kernels_through_the_interpreter(lab, model, truth):
     """The runner's Triton backend (lab 04-03's prefill and lab 04-06's decode kernels, the write as
     an indexed copy) on a tiny batch, float32: ``generate``'s tokens and logits. Slow in the
@@ -551,7 +539,6 @@ def test_triton_kernels_through_the_interpreter(lab, model, truth):
         assert diff <= LOGIT_ATOL, f"request {rid!r}: logits differ by {diff:.3g}"
 
 
-@needs_prefill_lab
 @pytest.mark.gpu
 def test_gpu_kernels_match_generate(lab, truth):
     """On a GPU, float32: the Triton kernels behind the whole workload and the crowd give ``generate``'s
@@ -570,7 +557,6 @@ def test_gpu_kernels_match_generate(lab, truth):
         assert_pool_whole(engine)
 
 
-@needs_prefill_lab
 @pytest.mark.gpu
 def test_gpu_cuda_graphs_match_generate(lab, truth):
     """On a GPU, float32, decode-only steps replayed from CUDA graphs captured for batches of 1, 2, 4 and
