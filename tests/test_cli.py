@@ -297,6 +297,7 @@ def test_a_lab_can_be_named_by_its_folder():
     lab = registry.LABS[0]
     assert cli_main.resolve_lab(lab.folder) == lab
     assert cli_main.resolve_lab("2-6") == registry.get("02-06")
+    assert cli_main.resolve_lab("99-1") == cli_main.resolve_lab("99-01") == registry.get("99-01")
 
 
 def test_a_missing_folder_is_named(capsys, with_fake_lab):
