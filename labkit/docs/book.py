@@ -55,7 +55,10 @@ def nav() -> tuple[Entry, ...]:
         Entry("Setup", "SETUP.md"),
         Entry("Labs in study order", children=tuple(lab_entry(lab) for lab in registry.LABS)),
         Entry("Phases", children=tuple(phase_entry(phase, name) for phase, name in registry.PHASES.items())),
-        Entry("Contributing", children=(Entry(None, "CONTRIBUTING.md"), Entry("How this site is built", "docs/README.md"))),
+        Entry("Contributing", children=(
+            Entry(None, "CONTRIBUTING.md"),
+            Entry("How this site is built", "docs/README.md"),
+        )),
     )
 
 

@@ -17,6 +17,7 @@ A link whose target does not exist is left as it is: the strict build then fails
 from __future__ import annotations
 
 import html
+import os
 import re
 import shutil
 import subprocess
@@ -32,6 +33,7 @@ from labkit.docs import book
 DEFAULT_OUT = ROOT / "build" / "docs"
 SETTINGS = ROOT / "docs" / "mkdocs.yml"
 ASSETS = ROOT / "docs" / "assets"
+MATH_FONT = "STIXTwoMath-Regular.ttf"
 
 IMAGES = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp"}
 LANGUAGES = {".py": "python", ".toml": "toml", ".json": "json", ".yml": "yaml", ".yaml": "yaml",
@@ -212,6 +214,23 @@ def assemble(src: Path) -> None:
             text = with_lab_header(text, readmes[rel])
         site.write(rel, rewrite_links(text, lambda target, rel=rel: site.target(rel, target)))
     shutil.copytree(ASSETS, src / "assets")
+    copy_math_font(src / "assets" / "fonts")
+
+
+def copy_math_font(dest: Path) -> None:
+    """STIX Two Math (SIL Open Font License), as the ziamath package ships it, for the MathML.
+
+    Browsers draw MathML with an OpenType math font when the system has one; many Linux systems do
+    not, and the fallback is cramped. Serving the font with the site makes every reader's
+    formulas look alike, and keeps them offline.
+    """
+    from importlib.resources import files
+
+    font = files("ziamath") / "fonts" / MATH_FONT
+    if not font.is_file():
+        raise BuildError(f"the ziamath package has no fonts/{MATH_FONT} to serve the formulas with")
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / MATH_FONT).write_bytes(font.read_bytes())
 
 
 def nav_yaml(entries: tuple[book.Entry, ...]) -> list:
@@ -240,7 +259,7 @@ def run_mkdocs(config: Path) -> None:
     """``mkdocs build --strict``: any warning (a dead link, a missing page) fails the build."""
     run = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-f", str(config)],
-        capture_output=True, text=True,
+        capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     if run.returncode != 0:
         raise BuildError("mkdocs build --strict failed:\n" + (run.stdout + run.stderr).strip())
@@ -250,6 +269,7 @@ def run_mkdocs(config: Path) -> None:
 
 _INLINE_MATH = re.compile(r'<span class="arithmatex">\\\((.*?)\\\)</span>', re.S)
 _BLOCK_MATH = re.compile(r'<div class="arithmatex">\\\[(.*?)\\\]</div>', re.S)
+_RAW_AMPERSAND = re.compile(r"&(?!#x?[0-9a-fA-F]+;|[a-zA-Z]+;)")
 
 
 def typeset_math(site: Path) -> int:
@@ -269,6 +289,11 @@ def typeset_math(site: Path) -> int:
             converted = convert(tex, display=display)
         except Exception as err:  # latex2mathml raises several exception types
             raise BuildError(f"{page.relative_to(site)}: cannot typeset ${tex}$: {err}") from err
+        # latex2mathml makes infinity an operator, which browsers space like one: "( − ∞ ,".
+        converted = converted.replace("<mo>&#x0221E;</mo>", "<mi>&#x0221E;</mi>")
+        # latex2mathml passes what it does not know through as text (`\foo`, a bare `&`): refuse it.
+        if "\\" in converted or _RAW_AMPERSAND.search(converted):
+            raise BuildError(f"{page.relative_to(site)}: ${tex}$ uses TeX that latex2mathml does not know")
         count += 1
         tag = "div" if display == "block" else "span"
         return f'<{tag} class="arithmatex" title="{html.escape(tex)}">{converted}</{tag}>'
