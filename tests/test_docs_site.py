@@ -66,12 +66,12 @@ def test_strict_build_fails_on_a_dead_link_and_a_missing_page(tmp_path):
 
     build.assemble(tmp_path / "src")
     home = tmp_path / "src" / "README.md"
-    home.write_text(home.read_text() + "\n[gone](no-such-page.md) [nowhere](SETUP.md#no-such-heading)\n")
+    home.write_text(home.read_text() + "\n[gone](no-such-page.md) [nowhere](CONTRIBUTING.md#no-such-heading)\n")
     (tmp_path / "src" / "SETUP.md").unlink()
     with pytest.raises(build.BuildError) as failed:
         build.run_mkdocs(build.write_config(tmp_path))
     log = str(failed.value)
-    for culprit in ("no-such-page.md", "SETUP.md"):
+    for culprit in ("no-such-page.md", "no-such-heading", "SETUP.md"):
         assert culprit in log, f"the failed build does not name {culprit}:\n{log[-2000:]}"
 
 
