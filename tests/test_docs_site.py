@@ -19,6 +19,7 @@ import http.server
 import os
 import re
 import shutil
+import subprocess
 import threading
 from collections import Counter
 from pathlib import Path
@@ -53,6 +54,68 @@ def site(tmp_path_factory) -> Path:
     from labkit.docs import build
 
     return build.build(tmp_path_factory.mktemp("docs"))
+
+
+# --------------------------------------------------------------------------- the pieces
+
+
+def test_navigation_is_the_registry_in_study_order():
+    """The nav is generated: its lab sections are the registry's labs, in order, README first."""
+    from labkit.docs import book
+
+    labs = next(entry for entry in book.nav() if entry.title == "Labs in study order").children
+    assert [section.title for section in labs] == [book.lab_title(lab) for lab in registry.LABS]
+    assert [section.children[0].path for section in labs] == [f"{lab.folder}/README.md" for lab in registry.LABS]
+    phases = next(entry for entry in book.nav() if entry.title == "Phases").children
+    assert [section.title for section in phases] == list(registry.PHASES.values())
+
+
+def test_links_are_rewritten_outside_code_only():
+    from labkit.docs.build import rewrite_links
+
+    text = "\n".join([
+        "See [the lab](lab/) and ![a plot](results.png), `[not](a-link)`.",
+        "```python",
+        "x = d[\"key\"](arg)  # [looks](like-a-link)",
+        "```",
+        "[ref]: starter.py",
+    ])
+    out = rewrite_links(text, lambda target: f"<{target}>")
+    assert out.splitlines()[0] == "See [the lab](<lab/>) and ![a plot](<results.png>), `[not](a-link)`."
+    assert out.splitlines()[1:4] == text.splitlines()[1:4], "a link inside fenced code was rewritten"
+    assert out.splitlines()[4] == "[ref]: <starter.py>"
+
+
+def test_link_targets_in_the_site(tmp_path):
+    """A folder goes to its README, a source file to its code page, an image is copied, and a dead
+    link is left dead for the strict build to name."""
+    from labkit.docs.build import Site
+
+    lab = registry.LABS[0]
+    page = f"{lab.folder}/README.md"
+    site = Site(tmp_path)
+    assert site.target(page, "starter.py#L3") == "starter.py.md#L3"
+    assert (tmp_path / lab.folder / "starter.py.md").read_text().startswith("# starter.py\n")
+    assert site.target(page, "../../README.md") == "../../README.md"
+    assert site.target(page, "../..") == "../../README.md"
+    assert site.target(page, "no-such-file.md") == "no-such-file.md"
+    assert site.target(page, "https://example.org/x.py") == "https://example.org/x.py"
+    assert site.target(page, "#steps") == "#steps"
+    phase_readme = (ROOT / lab.phase / "README.md").relative_to(ROOT).as_posix()
+    assert phase_readme in site.seen
+
+
+def test_lab_header_says_where_the_lab_runs_and_how():
+    from labkit.docs.build import with_lab_header
+
+    lab = registry.LABS[-1]
+    text = with_lab_header("# Title\n\nBody.\n", lab)
+    title, blank, header = text.splitlines()[:3]
+    assert (title, blank) == ("# Title", "")
+    assert f"Lab {lab.id}" in header and f"runs on: {lab.runs_on}" in header
+    assert f"{len(registry.LABS)} of {len(registry.LABS)} in study order" in header
+    assert "[`starter.py`](starter.py)" in text and "[`test_lab.py`](test_lab.py)" in text
+    assert f"labs check {lab.id} --impl starter" in text
 
 
 # --------------------------------------------------------------------------- the build
@@ -104,13 +167,67 @@ def test_no_page_loads_anything_from_the_network(site):
     assert not external, "assets loaded from the network:\n" + "\n".join(external[:20])
 
 
+def test_every_figure_is_on_the_site(site):
+    """Each image a phase keeps (a lab's results.png, the figures/*.png of a figures.py) is shown
+    by some page of the site: an image that no page links to never reaches a reader."""
+    from labkit.docs.build import IMAGES
+
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", "phase-*"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    images = [path for path in listed if Path(path).suffix.lower() in IMAGES]
+    assert images, "no image in any phase folder"
+    missing = [path for path in images if not (site / path).is_file()]
+    assert not missing, f"images no page links to: {missing}"
+
+
+def test_every_phase_has_a_cheatsheet_and_exercises():
+    """Each phase of the registry has its one-page summary and its graded questions."""
+    missing = [f"{phase}/{name}" for phase in registry.PHASES for name in ("CHEATSHEET.md", "EXERCISES.md")
+               if not (ROOT / phase / name).is_file()]
+    assert not missing, f"missing (docs/README.md, 'Adding to the site'): {missing}"
+
+
+class _VisibleText(html.parser.HTMLParser):
+    """The text of a page's article, outside code, MathML, scripts and styles."""
+
+    SKIP = {"code", "pre", "math", "script", "style"}
+
+    def __init__(self):
+        super().__init__()
+        self.depth = 0  # inside how many skipped elements
+        self.inside_article = False
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "article":
+            self.inside_article = True
+        if tag in self.SKIP:
+            self.depth += 1
+
+    def handle_endtag(self, tag):
+        if tag in self.SKIP and self.depth > 0:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.inside_article and not self.depth:
+            self.text.append(data)
+
+
+RAW_TEX = re.compile(r"\$[^\s$][^$\n]*\$|\\\(|\\\[|\\[a-zA-Z]+\{")
+
+
 def test_formulas_are_mathml_in_the_built_pages(site):
-    """Every page's TeX became MathML at build time: none left for a script to typeset."""
-    leftover = [p.relative_to(site) for p in site.rglob("*.html") if re.search(r'arithmatex">\\[(\[]', p.read_text())]
-    assert not leftover, f"pages with TeX left in them: {leftover}"
-    for phase in registry.PHASES:
-        for name in ("CHEATSHEET.html", "EXERCISES.html"):
-            assert (site / phase / name).read_text().count("<math") >= 3, f"{phase}/{name} has no typeset formulas"
+    """Every formula became MathML at build time; no page shows `$...$`, `\\(`, `\\[` or a TeX
+    command as text (outside code)."""
+    formulas, raw = 0, []
+    for page in site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        formulas += text.count("<math")
+        parser = _VisibleText()
+        parser.feed(text)
+        raw += [f"{page.relative_to(site)}: {m.group(0)!r}" for m in RAW_TEX.finditer("\n".join(parser.text))]
+    assert not raw, "TeX left as text:\n" + "\n".join(raw[:20])
+    assert formulas >= 10, f"only {formulas} typeset formulas in the whole site"
 
 
 # --------------------------------------------------------------------------- in a browser
@@ -212,34 +329,23 @@ def test_lab_page_renders_with_its_header(browser, server, lab):
         print(f"screenshot of lab {lab.id}'s page: {shot}")
 
 
-def _raw_tex_outside_code(page) -> list[str]:
-    """Text of the article, outside code and MathML, that still looks like TeX."""
-    return page.evaluate(r"""() => {
-        const found = [];
-        const walker = document.createTreeWalker(document.querySelector("article"), NodeFilter.SHOW_TEXT);
-        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-            if (node.parentElement.closest("code, pre, math, script, style")) continue;
-            const text = node.textContent;
-            if (/\$[^\s$][^$]*\$|\\\(|\\\)|\\\[|\\\]|\\[a-zA-Z]+\{/.test(text)) found.push(text.trim().slice(0, 80));
-        }
-        return found;
-    }""")
-
-
-@pytest.mark.parametrize("phase", registry.PHASES, ids=lambda phase: phase.split("-")[1])
-def test_formulas_are_typeset(browser, server, phase):
-    """The cheatsheet's formulas are laid out by the browser as MathML, with the math font the site
-    serves; no `$...$` or `\\(...\\)` is left as text."""
+def test_formulas_are_typeset(browser, server, site):
+    """Every page with formulas, in the browser: the MathML has a size, the math font the site
+    serves is the one in use, and no `$...$` or `\\(...\\)` is left as text."""
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if "<math" in p.read_text())
+    assert pages, "no page of the site has a formula"
     page, _ = browser
-    for name in ("CHEATSHEET.html", "EXERCISES.html"):
-        _open(page, server, f"{phase}/{name}")
+    for path in pages:
+        _open(page, server, path)
         page.evaluate("document.fonts.ready")
-        formulas = page.locator("article math")
-        assert formulas.count() >= 3, f"{phase}/{name}: no typeset formulas"
         box = page.locator("article math >> visible=true").first.bounding_box()  # answers are folded
-        assert box and box["width"] > 0 and box["height"] > 0, f"{phase}/{name}: a formula with no size"
-        assert _raw_tex_outside_code(page) == [], f"{phase}/{name}: raw TeX left"
-        assert page.evaluate("document.fonts.check('16px \"STIX Two Math\"')"), "the math font did not load"
+        assert box and box["width"] > 0 and box["height"] > 0, f"{path}: a formula with no size"
+        assert page.evaluate("document.fonts.check('16px \"STIX Two Math\"')"), f"{path}: no math font"
+        text = page.locator("article").evaluate(
+            "article => { const c = article.cloneNode(true);"
+            " c.querySelectorAll('code, pre, math, script, style').forEach(e => e.remove());"
+            " return c.textContent; }")
+        assert not RAW_TEX.search(text), f"{path}: TeX left as text: {RAW_TEX.search(text).group(0)!r}"
 
 
 def test_figures_load(browser, server):

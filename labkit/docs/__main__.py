@@ -15,7 +15,7 @@ INSTALL = 'pip install -e ".[docs]"'
 
 
 def _missing_dependency() -> str | None:
-    for module in ("mkdocs", "material", "pymdownx", "latex2mathml", "yaml"):
+    for module in ("mkdocs", "material", "pymdownx", "latex2mathml", "ziamath", "yaml"):
         try:
             __import__(module)
         except ImportError:

@@ -102,13 +102,13 @@ class Site:
         path, _, fragment = target.partition("#")
         fragment = f"#{fragment}" if fragment else ""
         found = (ROOT / page).parent.joinpath(path).resolve()
-        if not found.exists() or ROOT not in found.parents:
+        if not found.exists() or (found != ROOT and ROOT not in found.parents):
             return target  # dead or outside the repository: the strict build names it
         rel = found.relative_to(ROOT).as_posix()
         if found.is_dir():
             if not (found / "README.md").is_file():
                 return target  # a folder without a README: the strict build names it
-            self.add_page(f"{rel}/README.md")
+            self.add_page((found / "README.md").relative_to(ROOT).as_posix())
             return f"{path.rstrip('/')}/README.md{fragment}"
         if found.suffix == ".md":
             self.add_page(rel)
@@ -296,7 +296,7 @@ def typeset_math(site: Path) -> int:
             raise BuildError(f"{page.relative_to(site)}: ${tex}$ uses TeX that latex2mathml does not know")
         count += 1
         tag = "div" if display == "block" else "span"
-        return f'<{tag} class="arithmatex" title="{html.escape(tex)}">{converted}</{tag}>'
+        return f'<{tag} class="arithmatex">{converted}</{tag}>'
 
     for page in site.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
