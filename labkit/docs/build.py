@@ -24,8 +24,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 from labkit.course import registry
 from labkit.course.registry import ROOT, Lab
 from labkit.docs import book
@@ -244,6 +242,7 @@ def nav_yaml(entries: tuple[book.Entry, ...]) -> list:
 
 def write_config(out: Path) -> Path:
     """docs/mkdocs.yml, plus the folders and the navigation generated from the registry."""
+    import yaml  # the docs extra, like latex2mathml and ziamath below: imported where it is used
     generated = {"docs_dir": "src", "site_dir": "site", "nav": nav_yaml(book.nav())}
     config = out / "mkdocs.yml"
     config.write_text(
