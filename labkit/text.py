@@ -33,10 +33,25 @@ def shorten(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-def markdown_table(headers: list[str], rows: list[list]) -> str:
-    """A Markdown table; cells are printed with ``str`` (format floats first), pipes escaped."""
+def markdown_escape(text: str) -> str:
+    """``text`` as literal Markdown: HTML's ``& < >`` as entities, every other character Markdown
+    may read as markup backslash-escaped, control characters removed, on one line."""
+    text = " ".join(clean(text).split())
+    if re.fullmatch(r"-?\d+(\.\d+)?", text):  # a number reads as itself
+        return text
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|~\"'=:])", r"\\\1", text)
+
+
+def markdown_table(headers: list[str], rows: list[list], *, literal: bool = False) -> str:
+    """A Markdown table; cells are printed with ``str`` (format floats first), pipes escaped.
+
+    ``literal=True`` for text that comes from someone else (a student's error message): each cell
+    is shown as written, never as Markdown or HTML (:func:`markdown_escape`)."""
 
     def cell(value) -> str:
+        if literal:
+            return markdown_escape(str(value))
         return clean(str(value)).replace("\n", " ").replace("|", "\\|")
 
     lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from labkit.testing import bench, loader, poison, reference
 from labkit.testing import cases as paged
 from labkit.testing import checks as arrays
-from labkit.testing import loader, poison, reference
 
 
 def _make_lab(root, name, body):
@@ -89,6 +89,42 @@ def test_poison_hits_exactly_the_unused_slots():
     assert (cache[valid] == 0).all() and (cache[~valid] == 1e6).all()
 
 
+def test_padded_block_table_pads_with_the_null_block():
+    table, num_blocks = paged.padded_block_table(np.random.default_rng(2), 9, block_size=4, pad_columns=2)
+    assert table.dtype == np.int32 and len(table) == 3 + 2
+    assert (table[3:] == paged.NULL_BLOCK).all()  # the padding points at block 0
+    assert paged.NULL_BLOCK not in table[:3] and len(set(table[:3].tolist())) == 3  # distinct real blocks
+    assert num_blocks == 1 + 3 + 3 and table[:3].max() < num_blocks
+
+
+@pytest.mark.parametrize("kind", poison.POISON_KINDS)
+def test_paged_copy_places_each_token_and_poisons_the_rest(kind):
+    rng = np.random.default_rng(3)
+    k, v = rng.standard_normal((6, 2, 3)), rng.standard_normal((6, 2, 3))
+    table = np.array([4, 1])
+    k_cache, v_cache = paged.paged_copy(k, v, table, num_blocks=5, block_size=4, poison=kind)
+    assert k_cache.shape == (5, 4, 2, 3)
+    for t in range(6):  # token t at [table[t // 4], t % 4]
+        assert (k_cache[table[t // 4], t % 4] == k[t]).all() and (v_cache[table[t // 4], t % 4] == v[t]).all()
+    valid = poison.valid_slot_mask(5, 4, table, 6)
+    value = poison.poison_value(np.float64, kind)
+    for cache in (k_cache, v_cache):
+        unused = cache[~valid]
+        assert unused.size == (5 * 4 - 6) * 6
+        assert np.isnan(unused).all() if kind == "nan" else (unused == value).all()
+    k16, _ = paged.paged_copy(k, v, table, 5, 4, dtype=np.float16)
+    assert k16.dtype == np.float16 and (k16[4, 0] == k[0].astype(np.float16)).all()
+
+
+def test_read_only_inputs_refuse_writes():
+    q, k = paged.read_only(np.zeros(3), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="read-only"):
+        q *= 2.0
+    with pytest.raises(ValueError, match="read-only"):
+        k[0] = 0.0
+    assert paged.read_only(np.zeros(2)).flags.writeable is False
+
+
 def test_assert_close_says_where():
     expected = np.zeros((4, 8))
     actual = expected.copy()
@@ -101,6 +137,87 @@ def test_assert_close_says_where():
     arrays.assert_close(expected + 1e-9, expected, atol=1e-6)
 
 
+def test_dtype_checks_accept_numpy_scalar_types():
+    arrays.assert_dtype(np.zeros(2), np.float64)
+    arrays.assert_equal(np.arange(3), np.arange(3), dtype=np.int64)
+
+
+def test_dtype_checks_take_numpy_scalar_types_in_assert_close():
+    arrays.assert_close(np.zeros(2), np.zeros(2), atol=0, dtype=np.float64)
+    arrays.assert_equal(np.zeros(2, dtype=bool), np.zeros(2, dtype=bool), dtype=np.bool_)
+    with pytest.raises(AssertionError, match="dtype float32, expected float64"):
+        arrays.assert_close(np.zeros(2, dtype=np.float32), np.zeros(2), atol=0, dtype=np.float64)
+
+
 def test_assert_equal_names_first_mismatch():
     with pytest.raises(AssertionError, match=r"token 2 \(block 0\): got 9, expected 7"):
         arrays.assert_equal([5, 6, 9], [5, 6, 7], axes=("token",), what="slots", where=lambda i: "block 0")
+
+
+def test_scattered_block_tables_pad_with_spare_blocks():
+    tables, num_blocks = paged.scattered_block_tables(np.random.default_rng(0), [5, 0, 16], 4,
+                                                      spare_blocks=2, pad_columns=1)
+    assert num_blocks == 2 + 0 + 4 + 2 and tables.shape == (3, 5) and tables.dtype == np.int32
+    own = [tables[0, :2], tables[2, :4]]
+    used = np.concatenate(own)
+    assert len(set(used.tolist())) == 6, "every block belongs to one sequence"
+    spare = set(range(num_blocks)) - set(used.tolist())
+    assert set(tables[0, 2:].tolist()) | set(tables[1].tolist()) | {int(tables[2, 4])} <= spare
+    no_spare, _ = paged.scattered_block_tables(np.random.default_rng(0), [5, 16], 4)
+    assert no_spare.shape == (2, 4) and (no_spare[0, 2:] == 0).all()
+
+
+def test_decode_case_shapes_poison_and_truth():
+    torch = pytest.importorskip("torch")
+    case = paged.decode_case([5, 9], num_heads=4, num_kv_heads=2, head_dim=8, block_size=4,
+                             dtype=torch.float16, seed=3, spare_blocks=1, pad_columns=1)
+    assert case.q.shape == (2, 4, 8) and case.q.dtype == torch.float16
+    assert case.k_cache.shape == (2 + 3 + 1, 4, 2, 8) and case.block_tables.shape == (2, 4)
+    assert case.block_tables.dtype == torch.int32 and case.lens == [5, 9]
+    again = paged.decode_case([5, 9], num_heads=4, num_kv_heads=2, head_dim=8, block_size=4,
+                              dtype=torch.float16, seed=3, spare_blocks=1, pad_columns=1)
+    assert torch.equal(case.v_cache, again.v_cache), "the same seed gives the same case"
+    moved = case.to("meta")
+    assert moved.k_cache.device.type == "meta" and moved.block_tables.dtype == torch.int32
+    case.poison("nan")
+    valid = poison.valid_slot_mask(6, 4, case.block_tables.numpy(), case.lens)
+    assert valid.sum() == 14 and torch.isnan(case.k_cache[torch.from_numpy(~valid)]).all()
+    q, k_cache, v_cache, table, seq_len = case.one(1)
+    want = reference.paged_attention_f64(q, k_cache, v_cache, table.numpy(), seq_len)
+    np.testing.assert_allclose(case.expected_f64()[1], want, atol=0)
+    assert np.isfinite(case.expected_f64()).all(), "the truth reads no poisoned slot"
+
+
+def test_dense_kv_and_sdpa_decode_match_the_float64_gather():
+    torch = pytest.importorskip("torch")
+    case = paged.decode_case([7, 7, 7], num_heads=6, num_kv_heads=2, head_dim=8, block_size=4,
+                             dtype=torch.float32, seed=1, spare_blocks=2, pad_columns=2)
+    k = paged.dense_kv(case.k_cache, case.block_tables, 7)
+    v = paged.dense_kv(case.v_cache, case.block_tables, 7, contiguous=False)
+    assert k.shape == (3, 2, 7, 8) and k.is_contiguous() and not v.is_contiguous()
+    for b in range(3):
+        gathered = reference.gather_f64(case.k_cache, case.block_tables[b].numpy(), 7)  # [7, kv_heads, dim]
+        np.testing.assert_array_equal(k[b].numpy(), gathered.transpose(1, 0, 2))
+    out = paged.sdpa_decode(case.q, k, v)
+    assert out.shape == (3, 6, 8)
+    np.testing.assert_allclose(out.double().numpy(), case.expected_f64(), atol=1e-5)  # fp32 SDPA vs float64
+
+
+def test_decode_byte_and_flop_counts_by_hand():
+    # Tutorial 03, section 11: batch 1 x 32,768 tokens, 32 query heads over 8 KV heads, D = 128, fp16, blocks of 16.
+    assert bench.kv_bytes([32768], 8, 128, 2) == 134_217_728
+    assert bench.decode_bytes([32768], 32, 8, 128, 2, 16) == 134_217_728 + 16_384 + 8_192
+    assert bench.decode_flops([32768], 32, 128) == 536_870_912
+    assert bench.decode_bytes([17, 0], 1, 1, 16, 4, 16) == 2 * 17 * 16 * 4 + 2 * 2 * 16 * 4 + 4 * 2
+    assert bench.gb_per_s(3_000_000, 1000.0) == pytest.approx(3.0)
+
+
+def test_dtype_names_agree_across_numpy_and_torch():
+    for spelling in (np.int64, np.dtype("int64"), "int64"):
+        assert arrays.dtype_name(spelling) == "int64"
+    arrays.assert_dtype(np.zeros(2, dtype=np.int64), np.int64)
+    with pytest.raises(AssertionError, match="dtype int32, expected int64"):
+        arrays.assert_dtype(np.zeros(2, dtype=np.int32), np.int64)
+    torch = pytest.importorskip("torch")
+    assert arrays.dtype_name(torch.float16) == arrays.dtype_name(np.float16) == "float16"
+    assert arrays.dtype_name(torch.bfloat16) == "bfloat16"

@@ -34,17 +34,28 @@ def test_every_lab_folder_is_registered():
 
 
 def _public_api(path: Path) -> dict[str, str]:
-    """Public top-level functions with their argument lists (names and defaults), read without importing."""
+    """Public top-level functions and classes, with the argument lists (names and defaults) of the
+    functions and of the classes' public methods and ``__init__``, read without importing."""
     api = {}
+
+    def signature(node, name):
+        args = node.args
+        defaults = [None] * (len(args.args) - len(args.defaults)) + [ast.unparse(d) for d in args.defaults]
+        parts = [a.arg + (f"={d}" if d else "") for a, d in zip(args.args, defaults, strict=True)]
+        parts += [f"*{args.vararg.arg}"] if args.vararg else []
+        parts += [a.arg for a in args.kwonlyargs]
+        parts += [f"**{args.kwarg.arg}"] if args.kwarg else []
+        api[name] = f"{name}({', '.join(parts)})"
+
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("_"):
-            args = node.args
-            defaults = [None] * (len(args.args) - len(args.defaults)) + [ast.unparse(d) for d in args.defaults]
-            parts = [a.arg + (f"={d}" if d else "") for a, d in zip(args.args, defaults, strict=True)]
-            parts += [f"*{args.vararg.arg}"] if args.vararg else []
-            parts += [a.arg for a in args.kwonlyargs]
-            parts += [f"**{args.kwarg.arg}"] if args.kwarg else []
-            api[node.name] = f"{node.name}({', '.join(parts)})"
+            signature(node, node.name)
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            api[node.name] = f"class {node.name}"
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                        not item.name.startswith("_") or item.name == "__init__"):
+                    signature(item, f"{node.name}.{item.name}")
     return api
 
 
@@ -52,6 +63,32 @@ def _public_api(path: Path) -> dict[str, str]:
 def test_starter_and_solution_expose_the_same_api(lab):
     starter, solution = _public_api(lab.path / "starter.py"), _public_api(lab.path / "solution.py")
     assert starter == solution, f"lab {lab.id}: starter {starter} vs solution {solution}"
+
+
+def _kernels(path: Path) -> dict[str, str]:
+    """Top-level Triton kernels (``@triton.jit``, ``@jit``, ``@triton.jit(...)``), private ones included,
+    with their full argument lists (annotations such as ``tl.constexpr`` and defaults), read without importing."""
+    kernels = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef):
+            names = [ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list]
+            if any(name.split(".")[-1] == "jit" for name in names):
+                kernels[node.name] = f"{node.name}({ast.unparse(node.args)})"
+    return kernels
+
+
+LABS_WITH_KERNELS = [lab for lab in registry.LABS if _kernels(lab.path / "solution.py")]
+
+
+@pytest.mark.parametrize("lab", LABS_WITH_KERNELS, ids=lambda lab: lab.id)
+def test_starter_and_solution_kernels_have_the_same_signatures(lab):
+    """A starter whose docstring hands the learner the solution's kernels must hand over the same ones."""
+    starter, solution = _kernels(lab.path / "starter.py"), _kernels(lab.path / "solution.py")
+    assert starter == solution, (
+        f"lab {lab.id}: the starter's Triton kernels differ from the solution's:\n"
+        + "\n".join(f"  starter:  {starter.get(k, '(missing)')}\n  solution: {solution.get(k, '(missing)')}"
+                    for k in sorted(set(starter) | set(solution)) if starter.get(k) != solution.get(k))
+    )
 
 
 def test_committed_starters_fail_every_test(tmp_path):

@@ -1,25 +1,39 @@
 """The pytest plugin behind ``labs check``, ``labs bugs`` and ``labs grade``: a record of each test.
 
 Loaded with ``-p labkit.course.pytest_plugin`` in a pytest subprocess, it does nothing unless
-``LABS_RESULTS=<file>`` is set: it then appends one JSON line per event: ``collected`` (how many
-tests), ``test`` (one per test: outcome, a one-line message, and, under ``labs grade``, the
-timeouts/crashes of the submission during it), ``error`` (a collection error).
+``LABS_RESULTS_FD`` names the write end of the runner's results pipe (a file descriptor; a
+handle on Windows). It keeps that end from every process pytest starts, and writes one JSON
+line per event: ``collected`` (how many tests), ``test`` (one per test: outcome, a one-line
+message, and, under ``labs grade``, the timeouts/crashes of the submission during it),
+``error`` (a collection error).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
-from labkit.text import one_line
+from labkit.text import clean, one_line
+
+
+def _open_results(token: str):
+    """The results pipe's write end, marked not inheritable: no process pytest starts (a worker, a
+    test's child) gets it."""
+    if os.name == "nt":
+        import msvcrt
+
+        fd = msvcrt.open_osfhandle(int(token), os.O_WRONLY)
+    else:
+        fd = int(token)
+    os.set_inheritable(fd, False)
+    return open(fd, "w", buffering=1, encoding="utf-8")
 
 
 class _Recorder:
-    def __init__(self, path: Path, config):
-        self._file = open(path, "a", buffering=1, encoding="utf-8")
+    def __init__(self, file, config):
+        self._file = file
         self._config = config
 
     def _write(self, **event) -> None:
@@ -47,6 +61,7 @@ class _Recorder:
                 outcome=report.outcome,
                 when=report.when,
                 message=_message(report) if not report.passed else "",
+                detail=_detail(report) if report.failed else "",
                 incidents=self._incidents(),
             )
         elif report.when == "teardown" and report.failed:
@@ -66,7 +81,16 @@ def _message(report) -> str:
     return one_line(str(longrepr).strip().splitlines()[-1] if str(longrepr).strip() else "")
 
 
+def _detail(report, limit: int = 2000) -> str:
+    """The failure's whole message, lines kept (``labs check`` picks its most useful lines), cleaned of
+    control characters and capped at ``limit`` characters."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message.removeprefix("labkit.grader.standin.") if crash is not None else str(report.longrepr)
+    return clean(text)[:limit]
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    if os.environ.get("LABS_RESULTS"):
-        config.pluginmanager.register(_Recorder(Path(os.environ["LABS_RESULTS"]), config), "labs_recorder")
+    token = os.environ.pop("LABS_RESULTS_FD", None)
+    if token:
+        config.pluginmanager.register(_Recorder(_open_results(token), config), "labs_recorder")

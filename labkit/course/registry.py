@@ -4,7 +4,8 @@ Everything that lists labs reads this table: the README's lab map (checked by
 ``tests/test_repo.py``), the ``labs`` command line, the maintainers' checks.
 Numbering follows the book's chapters, not study order, which crosses phases: no lab may
 need an idea that a later lab teaches. 02-06 (numpy) comes before 04-01 (the online softmax in
-numpy), which comes before 02-04 (the same recurrence in a Triton kernel).
+numpy), which comes before 02-04 (the same recurrence in a Triton kernel), which comes before 04-03
+(prefill: the recurrence per query row, then a Triton kernel over query tiles).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ class Lab:
     folder: str  # the lab folder, relative to the repository root
     title: str
     builds: str  # what the learner builds, one line for the lab map
-    tags: tuple[str, ...]  # "cpu" (numpy only) or "triton" (torch + triton; GPU or interpreter)
+    # "python" (the standard library only), "cpu" (numpy only), "triton" (torch + triton; GPU or
+    # interpreter) or "distributed" (torch.distributed: gloo on a CPU, NCCL on GPUs)
+    tags: tuple[str, ...]
 
     @property
     def path(self) -> Path:
@@ -33,6 +36,10 @@ class Lab:
         """Where the lab runs, for the README's map and ``labs list``."""
         if "triton" in self.tags:
             return "GPU, or CPU via Triton's interpreter"
+        if "python" in self.tags:
+            return "CPU (plain Python)"
+        if "distributed" in self.tags:
+            return "CPU (numpy + torch.distributed, gloo), or several GPUs (NCCL)"
         return "CPU (numpy)"
 
 
@@ -45,12 +52,23 @@ P4 = "phase-04-attention-backends"
 
 # Study order is the order of this list.
 LABS: tuple[Lab, ...] = (
+    _lab("02-01", P2, "lab-01-block-allocator", "The block allocator",
+         "KV-cache blocks, the O(1) free queue, the block pool with its prefix-cache index", "python"),
+    _lab("02-02", P2, "lab-02-fragmentation-viz", "Fragmentation, measured: contiguous vs paged",
+         "reserved vs used KV memory of one request stream, admissions, the block-size trade-off", "cpu"),
+    _lab("02-03", P2, "lab-03-kv-memory-budget", "The KV memory budget: how many blocks a GPU gets",
+         "KV bytes per token, the profiled memory budget, vLLM's block count (GPU demo)", "python"),
+    _lab("02-05", P2, "lab-05-share-and-evict", "Share and evict: the KV-cache manager",
+         "prefix-cache hits, slot allocation, freeing tail first, sharing and reviving blocks", "python"),
     _lab("02-06", P2, "lab-06-paged-attention-numpy", "Paged attention in pure numpy",
          "slot mapping, KV scatter, gather-through-the-table attention (GQA)", "cpu"),
     _lab("04-01", P4, "lab-01-paged-attention-gather", "Paged attention with online softmax",
          "one streaming pass over paged blocks with a running max and correction", "cpu"),
     _lab("02-04", P2, "lab-04-paged-attention-triton", "A block-table-indexed attention kernel in Triton",
          "a torch reference and a Triton decode kernel that reads the block table", "triton"),
+    _lab("04-03", P4, "lab-03-causal-prefill-attention", "Causal prefill over the paged cache",
+         "chunked causal attention with a start offset (numpy), a ragged-batch Triton prefill kernel",
+         "triton"),
     _lab("04-04", P4, "lab-04-flash-decoding-partitions", "Flash-decoding: split the keys, merge the partials",
          "the (max, denominator, accumulator) summary and its exact merge", "cpu"),
     _lab("04-05", P4, "lab-05-kernel-walkthrough-exercises", "Inside vLLM's paged-attention kernel: exercises",
@@ -59,7 +77,10 @@ LABS: tuple[Lab, ...] = (
     _lab("04-06", P4, "lab-06-paged-decode-roofline", "Paged decode at the memory roofline",
          "split-KV + grouped-query Triton decode kernels with an exact reduce", "triton"),
     _lab("04-02", P4, "lab-02-backend-selection", "Choosing an attention backend",
-         "vLLM v0.10.1's backend selector with its reasons, and a dispatcher fed by H100 timings", "cpu"),
+         "vLLM v0.10.1's backend selector with its reasons, and a dispatcher fed by H100 timings", "python"),
+    _lab("04-07", P4, "lab-07-context-parallel-decode", "Decode with the KV cache split across ranks",
+         "a striped KV layout over ranks, per-rank summaries, their combine by all-reduce or all-gather",
+         "distributed"),
 )
 
 PHASES = {

@@ -2,13 +2,17 @@
 
 ``labs check``, ``labs bugs``, ``labs grade`` and the bug-gallery check all go
 through :func:`run_lab_tests`: a fresh interpreter per run (an implementation
-cannot leak into the next one), results through :mod:`labkit.course.pytest_plugin`.
+cannot leak into the next one), results through :mod:`labkit.course.pytest_plugin`, which
+writes them into a pipe whose write end only that pytest process holds (its number is in
+``LABS_RESULTS_FD``; the plugin keeps it from every process pytest starts). No file name is
+handed out, so nothing else can replace or append to the results.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -45,6 +49,7 @@ class TestResult:
     message: str = ""  # one line: why it failed or skipped
     incidents: list[dict] = field(default_factory=list)  # submission timeouts/crashes during it
     when: str = "call"  # "setup" when it never ran: a fixture failed (e.g. the implementation did not import)
+    detail: str = ""  # the failure's whole message, lines kept (capped): what ``labs check`` shows
 
     @property
     def function(self) -> str:
@@ -127,23 +132,25 @@ def run_lab_tests(
         extra["LAB_IMPL"] = impl
     start = time.monotonic()
     run = LabRun()
+    read_fd, write_fd, token, inherit = _results_pipe()
+    extra["LABS_RESULTS_FD"] = token
+    events = _PipeReader(read_fd)
     with tempfile.TemporaryDirectory(prefix="labs-run-") as tmp:
-        results = Path(tmp) / "results.jsonl"
-        results.touch()
-        extra["LABS_RESULTS"] = str(results)
         cmd = [sys.executable, "-m", "pytest", str(lab_dir), "-p", "labkit.course.pytest_plugin",
                "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--tb=line", *pytest_args]
         with open(Path(tmp) / "output.log", "wb") as log:
-            proc = subprocess.Popen(cmd, cwd=cwd, env=_clean_env(extra), stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
-            offset = 0
+            try:
+                proc = subprocess.Popen(cmd, cwd=cwd, env=_clean_env(extra), stdin=subprocess.DEVNULL, stdout=log,
+                                        stderr=subprocess.STDOUT, start_new_session=True, **inherit)
+            finally:
+                os.close(write_fd)  # pytest holds the only write end now: end of file when it exits
             try:
                 while True:
                     try:
                         run.returncode = proc.wait(timeout=0.1)
                     except subprocess.TimeoutExpired:
                         pass
-                    offset = _read_events(results, offset, run)
+                    _parse_events(events.lines(), run)
                     if on_progress:
                         on_progress(len(run.tests), run.collected)
                     if run.returncode is not None:
@@ -152,11 +159,12 @@ def run_lab_tests(
                         run.timed_out = True
                         _kill(proc)
                         run.returncode = proc.wait()
-                        _read_events(results, offset, run)
                         break
             except KeyboardInterrupt:  # pytest runs in its own session: Ctrl-C does not reach it
                 _kill(proc)
                 raise
+            finally:
+                _parse_events(events.lines(final=True), run)
         run.output = (Path(tmp) / "output.log").read_text(errors="replace")[-4000:]
     run.seconds = time.monotonic() - start
     if run.returncode not in (0, 1, 5) and not run.timed_out and not run.errors:
@@ -174,13 +182,47 @@ def _kill(proc: subprocess.Popen) -> None:
         pass
 
 
-def _read_events(path: Path, offset: int, run: LabRun) -> int:
-    """Parse the complete lines of ``path`` after ``offset``; returns the new offset."""
-    with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read()
-    end = data.rfind(b"\n") + 1
-    for line in data[:end].splitlines():
+def _results_pipe():
+    """A pipe for the results: (read end, write end, what the child is told, Popen arguments that
+    hand the write end to that child alone)."""
+    read_fd, write_fd = os.pipe()
+    if os.name == "nt":  # a handle, inherited through the handle list only
+        import msvcrt
+
+        handle = msvcrt.get_osfhandle(write_fd)
+        os.set_handle_inheritable(handle, True)
+        info = subprocess.STARTUPINFO(lpAttributeList={"handle_list": [handle]})
+        return read_fd, write_fd, str(handle), {"startupinfo": info, "close_fds": True}
+    return read_fd, write_fd, str(write_fd), {"pass_fds": (write_fd,)}
+
+
+class _PipeReader:
+    """Reads the results pipe in a thread (so pytest never blocks on a full pipe); hands out whole lines."""
+
+    def __init__(self, fd: int):
+        self._chunks: queue.Queue = queue.Queue()
+        self._pending = b""
+        self._thread = threading.Thread(target=self._read, args=(fd,), daemon=True)
+        self._thread.start()
+
+    def _read(self, fd: int) -> None:
+        with open(fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(1 << 16):
+                self._chunks.put(chunk)
+
+    def lines(self, final: bool = False) -> list[bytes]:
+        """The complete lines read so far; ``final``: wait (a little) for the end of the pipe first."""
+        if final:
+            self._thread.join(timeout=10)
+        while not self._chunks.empty():
+            self._pending += self._chunks.get()
+        end = self._pending.rfind(b"\n") + 1
+        done, self._pending = self._pending[:end], self._pending[end:]
+        return done.splitlines()
+
+
+def _parse_events(lines: list[bytes], run: LabRun) -> None:
+    for line in lines:
         try:
             event = json.loads(line)
         except ValueError:
@@ -192,9 +234,9 @@ def _read_events(path: Path, offset: int, run: LabRun) -> int:
             run.errors.append(f"{event.get('nodeid') or 'collection'}: {event.get('message', '')}")
         elif kind == "test":
             run.tests.append(TestResult(event["nodeid"], event["name"], event["outcome"], event.get("message", ""),
-                                        event.get("incidents", []), event.get("when", "call")))
+                                        event.get("incidents", []), event.get("when", "call"),
+                                        event.get("detail", "")))
         elif kind == "teardown-error":
             for t in run.tests:
                 if t.nodeid == event.get("nodeid") and t.outcome == "passed":
                     t.outcome, t.message = "failed", f"teardown: {event.get('message', '')}"
-    return offset + end

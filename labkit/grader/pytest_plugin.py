@@ -1,15 +1,18 @@
 """The grader's pytest plugin: the ``lab`` fixture becomes a stand-in for a student's file.
 
-Loaded with ``-p labkit.grader.pytest_plugin`` by ``labs grade``. With
-``LABS_SUBMISSION=<file>`` set, the root ``conftest.py``'s ``lab`` fixture hands the tests a
-:class:`labkit.grader.standin.Submission` for that student's file instead of importing it;
-``LABS_CALL_TIMEOUT``, ``LABS_IMPORT_TIMEOUT`` (seconds), ``LABS_DEADLINE`` (a ``time.time()``),
-``LABS_TRITON=1`` configure it.
+Loaded with ``-p labkit.grader.pytest_plugin`` by ``labs grade``, configured by the JSON in
+``LABS_GRADING`` (set by :mod:`labkit.grader.grade` for this trusted process only; no process of
+the student's sees it). The root ``conftest.py``'s ``lab`` fixture then hands the tests a
+:class:`labkit.grader.standin.Submission`, and :mod:`labkit.testing.child` runs a test's child
+script inside the same student's sandbox.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -17,52 +20,91 @@ import pytest
 from labkit.text import one_line
 
 
+def starter_api(lab_dir: Path) -> dict[str, str]:
+    """The lab's public names, read (never run) from the repository's own ``starter.py``:
+    name -> "callable" (a function or class) or "value" (a module-level assignment)."""
+    api = {}
+    for node in ast.parse((Path(lab_dir) / "starter.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            api[node.name] = "callable"
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            api.update({t.id: "value" for t in targets if isinstance(t, ast.Name)})
+    return {name: kind for name, kind in api.items() if not name.startswith("_")}
+
+
 class _Grader:
     """Registered as plugin ``labs_grader``; the ``lab`` fixture asks it for the module under test."""
 
-    def __init__(self, file: Path):
-        self.file = file
+    def __init__(self, settings: dict):
+        self.settings = settings
+        self.file = Path(settings["file"])
         self.incidents: list[dict] = []
         self._open = []
+        self._box = None
         self._import_failure = None  # (exception type, message) once the import timed out or crashed
 
     def take_incidents(self) -> list[dict]:
         taken, self.incidents = self.incidents, []
         return taken
 
+    def _incident(self, kind: str, message: str) -> None:
+        self.incidents.append({"kind": kind, "message": one_line(message)})
+
+    def sandbox(self):
+        """The student's sandbox, shared by the workers and the child scripts of this run."""
+        if self._box is None:
+            from labkit.grader.sandbox import Resources, Sandbox
+            from labkit.testing import triton_env
+
+            s = self.settings
+            gpu = bool(s.get("triton")) and s.get("sandbox", True) and triton_env.cuda_available()
+            self._box = Sandbox(self.file.parent, Resources(**s.get("resources", {})), gpu=gpu,
+                                enabled=s.get("sandbox", True), hide=tuple(s.get("hide", ())))
+        return self._box
+
     def lab_module(self, lab_dir: Path):
-        from labkit.grader.standin import SubmissionCrashed, SubmissionTimeout
+        from labkit.grader.standin import Submission, SubmissionCrashed, SubmissionTimeout
 
         if self._import_failure is not None:  # pytest sets the fixture up again for each test: fail fast
             kind, message = self._import_failure
             raise kind(message)
-        deadline = os.environ.get("LABS_DEADLINE")
+        s = self.settings
         try:
-            submission = self._start(deadline)
+            submission = Submission(self.file, starter_api(lab_dir), self.sandbox(), triton=bool(s.get("triton")),
+                                    call_timeout=float(s["call"]), import_timeout=float(s["imports"]),
+                                    deadline=float(s["deadline"]), on_incident=self._incident)
         except (SubmissionTimeout, SubmissionCrashed) as err:
             self._import_failure = (type(err), str(err))
             raise
         self._open.append(submission)
         return submission
 
-    def _start(self, deadline):
-        from labkit.grader.standin import Submission
-
-        return Submission(
-            self.file,
-            triton=os.environ.get("LABS_TRITON") == "1",
-            call_timeout=float(os.environ.get("LABS_CALL_TIMEOUT", "10")),
-            import_timeout=float(os.environ.get("LABS_IMPORT_TIMEOUT", "60")),
-            deadline=float(deadline) if deadline else None,
-            on_incident=lambda kind, message: self.incidents.append({"kind": kind, "message": one_line(message)}),
-        )
+    def run_child(self, script: Path, args: list[str], env: dict, timeout: float):
+        """labkit.testing.child's runner under grading: the script runs in the student's sandbox."""
+        box = self.sandbox()
+        left = min(timeout, float(self.settings["deadline"]) - time.time())
+        if left <= 0:
+            self._incident("timeout", f"{script.name}: the lab's time limit was reached")
+            return None, b"", b"the lab's time limit was reached"
+        code, out, err = box.run(["script", box.add_script(script), *args], timeout=left, env=env)
+        if code is None:
+            self._incident("timeout", f"{script.name} did not finish within {left:.0f} s")
+        return code, out, err
 
     def pytest_unconfigure(self):
         for submission in self._open:
             submission.close()
+        if self._box is not None:
+            self._box.close()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    if os.environ.get("LABS_SUBMISSION"):
-        config.pluginmanager.register(_Grader(Path(os.environ["LABS_SUBMISSION"])), "labs_grader")
+    settings = os.environ.get("LABS_GRADING")
+    if settings:
+        grader = _Grader(json.loads(settings))
+        config.pluginmanager.register(grader, "labs_grader")
+        from labkit.testing import child
+
+        child.use_runner(grader.run_child)

@@ -1,37 +1,71 @@
-"""The worker process of ``labs grade``: imports one student's file and runs calls on it.
+"""The first process inside a student's sandbox: set the limits, then import and serve, or run a script.
 
-Started by :class:`labkit.grader.standin.Submission` as
-``python -m labkit.grader.worker <read fd> <write fd> <file> <numpy|triton>`` in a
-scratch directory. It answers ``("ready", names)`` or ``("error", ...)`` after
-the import, then one reply per request (``call`` a function, ``launch`` a
-Triton kernel, ``setglobal``/``delglobal`` for a test's monkeypatching):
-``("ok", result, in_place_updates)`` or
-``("error", "exception", builtin_base, qualname, message)``. A global replaced
-by a test's function becomes a stub that sends ``("callback", ...)`` and serves
-requests until the trusted side answers ``cbret``/``cberr``.
+    python -m labkit.grader.worker serve LIMITS READ_FD WRITE_FD FILE numpy|triton
+    python -m labkit.grader.worker script LIMITS SCRIPT [ARGS...]
 
-Nothing decided here is trusted: the grade is decided by the instructor's tests
-in the process that started this one.
+``LIMITS`` is a JSON object (:func:`apply_limits`), applied before anything of the student's
+runs. ``serve`` imports the student's ``FILE`` and answers the grader over two pipes
+(:mod:`labkit.grader.wire`): ``("ready", names)`` or ``("error", ...)`` after the import, then one
+reply per request (``call`` a function, ``launch`` a Triton kernel, ``setglobal``/``delglobal``
+for a test's monkeypatching): ``("ok", result, in_place_updates)`` or
+``("error", "exception", builtin_base, qualname, message)``. A global replaced by a test's
+function becomes a stub that sends ``("callback", ...)`` and serves requests until the grader
+answers ``cbret``/``cberr``. ``script`` runs a lab's helper script
+(:mod:`labkit.testing.child`) as ``__main__``.
+
+Nothing decided here is trusted: everything this process sends is what the student's code let
+through, and the grader checks it.
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
+import hashlib
 import importlib
 import importlib.util
 import inspect
+import json
 import os
+import runpy
 import sys
-import threading
-import time
 from pathlib import Path
+
+from labkit.grader import wire
+from labkit.grader.values import array_leaves, decode, encode
+
+WATCHED_MODULES = ("numpy", "numpy.linalg", "math")  # a test may patch their functions (04-01 wraps np.exp)
+
+
+def apply_limits(limits: dict) -> None:
+    """setrlimit each limit for this process and every process it starts. ``memory`` (bytes)
+    limits the address space, or with ``"memory_kind": "data"`` the private writable memory (a GPU
+    driver reserves huge address ranges). The process limit is set here, inside the sandbox's own
+    user namespace: the kernel counts processes per user and namespace (ucounts), and a limit set
+    on bwrap itself would also count every process the instructor's account runs elsewhere."""
+    import resource
+
+    table = {
+        "memory": resource.RLIMIT_DATA if limits.get("memory_kind") == "data" else resource.RLIMIT_AS,
+        "processes": resource.RLIMIT_NPROC,
+        "file_size": resource.RLIMIT_FSIZE,
+        "open_files": resource.RLIMIT_NOFILE,
+        "cpu_seconds": resource.RLIMIT_CPU,
+    }
+    for name, which in table.items():
+        value = int(limits.get(name) or 0)
+        if value > 0:
+            _, hard = resource.getrlimit(which)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            # CPU time: SIGXCPU (which a program may catch) at the soft limit, SIGKILL five seconds later.
+            soft_hard = (value, value + 5) if name == "cpu_seconds" and hard == resource.RLIM_INFINITY else \
+                (value, value)
+            resource.setrlimit(which, soft_hard)
 
 
 def _die_with_parent() -> None:
-    """Exit when the process that started us is gone, even if the student's code loops."""
-    parent = os.getppid()
-    try:  # Linux: the kernel does it, whatever the student's code is doing
+    """Without a sandbox (``labs grade --no-sandbox``): exit when the grader does (Linux)."""
+    try:
         import ctypes
         import signal
 
@@ -39,22 +73,11 @@ def _die_with_parent() -> None:
     except Exception:
         pass
 
-    def watch():
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != parent:
-                os._exit(70)
-
-    threading.Thread(target=watch, daemon=True).start()
-
 
 def _error(exc: BaseException, kind: str = "exception") -> tuple:
     """An exception as plain data: the nearest built-in base class, the real name, the message."""
-    base = next(
-        (c.__name__ for c in type(exc).__mro__ if getattr(builtins, c.__name__, None) is c
-         and issubclass(c, Exception)),
-        None,
-    )
+    base = next((c.__name__ for c in type(exc).__mro__
+                 if getattr(builtins, c.__name__, None) is c and issubclass(c, Exception)), None)
     if base is None:  # SystemExit, KeyboardInterrupt, pytest outcomes: not an ordinary error
         kind = "fatal" if kind == "exception" else kind
         base = "BaseException"
@@ -66,8 +89,6 @@ def _error(exc: BaseException, kind: str = "exception") -> tuple:
 
 
 def _describe(module) -> dict:
-    from labkit.grader.standin import encode
-
     names = {}
     for name, value in vars(module).items():
         if name.startswith("_") or inspect.ismodule(value):
@@ -86,40 +107,39 @@ def _describe(module) -> dict:
     return names
 
 
-def _import(file: Path):
-    spec = importlib.util.spec_from_file_location("submission", file)
+def import_file(file: Path, name: str = "submission"):
+    """Import the student's ``file``; modules next to it (their own helpers) import too."""
+    spec = importlib.util.spec_from_file_location(name, file)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["submission"] = module
-    sys.path.insert(0, str(file.parent))  # the student's own helper modules
+    sys.modules[name] = module
+    sys.path.insert(0, str(file.parent))
     spec.loader.exec_module(module)
     return module
 
 
+def _digest(leaf) -> bytes:
+    return hashlib.blake2b(wire.pack(encode(leaf))).digest()
+
+
 class _Session:
-    """Answers the trusted side's requests for one imported module."""
+    """Answers the grader's requests for one imported module."""
 
     def __init__(self, module, read_fd: int, write_fd: int):
         self.module, self.read_fd, self.write_fd = module, read_fd, write_fd
         self.originals = dict(vars(module))  # calls go to these, whatever a test patched in since
 
     def decode(self, data):
-        from labkit.grader.standin import decode
-
-        return decode(data, hooks={"cb": self._callback_stub, "fn": self._original, "dc": self._record})
-
-    def _original(self, name):
-        return self.originals[name]
+        return decode(data, hooks={"cb": self._callback_stub, "fn": self.originals.__getitem__, "dc": self._record})
 
     def _record(self, name, fields):
         cls = self.originals[name]  # the submission's dataclass, rebuilt from its fields
         return cls(**{k: self.decode(v) for k, v in fields})
 
     def _callback_stub(self, index):
-        """A function that runs the trusted side's callback ``index`` (a test's recording wrapper)."""
-        from labkit.grader.standin import encode, send
+        """A function that runs the grader's callback ``index`` (a test's recording wrapper)."""
 
         def callback(*args, **kwargs):
-            send(self.write_fd, ("callback", index, encode(args), encode(kwargs)))
+            wire.send(self.write_fd, ("callback", index, encode(args), encode(kwargs)))
             reply = self.serve(until_callback_returns=True)
             if reply[0] == "cbret":
                 return self.decode(reply[1])
@@ -130,11 +150,9 @@ class _Session:
         return callback
 
     def handle(self, request) -> tuple:
-        from labkit.grader.standin import ProtocolError, array_leaves, encode
-
         try:
             if type(request) is not tuple or len(request) < 2:
-                raise ProtocolError("bad request")
+                raise wire.ProtocolError("bad request")
             request, patches = request[:-1], self.decode(request[-1])
             kind = request[0]
             if kind == "call":
@@ -143,50 +161,44 @@ class _Session:
                 call = lambda: fn(*args, **kwargs)
             elif kind == "launch":
                 _, name, grid, args, kwargs = request
-                kernel, grid, args, kwargs = self.originals[name], self.decode(grid), self.decode(args), \
-                    self.decode(kwargs)
+                kernel, grid = self.originals[name], self.decode(grid)
+                args, kwargs = self.decode(args), self.decode(kwargs)
                 call = lambda: kernel[grid](*args, **kwargs)
-            elif kind == "setglobal":
+            elif kind in ("setglobal", "delglobal"):
                 _, name, args, _kwargs = request
-                (value,) = self.decode(args)
+                value = self.decode(args)[0] if kind == "setglobal" else None
                 args, kwargs = (), {}
-                call = lambda: setattr(self.module, name, value)
-            elif kind == "delglobal":
-                _, name, _args, _kwargs = request
-                args, kwargs = (), {}
-                call = lambda: delattr(self.module, name)
+                call = (lambda: setattr(self.module, name, value)) if kind == "setglobal" else \
+                    (lambda: delattr(self.module, name))
             else:
-                raise ProtocolError(f"unknown request {kind!r}")
+                raise wire.ProtocolError(f"unknown request {kind!r}")
             leaves = array_leaves((args, kwargs))
-            before = [encode(leaf) for leaf in leaves]
+            before = [_digest(leaf) for leaf in leaves]
             with _patched(patches):
                 result = call()
             aliases = {id(leaf): i for i, leaf in enumerate(leaves)}  # a result that is an argument stays one
-            return ("ok", encode(result, arguments=aliases), _changed(leaves, before))
+            changed = [(i, encode(leaf)) for i, leaf in enumerate(leaves) if _digest(leaf) != before[i]]
+            return ("ok", encode(result, arguments=aliases), changed)
         except BaseException as exc:
             return _error(exc)
 
     def serve(self, until_callback_returns: bool = False):
         """Answer requests; inside a callback, until its result comes back."""
-        from labkit.grader.standin import ProtocolError, recv, send
-
         while True:
             try:
-                request = recv(self.read_fd)
+                request = wire.recv(self.read_fd)
             except EOFError:
                 os._exit(0)
             if type(request) is tuple and request and request[0] in ("cbret", "cberr"):
                 if until_callback_returns:
                     return request
-                raise ProtocolError("a callback result outside a callback")
-            send(self.write_fd, self.handle(request))
+                raise wire.ProtocolError("a callback result outside a callback")
+            wire.send(self.write_fd, self.handle(request))
 
 
 @contextlib.contextmanager
 def _patched(patches: dict):
     """Replace watched module functions ("numpy:exp") by the test's wrappers for one call."""
-    from labkit.grader.standin import WATCHED_MODULES
-
     saved = []
     try:
         for key, value in patches.items():
@@ -201,34 +213,36 @@ def _patched(patches: dict):
             setattr(module, attr, original)
 
 
-def _changed(leaves, before) -> list:
-    from labkit.grader.standin import encode
-
-    updates = []
-    for i, (leaf, old) in enumerate(zip(leaves, before, strict=True)):
-        new = encode(leaf)
-        if new != old:
-            updates.append((i, new))
-    return updates
-
-
-def main(argv: list[str]) -> int:
-    read_fd, write_fd, file, backend = int(argv[0]), int(argv[1]), Path(argv[2]), argv[3]
-    _die_with_parent()
-    from labkit.grader.standin import send
-
+def serve(read_fd: int, write_fd: int, file: Path, backend: str) -> int:
     try:
         if backend == "triton":
             from labkit.testing import triton_env
 
             triton_env.select_backend()
-        module = _import(file)
-        send(write_fd, ("ready", _describe(module)))
+        module = import_file(file)
+        wire.send(write_fd, ("ready", _describe(module)))
     except BaseException as exc:
-        send(write_fd, _error(exc, kind="import"))
+        wire.send(write_fd, _error(exc, kind="import"))
         return 1
     _Session(module, read_fd, write_fd).serve()
     return 0
+
+
+def main(argv: list[str]) -> int:
+    mode, limits, rest = argv[0], json.loads(argv[1]), argv[2:]
+    apply_limits(limits)
+    if not limits.get("sandboxed"):
+        _die_with_parent()
+    if mode == "serve":
+        read_fd, write_fd, file, backend = int(rest[0]), int(rest[1]), Path(rest[2]), rest[3]
+        return serve(read_fd, write_fd, file, backend)
+    if mode == "script":
+        sys.argv = rest
+        sys.path.insert(0, str(Path(rest[0]).parent))
+        runpy.run_path(rest[0], run_name="__main__")
+        return 0
+    print(f"labkit.grader.worker: unknown mode {mode!r}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

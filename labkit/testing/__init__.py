@@ -6,5 +6,6 @@
 - ``poison``: huge, NaN and inf poison for every cache slot that holds no valid token.
 - ``cases``: random paged caches, block tables and the other inputs the tests build.
 - ``triton_env``: Triton on a GPU, or through its interpreter on a CPU.
-- ``bench``: GPU timing, bandwidth ceilings and the results table of the benchmarks.
+- ``bench``: GPU timing (per call and CUDA-graph replay), bandwidth ceilings and the results table
+  of the benchmarks; ``stream_read``: the read-only kernel behind ``bench.read_bandwidth``.
 """

@@ -1,14 +1,21 @@
-"""Shared pieces of the GPU benchmarks: timing, copy bandwidth, the results table.
+"""Shared pieces of the GPU benchmarks: timing, bandwidth ceilings, byte counts, the results table.
 
-Timings are ``triton.testing.do_bench`` medians (it flushes the L2 cache before
-each run). Bandwidths count bytes read plus bytes written.
+Timings are medians with the L2 cache flushed before each run, two ways: ``time_us`` times each
+call as Python issues it (``triton.testing.do_bench``), ``graph_time_us`` replays it from a CUDA
+graph, as serving engines run decode steps. Ceilings: ``copy_bandwidth`` (bytes read plus bytes
+written by a copy), ``read_bandwidth`` (a read-only stream), ``matmul_tflops``. The byte and
+FLOP counts of a decode step are plain arithmetic (no GPU needed): the roofline's numerator.
 """
 
 from __future__ import annotations
 
+from labkit.testing.cases import blocks_needed
 from labkit.text import markdown_table
 
-__all__ = ["copy_bandwidth", "device_line", "markdown_table", "time_us"]
+__all__ = [
+    "copy_bandwidth", "decode_bytes", "decode_flops", "device_line", "gb_per_s", "graph_time_us", "kv_bytes",
+    "markdown_table", "matmul_tflops", "read_bandwidth", "time_us",
+]  # fmt: skip
 
 
 def time_us(fn) -> float:
@@ -37,3 +44,97 @@ def device_line() -> str:
     return (
         f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}"
     )
+
+
+def kv_bytes(seq_lens, num_kv_heads: int, head_dim: int, itemsize: int) -> int:
+    """Bytes of K and V of the valid tokens, ``2 * sum(seq_lens) * num_kv_heads * head_dim * itemsize``:
+    what any decode kernel must read, and the large term of every decode step's traffic."""
+    return 2 * sum(int(n) for n in seq_lens) * num_kv_heads * head_dim * itemsize
+
+
+def decode_bytes(seq_lens, num_heads: int, num_kv_heads: int, head_dim: int, itemsize: int, block_size: int) -> int:
+    """The fewest bytes one decode step moves: :func:`kv_bytes`, plus ``q`` read and the output
+    written (``num_heads * head_dim`` elements each per sequence), plus the block tables read
+    (one 4-byte id per block of each sequence)."""
+    lens = [int(n) for n in seq_lens]
+    q_and_out = 2 * len(lens) * num_heads * head_dim * itemsize
+    tables = 4 * sum(blocks_needed(n, block_size) for n in lens)
+    return kv_bytes(lens, num_kv_heads, head_dim, itemsize) + q_and_out + tables
+
+
+def decode_flops(seq_lens, num_heads: int, head_dim: int) -> int:
+    """FLOPs of one decode step: ``2 * head_dim`` for ``q . k`` and ``2 * head_dim`` for ``p * v``,
+    per token and query head (the softmax's O(seq_len) operations left out)."""
+    return 4 * head_dim * num_heads * sum(int(n) for n in seq_lens)
+
+
+def gb_per_s(nbytes: int, us: float) -> float:
+    """``nbytes`` moved in ``us`` microseconds, in GB/s (10**9 bytes per second)."""
+    return nbytes / (us * 1e-6) / 1e9
+
+
+# --------------------------------------------------------------------------- the way engines run decode
+
+
+def graph_time_us(fn, *, reps: int = 100, warmup: int = 3, flush_l2: bool = True) -> float:
+    """Median time of ``fn()`` replayed from a CUDA graph, in microseconds.
+
+    Serving engines capture their decode steps in CUDA graphs and replay them, so the host's cost
+    of launching kernels (Triton binds and specializes every argument on each call) is not what
+    they pay; :func:`time_us` times each call as issued from Python. ``fn`` runs ``warmup`` times
+    on a side stream first (compilation, allocations), is captured once, and each replay is timed
+    with CUDA events; with ``flush_l2`` a 256 MiB memset (the one ``do_bench`` uses) runs before
+    each replay, outside the timed region, so neither way finds the inputs in the L2 cache.
+    """
+    import statistics
+
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    graph.replay()
+    for start, end in zip(starts, ends, strict=True):
+        if flush_l2:
+            flush.zero_()
+        start.record()
+        graph.replay()
+        end.record()
+    torch.cuda.synchronize()
+    times = [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
+    graph.reset()
+    return 1e3 * statistics.median(times)
+
+
+def read_bandwidth(nbytes: int = 1 << 30) -> float:
+    """Streaming read bandwidth in bytes/s: ``nbytes`` (1 GiB) read once by a Triton kernel that
+    writes almost nothing (:mod:`labkit.testing.stream_read`). Decode only reads its K and V, and
+    a read-only stream runs faster than a copy (which turns the bus around for its writes), so
+    this is the roofline a decode kernel is measured against; :func:`copy_bandwidth` is the other."""
+    import torch
+
+    from labkit.testing import stream_read
+
+    data = torch.empty(nbytes // 4, dtype=torch.int32, device="cuda").random_()
+    partials = stream_read.partials_for(data)
+    seconds = time_us(lambda: stream_read.xor_blocks(data, out=partials)) * 1e-6
+    return data.numel() * 4 / seconds
+
+
+def matmul_tflops(n: int = 8192) -> float:
+    """Dense float16 matrix-product throughput in TFLOP/s (an ``n x n`` by ``n x n`` product,
+    ``2 n**3`` FLOPs): with a bandwidth, the GPU's ridge point, measured instead of quoted."""
+    import torch
+
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    return 2 * n**3 / (time_us(lambda: a @ b) * 1e-6) / 1e12

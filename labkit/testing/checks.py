@@ -19,6 +19,10 @@ def dtype_name(dtype) -> str:
     """``"float16"`` for ``np.float16``, ``np.dtype("float16")`` or ``torch.float16``."""
     if dtype is None:
         return "None"
+    try:
+        return np.dtype(dtype).name  # numpy dtypes and scalar types (np.int64), and names ("int64")
+    except TypeError:
+        pass
     text = str(dtype).removeprefix("torch.")
     try:
         return np.dtype(text).name

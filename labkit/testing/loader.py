@@ -23,7 +23,7 @@ from types import ModuleType
 
 DEFAULT_IMPL = "solution"
 # Files in a lab folder that are not implementations.
-NOT_IMPLEMENTATIONS = {"test_lab", "lab", "bench", "conftest", "figures"}
+NOT_IMPLEMENTATIONS = {"test_lab", "lab", "bench", "tune", "conftest", "figures"}
 
 
 class ImplNotFoundError(LookupError):

@@ -1,6 +1,6 @@
 """Lab 02-04 benchmark: the one-program-per-head kernel against dense attention (GPU only).
 
-    python bench.py [--out FOLDER] [--seq-lens 1024 4096 ...]
+    python bench.py [--seq-lens 1024 4096 ...] [--out FOLDER]
 
 One decode step, batch 1, 32 query heads over 8 KV heads, head_dim 128, fp16, block 16,
 for sequence lengths 1k to 128k. Three ways to compute the same output:
@@ -8,7 +8,7 @@ for sequence lengths 1k to 128k. Three ways to compute the same output:
   sdpa           torch's scaled_dot_product_attention on a dense, contiguous copy of the cache
   gather+sdpa    index the cache through the table (a copy), then the same SDPA
 Bytes counted: the K and V bytes of the valid tokens (what any decode kernel must read).
-Writes results.md and results.png into --out (default: this folder).
+Prints the table; with --out, also writes results.md and results.png into that folder.
 """
 
 from __future__ import annotations
@@ -18,86 +18,65 @@ import datetime
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2]))
 
 from labkit import triton_env  # noqa: E402
 
-BACKEND = triton_env.select_backend()
+BACKEND = triton_env.select_backend()  # before Triton is imported
 
 NUM_HEADS, NUM_KV_HEADS, HEAD_DIM, BLOCK_SIZE = 32, 8, 128, 16
 SEQ_LENS = [1024, 4096, 16384, 32768, 65536, 131072]
-
-
-def make_inputs(seq_len, device="cuda"):
-    """A cache holding exactly one sequence, its blocks shuffled, plus a dense copy."""
-    import torch
-
-    num_blocks = -(-seq_len // BLOCK_SIZE)
-    gen = torch.Generator(device="cpu").manual_seed(seq_len)
-    block_table = torch.randperm(num_blocks, generator=gen).to(device=device, dtype=torch.int32)
-    shape = (num_blocks, BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM)
-    k_cache = torch.randn(shape, device=device, dtype=torch.float16)
-    v_cache = torch.randn(shape, device=device, dtype=torch.float16)
-    q = torch.randn(NUM_HEADS, HEAD_DIM, device=device, dtype=torch.float16)
-    return q, k_cache, v_cache, block_table
-
-
-def gather_dense(cache, block_table, seq_len):
-    """[1, num_kv_heads, seq_len, head_dim]: the sequence's tokens in order, as SDPA wants them."""
-    tokens = cache[block_table.long()].reshape(-1, NUM_KV_HEADS, HEAD_DIM)[:seq_len]
-    return tokens.transpose(0, 1).unsqueeze(0)
-
-
-def sdpa(q, k, v):
-    import torch.nn.functional as F
-
-    return F.scaled_dot_product_attention(q[None, :, None, :], k, v, enable_gqa=NUM_HEADS != NUM_KV_HEADS)
-
-
+DEVICE = "cuda"  # the only device a bandwidth measurement means anything on
 TRITON, SDPA, GATHER = "triton (block table)", "SDPA (dense copy)", "gather + SDPA"
 
 
 def measure(lab, seq_len) -> dict[str, float]:
-    """Microseconds of each way for one sequence length, after checking they agree."""
-    from labkit.testing.bench import time_us
+    """Microseconds of each way for one sequence length, after checking that they agree."""
+    import torch
 
-    q, k_cache, v_cache, block_table = make_inputs(seq_len)
-    k_dense = gather_dense(k_cache, block_table, seq_len).contiguous()
-    v_dense = gather_dense(v_cache, block_table, seq_len).contiguous()
+    from labkit import bench, cases
 
-    out = lab.paged_attention_triton(q, k_cache, v_cache, block_table, seq_len)
-    want = sdpa(q, k_dense, v_dense)[0, :, 0]
+    case = cases.decode_case([seq_len], num_heads=NUM_HEADS, num_kv_heads=NUM_KV_HEADS, head_dim=HEAD_DIM,
+                             block_size=BLOCK_SIZE, dtype=torch.float16, device=DEVICE, seed=seq_len)
+    args = case.one(0)
+    k_dense = cases.dense_kv(case.k_cache, case.block_tables, seq_len)
+    v_dense = cases.dense_kv(case.v_cache, case.block_tables, seq_len)
+
+    out = lab.paged_attention_triton(*args)
+    want = cases.sdpa_decode(case.q, k_dense, v_dense)[0]
     delta = (out.float() - want.float()).abs().max().item()
     if not delta < 1e-2:
         raise SystemExit(f"seq_len={seq_len}: the kernel differs from SDPA by {delta:.3g}; run the tests")
 
-    def gather_then_sdpa():
-        return sdpa(q, gather_dense(k_cache, block_table, seq_len), gather_dense(v_cache, block_table, seq_len))
+    def gather_then_sdpa():  # the copy an engine without a paged kernel would make every step
+        k = cases.dense_kv(case.k_cache, case.block_tables, seq_len, contiguous=False)
+        v = cases.dense_kv(case.v_cache, case.block_tables, seq_len, contiguous=False)
+        return cases.sdpa_decode(case.q, k, v)
 
     return {
-        TRITON: time_us(lambda: lab.paged_attention_triton(q, k_cache, v_cache, block_table, seq_len)),
-        SDPA: time_us(lambda: sdpa(q, k_dense, v_dense)),
-        GATHER: time_us(gather_then_sdpa),
+        TRITON: bench.time_us(lambda: lab.paged_attention_triton(*args)),
+        SDPA: bench.time_us(lambda: cases.sdpa_decode(case.q, k_dense, v_dense)),
+        GATHER: bench.time_us(gather_then_sdpa),
     }
 
 
-def run(seq_lens, out_dir: Path) -> None:
+def run(seq_lens, out_dir: Path | None) -> None:
     import torch
 
     import labkit
-    from labkit.testing.bench import copy_bandwidth, device_line, markdown_table
+    from labkit import bench
 
-    lab = labkit.load_impl(Path(__file__).parent)
-    copy_bw = copy_bandwidth()
-    print(device_line())
+    lab = labkit.load_impl(HERE)
+    copy_bw = bench.copy_bandwidth()
+    print(bench.device_line())
     print(f"copy bandwidth (read + write): {copy_bw / 1e9:.0f} GB/s")
     rows, curves = [], {TRITON: [], SDPA: [], GATHER: []}
     for seq_len in seq_lens:
         times = measure(lab, seq_len)
         torch.cuda.empty_cache()
-        nbytes = 2 * seq_len * NUM_KV_HEADS * HEAD_DIM * 2  # K and V, fp16
-        gbps = {name: nbytes / (us * 1e-6) / 1e9 for name, us in times.items()}
+        nbytes = bench.kv_bytes([seq_len], NUM_KV_HEADS, HEAD_DIM, 2)  # K and V, fp16
+        gbps = {name: bench.gb_per_s(nbytes, us) for name, us in times.items()}
         for name in curves:
             curves[name].append(gbps[name])
         rows.append([
@@ -116,13 +95,16 @@ def run(seq_lens, out_dir: Path) -> None:
         "gather+SDPA µs", "gather+SDPA GB/s",
         "triton / SDPA time", "gather+SDPA / SDPA time",
     ]  # fmt: skip
-    table = markdown_table(headers, rows)
+    table = bench.markdown_table(headers, rows)
     print(table)
+    if out_dir is None:
+        print("(pass --out FOLDER to write results.md and results.png)")
+        return
     out_dir.mkdir(parents=True, exist_ok=True)
-    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     (out_dir / "results.md").write_text(
         f"# Lab 02-04 benchmark: one decode step, batch 1\n\n"
-        f"{device_line()}; {today}.\n\n"
+        f"{bench.device_line()}; {today}.\n\n"
         f"{NUM_HEADS} query heads over {NUM_KV_HEADS} KV heads, head_dim {HEAD_DIM}, fp16, block size {BLOCK_SIZE}. "
         f"GB/s = K+V bytes of the valid tokens / time (do_bench median, L2 flushed). "
         f"Measured copy bandwidth (read + write): {copy_bw / 1e9:.0f} GB/s.\n\n{table}\n"
@@ -132,14 +114,9 @@ def run(seq_lens, out_dir: Path) -> None:
 
 
 def plot(seq_lens, curves, copy_bw, path: Path) -> None:
-    try:
-        import matplotlib
+    from labkit import figures
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed (pip install -e '.[bench]'): no plot")
-        return
+    plt = figures.pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, gbps in curves.items():
         ax.plot(seq_lens, gbps, marker="o", label=name)
@@ -152,13 +129,12 @@ def plot(seq_lens, curves, copy_bw, path: Path) -> None:
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    figures.save(fig, path)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent, help="folder for results.*")
+    parser.add_argument("--out", type=Path, default=None, help="folder to write results.md and results.png into")
     parser.add_argument("--seq-lens", type=int, nargs="+", default=SEQ_LENS)
     args = parser.parse_args()
     if BACKEND != "cuda":

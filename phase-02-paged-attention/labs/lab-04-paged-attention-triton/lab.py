@@ -35,27 +35,23 @@ def main() -> int:
     if BACKEND == "missing":
         print(triton_env.describe())
         return 2
-    import numpy as np
+    import dataclasses
+
     import torch
 
     import labkit
-    from labkit.testing.cases import random_paged_cache
+    from labkit.testing.cases import decode_case
 
     lab = labkit.load_impl(Path(__file__).parent)
-    device = triton_env.device()
-    rng = np.random.default_rng(0)
-    k, v = random_paged_cache(rng, NUM_BLOCKS, BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM)
-    q = torch.from_numpy(rng.standard_normal((NUM_HEADS, HEAD_DIM))).to(device, torch.float16)
-    k_cache = torch.from_numpy(k).to(device, torch.float16)
-    v_cache = torch.from_numpy(v).to(device, torch.float16)
-    block_table = torch.tensor(BLOCK_IDS, dtype=torch.int32, device=device)
-    for cache in (k_cache, v_cache):  # every slot that holds no token of the sequence: 3e4
-        labkit.poison_unused_slots(cache, BLOCK_IDS, SEQ_LEN)
+    # Drawn on the CPU, then moved: the same numbers on a GPU as through the interpreter.
+    case = decode_case([SEQ_LEN], num_heads=NUM_HEADS, num_kv_heads=NUM_KV_HEADS, head_dim=HEAD_DIM,
+                       block_size=BLOCK_SIZE, dtype=torch.float16, seed=0, spare_blocks=NUM_BLOCKS - len(BLOCK_IDS))
+    case = dataclasses.replace(case, block_tables=torch.tensor([BLOCK_IDS], dtype=torch.int32))
+    case = case.poison("huge").to(triton_env.device())  # every slot that holds no token of the sequence: 3e4
+    q, k_cache, v_cache, block_table, _ = case.one(0)
 
     print(triton_env.describe())
-    dense = labkit.attention_f64(  # the truth: float64 over a contiguous copy of the 130 tokens
-        q, labkit.gather_f64(k_cache, BLOCK_IDS, SEQ_LEN), labkit.gather_f64(v_cache, BLOCK_IDS, SEQ_LEN)
-    )
+    dense = case.expected_f64()[0]  # the truth: float64 over a contiguous copy of the 130 tokens
     print(f"dense baseline  : out[0, :4] = {first_values(dense)}   (float64, contiguous copy)")
 
     deltas = []  # max |delta| of each paged version; None where it is not implemented yet
@@ -86,6 +82,7 @@ def main() -> int:
     else:
         print(f"FAIL: max |Δ| = {max(deltas):.3g} > {GATE:g}: run the tests, their messages say where")
     return 1
+
 
 if __name__ == "__main__":
     sys.exit(main())

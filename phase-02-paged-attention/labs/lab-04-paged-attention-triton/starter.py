@@ -1,10 +1,9 @@
 """Lab 02-04: one decode step of attention read through a block table, in Triton.
 
 Your work, in the README's order:
-  Step 1. ``paged_attention_torch``: the slow, obviously correct version (a loop over
-          logical blocks, the gather formula, an ordinary softmax). Your debugger.
+  Step 1. ``paged_attention_torch``: the slow, obviously correct version. Your debugger.
   Step 2. ``_paged_attention_kernel`` and ``paged_attention_triton``: the same attention as
-          a Triton kernel, one program per query head, online softmax over the blocks.
+          a Triton kernel, one program per query head, streaming the blocks.
   Step 3. The gate: ``pytest`` until every test passes (max |delta| <= 1e-2 in fp16).
 
 Token ``t`` lives at slot ``t % block_size`` of physical block ``block_table[t // block_size]``;
@@ -14,13 +13,17 @@ query head ``h`` reads KV head ``h // (num_heads // num_kv_heads)``; scores are 
 
 from __future__ import annotations
 
-import math  # noqa: F401 (you will need math.sqrt)
+import math  # noqa: F401 (you will need it)
 import numbers
 import os
 
-import torch
-import triton
-import triton.language as tl
+from labkit import triton_env
+
+BACKEND = triton_env.select_backend()  # before Triton is imported: its interpreter when there is no GPU
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # Input checks (given: call _check_inputs first in both functions)
@@ -97,22 +100,23 @@ def _check_inputs(q, k_cache, v_cache, block_table, seq_len, *, for_triton: bool
 
 
 def paged_attention_torch(q, k_cache, v_cache, block_table, seq_len):
-    """Attention of ``q [num_heads, head_dim]`` over the first ``seq_len`` tokens of a
-    paged cache ``[num_blocks, block_size, num_kv_heads, head_dim]``; fp32 inside,
-    ``q.dtype`` out."""
+    """One decode step of attention over a paged cache, the slow and obviously correct way.
+
+    ``q`` ``[num_heads, head_dim]``; ``k_cache``, ``v_cache`` ``[num_blocks, block_size,
+    num_kv_heads, head_dim]`` in q's dtype; ``block_table`` a 1-D int tensor of physical block
+    ids, at least ``ceil(seq_len / block_size)`` of them; ``seq_len`` an int >= 0.
+
+    Returns ``[num_heads, head_dim]`` in q's dtype: for each query head ``h``, softmax over the
+    ``seq_len`` tokens of ``q[h] . k / sqrt(head_dim)``, times their values, where token ``t``
+    is slot ``t % block_size`` of block ``block_table[t // block_size]`` and query head ``h``
+    reads KV head ``h // (num_heads // num_kv_heads)``. Arithmetic in fp32. No other cache
+    slot may affect the result (they may hold NaN); ``seq_len`` 0 gives zeros; the inputs are
+    left unchanged. Bad input raises ``ValueError`` (the given ``_check_inputs``).
+    """
     raise NotImplementedError(
         "paged_attention_torch: not implemented yet (README step 1: gather the seq_len tokens through "
         "block_table, then dense attention in fp32)"
     )
-    # TODO (step 1):
-    #   _check_inputs(q, k_cache, v_cache, block_table, seq_len, for_triton=False)
-    #   seq_len == 0 -> zeros of q's shape and dtype
-    #   for each logical block: physical = block_table[logical]; take its first
-    #       min(block_size, seq_len - logical * block_size) slots of K and V
-    #   concatenate -> [seq_len, num_kv_heads, head_dim], to fp32
-    #   give every query head its KV head (h // group): repeat_interleave over the head axis
-    #   scores = q . k / sqrt(head_dim); softmax over the tokens; weighted sum of v
-    #   return the result in q's dtype
 
 
 # ---------------------------------------------------------------------------
@@ -129,34 +133,27 @@ def _paged_attention_kernel(
     BLOCK_SIZE: tl.constexpr,
     HEAD_DIM: tl.constexpr,
 ):
-    # TODO (step 2), about 30 lines:
-    #   head = tl.program_id(0); slots = tl.arange(0, BLOCK_SIZE); dims = tl.arange(0, HEAD_DIM)
-    #   kv_head: the KV head this query head reads (GROUP query heads share one)
-    #   q: this head's query row, as fp32
-    #   m = -inf, denom = 0.0, acc = zeros([HEAD_DIM]) in fp32: the online-softmax state
-    #   for logical in range(0, ceil(seq_len / BLOCK_SIZE)):
-    #       physical = the table's entry, as int64 (offsets can pass 2**31)
-    #       valid = which of this block's slots hold one of the seq_len tokens
-    #       offsets = physical * stride_block + slots * stride_slot + kv_head * stride_kv_head + dims
-    #       k = masked load; scores = (k . q) * scale, -inf where not valid
-    #       m_new = max(m, max(scores)); correction = exp(m - m_new); p = exp(scores - m_new)
-    #       v = masked load; denom and acc: rescale by correction, add this block; m = m_new
-    #   out = acc / denom (zeros when seq_len == 0); store it in out_ptr's dtype
-    pass
+    """Program ``head = tl.program_id(0)`` writes ``out[head]``: the attention of ``q[head]``
+    over the ``seq_len`` tokens of KV head ``head // GROUP``, in out_ptr's dtype.
+
+    ``q_ptr`` and ``out_ptr`` are ``[num_heads, HEAD_DIM]``, contiguous. Element (block ``b``,
+    slot ``s``, KV head ``g``, dim ``d``) of either cache is at ``b * stride_block + s *
+    stride_slot + g * stride_kv_head + d``; ``block_table_ptr`` holds int32 block ids;
+    ``scale`` is ``1 / sqrt(HEAD_DIM)``. The program streams the sequence one block of
+    ``BLOCK_SIZE`` tokens at a time (no buffer of all the scores), reads only the first
+    ``ceil(seq_len / BLOCK_SIZE)`` table entries and only the slots of the ``seq_len`` tokens,
+    does its arithmetic in fp32 and its address arithmetic in int64 (a large cache passes
+    2**31 elements). ``seq_len`` 0 writes zeros.
+    """
+    pass  # README step 2
 
 
 def paged_attention_triton(q, k_cache, v_cache, block_table, seq_len):
-    """The same attention as ``paged_attention_torch``, as a Triton kernel. Runs where
-    ``q`` lives: a CUDA tensor on the GPU, a CPU tensor under ``TRITON_INTERPRET=1``."""
+    """The same attention as ``paged_attention_torch`` (same arguments, same result, same
+    errors), computed by ``_paged_attention_kernel`` with one program per query head. Runs
+    where ``q`` lives: a CUDA tensor on the GPU, a CPU tensor under ``TRITON_INTERPRET=1``.
+    """
     raise NotImplementedError(
         "paged_attention_triton: not implemented yet (README step 2: write _paged_attention_kernel, "
         "then launch it with one program per query head)"
     )
-    # TODO (step 2):
-    #   _check_inputs(q, k_cache, v_cache, block_table, seq_len, for_triton=True)
-    #   out = torch.empty_like(q)
-    #   _paged_attention_kernel[(num_heads,)](
-    #       out, q.contiguous(), k_cache, v_cache, block_table.contiguous(),
-    #       seq_len, 1 / sqrt(head_dim), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-    #       GROUP=..., BLOCK_SIZE=..., HEAD_DIM=...)
-    #   return out

@@ -1,16 +1,20 @@
 """Tests for lab 02-04: paged attention in torch and in Triton.
 
-Every expected value is float64 dense attention over the tokens gathered through
-the block table (``labkit.paged_attention_f64``), never another function of yours.
-Unused cache slots are poisoned, so reading past ``seq_len`` or through a wrong
-block id shows up as a huge error instead of a small one.
+Every expected value is float64 attention over the tokens gathered through the block
+table (``labkit.paged_attention_f64``), computed from the values the tensors hold
+*before* the function under test is called; never another function of yours. Every
+cache slot that holds no token of the sequence is poisoned (a huge finite value, NaN or
+inf), and the entries of a padded block table past the sequence point at poisoned
+blocks, so a read past ``seq_len``, through a wrong block id or through the padding
+shows up as a large error or a NaN instead of a small one.
 
-Without a GPU the Triton kernel runs on the CPU through Triton's interpreter
-(fp16 and fp32); with one it runs on the GPU, bf16 included.
+Without a GPU the Triton kernel runs on the CPU through Triton's interpreter (fp16 and
+fp32); with one it runs on the GPU, bf16 included.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -18,86 +22,76 @@ import pytest
 
 import labkit
 from labkit import triton_env
+from labkit.testing.cases import DecodeCase, blocks_needed, decode_case
 
 torch, triton = triton_env.require_torch_and_triton()
 
 pytestmark = pytest.mark.triton
 
 DEVICE = triton_env.device()
-# The correctness gate: fp16 and bf16 kernels with fp32 accumulators; fp32 end to end.
+# The correctness gate. fp16 and bf16 inputs: fp32 arithmetic inside, so the error is the
+# rounding of the output to 11 (fp16) or 8 (bf16) significant bits, a few 1e-3 at most
+# for outputs of size ~1; the gate leaves room for long sums. fp32 end to end: the sums'
+# rounding over a few hundred tokens is ~1e-6, so 1e-4 catches accumulators kept in fp16.
 TOL = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4}
 # The interpreter computes bf16 wrongly: bf16 only on a GPU.
 DTYPES = [torch.float16, torch.float32] + ([torch.bfloat16] if DEVICE == "cuda" else [])
 BOTH = ["paged_attention_torch", "paged_attention_triton"]
+# A block table exactly as long as the sequence needs, or with two more entries that point
+# at unused (poisoned) blocks, as a batch's shared [batch, max_blocks] table has.
+TABLES = {"tight": 0, "padded": 2}
+SPARE_BLOCKS = 4  # blocks no sequence owns: poisoned, and where padded tables point
 
 
 def make_case(seq_len, *, block_size=16, num_heads=8, num_kv_heads=2, head_dim=64, dtype=torch.float16,
-              seed=0, block_ids=None, num_blocks=None, poison=None):
-    """A scattered paged cache holding one sequence of ``seq_len`` tokens.
+              seed=0, table="padded", poison="huge", block_ids=None, num_blocks=None) -> DecodeCase:
+    """One sequence of ``seq_len`` tokens in a shuffled pool of blocks, every unused slot poisoned.
 
-    The block table lists the sequence's blocks in shuffled order, then two extra
-    entries that point at unused blocks (a kernel must stop at ``ceil(seq_len / block_size)``).
-    Every slot that holds no valid token is poisoned. Returns
-    ``(q, k_cache, v_cache, block_table, expected)``; ``expected`` is float64.
+    ``block_ids`` (with ``num_blocks``, the pool) gives the sequence's table instead of a random one.
     """
-    rng = np.random.default_rng(seed)
-    need = -(-seq_len // block_size)
-    if block_ids is None:
-        num_blocks = num_blocks or 2 * need + 4
-        block_ids = rng.permutation(num_blocks)[: need + 2]
-    num_blocks = num_blocks or max(block_ids) + 1
-    k = rng.standard_normal((num_blocks, block_size, num_kv_heads, head_dim))
-    v = rng.standard_normal((num_blocks, block_size, num_kv_heads, head_dim))
-    q = rng.standard_normal((num_heads, head_dim))
-    return to_device(q, k, v, block_ids, seq_len, dtype, poison)
+    spare = SPARE_BLOCKS if block_ids is None else num_blocks - blocks_needed(seq_len, block_size)
+    case = decode_case([seq_len], num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+                       block_size=block_size, dtype=dtype, device=DEVICE, seed=seed, spare_blocks=spare,
+                       pad_columns=TABLES[table])
+    if block_ids is not None:
+        ids = torch.tensor([block_ids], dtype=torch.int32, device=DEVICE)
+        case = dataclasses.replace(case, block_tables=ids)
+    return case.poison(poison)
 
 
-def to_device(q, k, v, block_ids, seq_len, dtype, poison=None):
-    """Tensors on the test device, the unused slots poisoned, and the float64 answer
-    computed from the values the kernel actually sees (after rounding to ``dtype``)."""
-    q = torch.from_numpy(np.asarray(q)).to(DEVICE, dtype)
-    k_cache = torch.from_numpy(np.asarray(k)).to(DEVICE, dtype)
-    v_cache = torch.from_numpy(np.asarray(v)).to(DEVICE, dtype)
-    block_table = torch.tensor(np.asarray(block_ids), dtype=torch.int32, device=DEVICE)
-    for cache in (k_cache, v_cache):
-        labkit.poison_unused_slots(cache, block_table.cpu().numpy(), seq_len, value=poison)
-    expected = labkit.paged_attention_f64(q, k_cache, v_cache, block_table.cpu().numpy(), seq_len)
-    return q, k_cache, v_cache, block_table, expected
-
-
-def check(out, expected, dtype, what):
+def run(lab, impl, case: DecodeCase, what: str):
+    """Call ``impl`` on the case's one sequence and compare with the float64 truth,
+    computed before the call; the output must have q's dtype."""
     __tracebackhide__ = True
-    assert out.dtype == dtype, f"{what}: the output must have q's dtype {dtype}, got {out.dtype}"
-    assert out.shape == expected.shape, f"{what}: shape {tuple(out.shape)}, expected {expected.shape}"
-    labkit.assert_close(out, expected, atol=TOL[dtype], axes=("head", "dim"), what=what)
+    expected = case.expected_f64()[0]
+    out = getattr(lab, impl)(*case.one(0))
+    labkit.assert_close(out, expected, atol=TOL[case.q.dtype], axes=("head", "dim"), what=what, dtype=case.q.dtype)
 
 
 # --- Step 1: the torch reference ---------------------------------------------------------
 
 
+@pytest.mark.parametrize("poison", labkit.POISON_KINDS)
 @pytest.mark.parametrize(
     "seq_len, block_size, num_heads, num_kv_heads",
     [(1, 16, 4, 4), (15, 16, 8, 2), (16, 16, 8, 2), (17, 16, 8, 1), (130, 16, 8, 2), (33, 32, 4, 2), (64, 32, 4, 4)],
 )
-def test_torch_reference_matches_dense_fp32(lab, seq_len, block_size, num_heads, num_kv_heads):
+def test_torch_reference_matches_dense_fp32(lab, seq_len, block_size, num_heads, num_kv_heads, poison):
     """Step 1: in fp32 the torch reference equals dense attention over the gathered tokens
-    to 1e-4. Catches a reference that gathers whole blocks (reads the poisoned tail), uses the
-    logical block index as the physical one, maps query heads to the wrong KV head, or
-    forgets the 1/sqrt(head_dim) scale."""
-    q, k_cache, v_cache, block_table, expected = make_case(
-        seq_len, block_size=block_size, num_heads=num_heads, num_kv_heads=num_kv_heads, dtype=torch.float32
-    )
-    out = lab.paged_attention_torch(q, k_cache, v_cache, block_table, seq_len)
-    check(out, expected, torch.float32, f"paged_attention_torch (seq_len={seq_len}, block_size={block_size})")
+    to 1e-4, whatever the unused slots hold (huge values, NaN, inf). Catches a reference
+    that gathers whole blocks (reads the poisoned tail: ``reference_whole_blocks``), uses
+    the logical block index as the physical one, maps query heads to the wrong KV head
+    (``reference_gqa_repeat``), or forgets the 1/sqrt(head_dim) scale."""
+    case = make_case(seq_len, block_size=block_size, num_heads=num_heads, num_kv_heads=num_kv_heads,
+                     dtype=torch.float32, seed=seq_len, poison=poison)
+    run(lab, "paged_attention_torch", case, f"paged_attention_torch (seq_len={seq_len}, block_size={block_size})")
 
 
 def test_torch_reference_fp16_within_gate(lab):
     """Step 1: with fp16 inputs the reference computes in fp32 and returns fp16 within 1e-2
-    of the float64 answer. Catches a reference that returns fp32, or does its softmax in
-    fp16 without subtracting the max."""
-    q, k_cache, v_cache, block_table, expected = make_case(130)
-    out = lab.paged_attention_torch(q, k_cache, v_cache, block_table, 130)
-    check(out, expected, torch.float16, "paged_attention_torch (fp16, seq_len=130)")
+    of the float64 answer. Catches a reference that returns fp32 (``reference_returns_fp32``),
+    or does its softmax in fp16 without subtracting the max."""
+    run(lab, "paged_attention_torch", make_case(130), "paged_attention_torch (fp16, seq_len=130)")
 
 
 # --- Step 2: the Triton kernel ------------------------------------------------------------
@@ -113,17 +107,20 @@ LENGTHS = {
 }
 
 
+@pytest.mark.parametrize("table", TABLES)
 @pytest.mark.parametrize("block_size", [16, 32])
 @pytest.mark.parametrize("length", LENGTHS)
-def test_triton_matches_dense(lab, block_size, length):
+def test_triton_matches_dense(lab, block_size, length, table):
     """Step 2: the kernel equals dense attention for lengths that do and do not fill their
-    last block, with the unused slots poisoned. Catches a missing tail mask (the poisoned
-    slots get attended), a kernel that runs one block short or long, a wrong block id
-    (logical used as physical), a forgotten scale and a missing online-softmax correction."""
+    last block, with tight and padded block tables and the unused slots poisoned. Catches a
+    missing tail mask (``no_tail_mask``: the poisoned slots get attended), masked loads with
+    unmasked scores (``scores_unmasked``: the padding ``other=0.0`` counts as a score of 0),
+    a kernel that runs one block short (``one_block_short``), a wrong block id
+    (``logical_as_physical``), a forgotten scale (``no_scale``), a wrong GQA mapping and a
+    missing online-softmax correction (``no_correction``)."""
     seq_len = LENGTHS[length](block_size)
-    q, k_cache, v_cache, block_table, expected = make_case(seq_len, block_size=block_size, seed=seq_len)
-    out = lab.paged_attention_triton(q, k_cache, v_cache, block_table, seq_len)
-    check(out, expected, torch.float16, f"paged_attention_triton (seq_len={seq_len}, block_size={block_size})")
+    case = make_case(seq_len, block_size=block_size, seed=seq_len, table=table)
+    run(lab, "paged_attention_triton", case, f"paged_attention_triton (seq_len={seq_len}, block_size={block_size})")
 
 
 @pytest.mark.parametrize("impl", BOTH)
@@ -132,10 +129,8 @@ def test_source_example_130_tokens_in_9_scattered_blocks(lab, impl):
     [12, 3, 47, 1, 88, 5, 9, 22, 0] into a pool of 96 blocks; the 9th block holds 130 - 8*16 = 2
     tokens. The correctness gate: max |delta| <= 1e-2 in fp16. Catches every wrong address:
     a missing tail mask, logical-as-physical block ids, a skipped last block."""
-    ids = [12, 3, 47, 1, 88, 5, 9, 22, 0]
-    q, k_cache, v_cache, block_table, expected = make_case(130, block_ids=ids, num_blocks=96, seed=130)
-    out = getattr(lab, impl)(q, k_cache, v_cache, block_table, 130)
-    check(out, expected, torch.float16, f"{impl} (130 tokens, 9 scattered blocks)")
+    case = make_case(130, seed=130, block_ids=[12, 3, 47, 1, 88, 5, 9, 22, 0], num_blocks=96)
+    run(lab, impl, case, f"{impl} (130 tokens, 9 scattered blocks)")
 
 
 @pytest.mark.parametrize(
@@ -145,105 +140,129 @@ def test_source_example_130_tokens_in_9_scattered_blocks(lab, impl):
 def test_grouped_query_heads(lab, impl, num_heads, num_kv_heads):
     """Query head h reads KV head h // (num_heads // num_kv_heads): multi-head, grouped and
     multi-query attention. Catches the classic wrong mapping h % num_kv_heads (right for
-    MHA and MQA, wrong for GQA) and a kernel that indexes the cache by the query head."""
-    q, k_cache, v_cache, block_table, expected = make_case(
-        37, num_heads=num_heads, num_kv_heads=num_kv_heads, seed=num_heads * 10 + num_kv_heads
-    )
-    out = getattr(lab, impl)(q, k_cache, v_cache, block_table, 37)
-    check(out, expected, torch.float16, f"{impl} ({num_heads} query heads, {num_kv_heads} KV heads)")
+    MHA and MQA, wrong for GQA: ``gqa_head_modulo``, ``reference_gqa_repeat``) and a kernel
+    that indexes the cache by the query head."""
+    case = make_case(37, num_heads=num_heads, num_kv_heads=num_kv_heads, seed=num_heads * 10 + num_kv_heads)
+    run(lab, impl, case, f"{impl} ({num_heads} query heads, {num_kv_heads} KV heads)")
 
 
 @pytest.mark.parametrize("impl", BOTH)
 def test_head_dim_128(lab, impl):
     """head_dim 128 with block_size 32 (the bench's head size): catches a kernel that
-    hard-codes head_dim 64 or a scale that is not 1/sqrt(head_dim)."""
-    q, k_cache, v_cache, block_table, expected = make_case(50, block_size=32, head_dim=128, num_heads=4, seed=128)
-    out = getattr(lab, impl)(q, k_cache, v_cache, block_table, 50)
-    check(out, expected, torch.float16, f"{impl} (head_dim=128)")
+    hard-codes head_dim 64 or a scale that is not 1/sqrt(head_dim) (``no_scale``)."""
+    case = make_case(50, block_size=32, head_dim=128, num_heads=4, seed=128)
+    run(lab, impl, case, f"{impl} (head_dim=128)")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
 def test_triton_dtypes(lab, dtype):
     """The kernel takes fp16 and fp32 (and bf16 on a GPU) and returns q's dtype; fp32 must
-    be accurate to 1e-4. Catches an output hard-coded to fp16 and accumulators kept in the
-    input precision."""
-    q, k_cache, v_cache, block_table, expected = make_case(70, dtype=dtype, seed=70)
-    out = lab.paged_attention_triton(q, k_cache, v_cache, block_table, 70)
-    check(out, expected, dtype, f"paged_attention_triton ({dtype})")
+    be accurate to 1e-4. Catches an output buffer hard-coded to fp32 (``output_fp32``) and
+    accumulators rounded to fp16 after every block (``fp16_accumulators``: about 3e-4 off
+    in fp32, invisible under the fp16 gate)."""
+    case = make_case(70, dtype=dtype, seed=70)
+    run(lab, "paged_attention_triton", case, f"paged_attention_triton ({dtype})")
 
 
-@pytest.mark.parametrize("table", ["empty", "unused entries"])
+@pytest.mark.parametrize("table", ["empty", "padded"])
 @pytest.mark.parametrize("impl", BOTH)
 def test_seq_len_zero_gives_zeros(lab, impl, table):
     """seq_len 0 (a sequence with no history yet) gives zeros, never NaN, and reads no
-    block. Catches 0/0 in the final division and a loop that runs at least once."""
-    q, k_cache, v_cache, block_table, _ = make_case(0, seed=1)
+    block (the padded table points at poisoned blocks). Catches 0/0 in the final division
+    (``zero_length_nan``) and a loop that runs at least once."""
+    case = make_case(0, seed=1)
+    q, k_cache, v_cache, block_table, _ = case.one(0)
     if table == "empty":
         block_table = block_table[:0]
+    expected = np.zeros(tuple(q.shape))
     out = getattr(lab, impl)(q, k_cache, v_cache, block_table, 0)
-    check(out, np.zeros(tuple(q.shape)), torch.float16, f"{impl} (seq_len=0, {table} block table)")
+    labkit.assert_close(out, expected, atol=0, axes=("head", "dim"), what=f"{impl} (seq_len=0, {table} table)",
+                        dtype=q.dtype)
 
 
-@pytest.mark.parametrize("garbage", [float("nan"), float("inf")], ids=["nan", "inf"])
+@pytest.mark.parametrize("table", TABLES)
+@pytest.mark.parametrize("poison", labkit.POISON_KINDS)
 @pytest.mark.parametrize("impl", BOTH)
-def test_garbage_in_unused_slots_never_leaks(lab, impl, garbage):
+def test_unused_slots_never_leak(lab, impl, poison, table):
     """A real cache's unused slots hold anything, NaN included (freed blocks, torch.empty).
-    With NaN or inf in every unused slot the output must still be exact. Catches a kernel
-    that masks the scores but loads V unmasked (0 * NaN = NaN leaks into the sum) and a
-    reference that gathers whole blocks."""
-    q, k_cache, v_cache, block_table, expected = make_case(21, seed=21, poison=garbage)
-    out = getattr(lab, impl)(q, k_cache, v_cache, block_table, 21)
-    check(out, expected, torch.float16, f"{impl} (unused slots hold {garbage})")
+    With huge values, NaN or inf in every unused slot the output must be the same. Catches
+    a kernel that masks the scores but loads V unmasked (``v_unmasked``: its weight is 0,
+    and 0 * NaN = NaN, while 0 * 3e4 = 0 passes) and a reference that gathers whole blocks."""
+    case = make_case(21, seed=21, poison=poison, table=table)
+    run(lab, impl, case, f"{impl} (unused slots hold {poison} poison, {table} table)")
 
 
-def rising_scores_case(seq_len, top_logit, *, block_size=16, num_heads=8, num_kv_heads=2, head_dim=64, seed=3):
-    """Keys that line up more and more with the query: the score climbs from ~0 to ~top_logit,
-    so the running max grows in every block."""
+def aligned_scores_case(seq_len, first, last, *, seed, block_size=16, num_heads=8, num_kv_heads=2, head_dim=64):
+    """Keys lined up with the query, so that the scores run from about ``first`` to about
+    ``last`` over the sequence (plus noise of about 0.4): the same sign pattern for q and
+    the keys, scaled token by token."""
+    case = make_case(seq_len, block_size=block_size, num_heads=num_heads, num_kv_heads=num_kv_heads,
+                     head_dim=head_dim, seed=seed)
     rng = np.random.default_rng(seed)
-    need = -(-seq_len // block_size)
-    num_blocks = 2 * need + 4
-    block_ids = rng.permutation(num_blocks)[:need]
     direction = rng.choice([-1.0, 1.0], size=(num_kv_heads, head_dim))  # one per KV head
-    group = num_heads // num_kv_heads
-    q = 4.0 * np.repeat(direction, group, axis=0)  # |q . direction| = 4 * head_dim
-    # token t's key: c_t * direction, with c_t chosen so the score reaches top_logit at the end
-    c = np.linspace(0.0, top_logit * math.sqrt(head_dim) / (4.0 * head_dim), seq_len)
-    k = rng.standard_normal((num_blocks, block_size, num_kv_heads, head_dim))
+    q = 4.0 * np.repeat(direction, num_heads // num_kv_heads, axis=0)  # q . direction = 4 * head_dim
+    # score = c * (q . direction) / sqrt(head_dim) = 4 c sqrt(head_dim): c from the wanted score
+    c = np.linspace(first, last, seq_len) / (4.0 * math.sqrt(head_dim))
+    keys = c[:, None, None] * direction + 0.1 * rng.standard_normal((seq_len, num_kv_heads, head_dim))
+    case.q[0] = torch.from_numpy(q).to(case.q)
+    table = case.block_tables[0].tolist()
     for t in range(seq_len):
-        k[block_ids[t // block_size], t % block_size] = c[t] * direction + 0.1 * rng.standard_normal(
-            (num_kv_heads, head_dim)
-        )
-    v = rng.standard_normal((num_blocks, block_size, num_kv_heads, head_dim))
-    return to_device(q, k, v, block_ids, seq_len, torch.float16)
+        case.k_cache[table[t // block_size], t % block_size] = torch.from_numpy(keys[t]).to(case.k_cache)
+    return case
 
 
 @pytest.mark.parametrize("impl", BOTH)
 def test_online_softmax_rising_max(lab, impl):
     """The maximum score grows block after block (from 0 to ~40): every block forces the
     running max up, so everything summed so far must be rescaled by exp(m_old - m_new).
-    Catches a missing correction factor (on acc, on the denominator, or both)."""
-    q, k_cache, v_cache, block_table, expected = rising_scores_case(100, top_logit=40.0)
-    out = getattr(lab, impl)(q, k_cache, v_cache, block_table, 100)
-    check(out, expected, torch.float16, f"{impl} (scores rising block by block)")
+    Catches a missing correction factor (on acc, on the denominator, or both: ``no_correction``)."""
+    case = aligned_scores_case(100, 0.0, 40.0, seed=3)
+    run(lab, impl, case, f"{impl} (scores rising block by block)")
 
 
 @pytest.mark.parametrize("impl", BOTH)
 def test_large_logits_do_not_overflow(lab, impl):
-    """Scores that climb to ~1000: exp(1000) overflows even float64, so the kernel must
-    subtract its running max before exponentiating. Catches exp(score) without the max,
-    and a max frozen at the first block's value (exp(score - m_first) overflows later)."""
-    q, k_cache, v_cache, block_table, expected = rising_scores_case(100, top_logit=1000.0, seed=4)
-    out = getattr(lab, impl)(q, k_cache, v_cache, block_table, 100)
-    check(out, expected, torch.float16, f"{impl} (scores up to ~1000)")
+    """Scores that climb to ~+1000: exp(1000) overflows even float64, so the kernel must
+    subtract its running max before exponentiating. Catches exp(score) without the max
+    (``no_running_max``: inf / inf = NaN), and a max frozen at the first block's value."""
+    case = aligned_scores_case(100, 0.0, 1000.0, seed=4)
+    run(lab, impl, case, f"{impl} (scores up to ~+1000)")
+
+
+@pytest.mark.parametrize("impl", BOTH)
+def test_very_negative_logits(lab, impl):
+    """Every score near -1000 (from -1000 to -990): exp(-1000) underflows to 0 in any
+    precision, so the weights exist only relative to the running max. Catches a running max
+    that starts at 0 instead of -inf (``running_max_starts_at_zero``: the max never rises to
+    the scores, every exp(score - 0) is 0 and the output collapses to zeros) and exp(score)
+    without the max (``no_running_max``)."""
+    case = aligned_scores_case(100, -1000.0, -990.0, seed=5)
+    run(lab, impl, case, f"{impl} (scores near -1000)")
 
 
 @pytest.mark.parametrize("impl", BOTH)
 def test_long_sequence_many_blocks(lab, impl):
     """500 tokens in 32 scattered blocks with the fp16 gate: rounding and the online
     softmax over many blocks stay within 1e-2."""
-    q, k_cache, v_cache, block_table, expected = make_case(500, num_heads=4, num_kv_heads=1, seed=500)
-    out = getattr(lab, impl)(q, k_cache, v_cache, block_table, 500)
-    check(out, expected, torch.float16, f"{impl} (500 tokens)")
+    run(lab, impl, make_case(500, num_heads=4, num_kv_heads=1, seed=500), f"{impl} (500 tokens)")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("impl", BOTH)
+def test_inputs_are_left_unchanged(lab, impl, dtype):
+    """Attention reads q, the caches and the table; it must not write them. Catches a
+    reference that scales q in place (``q.float()`` is q itself for an fp32 tensor, so
+    ``.div_()`` on it changes the caller's query: ``reference_scales_q_in_place``) and a
+    kernel that uses q's memory as its output buffer (``output_written_into_q``). Both
+    return the right answer; the damage shows on the caller's next use of q."""
+    case = make_case(40, dtype=dtype, seed=40)
+    args = case.one(0)
+    before = [t.clone() for t in args[:4]]
+    getattr(lab, impl)(*args)
+    for name, old, new in zip(["q", "k_cache", "v_cache", "block_table"], before, args[:4], strict=True):
+        same = torch.equal(old, new) if not old.is_floating_point() else torch.allclose(
+            old, new, rtol=0, atol=0, equal_nan=True)
+        assert same, f"{impl} changed its input {name} (max change {(old.float() - new.float()).abs().max():.3g})"
 
 
 # --- Clear errors for bad input ------------------------------------------------------------
@@ -275,7 +294,7 @@ def _bad_inputs():
 def test_bad_input_raises_a_clear_error(lab, impl, name, breaks, words):
     """Bad shapes, dtypes, sizes and devices raise ValueError with a message that names the
     problem, before any kernel launch (a Triton compile error or a crash is no message)."""
-    q, k_cache, v_cache, block_table, _ = make_case(20, seed=2)
+    q, k_cache, v_cache, block_table, _ = make_case(20, seed=2).one(0)
     args = breaks({"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_table": block_table, "seq_len": 20})
     with pytest.raises(ValueError, match=words):
         getattr(lab, impl)(**args)
@@ -288,7 +307,8 @@ def test_bad_input_raises_a_clear_error(lab, impl, name, breaks, words):
 def test_offsets_past_2_31_elements(lab):
     """On a GPU: a cache of more than 2**31 elements with the sequence in its last blocks.
     block id * stride overflows int32 there, so the kernel must compute offsets in int64.
-    Catches int32 address arithmetic (a wrong answer or an illegal memory access)."""
+    Catches int32 address arithmetic (``int32_offsets``: a wrong answer or an illegal
+    memory access)."""
     block_size, head_dim = 16, 16
     num_blocks = 2**31 // (block_size * head_dim) + 8  # 4 GiB per fp16 cache
     seq_len, ids = 40, [num_blocks - 1, num_blocks - 5, num_blocks - 3]
@@ -306,4 +326,5 @@ def test_offsets_past_2_31_elements(lab):
     expected = labkit.paged_attention_f64(q, small_k, small_v, np.arange(3), seq_len)
     out = lab.paged_attention_triton(q, k_cache, v_cache, block_table, seq_len)
     torch.cuda.synchronize()
-    check(out, expected, torch.float16, "paged_attention_triton (cache past 2**31 elements)")
+    labkit.assert_close(out, expected, atol=TOL[torch.float16], axes=("head", "dim"),
+                        what="paged_attention_triton (cache past 2**31 elements)", dtype=torch.float16)

@@ -19,11 +19,11 @@ import numpy as np
 
 
 def build_slot_mapping(block_table, block_size, start, num_tokens):
-    """The flat cache row of each of the logical tokens ``start .. start + num_tokens - 1``.
+    """The flat cache slot of each logical token ``start .. start + num_tokens - 1``.
 
-    ``block_table`` is any 1-D integer array (or list) of physical block ids.
-    Returns an int64 array ``[num_tokens]``: a decode step is ``start = seq_len,
-    num_tokens = 1``; a prefill chunk is its whole range, starting mid-sequence.
+    ``block_table`` is any 1-D integer array (or list) of physical block ids. Returns an int64
+    array ``[num_tokens]``: a decode step is ``start = seq_len, num_tokens = 1``; a prefill chunk
+    is its whole range, starting mid-sequence (often mid-block).
     """
     block_table = _as_block_table(block_table)
     _check_token_range(block_table, block_size, start, num_tokens)
@@ -35,9 +35,9 @@ def build_slot_mapping(block_table, block_size, start, num_tokens):
 def write_kv(k_cache, v_cache, new_k, new_v, slot_mapping):
     """Scatter ``new_k``/``new_v`` ``[num_tokens, num_kv_heads, head_dim]`` into the caches, in place.
 
-    Row ``i`` goes to flat slot ``slot_mapping[i]``. A negative slot is padding
-    (vLLM's ``PAD_SLOT_ID = -1``) and writes nothing; numpy would otherwise read
-    it as "count from the end" and overwrite the last slot of the cache.
+    Row ``i`` goes to flat slot ``slot_mapping[i]``. A negative slot is padding (vLLM's
+    ``PAD_SLOT_ID = -1``) and writes nothing; numpy would otherwise read it as "count from the
+    end" and overwrite the last slot of the cache.
     """
     slot_mapping = _check_write(k_cache, v_cache, new_k, new_v, slot_mapping)
     keep = slot_mapping >= 0
@@ -53,9 +53,9 @@ def write_kv(k_cache, v_cache, new_k, new_v, slot_mapping):
 def paged_attention(q, k_cache, v_cache, block_table, seq_len, block_size):
     """Attention of one query ``[num_heads, head_dim]`` over the first ``seq_len`` tokens of a paged cache.
 
-    Query head ``h`` reads KV head ``h // (num_heads // num_kv_heads)``. Scores
-    are ``q . k / sqrt(head_dim)``. Returns float64 ``[num_heads, head_dim]``;
-    zeros when ``seq_len`` is 0.
+    Query head ``h`` reads KV head ``h // (num_heads // num_kv_heads)``. Scores are
+    ``q . k / sqrt(head_dim)``. Returns float64 ``[num_heads, head_dim]`` whatever the caches'
+    dtype; zeros when ``seq_len`` is 0. Reads only, and only the sequence's tokens.
     """
     q = np.asarray(q, dtype=np.float64)
     block_table = _as_block_table(block_table)
@@ -70,6 +70,7 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_len, block_size):
     # because the tail of the last block holds no token of this sequence.
     t = np.arange(seq_len)
     blocks, offsets = block_table[t // block_size], t % block_size
+    # Float64 copies, whatever the caches hold (a half-precision cache is read, never computed in).
     k = np.asarray(k_cache[blocks, offsets], dtype=np.float64)  # [seq_len, num_kv_heads, head_dim]
     v = np.asarray(v_cache[blocks, offsets], dtype=np.float64)
 
@@ -83,7 +84,8 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_len, block_size):
     return out
 
 
-# --- input checks: a clear message instead of an IndexError from inside numpy ---
+# --- input checks (given in the starter too): a clear message instead of an IndexError from inside
+# numpy, or worse, a silent wrong answer (numpy reads a negative block id from the end of the cache).
 
 
 def _as_block_table(block_table):

@@ -1,26 +1,35 @@
 """Tests of lab 02-06: slot mapping, KV scatter, paged attention (numpy, float64).
 
-Every expected value is computed here or by ``labkit.reference`` (float64 brute
-force over a contiguous copy of the tokens), never by another function of the
-implementation under test. Unused cache slots hold 1e6 ("poison"): reading one
-by mistake moves the answer by orders of magnitude instead of by a little.
+The truth is computed by the test itself or by ``labkit`` (float64 brute force over a contiguous
+copy of the tokens), never by another function of the implementation under test, and always
+**before** the call under test. Inputs a function must only read are handed over read-only
+(``labkit.cases.read_only``): an implementation that writes into them fails at once instead of
+quietly changing the data an expectation is computed from.
 
-Tolerances: paged attention is the same float64 arithmetic as the dense
-reference, so 1e-12; the one exception (logits of ~1000) says why it is looser.
+Every cache slot that holds no token of the sequence is poisoned (``labkit.poison_unused_slots``):
+a huge finite value (1e6), NaN or inf. A careless read then moves the answer by orders of magnitude
+instead of by a little; NaN and inf also catch a read whose weight is zero (``0 * 1e6`` is 0, but
+``0 * NaN`` is NaN).
+
+Tolerances: paged attention is the same float64 arithmetic as the dense reference, in the same
+order, so 1e-12 (the differences are a few ulp, ~1e-16); the one exception (logits of ~1000) says
+why it is looser. Slots and written cache rows are compared exactly.
 """
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import labkit
-from labkit.testing.cases import random_block_table
+from labkit.testing.cases import padded_block_table, paged_copy, random_block_table, read_only
 
-POISON = 1.0e6
+HEAD_AXES = ("head", "dim")
 
 
-# --- helpers: the test's own placement of contiguous tokens into a paged cache ---
+# --- the test's own truth and inputs ---
 
 
 def _slots_by_loop(block_table, block_size, start, num_tokens):
@@ -31,35 +40,34 @@ def _slots_by_loop(block_table, block_size, start, num_tokens):
     )
 
 
-
-def _paged_copy(rng, k, v, block_size, block_table, num_blocks):
-    """Caches ``[num_blocks, block_size, num_kv_heads, head_dim]`` holding token ``t`` of
-    ``k``/``v`` at ``[block_table[t // block_size], t % block_size]``; every other slot poisoned."""
-    seq_len = k.shape[0]
-    k_cache = rng.standard_normal((num_blocks, block_size, *k.shape[1:]))
-    v_cache = rng.standard_normal((num_blocks, block_size, *v.shape[1:]))
-    for t in range(seq_len):
-        k_cache[block_table[t // block_size], t % block_size] = k[t]
-        v_cache[block_table[t // block_size], t % block_size] = v[t]
-    labkit.poison_unused_slots(k_cache, block_table, seq_len, POISON)
-    labkit.poison_unused_slots(v_cache, block_table, seq_len, POISON)
-    return k_cache, v_cache
-
-
-def _problem(seed, seq_len, block_size, num_heads=4, num_kv_heads=4, head_dim=16):
-    """A query, contiguous K/V, and the same K/V paged through a shuffled table."""
+def _problem(seed, seq_len, block_size, num_heads=4, num_kv_heads=4, head_dim=16, *, poison="huge",
+             pad_columns=0, dtype=np.float64):
+    """One decode query and a sequence of ``seq_len`` tokens paged through a shuffled block table
+    (with ``pad_columns`` padding entries pointing at the null block 0, poisoned like every unused
+    slot), all read-only, and ``expected``: float64 dense attention over the same tokens laid out
+    contiguously, computed here, before any call. ``dtype`` is the caches' type; the truth uses the
+    values the cache really holds (rounded to ``dtype``)."""
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((num_heads, head_dim))
-    k = rng.standard_normal((seq_len, num_kv_heads, head_dim))
-    v = rng.standard_normal((seq_len, num_kv_heads, head_dim))
-    table, num_blocks = random_block_table(rng, seq_len, block_size)
-    k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks)
-    return q, k, v, k_cache, v_cache, table
-
-
-def _check_attention(out, q, k, v, atol=1e-12, what="paged_attention"):
+    k = rng.standard_normal((seq_len, num_kv_heads, head_dim)).astype(dtype)
+    v = rng.standard_normal((seq_len, num_kv_heads, head_dim)).astype(dtype)
+    if pad_columns:
+        table, num_blocks = padded_block_table(rng, seq_len, block_size, pad_columns)
+    else:
+        table, num_blocks = random_block_table(rng, seq_len, block_size)
+    k_cache, v_cache = paged_copy(k, v, table, num_blocks, block_size, poison=poison)
     expected = labkit.attention_f64(q, k, v)
-    labkit.assert_close(out, expected, atol=atol, axes=("head", "dim"), what=what)
+    q, k_cache, v_cache, table = read_only(q, k_cache, v_cache, table)
+    return SimpleNamespace(q=q, k_cache=k_cache, v_cache=v_cache, table=table, seq_len=seq_len,
+                           block_size=block_size, expected=expected)
+
+
+def _attend(lab, case):
+    return lab.paged_attention(case.q, case.k_cache, case.v_cache, case.table, case.seq_len, case.block_size)
+
+
+def _check(out, expected, what, atol=1e-12):
+    labkit.assert_close(out, expected, atol=atol, axes=HEAD_AXES, what=what, dtype=np.float64)
 
 
 # --- step 1: the write map ---
@@ -68,13 +76,14 @@ def _check_attention(out, q, k, v, atol=1e-12, what="paged_attention"):
 @pytest.mark.parametrize("block_size", [1, 3, 4, 16])
 def test_slot_mapping_formula(lab, block_size):
     """slot(t) = block_table[t // block_size] * block_size + t % block_size over token ranges
-    that start at 0, mid-block, on a block boundary, and a single decode token.
+    that start at 0, mid-block, on a block boundary, a single decode token and an empty range;
+    an int64 array every time.
 
     Catches: no ``//`` (block_table[t]), ``//`` and ``%`` swapped, ignoring ``start``,
     a float or int32 result."""
     rng = np.random.default_rng(block_size)
     seq_len = 5 * block_size + 2
-    table, _ = random_block_table(rng, seq_len, block_size, spare_blocks=6)
+    table = read_only(random_block_table(rng, seq_len, block_size, spare_blocks=6)[0])
     ranges = [
         (0, seq_len),  # a whole prompt
         (block_size - 1, 2),  # straddles the first block boundary
@@ -85,27 +94,52 @@ def test_slot_mapping_formula(lab, block_size):
         (seq_len, 0),  # nothing to write
     ]
     for start, num_tokens in ranges:
+        expected = _slots_by_loop(table, block_size, start, num_tokens)
         got = lab.build_slot_mapping(table, block_size, start, num_tokens)
-        what = f"build_slot_mapping(table, block_size={block_size}, start={start}, num_tokens={num_tokens})"
-        assert isinstance(got, np.ndarray) and got.dtype == np.int64, f"{what}: expected an int64 numpy array"
         labkit.assert_equal(
             got,
-            _slots_by_loop(table, block_size, start, num_tokens),
+            expected,
             axes=("token",),
-            what=what,
+            what=f"build_slot_mapping(table, block_size={block_size}, start={start}, num_tokens={num_tokens})",
             where=lambda i, start=start: f"logical token {start + i[0]}",
+            dtype=np.int64,
         )
 
 
 def test_slot_mapping_accepts_int64_tables(lab):
-    """Any 1-D integer array is a block table (vLLM's are int32; numpy's default is int64)."""
-    table = np.array([7, 0, 12, 3], dtype=np.int64)
-    labkit.assert_equal(
-        lab.build_slot_mapping(table, 8, 5, 20), _slots_by_loop(table, 8, 5, 20), what="slot_mapping"
-    )
+    """Any 1-D integer array is a block table (vLLM's are int32; numpy's default is int64), and so
+    is a plain list."""
+    table = read_only(np.array([7, 0, 12, 3], dtype=np.int64))
+    expected = _slots_by_loop(table, 8, 5, 20)
+    labkit.assert_equal(lab.build_slot_mapping(table, 8, 5, 20), expected, what="slot_mapping", dtype=np.int64)
+    labkit.assert_equal(lab.build_slot_mapping(table.tolist(), 8, 5, 20), expected, what="slot_mapping of a list",
+                        dtype=np.int64)
 
 
 # --- step 2: the scatter ---
+
+
+def _caches_and_rows(seed, num_rows, num_blocks=6, block_size=4, num_kv_heads=2, head_dim=8):
+    """Random (writeable) caches and read-only rows to write into them."""
+    rng = np.random.default_rng(seed)
+    k_cache = rng.standard_normal((num_blocks, block_size, num_kv_heads, head_dim))
+    v_cache = rng.standard_normal((num_blocks, block_size, num_kv_heads, head_dim))
+    new_k = rng.standard_normal((num_rows, num_kv_heads, head_dim))
+    new_v = rng.standard_normal((num_rows, num_kv_heads, head_dim))
+    return k_cache, v_cache, *read_only(new_k, new_v)
+
+
+def _scattered_by_loop(cache, rows, slots):
+    """The truth for write_kv: a copy of ``cache`` with ``rows[i]`` at slot ``slots[i]`` (slot >= 0)."""
+    expected = cache.copy()
+    block_size = cache.shape[1]
+    for row, slot in zip(rows, slots, strict=True):
+        if slot >= 0:
+            expected[slot // block_size, slot % block_size] = row
+    return expected
+
+
+CACHE_AXES = ("block", "offset", "kv_head", "dim")
 
 
 def test_write_kv_scatters_in_place(lab):
@@ -114,23 +148,30 @@ def test_write_kv_scatters_in_place(lab):
 
     Catches: writing into a copy (or a reshaped copy) of the caches, swapping the
     (block, offset) split, writing new_k into the value cache."""
-    rng = np.random.default_rng(1)
-    num_blocks, block_size, num_kv_heads, head_dim = 6, 4, 2, 8
-    k_cache = rng.standard_normal((num_blocks, block_size, num_kv_heads, head_dim))
-    v_cache = rng.standard_normal((num_blocks, block_size, num_kv_heads, head_dim))
-    slots = np.array([17, 2, 23, 8, 9, 0, 14], dtype=np.int64)  # any distinct slots, in any order
-    new_k = rng.standard_normal((len(slots), num_kv_heads, head_dim))
-    new_v = rng.standard_normal((len(slots), num_kv_heads, head_dim))
-
-    expected_k, expected_v = k_cache.copy(), v_cache.copy()
-    for i, slot in enumerate(slots):
-        expected_k[slot // block_size, slot % block_size] = new_k[i]
-        expected_v[slot // block_size, slot % block_size] = new_v[i]
+    slots = read_only(np.array([17, 2, 23, 8, 9, 0, 14], dtype=np.int64))  # distinct slots, in any order
+    k_cache, v_cache, new_k, new_v = _caches_and_rows(1, len(slots))
+    expected_k, expected_v = _scattered_by_loop(k_cache, new_k, slots), _scattered_by_loop(v_cache, new_v, slots)
 
     lab.write_kv(k_cache, v_cache, new_k, new_v, slots)
-    axes = ("block", "offset", "kv_head", "dim")
-    labkit.assert_close(k_cache, expected_k, atol=0, axes=axes, what="k_cache after write_kv (must change in place)")
-    labkit.assert_close(v_cache, expected_v, atol=0, axes=axes, what="v_cache after write_kv (must change in place)")
+    labkit.assert_close(k_cache, expected_k, atol=0, axes=CACHE_AXES,
+                        what="k_cache after write_kv (must change in place)")
+    labkit.assert_close(v_cache, expected_v, atol=0, axes=CACHE_AXES,
+                        what="v_cache after write_kv (must change in place)")
+
+
+def test_write_kv_skips_padding_slots(lab):
+    """A negative slot (vLLM's PAD_SLOT_ID = -1: a padding row of the batch) writes nothing. In
+    numpy, index -1 means "the last slot of the cache", which belongs to some other sequence.
+
+    Catches: writing every row, so the padding rows overwrite the cache's last slot."""
+    slots = read_only(np.array([5, -1, 2, -1, 20], dtype=np.int64))
+    k_cache, v_cache, new_k, new_v = _caches_and_rows(2, len(slots))
+    expected_k, expected_v = _scattered_by_loop(k_cache, new_k, slots), _scattered_by_loop(v_cache, new_v, slots)
+
+    lab.write_kv(k_cache, v_cache, new_k, new_v, slots)
+    what = "after write_kv with padding slots (-1 must write nothing; the last slot is another sequence's)"
+    labkit.assert_close(k_cache, expected_k, atol=0, axes=CACHE_AXES, what=f"k_cache {what}")
+    labkit.assert_close(v_cache, expected_v, atol=0, axes=CACHE_AXES, what=f"v_cache {what}")
 
 
 @pytest.mark.parametrize("block_size", [1, 4, 16])
@@ -143,17 +184,19 @@ def test_write_then_gather_round_trips(lab, block_size):
     rng = np.random.default_rng(10 + block_size)
     seq_len, num_kv_heads, head_dim = 35, 2, 8
     table, num_blocks = random_block_table(rng, seq_len, block_size)
-    k_cache = np.full((num_blocks, block_size, num_kv_heads, head_dim), POISON)
-    v_cache = np.full_like(k_cache, POISON)
+    k_cache = np.full((num_blocks, block_size, num_kv_heads, head_dim), labkit.poison_value(np.float64))
+    v_cache = k_cache.copy()
     new_k = rng.standard_normal((seq_len, num_kv_heads, head_dim))
     new_v = rng.standard_normal((seq_len, num_kv_heads, head_dim))
+    expected_k, expected_v = new_k.copy(), new_v.copy()
+    table, new_k, new_v = read_only(table, new_k, new_v)
 
     slots = lab.build_slot_mapping(table, block_size, 0, seq_len)
     lab.write_kv(k_cache, v_cache, new_k, new_v, slots)
 
     axes = ("token", "kv_head", "dim")
-    labkit.assert_close(labkit.gather_f64(k_cache, table, seq_len), new_k, atol=0, axes=axes, what="gathered K")
-    labkit.assert_close(labkit.gather_f64(v_cache, table, seq_len), new_v, atol=0, axes=axes, what="gathered V")
+    labkit.assert_close(labkit.gather_f64(k_cache, table, seq_len), expected_k, atol=0, axes=axes, what="gathered K")
+    labkit.assert_close(labkit.gather_f64(v_cache, table, seq_len), expected_v, atol=0, axes=axes, what="gathered V")
 
 
 # --- step 3: the gather and the attention ---
@@ -165,51 +208,54 @@ def test_write_then_gather_round_trips(lab, block_size):
 def test_paged_matches_dense_exactly(lab, seq_len, block_size):
     """Paged attention under a shuffled block table equals dense float64 attention over the
     same tokens laid out contiguously, to 1e-12: the same arithmetic, so any larger
-    difference is an indexing bug, not rounding.
+    difference is an indexing bug, not rounding. The tables have no spare entry, and (16, 4)
+    and (64, 32) fill their last block exactly.
 
     Catches: no 1/sqrt(head_dim) scale, softmax over the wrong axis, reading the cache in
     physical instead of logical order, rows past seq_len (poisoned)."""
-    q, k, v, k_cache, v_cache, table = _problem(seq_len, seq_len, block_size)
-    out = lab.paged_attention(q, k_cache, v_cache, table, seq_len, block_size)
-    _check_attention(out, q, k, v)
+    case = _problem(seq_len, seq_len, block_size)
+    _check(_attend(lab, case), case.expected, what=f"paged_attention, seq_len={seq_len}, block_size={block_size}")
 
 
-@pytest.mark.parametrize("spare_entries", [0, 2])
-def test_partial_tail_block_is_masked(lab, spare_entries):
+@pytest.mark.parametrize("pad_columns", [0, 2], ids=["no-padding", "padded-with-null-block"])
+@pytest.mark.parametrize("poison", labkit.POISON_KINDS)
+def test_partial_tail_block_is_masked(lab, poison, pad_columns):
     """seq_len=35 with blocks of 16 fills two blocks and 3 slots of a third; the other 13
-    slots of that block, and every block the sequence does not own, hold 1e6. Reading any
-    of them shifts the output by orders of magnitude.
+    slots of that block, and every block the sequence does not own, are poisoned (1e6, NaN or
+    inf). With ``pad_columns`` the table also lists two entries past the sequence's end that
+    point at block 0, vLLM's null block (a table padded to a batch's longest sequence): they
+    must never be read either.
 
-    Catches: gathering len(block_table) * block_size rows, gathering seq_len + 1 rows.
-    With ``spare_entries`` the table also lists blocks past the sequence's end (a table
-    padded to a batch's longest sequence), which must never be read either."""
-    seq_len, block_size = 35, 16
-    q, k, v, k_cache, v_cache, table = _problem(100 + spare_entries, seq_len, block_size)
-    unused_blocks = sorted(set(range(k_cache.shape[0])) - set(table.tolist()))
-    table = np.concatenate([table, np.array(unused_blocks[:spare_entries], dtype=table.dtype)])
-    assert np.all(k_cache[table[2], 3:] == POISON)  # the poisoned tail really is there
-
-    out = lab.paged_attention(q, k_cache, v_cache, table, seq_len, block_size)
-    _check_attention(out, q, k, v, what="paged_attention over a partial last block")
+    Catches: gathering len(block_table) * block_size rows, gathering seq_len + 1 rows, reading
+    whole blocks and masking only the scores (a huge finite poison times a zero weight is 0,
+    so only NaN and inf see it)."""
+    case = _problem(100 + pad_columns, 35, 16, poison=poison, pad_columns=pad_columns)
+    tail = case.k_cache[case.table[2], 3:]
+    assert (np.isnan(tail) if poison == "nan" else tail == labkit.poison_value(np.float64, poison)).all()
+    _check(_attend(lab, case), case.expected,
+           what=f"paged_attention over a partial last block ({poison} poison, table {case.table.tolist()})")
 
 
 def test_indirection_is_the_identity(lab):
     """The same logical tokens placed in two different sets of physical blocks give the same
-    output (and the dense one): where a block lives is invisible to the math.
+    output (and the dense one): where a block lives is invisible to the math. (Here block 0 is
+    an ordinary block: this test's pool has no null block.)
 
     Catches: reading blocks by physical id order, ignoring the block table."""
     rng = np.random.default_rng(7)
     seq_len, block_size, num_heads, head_dim = 29, 8, 2, 16
-    q = rng.standard_normal((num_heads, head_dim))
+    q = read_only(rng.standard_normal((num_heads, head_dim)))
     k = rng.standard_normal((seq_len, num_heads, head_dim))
     v = rng.standard_normal((seq_len, num_heads, head_dim))
+    expected = labkit.attention_f64(q, k, v)
     outputs = []
     for table in (np.array([0, 1, 2, 3]), np.array([6, 2, 7, 4])):
-        k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks=8)
+        k_cache, v_cache = paged_copy(k, v, table, 8, block_size)
+        k_cache, v_cache, table = read_only(k_cache, v_cache, table)
         out = lab.paged_attention(q, k_cache, v_cache, table, seq_len, block_size)
-        _check_attention(out, q, k, v, what=f"paged_attention with block_table {table.tolist()}")
+        _check(out, expected, what=f"paged_attention with block_table {table.tolist()}")
         outputs.append(out)
-    labkit.assert_close(outputs[1], outputs[0], atol=1e-12, axes=("head", "dim"), what="output under two layouts")
+    _check(outputs[1], outputs[0], what="output under two layouts")
 
 
 @pytest.mark.parametrize("num_heads, num_kv_heads", [(4, 4), (4, 2), (8, 2), (6, 3), (8, 1), (6, 2)])
@@ -218,69 +264,95 @@ def test_gqa_matches_dense(lab, num_heads, num_kv_heads):
     num_kv_heads == 1 is multi-query attention, num_kv_heads == num_heads plain multi-head.
 
     Catches: h % num_kv_heads, h // num_kv_heads, always KV head 0."""
-    seq_len, block_size = 29, 8
-    q, k, v, k_cache, v_cache, table = _problem(num_heads * 10 + num_kv_heads, seq_len, block_size,
-                                                num_heads, num_kv_heads)
-    out = lab.paged_attention(q, k_cache, v_cache, table, seq_len, block_size)
-    _check_attention(out, q, k, v, what=f"paged_attention, {num_heads} query heads over {num_kv_heads} KV heads")
+    case = _problem(num_heads * 10 + num_kv_heads, 29, 8, num_heads, num_kv_heads)
+    _check(_attend(lab, case), case.expected,
+           what=f"paged_attention, {num_heads} query heads over {num_kv_heads} KV heads")
 
 
+@pytest.mark.parametrize("poison", labkit.POISON_KINDS)
 @pytest.mark.parametrize("block_size, chunk", [(16, 16), (6, 16), (6, 7), (4, 1)])
-def test_chunked_prefill_write_path(lab, block_size, chunk):
+def test_chunked_prefill_write_path(lab, block_size, chunk, poison):
     """A 40-token prompt written chunk by chunk (build_slot_mapping with start = tokens
     already written, then write_kv), attended after every chunk over the prefix so far.
     chunk=1 is a run of decode steps. Chunking changes when tokens are written, never where.
+    Slots not yet written hold poison (1e6, NaN or inf).
 
     Catches: ignoring ``start`` (each chunk overwrites the first), slot formulas that only
-    work from the start of a block, writes that are lost (a copy)."""
+    work from the start of a block, writes that are lost (a copy), reading one row too many."""
     rng = np.random.default_rng(1000 * block_size + chunk)
     prompt_len, num_heads, num_kv_heads, head_dim = 40, 4, 2, 8
     table, num_blocks = random_block_table(rng, prompt_len, block_size)  # reserved up front
-    k_cache = np.full((num_blocks, block_size, num_kv_heads, head_dim), POISON)
-    v_cache = np.full_like(k_cache, POISON)
+    k_cache = np.full((num_blocks, block_size, num_kv_heads, head_dim), labkit.poison_value(np.float64, poison))
+    v_cache = k_cache.copy()
     k = rng.standard_normal((prompt_len, num_kv_heads, head_dim))
     v = rng.standard_normal((prompt_len, num_kv_heads, head_dim))
     q = rng.standard_normal((num_heads, head_dim))
+    expected = {end: labkit.attention_f64(q, k[:end], v[:end]) for end in range(1, prompt_len + 1)}
+    expected_k, expected_v = k.copy(), v.copy()
+    table, k, v, q = read_only(table, k, v, q)
 
     for start in range(0, prompt_len, chunk):
         end = min(start + chunk, prompt_len)
         slots = lab.build_slot_mapping(table, block_size, start, end - start)
         lab.write_kv(k_cache, v_cache, k[start:end], v[start:end], slots)
         out = lab.paged_attention(q, k_cache, v_cache, table, end, block_size)
-        _check_attention(out, q, k[:end], v[:end], what=f"paged_attention after writing tokens {start}..{end - 1}")
+        _check(out, expected[end], what=f"paged_attention after writing tokens {start}..{end - 1}")
 
     axes = ("token", "kv_head", "dim")
-    labkit.assert_close(labkit.gather_f64(k_cache, table, prompt_len), k, atol=0, axes=axes, what="K after prefill")
-    labkit.assert_close(labkit.gather_f64(v_cache, table, prompt_len), v, atol=0, axes=axes, what="V after prefill")
+    labkit.assert_close(labkit.gather_f64(k_cache, table, prompt_len), expected_k, atol=0, axes=axes,
+                        what="K after prefill")
+    labkit.assert_close(labkit.gather_f64(v_cache, table, prompt_len), expected_v, atol=0, axes=axes,
+                        what="V after prefill")
 
 
 def test_paged_attention_leaves_its_inputs_alone(lab):
     """paged_attention only reads: the query, both caches and the block table are unchanged
-    afterwards (the engine reuses all of them in the next layer and the next step).
+    afterwards (the engine reuses all of them in the next layer and the next step). This test
+    hands over writeable arrays, so that a write shows as a difference, with its place.
 
     Catches: scaling the query in place (``q *= scale`` on the caller's float64 array),
     "masking" unused cache slots by overwriting them."""
-    q, _, _, k_cache, v_cache, table = _problem(5, 19, 4, num_heads=4, num_kv_heads=2)
-    before = [x.copy() for x in (q, k_cache, v_cache, table)]
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((4, 16))
+    k, v = rng.standard_normal((19, 2, 16)), rng.standard_normal((19, 2, 16))
+    table, num_blocks = random_block_table(rng, 19, 4)
+    k_cache, v_cache = paged_copy(k, v, table, num_blocks, 4)
+    inputs = {"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_table": table}
+    before = {name: x.copy() for name, x in inputs.items()}
     lab.paged_attention(q, k_cache, v_cache, table, 19, 4)
-    for name, now, then in zip(("q", "k_cache", "v_cache", "block_table"), (q, k_cache, v_cache, table), before,
-                               strict=True):
-        labkit.assert_close(now, then, atol=0, what=f"{name} after paged_attention (it must not be modified)")
+    for name, x in inputs.items():
+        labkit.assert_close(x, before[name], atol=0, what=f"{name} after paged_attention (it must not be modified)")
 
 
+def test_paged_attention_reads_half_precision_caches(lab):
+    """Real KV caches are half precision. The caches here are float16 and the query float32; the
+    result is float64 and equals float64 dense attention over the values the cache holds, to
+    1e-12: converting each value to float64 is exact, so computing in float64 loses nothing.
+
+    Catches: an output allocated in the cache's dtype (float16 keeps ~3 decimal digits)."""
+    case = _problem(17, 30, 8, num_heads=4, num_kv_heads=2, dtype=np.float16)
+    q32 = read_only(case.q.astype(np.float32))
+    expected = labkit.attention_f64(q32, labkit.gather_f64(case.k_cache, case.table, 30),
+                                    labkit.gather_f64(case.v_cache, case.table, 30))
+    out = lab.paged_attention(q32, case.k_cache, case.v_cache, case.table, 30, 8)
+    _check(out, expected, what="paged_attention over float16 caches (a float64 result)")
+
+
+@pytest.mark.parametrize("poison", labkit.POISON_KINDS)
 @pytest.mark.parametrize("table", [[], [3]], ids=["empty-table", "reserved-block"])
-def test_empty_sequence_gives_zeros(lab, table):
+def test_empty_sequence_gives_zeros(lab, table, poison):
     """seq_len=0 (a request with nothing cached yet, whether or not a block is reserved for
-    it) gives zeros of shape [num_heads, head_dim], never NaN from 0/0.
+    it) gives zeros of shape [num_heads, head_dim], never NaN from 0/0. Every slot is poison.
 
     Catches: a softmax over an empty row (max of nothing, 0/0), reading the reserved block."""
     rng = np.random.default_rng(3)
     num_heads, num_kv_heads, head_dim, block_size = 4, 2, 8, 4
     q = rng.standard_normal((num_heads, head_dim))
-    k_cache = np.full((5, block_size, num_kv_heads, head_dim), POISON)
-    v_cache = np.full_like(k_cache, POISON)
-    out = lab.paged_attention(q, k_cache, v_cache, np.array(table, dtype=np.int64), 0, block_size)
-    labkit.assert_close(out, np.zeros((num_heads, head_dim)), atol=0, axes=("head", "dim"), what="seq_len=0 output")
+    k_cache = np.full((5, block_size, num_kv_heads, head_dim), labkit.poison_value(np.float64, poison))
+    q, k_cache, v_cache, table = read_only(q, k_cache, k_cache.copy(), np.array(table, dtype=np.int64))
+    out = lab.paged_attention(q, k_cache, v_cache, table, 0, block_size)
+    labkit.assert_close(out, np.zeros((num_heads, head_dim)), atol=0, axes=HEAD_AXES, what="seq_len=0 output",
+                        dtype=np.float64)
 
 
 @pytest.mark.parametrize("logit", [1000.0, -1000.0])
@@ -301,6 +373,70 @@ def test_large_logits_do_not_overflow(lab, logit):
     q = rng.standard_normal((num_heads, head_dim))
     q[:, 0] = logit * np.sqrt(head_dim)
     table, num_blocks = random_block_table(rng, seq_len, block_size)
-    k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks)
+    k_cache, v_cache = paged_copy(k, v, table, num_blocks, block_size)
+    expected = labkit.attention_f64(q, k, v)
+    q, k_cache, v_cache, table = read_only(q, k_cache, v_cache, table)
     out = lab.paged_attention(q, k_cache, v_cache, table, seq_len, block_size)
-    _check_attention(out, q, k, v, atol=1e-10, what=f"paged_attention with scores near {logit:g}")
+    _check(out, expected, atol=1e-10, what=f"paged_attention with scores near {logit:g}")
+
+
+# --- bad input ---
+
+
+def _good_call(lab, function, case):
+    """A valid call of ``function``: a check that rejects everything is no check."""
+    if function == "build_slot_mapping":
+        lab.build_slot_mapping(case.table, case.block_size, 0, case.seq_len)
+    elif function == "write_kv":
+        k_cache, v_cache = case.k_cache.copy(), case.v_cache.copy()
+        rows = read_only(np.zeros((1, *k_cache.shape[2:])))
+        lab.write_kv(k_cache, v_cache, rows, rows, read_only(np.array([0])))
+    else:
+        _attend(lab, case)
+
+
+def _rows(case, n):
+    return np.zeros((n, *case.k_cache.shape[2:]))
+
+
+# name: (function, the bad call, a word the ValueError's message must contain)
+BAD_INPUTS = {
+    "tokens-past-the-table": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(c.table[:1], 4, 0, 9),
+                              "block_table"),
+    "block-size-0": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(c.table, 0, 0, 1), "block_size"),
+    "new-k-wrong-shape": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy(), c.v_cache.copy(), _rows(c, 2),
+                                                                   _rows(c, 3), np.array([0, 1, 2])), "new_k"),
+    "slot-past-the-cache": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy(), c.v_cache.copy(), _rows(c, 1),
+                                                                     _rows(c, 1), np.array([10_000])), "slot"),
+    "heads-not-a-multiple": ("paged_attention", lambda lab, c: lab.paged_attention(
+        np.zeros((3, 16)), c.k_cache, c.v_cache, c.table, 9, 4), "num_heads"),
+    "negative-block-id": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, c.v_cache, np.array([c.table[0], -1, c.table[2]]), 9, 4), "block_table"),
+    "seq-len-past-the-table": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, c.v_cache, c.table[:2], 9, 4), "block_table"),
+    "block-size-disagrees": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, c.v_cache, c.table, 9, 8), "block_size"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUTS))
+def test_bad_input_gets_a_clear_message(lab, name):
+    """Bad input raises a ValueError whose message names the argument at fault, never an
+    IndexError from inside numpy or, worse, a silent answer. The checks are given in starter.py,
+    called at the top of each function; this test makes sure they are still called.
+
+    Catches: a negative block id accepted (numpy reads block -1 from the end of the cache, an
+    answer from another sequence's data), checks dropped from a function."""
+    case = _problem(9, 9, 4, num_heads=4, num_kv_heads=2)
+    function, bad_call, word = BAD_INPUTS[name]
+    _good_call(lab, function, case)
+    hint = "the checks given in starter.py are called at the top of each function: keep those calls"
+    try:
+        bad_call(lab, case)
+    except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
+        got = f"{type(err).__name__}: {err}"
+        if isinstance(err, ValueError) and word in str(err):
+            return
+    else:
+        got = "nothing was raised"
+    pytest.fail(f"{function} ({name}): expected a ValueError naming {word!r}, got {got}; {hint}")

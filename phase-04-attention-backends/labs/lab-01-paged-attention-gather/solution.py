@@ -23,7 +23,8 @@ import numpy as np
 def dense_attention(q, k, v):
     """Attention of one query ``q [d]`` over keys ``k [n, d]`` and values ``v [n, d]``, all at once.
 
-    Returns float64 ``[d]``; zeros when ``n`` is 0.
+    Returns float64 ``[d]``; zeros when ``n`` is 0. The slow, obvious truth the streaming
+    version must agree with.
     """
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     _check_dense(q, k, v)
@@ -37,8 +38,8 @@ def dense_attention(q, k, v):
 def paged_online_attention(q, k_cache, v_cache, block_table, seq_len, block_size):
     """Attention of ``q [d]`` over the first ``seq_len`` tokens of a paged cache, streamed block by block.
 
-    One pass over the logical blocks covering ``[0, seq_len)``; only one block's
-    scores exist at a time. Returns float64 ``[d]``; zeros when ``seq_len`` is 0.
+    One pass over the logical blocks covering ``[0, seq_len)``; only one block's scores exist at
+    a time. Returns float64 ``[d]`` whatever the caches' dtype; zeros when ``seq_len`` is 0.
     """
     q = np.asarray(q, dtype=np.float64)
     block_table = np.asarray(block_table)
@@ -57,8 +58,10 @@ def paged_online_attention(q, k_cache, v_cache, block_table, seq_len, block_size
 
         s = k_block @ q * scale  # this block's scores, [valid]
         m_new = max(m, s.max())
-        # History was summed relative to m; rescale it to m_new. On the first
-        # block there is no history (m = -inf): corr is 0 by definition.
+        # History was summed relative to m; rescale it to m_new. On the first block there is
+        # no history (m = -inf): corr is 0 by definition. (exp(-inf - m_new) is 0 anyway while
+        # m_new is finite; a kernel's masked block can have m_new = -inf too, and then
+        # exp(-inf - (-inf)) is NaN: bugs/first_block_corr_nan.py.)
         corr = np.exp(m - m_new) if m != -np.inf else 0.0
         p = np.exp(s - m_new)  # weights of this block's tokens, relative to m_new
         acc = acc * corr + p @ v_block
@@ -70,14 +73,17 @@ def paged_online_attention(q, k_cache, v_cache, block_table, seq_len, block_size
     return acc / denom
 
 
-# --- input checks: a clear message instead of an IndexError from inside numpy ---
+# --- input checks (given in the starter too): a clear message instead of an IndexError from inside
+# numpy, or worse, a silent wrong answer (numpy reads a negative block id from the end of the cache).
 
 
 def _check_dense(q, k, v):
-    if q.ndim != 1 or k.ndim != 2 or v.ndim != 2:
-        raise ValueError(f"expected q [d], k [n, d], v [n, d]; got shapes {q.shape}, {k.shape}, {v.shape}")
-    if k.shape[1] != q.shape[0] or k.shape[0] != v.shape[0]:
-        raise ValueError(f"q {q.shape}, k {k.shape} and v {v.shape} disagree on d or n")
+    if q.ndim != 1:
+        raise ValueError(f"q must be [d], got shape {q.shape}")
+    if k.ndim != 2 or k.shape[1] != q.shape[0]:
+        raise ValueError(f"k must be [n, d] with d = {q.shape[0]}, got shape {k.shape}")
+    if v.ndim != 2 or v.shape[0] != k.shape[0]:
+        raise ValueError(f"v must be [n, d] with n = {k.shape[0]} (one row per key), got shape {v.shape}")
 
 
 def _check_paged(q, k_cache, v_cache, block_table, seq_len, block_size):

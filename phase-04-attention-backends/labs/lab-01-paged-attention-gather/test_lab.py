@@ -1,16 +1,21 @@
 """Tests of lab 04-01: dense attention and streaming paged attention (numpy, float64).
 
-Every expected value comes from ``labkit.reference`` (float64 brute force over a
-contiguous copy of the tokens), never from another function of the implementation
-under test. Unused cache slots hold 1e6 ("poison"): random numbers or zeros in the
-padding are quiet, an off-by-one reading them would shift the answer only a little;
-poison makes it shift by orders of magnitude.
+Every expected value comes from ``labkit`` (float64 brute force over a contiguous copy of the
+tokens), never from another function of the implementation under test, and is computed **before**
+the call under test. Inputs a function must only read are handed over read-only
+(``labkit.cases.read_only``): an implementation that writes into them fails at once instead of
+quietly changing the data an expectation is computed from.
 
-Tolerances: ``dense_attention`` does the reference's arithmetic in the reference's
-order, so 1e-12. The streaming version adds the same terms in another order (block
-by block, rescaled whenever the max rises), so its float64 rounding differs from the
-reference's by ~1e-15 per step; 1e-10 leaves room for that and for long sequences
-while any algorithmic error (a missing correction, an extra row) is >= 1e-3.
+Unused cache slots are poisoned: a huge finite value (1e6), NaN or inf. Random numbers or zeros in
+the padding are quiet (an off-by-one reading them would shift the answer only a little); poison
+makes it shift by orders of magnitude, and NaN/inf also catch a read that is multiplied by a zero
+weight (``0 * 1e6`` is 0, ``0 * NaN`` is NaN).
+
+Tolerances: ``dense_attention`` does the reference's arithmetic in the reference's order, so 1e-12.
+The streaming version adds the same terms in another order (block by block, rescaled whenever the
+max rises), so its float64 rounding differs from the reference's by ~1e-15 per step; 1e-10 leaves
+room for that and for long sequences while any algorithmic error (a missing correction, an extra
+row) is >= 1e-3.
 """
 
 from __future__ import annotations
@@ -19,28 +24,12 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.testing.cases import random_block_table
+from labkit.testing.cases import padded_block_table, paged_copy, random_block_table, read_only
 
-POISON = 1.0e6
 STREAM_ATOL = 1e-10  # streaming vs the reference: same math, another summation order
 
 
-# --- helpers: the test's own placement of contiguous tokens into a paged cache ---
-
-
-def _paged_copy(rng, k, v, block_size, block_table, num_blocks):
-    """Caches ``[num_blocks, block_size, d]`` holding token ``t`` of ``k``/``v`` at
-    ``[block_table[t // block_size], t % block_size]``; every other slot poisoned."""
-    seq_len, d = k.shape
-    k_cache = rng.standard_normal((num_blocks, block_size, d))
-    v_cache = rng.standard_normal((num_blocks, block_size, d))
-    for t in range(seq_len):
-        k_cache[block_table[t // block_size], t % block_size] = k[t]
-        v_cache[block_table[t // block_size], t % block_size] = v[t]
-    labkit.poison_unused_slots(k_cache, block_table, seq_len, POISON)
-    labkit.poison_unused_slots(v_cache, block_table, seq_len, POISON)
-    return k_cache, v_cache
-
+# --- the test's own inputs and truth ---
 
 
 def _random_tokens(seed, seq_len, d=16):
@@ -48,8 +37,17 @@ def _random_tokens(seed, seq_len, d=16):
     return rng, rng.standard_normal(d), rng.standard_normal((seq_len, d)), rng.standard_normal((seq_len, d))
 
 
-def _check(out, q, k, v, what, atol=STREAM_ATOL):
-    labkit.assert_close(out, labkit.attention_f64(q, k, v), atol=atol, axes=("dim",), what=what)
+def _paged(q, k, v, block_table, num_blocks, block_size, poison="huge"):
+    """The tokens of ``k``/``v`` paged through ``block_table`` (every other slot poisoned), the
+    inputs read-only, and the float64 truth, computed now: ``(q, k_cache, v_cache, table, expected)``."""
+    expected = labkit.attention_f64(q, k, v)
+    k_cache, v_cache = paged_copy(k, v, block_table, num_blocks, block_size, poison=poison)
+    q, k_cache, v_cache, block_table = read_only(q.copy(), k_cache, v_cache, np.array(block_table))
+    return q, k_cache, v_cache, block_table, expected
+
+
+def _check(out, expected, what, atol=STREAM_ATOL):
+    labkit.assert_close(out, expected, atol=atol, axes=("dim",), what=what, dtype=np.float64)
 
 
 def _block_maxima(q, k, block_size):
@@ -63,12 +61,13 @@ def _block_maxima(q, k, block_size):
 @pytest.mark.parametrize("n", [0, 1, 7, 33])
 def test_dense_attention_matches_reference(lab, n):
     """dense_attention(q, k, v) = softmax(k @ q / sqrt(d)) @ v, to 1e-12 (same arithmetic as the
-    reference); n = 0 gives zeros.
+    reference); n = 0 gives zeros; a float64 result.
 
     Catches: no 1/sqrt(d) scale, weights not normalized, 0/0 on an empty row."""
     _, q, k, v = _random_tokens(n, n)
-    out = lab.dense_attention(q, k, v)
-    _check(out, q, k, v, what=f"dense_attention over n={n} keys", atol=1e-12)
+    expected = labkit.attention_f64(q, k, v)
+    q, k, v = read_only(q, k, v)
+    _check(lab.dense_attention(q, k, v), expected, what=f"dense_attention over n={n} keys", atol=1e-12)
 
 
 @pytest.mark.parametrize("logit", [1000.0, -1000.0])
@@ -80,8 +79,9 @@ def test_dense_attention_survives_large_logits(lab, logit):
     rng, q, k, v = _random_tokens(11, 20)
     k[:, 0] = 1.0 + 0.005 * rng.standard_normal(20)  # every score ~logit, spread by a few units
     q[0] = logit * np.sqrt(q.shape[0])
-    out = lab.dense_attention(q, k, v)
-    _check(out, q, k, v, what=f"dense_attention with scores near {logit:g}")
+    expected = labkit.attention_f64(q, k, v)
+    q, k, v = read_only(q, k, v)
+    _check(lab.dense_attention(q, k, v), expected, what=f"dense_attention with scores near {logit:g}")
 
 
 # --- steps 2-4: the streaming pass ---
@@ -94,13 +94,12 @@ def test_matches_dense_block_aligned(lab):
 
     Catches: a missing correction factor, denom not rescaled, blocks normalized separately,
     blocks read in physical order, no 1/sqrt(d) scale."""
-    rng, q, k, v = _random_tokens(3, 16)
-    table = np.array([3, 1, 7, 0])
+    _, q, k, v = _random_tokens(3, 16)
     maxima = _block_maxima(q, k, 4)
     assert max(maxima[1:]) > maxima[0], "test data: the running max should rise after block 0"
-    k_cache, v_cache = _paged_copy(rng, k, v, 4, table, num_blocks=8)
+    q, k_cache, v_cache, table, expected = _paged(q, k, v, [3, 1, 7, 0], 8, 4)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, 16, 4)
-    _check(out, q, k, v, what="paged_online_attention, 16 tokens over blocks [3, 1, 7, 0]")
+    _check(out, expected, what="paged_online_attention, 16 tokens over blocks [3, 1, 7, 0]")
 
 
 @pytest.mark.parametrize("order", ["rising", "falling", "peak-in-the-middle"])
@@ -120,27 +119,31 @@ def test_running_max_rises_and_falls(lab, order):
     for t in range(seq_len):
         k[t] += levels[t // block_size] * direction
     table, num_blocks = random_block_table(rng, seq_len, block_size)
-    k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks)
+    q, k_cache, v_cache, table, expected = _paged(q, k, v, table, num_blocks, block_size)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, seq_len, block_size)
-    _check(out, q, k, v, what=f"paged_online_attention, block maxima {order}")
+    _check(out, expected, what=f"paged_online_attention, block maxima {order}")
 
 
-@pytest.mark.parametrize("spare_entries", [0, 2])
-def test_matches_dense_partial_last_block(lab, spare_entries):
+@pytest.mark.parametrize("pad_columns", [0, 2], ids=["no-padding", "padded-with-null-block"])
+@pytest.mark.parametrize("poison", labkit.POISON_KINDS)
+def test_matches_dense_partial_last_block(lab, poison, pad_columns):
     """13 tokens with blocks of 4: three full blocks and one holding a single token. The other
-    3 slots of that block are poisoned; only min(block_size, seq_len - start) rows of the
-    last block may be read. With ``spare_entries`` the table also lists two (poisoned)
-    blocks past the sequence's end, as a table padded to a batch's longest sequence does.
+    3 slots of that block are poisoned (1e6, NaN or inf); only min(block_size, seq_len - start)
+    rows of the last block may be read. With ``pad_columns`` the table also lists two entries
+    past the sequence's end that point at block 0, vLLM's null block (poisoned too), as a
+    table padded to a batch's longest sequence does.
 
     Catches: reading the whole last block, reading one row too many, looping over every
-    entry of the block table instead of the blocks that cover seq_len."""
-    rng, q, k, v = _random_tokens(13, 13)
-    table = np.array([6, 2, 4, 0])
-    k_cache, v_cache = _paged_copy(rng, k, v, 4, table, num_blocks=8)
-    assert np.all(k_cache[0, 1:] == POISON)  # the poisoned tail really is there
-    table = np.concatenate([table, np.array([5, 1][:spare_entries], dtype=table.dtype)])
+    entry of the block table instead of the blocks that cover seq_len, reading whole blocks
+    and masking only the scores (only NaN and inf see a poison multiplied by a zero weight)."""
+    _, q, k, v = _random_tokens(13, 13)
+    table = np.array([6, 2, 4, 1] + [0] * pad_columns)
+    q, k_cache, v_cache, table, expected = _paged(q, k, v, table, 8, 4, poison=poison)
+    tail = k_cache[1, 1:]
+    assert (np.isnan(tail) if poison == "nan" else tail == labkit.poison_value(np.float64, poison)).all()
     out = lab.paged_online_attention(q, k_cache, v_cache, table, 13, 4)
-    _check(out, q, k, v, what=f"paged_online_attention, 13 tokens (last block holds 1), table {table.tolist()}")
+    _check(out, expected, what=f"paged_online_attention, 13 tokens (last block holds 1), {poison} poison, "
+                               f"table {table.tolist()}")
 
 
 def test_paging_invariance(lab):
@@ -149,49 +152,51 @@ def test_paging_invariance(lab):
     and physical positions.
 
     Catches: ignoring the block table (reading physical block i for logical block i)."""
-    rng, q, k, v = _random_tokens(21, 10)
+    _, q, k, v = _random_tokens(21, 10)
     outputs = []
-    for table in (np.array([0, 1, 2]), np.array([7, 3, 5])):
-        k_cache, v_cache = _paged_copy(rng, k, v, 4, table, num_blocks=8)
-        out = lab.paged_online_attention(q, k_cache, v_cache, table, 10, 4)
-        _check(out, q, k, v, what=f"paged_online_attention with block_table {table.tolist()}")
+    for table in ([0, 1, 2], [7, 3, 5]):
+        q_ro, k_cache, v_cache, table, expected = _paged(q, k, v, table, 8, 4)
+        out = lab.paged_online_attention(q_ro, k_cache, v_cache, table, 10, 4)
+        _check(out, expected, what=f"paged_online_attention with block_table {table.tolist()}")
         outputs.append(out)
-    labkit.assert_close(outputs[1], outputs[0], atol=1e-12, axes=("dim",), what="output under two layouts")
+    _check(outputs[1], outputs[0], what="output under two layouts", atol=1e-12)
 
 
+@pytest.mark.parametrize("poison", labkit.POISON_KINDS)
 @pytest.mark.parametrize("block_size", [1, 2, 3, 5, 8, 16, 32, 64])
-def test_many_block_sizes(lab, block_size):
+def test_many_block_sizes(lab, block_size, poison):
     """29 tokens under shuffled tables for block sizes from 1 (every token its own block) to 64
-    (one partial block holding everything); unused slots poisoned.
+    (one partial block holding everything); unused slots poisoned with each poison, and one
+    padding entry in each table, pointing at the null block 0.
 
     Catches: bounds that only work for one block size, a last block read in full."""
     rng, q, k, v = _random_tokens(100 + block_size, 29)
-    table, num_blocks = random_block_table(rng, 29, block_size)
-    k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks)
+    table, num_blocks = padded_block_table(rng, 29, block_size, pad_columns=1)
+    q, k_cache, v_cache, table, expected = _paged(q, k, v, table, num_blocks, block_size, poison=poison)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, 29, block_size)
-    _check(out, q, k, v, what=f"paged_online_attention, block_size={block_size}")
+    _check(out, expected, what=f"paged_online_attention, block_size={block_size}, {poison} poison")
 
 
 def test_seq_len_one(lab):
     """A single token: its weight is 1, so the output is its value row.
 
     Catches: a first block mishandled when it is also the last, a poisoned row read."""
-    rng, q, k, v = _random_tokens(1, 1)
-    table = np.array([2])
-    k_cache, v_cache = _paged_copy(rng, k, v, 4, table, num_blocks=4)
+    _, q, k, v = _random_tokens(1, 1)
+    q, k_cache, v_cache, table, expected = _paged(q, k, v, [2], 4, 4)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, 1, 4)
-    _check(out, q, k, v, what="paged_online_attention, seq_len=1")
+    _check(out, expected, what="paged_online_attention, seq_len=1")
 
 
 def test_inputs_are_left_unchanged(lab):
     """Both functions only read: the query, keys, values, caches and block table are unchanged
-    afterwards (an engine reuses them for the next head, layer and step).
+    afterwards (an engine reuses them for the next head, layer and step). This test hands over
+    writeable arrays, so that a write shows as a difference, with its place.
 
     Catches: scaling the query in place (``q *= scale`` on the caller's float64 array),
     overwriting unused cache slots to "mask" them."""
     rng, q, k, v = _random_tokens(8, 11)
     table, num_blocks = random_block_table(rng, 11, 4)
-    k_cache, v_cache = _paged_copy(rng, k, v, 4, table, num_blocks)
+    k_cache, v_cache = paged_copy(k, v, table, num_blocks, 4)
     inputs = {"q": q, "k": k, "v": v, "k_cache": k_cache, "v_cache": v_cache, "block_table": table}
     before = {name: x.copy() for name, x in inputs.items()}
     lab.dense_attention(q, k, v)
@@ -200,18 +205,38 @@ def test_inputs_are_left_unchanged(lab):
         labkit.assert_close(x, before[name], atol=0, what=f"{name} after the calls (it must not be modified)")
 
 
-@pytest.mark.parametrize("table", [[], [2]], ids=["empty-table", "reserved-block"])
-def test_empty_sequence_gives_zeros(lab, table):
-    """seq_len=0 (nothing cached yet, with or without a block reserved) gives zeros, never
-    NaN: the loop runs zero times and acc / denom would be 0/0.
+def test_reads_half_precision_caches(lab):
+    """Real KV caches are half precision. The caches here are float16 and the query float32; the
+    result is float64 and equals float64 dense attention over the values the cache holds:
+    converting a value to float64 is exact, so computing in float64 loses nothing.
 
-    Catches: no seq_len == 0 case, an unguarded first-block corr = exp(-inf - (-inf))."""
+    Catches: a query (or an accumulator) converted to the cache's dtype, which rounds it to
+    about three decimal digits."""
+    rng, q, k, v = _random_tokens(19, 22)
+    k16, v16 = k.astype(np.float16), v.astype(np.float16)
+    q32 = q.astype(np.float32)
+    table, num_blocks = random_block_table(rng, 22, 8)
+    expected = labkit.attention_f64(q32, k16, v16)
+    k_cache, v_cache = paged_copy(k16, v16, table, num_blocks, 8)
+    q32, k_cache, v_cache, table = read_only(q32, k_cache, v_cache, table)
+    out = lab.paged_online_attention(q32, k_cache, v_cache, table, 22, 8)
+    _check(out, expected, what="paged_online_attention over float16 caches (a float64 result)")
+
+
+@pytest.mark.parametrize("poison", labkit.POISON_KINDS)
+@pytest.mark.parametrize("table", [[], [2]], ids=["empty-table", "reserved-block"])
+def test_empty_sequence_gives_zeros(lab, table, poison):
+    """seq_len=0 (nothing cached yet, with or without a block reserved) gives zeros, never
+    NaN: the loop runs zero times and acc / denom would be 0/0. Every slot is poison.
+
+    Catches: no seq_len == 0 case, a loop that visits a block anyway with an unguarded
+    first-block corr = exp(-inf - (-inf))."""
     rng = np.random.default_rng(0)
     q = rng.standard_normal(8)
-    k_cache = np.full((4, 4, 8), POISON)
-    v_cache = np.full_like(k_cache, POISON)
-    out = lab.paged_online_attention(q, k_cache, v_cache, np.array(table, dtype=np.int64), 0, 4)
-    labkit.assert_close(out, np.zeros(8), atol=0, axes=("dim",), what="seq_len=0 output")
+    k_cache = np.full((4, 4, 8), labkit.poison_value(np.float64, poison))
+    q, k_cache, v_cache, table = read_only(q, k_cache, k_cache.copy(), np.array(table, dtype=np.int64))
+    out = lab.paged_online_attention(q, k_cache, v_cache, table, 0, 4)
+    _check(out, np.zeros(8), what="seq_len=0 output", atol=0)
 
 
 @pytest.mark.parametrize("case", ["late-spike", "first-spike", "all-near-minus-1000"])
@@ -234,9 +259,9 @@ def test_large_logits_need_a_running_max(lab, case):
     else:
         k -= unit * 1000.0 * scale / np.linalg.norm(q)  # every score shifted down by 1000
     table, num_blocks = random_block_table(rng, seq_len, block_size)
-    k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks)
+    q, k_cache, v_cache, table, expected = _paged(q, k, v, table, num_blocks, block_size)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, seq_len, block_size)
-    _check(out, q, k, v, what=f"paged_online_attention, {case}")
+    _check(out, expected, what=f"paged_online_attention, {case}")
 
 
 def test_streams_block_by_block(lab, monkeypatch):
@@ -250,8 +275,7 @@ def test_streams_block_by_block(lab, monkeypatch):
     block_size, seq_len = 4, 30
     rng, q, k, v = _random_tokens(30, seq_len)
     table, num_blocks = random_block_table(rng, seq_len, block_size)
-    k_cache, v_cache = _paged_copy(rng, k, v, block_size, table, num_blocks)
-    expected = labkit.attention_f64(q, k, v)
+    q, k_cache, v_cache, table, expected = _paged(q, k, v, table, num_blocks, block_size)
 
     real_exp = np.exp
 
@@ -266,4 +290,55 @@ def test_streams_block_by_block(lab, monkeypatch):
     monkeypatch.setattr(np, "exp", watched_exp)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, seq_len, block_size)
     monkeypatch.undo()
-    labkit.assert_close(out, expected, atol=STREAM_ATOL, axes=("dim",), what="paged_online_attention (streamed)")
+    _check(out, expected, what="paged_online_attention (streamed)")
+
+
+# --- bad input ---
+
+
+def _case():
+    _, q, k, v = _random_tokens(40, 9, d=8)
+    return (q, k, v), _paged(q, k, v, [3, 1, 4], 6, 4)[:4]
+
+
+# name: (function, the bad call, a word the ValueError's message must contain)
+BAD_INPUTS = {
+    "dense-k-wrong-d": ("dense_attention", lambda lab, d, p: lab.dense_attention(d[0], d[1][:, :-1], d[2]), "k must"),
+    "dense-v-wrong-n": ("dense_attention", lambda lab, d, p: lab.dense_attention(d[0], d[1], d[2][:-1]), "v must"),
+    "q-not-a-vector": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0][None], p[1], p[2], p[3], 9, 4), "q must"),
+    "negative-block-id": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2], np.array([3, -1, 4]), 9, 4), "block_table"),
+    "seq-len-past-the-table": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2], p[3][:2], 9, 4), "block_table"),
+    "block-size-disagrees": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2], p[3], 9, 8), "block_size"),
+    "negative-seq-len": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2], p[3], -1, 4), "seq_len"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUTS))
+def test_bad_input_gets_a_clear_message(lab, name):
+    """Bad input raises a ValueError whose message names the argument at fault, never an
+    IndexError from inside numpy or, worse, a silent answer. The checks are given in starter.py,
+    called at the top of each function; each function must first work on good input.
+
+    Catches: a negative block id accepted (numpy reads block -1 from the end of the cache,
+    another sequence's data), checks dropped from a function."""
+    dense, paged = _case()
+    function, bad_call, word = BAD_INPUTS[name]
+    if function == "dense_attention":
+        lab.dense_attention(*dense)  # a check that rejects everything is no check
+    else:
+        lab.paged_online_attention(*paged, 9, 4)
+    hint = "the checks given in starter.py are called at the top of each function: keep those calls"
+    try:
+        bad_call(lab, dense, paged)
+    except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
+        got = f"{type(err).__name__}: {err}"
+        if isinstance(err, ValueError) and word in str(err):
+            return
+    else:
+        got = "nothing was raised"
+    pytest.fail(f"{function} ({name}): expected a ValueError naming {word!r}, got {got}; {hint}")

@@ -56,7 +56,7 @@ _FA_HEAD_SIZES = (32, 64, 96, 128, 160, 192, 224, 256)
 
 
 @dataclass(frozen=True)
-class Limits:
+class _Limits:
     """What one backend accepts, as its v0.10.1 source declares or checks it."""
 
     mla: bool  # serves MLA layers (and only those) or dense layers (and only those)
@@ -69,22 +69,22 @@ class Limits:
 
 LIMITS = {
     # v1/attention/backends/flash_attn.py: FlashAttentionBackend, FlashAttentionImpl
-    "FLASH_ATTN": Limits(mla=False, dtypes=_HALF, head_sizes=_FA_HEAD_SIZES, block_multiple=16),
+    "FLASH_ATTN": _Limits(mla=False, dtypes=_HALF, head_sizes=_FA_HEAD_SIZES, block_multiple=16),
     # v1/attention/backends/flashinfer.py: FlashInferBackend (no block-size check in get_kv_cache_shape)
-    "FLASHINFER": Limits(mla=False, dtypes=_HALF, head_sizes=(64, 128, 256)),
+    "FLASHINFER": _Limits(mla=False, dtypes=_HALF, head_sizes=(64, 128, 256)),
     # v1/attention/backends/triton_attn.py: TritonAttentionBackend
-    "TRITON_ATTN_VLLM_V1": Limits(mla=False, dtypes=_HALF, head_sizes=_FA_HEAD_SIZES, block_multiple=16),
+    "TRITON_ATTN_VLLM_V1": _Limits(mla=False, dtypes=_HALF, head_sizes=_FA_HEAD_SIZES, block_multiple=16),
     # v1/attention/backends/flex_attention.py: FlexAttentionBackend (validate_head_size accepts any),
     # FlexAttentionImpl raises for a sliding window
-    "FLEX_ATTENTION": Limits(mla=False, dtypes=DTYPES, head_sizes=None, sliding_window=False),
+    "FLEX_ATTENTION": _Limits(mla=False, dtypes=DTYPES, head_sizes=None, sliding_window=False),
     # v1/attention/backends/mla/*: MLACommonBackend declares head size 576 and fp16/bf16; each
     # MLA Impl raises for a sliding window. Block sizes: platforms/cuda.py forces 128 for
     # CUTLASS_MLA and 64 for FlashMLA ("currently only supports block size 64").
-    "CUTLASS_MLA": Limits(mla=True, dtypes=_HALF, head_sizes=(MLA_HEAD_SIZE,), block_exact=128,
+    "CUTLASS_MLA": _Limits(mla=True, dtypes=_HALF, head_sizes=(MLA_HEAD_SIZE,), block_exact=128,
                           sliding_window=False),
-    "FLASHMLA": Limits(mla=True, dtypes=_HALF, head_sizes=(MLA_HEAD_SIZE,), block_exact=64,
+    "FLASHMLA": _Limits(mla=True, dtypes=_HALF, head_sizes=(MLA_HEAD_SIZE,), block_exact=64,
                        sliding_window=False),
-    "TRITON_MLA": Limits(mla=True, dtypes=_HALF, head_sizes=(MLA_HEAD_SIZE,), sliding_window=False),
+    "TRITON_MLA": _Limits(mla=True, dtypes=_HALF, head_sizes=(MLA_HEAD_SIZE,), sliding_window=False),
 }
 
 

@@ -42,8 +42,7 @@ def merge_two(a: Summary, b: Summary) -> Summary:
     """
     m_a, denom_a, acc_a = _as_summary(a, "merge_two: a")
     m_b, denom_b, acc_b = _as_summary(b, "merge_two: b")
-    if acc_a.shape != acc_b.shape:
-        raise ValueError(f"merge_two: acc shapes differ, {acc_a.shape} and {acc_b.shape}")
+    _check_same_length(acc_a, acc_b)
     m = max(m_a, m_b)
     if m == -np.inf:
         # Both sides summarize no keys. exp(-inf - (-inf)) would be NaN: answer directly.
@@ -91,7 +90,8 @@ def partitioned_attention(q, k, v, num_partitions: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------
-# Helpers: the identity, and input checks that fail with a clear message.
+# Helpers: the identity, and input checks that fail with a clear message (the checks are given
+# in the starter too).
 
 
 def _identity(d: int) -> Summary:
@@ -124,6 +124,14 @@ def _as_summary(summary, what: str) -> Summary:
     if acc.ndim != 1:
         raise ValueError(f"{what}: acc must have shape [d], got {acc.shape}")
     return float(m), float(denom), acc
+
+
+def _check_same_length(acc_a: np.ndarray, acc_b: np.ndarray) -> None:
+    """Two summaries of one query's attention have accumulators of the same length; without this
+    check numpy would broadcast an ``acc`` of length 1 against any other and answer nonsense."""
+    if acc_a.shape != acc_b.shape:
+        raise ValueError(f"merge_two: acc lengths differ, {acc_a.shape[0]} and {acc_b.shape[0]} "
+                         "(two summaries of one query's attention have the same head size)")
 
 
 def _check_num_partitions(num_partitions) -> None:

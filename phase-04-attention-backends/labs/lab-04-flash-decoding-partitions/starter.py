@@ -1,8 +1,8 @@
 """Lab 04-04 starter: flash-decoding's split-and-merge, in numpy float64.
 
-Your work: the four functions below, in order (README steps 1 to 4). Run the tests with
-
-    LAB_IMPL=starter pytest -q phase-04-attention-backends/labs/lab-04-flash-decoding-partitions
+Your work: the four functions below, in order (README steps 1 to 4). Run
+``labs check 04-04 --impl starter`` or
+``LAB_IMPL=starter pytest -q phase-04-attention-backends/labs/lab-04-flash-decoding-partitions``.
 
 Attention of one query over a set of keys compresses to a summary ``(m, denom, acc)``:
 
@@ -10,8 +10,9 @@ Attention of one query over a set of keys compresses to a summary ``(m, denom, a
     denom = sum_i exp(s_i - m)
     acc   = sum_i exp(s_i - m) * v_i       (a vector, NOT divided by denom)
 
-The summary of zero keys is ``(-inf, 0.0, zeros(d))``. The input checks at the bottom are
-written for you: call them first, so bad input gets a clear message.
+The summary of zero keys is ``(-inf, 0.0, zeros(d))``. The input checks and the identity at the
+bottom are written for you, and the checks are already called at the top of each function: keep
+those calls, so bad input gets a clear message.
 """
 
 from __future__ import annotations
@@ -22,9 +23,14 @@ Summary = tuple[float, float, np.ndarray]  # (m, denom, acc)
 
 
 def attend_partial(q, k, v) -> Summary:
-    """The unnormalized summary ``(m, denom, acc)`` of attention of ``q [d]`` over
-    ``k, v [n, d]``; zero keys give the merge's identity ``(-inf, 0.0, zeros(d))``."""
-    # q, k, v = _as_query_keys_values(q, k, v)
+    """The summary ``(m, denom, acc)`` of the attention of ``q [d]`` over keys ``k [n, d]`` and values
+    ``v [n, dv]``, as defined above: ``m`` and ``denom`` numbers, ``acc`` a float64 vector ``[dv]``
+    that is not divided by ``denom``.
+
+    Zero keys give the merge's identity ``(-inf, 0.0, zeros(dv))``. Finite for scores far outside
+    ``exp``'s range (+-1000). Modifies no input.
+    """
+    q, k, v = _as_query_keys_values(q, k, v)
     raise NotImplementedError(
         "attend_partial: not implemented yet (README step 1: return (m, denom, acc) of the scores "
         "q . k / sqrt(d), without dividing acc by denom; zero keys give (-inf, 0.0, zeros(d)))"
@@ -32,9 +38,15 @@ def attend_partial(q, k, v) -> Summary:
 
 
 def merge_two(a: Summary, b: Summary) -> Summary:
-    """The summary of the union of two disjoint key sets, from the summary of each."""
-    # m_a, denom_a, acc_a = _as_summary(a, "merge_two: a")
-    # m_b, denom_b, acc_b = _as_summary(b, "merge_two: b")
+    """The summary of the union of two disjoint key sets of one query, from the summary of each.
+
+    Equal (to rounding) to ``attend_partial`` over the union; the same for ``(a, b)`` and ``(b, a)``.
+    Merging with the identity changes nothing, and two identities give the identity, never NaN.
+    Finite however large the maxima. Returns a new summary: ``a`` and ``b`` are not modified.
+    """
+    m_a, denom_a, acc_a = _as_summary(a, "merge_two: a")
+    m_b, denom_b, acc_b = _as_summary(b, "merge_two: b")
+    _check_same_length(acc_a, acc_b)
     raise NotImplementedError(
         "merge_two: not implemented yet (README step 2: rescale both sides to the shared max "
         "and add; two identities must give the identity, not NaN)"
@@ -42,19 +54,28 @@ def merge_two(a: Summary, b: Summary) -> Summary:
 
 
 def merge_partials(partials) -> np.ndarray:
-    """Attention output ``[d]`` from the summaries of disjoint key sets: merge them all,
-    then divide by the denominator once. No keys at all give zeros, never NaN."""
+    """Attention output, a float64 array ``[dv]``, from the summaries of disjoint key sets of one
+    query (in any order): the output over all their keys together.
+
+    No key at all (only identities) gives zeros, never NaN; an empty list has no ``dv`` to read and
+    gives a 0-d zero (``np.zeros(())``), which numpy broadcasts to any shape. Modifies no input.
+    """
     raise NotImplementedError(
-        "merge_partials: not implemented yet (README step 3: fold the summaries with merge_two, "
+        "merge_partials: not implemented yet (README step 3: merge all the summaries with merge_two, "
         "then divide acc by denom once; zeros when denom is 0)"
     )
 
 
 def partitioned_attention(q, k, v, num_partitions: int) -> np.ndarray:
-    """Attention of ``q [d]`` over ``k, v [n, d]`` split into ``num_partitions`` chunks
-    (``np.array_split``), each summarized on its own, then merged. Empty chunks are skipped."""
-    # q, k, v = _as_query_keys_values(q, k, v)
-    # _check_num_partitions(num_partitions)
+    """Attention of ``q [d]`` over ``k [n, d]``, ``v [n, dv]`` the flash-decoding way: the keys cut
+    into ``num_partitions`` contiguous chunks as ``np.array_split`` cuts them, ``attend_partial``
+    called once on each non-empty chunk, the summaries merged.
+
+    Returns a float64 array ``[dv]`` equal to dense attention (to rounding) for any partition count,
+    more partitions than keys included; ``zeros(dv)`` when ``n`` is 0. Modifies no input.
+    """
+    q, k, v = _as_query_keys_values(q, k, v)
+    _check_num_partitions(num_partitions)
     raise NotImplementedError(
         "partitioned_attention: not implemented yet (README step 4: np.array_split k and v, "
         "attend_partial on each non-empty chunk, merge_partials; zero keys give zeros(d))"
@@ -62,7 +83,13 @@ def partitioned_attention(q, k, v, num_partitions: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------
-# Input checks, written for you.
+# Helpers: the identity, and input checks that fail with a clear message (the checks are given
+# in the starter too).
+
+
+def _identity(d: int) -> Summary:
+    """The summary of zero keys: merging it with anything changes nothing."""
+    return -np.inf, 0.0, np.zeros(d)
 
 
 def _as_query_keys_values(q, k, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -90,6 +117,14 @@ def _as_summary(summary, what: str) -> Summary:
     if acc.ndim != 1:
         raise ValueError(f"{what}: acc must have shape [d], got {acc.shape}")
     return float(m), float(denom), acc
+
+
+def _check_same_length(acc_a: np.ndarray, acc_b: np.ndarray) -> None:
+    """Two summaries of one query's attention have accumulators of the same length; without this
+    check numpy would broadcast an ``acc`` of length 1 against any other and answer nonsense."""
+    if acc_a.shape != acc_b.shape:
+        raise ValueError(f"merge_two: acc lengths differ, {acc_a.shape[0]} and {acc_b.shape[0]} "
+                         "(two summaries of one query's attention have the same head size)")
 
 
 def _check_num_partitions(num_partitions) -> None:

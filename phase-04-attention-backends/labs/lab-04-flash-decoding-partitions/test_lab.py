@@ -1,11 +1,18 @@
 """Lab 04-04 tests: the summary (m, denom, acc), its merge, and split-KV attention.
 
-Run against your work with ``LAB_IMPL=starter pytest <this folder>``.
+Run against your work with ``labs check 04-04 --impl starter`` or
+``LAB_IMPL=starter pytest <this folder>``.
 
-The truth is computed here, independently of the code under test: ``summary_f64`` builds the
-triple from its definition one key at a time (``math.exp``, ``math.fsum``), and
-``labkit.attention_f64`` is dense softmax attention. The merge tests feed the merge summaries
-built by ``summary_f64``, so a merge bug and an ``attend_partial`` bug fail different tests.
+The truth is computed here, independently of the code under test, and **before** the call under
+test: ``summary_f64`` builds the triple from its definition one key at a time (``math.exp``,
+``math.fsum``), and ``labkit.attention_f64`` is dense softmax attention. The merge tests feed the
+merge summaries built by ``summary_f64``, so a merge bug and an ``attend_partial`` bug fail
+different tests. The algebraic laws (identity, commutativity, associativity) are checked against
+the summary of the union of the key sets, never only against the implementation's own other
+answers: a merge that is wrong but lawful (one that keeps the side with the larger max, say) must
+fail them. Inputs a function must only read are handed over read-only
+(``labkit.cases.read_only``), so a function that writes into them fails at once instead of
+quietly changing the data an expectation is computed from.
 
 Tolerance: everything is float64; only the order of the sums differs from the brute force. The
 outputs are convex combinations of O(1) values, so reordering a sum of n <= 257 terms moves a
@@ -24,6 +31,7 @@ import numpy as np
 import pytest
 
 import labkit
+from labkit.testing.cases import read_only
 
 TOL = {"atol": 1e-12, "rtol": 1e-12}
 D = 16  # head dim; sqrt(16) = 4 is exact
@@ -52,27 +60,44 @@ def random_qkv(seed: int, n: int, d: int = D):
     return rng.standard_normal(d), rng.standard_normal((n, d)), rng.standard_normal((n, d))
 
 
+def frozen(summary):
+    """The summary with its acc read-only: a merge must not write into its arguments."""
+    m, denom, acc = summary
+    return m, denom, read_only(np.array(acc, dtype=np.float64))
+
+
 def chunk_summaries(q, k, v, sizes):
     """Brute-force summaries of consecutive chunks of the given sizes (they cover all keys)."""
     bounds = np.cumsum([0, *sizes])
     assert bounds[-1] == len(k)
-    return [summary_f64(q, k[a:b], v[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return [frozen(summary_f64(q, k[a:b], v[a:b])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def identity(d: int = D):
-    return -math.inf, 0.0, np.zeros(d)
+    return -math.inf, 0.0, read_only(np.zeros(d))
 
 
-def hand_built():
-    """Summaries with distinct maxima in no particular order (fresh arrays on every call): a
-    merge that rescales only one side, or only when the larger max is on a given side, gets
-    some pair of these wrong."""
-    return [
-        (0.5, 3.0, np.array([1.0, -2.0, 0.5])),
-        (2.0, 1.5, np.array([0.25, 4.0, -1.0])),
-        (-1.0, 7.0, np.array([2.0, 2.0, 2.0])),
-        (1.25, 1.0, np.array([-3.0, 0.0, 1.5])),
-    ]
+LAW_OFFSETS = (0.5, 2.0, -1.0, 1.25)  # each key set's scores are shifted by one of these
+
+
+def law_sets():
+    """One query and four disjoint key sets (3, 5, 1 and 4 keys) whose maxima differ and come in no
+    particular order: a merge that rescales only one side, or only when the larger max is on a
+    given side, gets some pair of them wrong. Returns ``(q, [(k, v), ...])``, fresh every call."""
+    rng = np.random.default_rng(42)
+    q = rng.standard_normal(D)
+    direction = q / np.dot(q, q) * math.sqrt(D)  # adding c * direction to a key adds c to its score
+    sets = []
+    for size, offset in zip((3, 5, 1, 4), LAW_OFFSETS, strict=True):
+        sets.append((rng.standard_normal((size, D)) + offset * direction, rng.standard_normal((size, D))))
+    return q, sets
+
+
+def union_summary(q, sets, which):
+    """The truth for merging the sets ``which``: the summary of all their keys at once."""
+    k = np.concatenate([sets[i][0] for i in which])
+    v = np.concatenate([sets[i][1] for i in which])
+    return summary_f64(q, k, v)
 
 
 def assert_summary_close(actual, expected, what: str):
@@ -88,7 +113,13 @@ def assert_summary_close(actual, expected, what: str):
     else:
         labkit.assert_close(m, m_exp, **TOL, what=f"{what}: m (the max score)")
     labkit.assert_close(denom, denom_exp, **TOL, what=f"{what}: denom (sum of exp(s - m), unnormalized)")
-    labkit.assert_close(acc, acc_exp, **TOL, axes=("dim",), what=f"{what}: acc (sum of exp(s - m) * v, unnormalized)")
+    labkit.assert_close(acc, acc_exp, **TOL, axes=("dim",), what=f"{what}: acc (sum of exp(s - m) * v, unnormalized)",
+                        dtype=np.float64)
+
+
+def assert_output_close(out, expected, what: str, atol: float = TOL["atol"]):
+    __tracebackhide__ = True
+    labkit.assert_close(out, expected, atol=atol, rtol=TOL["rtol"], axes=("dim",), what=what, dtype=np.float64)
 
 
 # ------------------------------------------------------------------------------------------
@@ -98,13 +129,16 @@ def assert_summary_close(actual, expected, what: str):
 @pytest.mark.parametrize("n", [1, 2, 37])
 def test_attend_partial_returns_the_unnormalized_triple(lab, n):
     """attend_partial's triple against the definition: m is the max of q.k/sqrt(d) (not of
-    anything else), denom and acc are relative to that m and NOT divided by denom.
+    anything else), denom and acc are relative to that m and NOT divided by denom; acc is a
+    float64 vector.
 
     Catches: normalizing inside attend_partial (acc / denom), keeping acc/denom with denom
     set to 1, a max over v or acc instead of the scores, no max subtracted at all, a
     missing 1/sqrt(d)."""
     q, k, v = random_qkv(seed=n, n=n)
-    assert_summary_close(lab.attend_partial(q, k, v), summary_f64(q, k, v), what=f"attend_partial over {n} keys")
+    expected = summary_f64(q, k, v)
+    q, k, v = read_only(q, k, v)
+    assert_summary_close(lab.attend_partial(q, k, v), expected, what=f"attend_partial over {n} keys")
 
 
 def test_attend_partial_of_zero_keys_is_the_identity(lab):
@@ -112,11 +146,11 @@ def test_attend_partial_of_zero_keys_is_the_identity(lab):
 
     Catches: a max over an empty array (numpy raises), m = 0 instead of -inf (wrong as soon as
     real scores are below 0 by ~745: exp underflows), NaN from 0/0."""
-    q, k, v = random_qkv(seed=0, n=0)
+    q, k, v = read_only(*random_qkv(seed=0, n=0))
     m, denom, acc = lab.attend_partial(q, k, v)
     assert m == -math.inf, f"attend_partial over zero keys: m = {m}, expected -inf"
     assert denom == 0.0, f"attend_partial over zero keys: denom = {denom}, expected 0.0"
-    labkit.assert_close(acc, np.zeros(D), atol=0.0, axes=("dim",), what="attend_partial over zero keys: acc")
+    assert_output_close(acc, np.zeros(D), what="attend_partial over zero keys: acc", atol=0.0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -129,20 +163,26 @@ def test_merge_two_is_the_summary_of_the_union(lab, sizes):
     shared max, denom and acc rescaled to it and added, nothing divided.
 
     Catches: adding without rescaling to the shared max, rescaling only one side, dividing
-    inside the merge, a min instead of a max."""
+    inside the merge, a min instead of a max, keeping only the side with the larger max."""
     q, k, v = random_qkv(seed=sum(sizes) + sizes[0], n=sum(sizes))
     a, b = chunk_summaries(q, k, v, sizes)
-    assert_summary_close(lab.merge_two(a, b), summary_f64(q, k, v), what=f"merge_two of chunks {sizes}")
+    expected = summary_f64(q, k, v)
+    assert_summary_close(lab.merge_two(a, b), expected, what=f"merge_two of chunks {sizes}")
 
 
 def test_merge_with_the_identity_changes_nothing(lab):
-    """merge(identity, a) == a == merge(a, identity) for summaries with any max.
+    """merge(identity, a) == a == merge(a, identity) for summaries with any max, a being the
+    brute-force summary of a key set.
 
     Catches: an identity guard that fires when either side is empty instead of both (the
     empty side swallows the real one), NaN from an identity side."""
-    for a in hand_built():
-        assert_summary_close(lab.merge_two(identity(3), a), a, what=f"merge_two(identity, {a})")
-        assert_summary_close(lab.merge_two(a, identity(3)), a, what=f"merge_two({a}, identity)")
+    q, sets = law_sets()
+    for i, (k, v) in enumerate(sets):
+        expected = summary_f64(q, k, v)
+        assert_summary_close(lab.merge_two(identity(), frozen(expected)), expected,
+                             what=f"merge_two(identity, summary of set {i})")
+        assert_summary_close(lab.merge_two(frozen(expected), identity()), expected,
+                             what=f"merge_two(summary of set {i}, identity)")
 
 
 def test_merge_of_two_identities_is_the_identity(lab):
@@ -153,50 +193,62 @@ def test_merge_of_two_identities_is_the_identity(lab):
     a fold, poison everything after them with NaN)."""
     with np.errstate(invalid="ignore"):  # let a NaN through so the message can show it
         merged = lab.merge_two(identity(), identity())
-    assert_summary_close(merged, identity(), what="merge_two(identity, identity)")
+    assert_summary_close(merged, (-math.inf, 0.0, np.zeros(D)), what="merge_two(identity, identity)")
 
 
 def test_merge_is_commutative(lab):
-    """merge(a, b) == merge(b, a) for every pair of hand-built summaries: thread blocks of a
-    GPU finish in any order.
+    """merge(a, b) and merge(b, a) are both the summary of A u B, for every pair of key sets
+    with distinct maxima: thread blocks of a GPU finish in any order. Each side is compared
+    with the truth, not only with the other (a wrong merge can be commutative).
 
-    Catches: rescaling only one side (right only when the larger max is on the other side)."""
-    summaries = hand_built()
-    for i, a in enumerate(summaries):
-        for b in summaries[i + 1 :]:
-            assert_summary_close(
-                lab.merge_two(b, a), lab.merge_two(a, b), what=f"merge_two(b, a) vs (a, b), a={a}, b={b}"
-            )
+    Catches: rescaling only one side (right only when the larger max is on the other side),
+    keeping only the side with the larger max (commutative, and wrong)."""
+    q, sets = law_sets()
+    summaries = [summary_f64(q, k, v) for k, v in sets]
+    for i in range(len(sets)):
+        for j in range(i + 1, len(sets)):
+            expected = union_summary(q, sets, (i, j))
+            a, b = frozen(summaries[i]), frozen(summaries[j])
+            assert_summary_close(lab.merge_two(a, b), expected, what=f"merge_two(set {i}, set {j})")
+            assert_summary_close(lab.merge_two(b, a), expected, what=f"merge_two(set {j}, set {i})")
 
 
 def test_merge_is_associative(lab):
-    """merge(merge(a, b), c) == merge(a, merge(b, c)) for hand-built summaries, in every
-    order: this is what allows any tree of merges (two-stage kernels, cascades).
+    """merge(merge(a, b), c) and merge(a, merge(b, c)) are both the summary of A u B u C, for every
+    ordered triple of distinct key sets: this is what allows any tree of merges (two-stage
+    kernels, cascades). Each bracketing is compared with the truth, not only with the other.
 
-    Catches: rescaling only one side; any merge whose result depends on the bracketing."""
-    summaries = hand_built()
-    for a in summaries:
-        for b in summaries:
-            for c in summaries:
-                if a is b or b is c or a is c:
+    Catches: rescaling only one side; a merge whose result depends on the bracketing; a lawful
+    but wrong merge (keeping the side with the larger max is associative)."""
+    q, sets = law_sets()
+    summaries = [summary_f64(q, k, v) for k, v in sets]
+    for i in range(len(sets)):
+        for j in range(len(sets)):
+            for n in range(len(sets)):
+                if len({i, j, n}) < 3:
                     continue
+                expected = union_summary(q, sets, (i, j, n))
+                a, b, c = (frozen(summaries[x]) for x in (i, j, n))
                 left = lab.merge_two(lab.merge_two(a, b), c)
                 right = lab.merge_two(a, lab.merge_two(b, c))
-                assert_summary_close(left, right, what=f"(a.b).c vs a.(b.c), m's {a[0]}, {b[0]}, {c[0]}")
+                assert_summary_close(left, expected, what=f"(set {i} . set {j}) . set {n}")
+                assert_summary_close(right, expected, what=f"set {i} . (set {j} . set {n})")
 
 
 def test_merge_two_leaves_its_inputs_alone(lab):
     """merge_two returns a new summary and does not touch its arguments: callers reuse
-    summaries (a cascade merges one shared-prefix summary into many requests).
+    summaries (a cascade merges one shared-prefix summary into many requests). This test hands
+    over writeable arrays, so that a write shows as a difference, with its place.
 
     Catches: rescaling acc in place (``acc_a *= ...``), which silently corrupts the next merge
     that uses the same summary."""
-    summaries = hand_built()
-    originals = hand_built()
+    q, sets = law_sets()
+    summaries = [summary_f64(q, k, v) for k, v in sets]
+    before = [acc.copy() for _, _, acc in summaries]
     lab.merge_two(summaries[0], summaries[1])
     lab.merge_two(summaries[2], summaries[3])
-    for i, (after, before) in enumerate(zip(summaries, originals, strict=True)):
-        labkit.assert_close(after[2], before[2], atol=0.0, axes=("dim",), what=f"acc of argument {i} after merge_two")
+    for i, (summary, acc) in enumerate(zip(summaries, before, strict=True)):
+        labkit.assert_close(summary[2], acc, atol=0.0, axes=("dim",), what=f"acc of argument {i} after merge_two")
 
 
 # ------------------------------------------------------------------------------------------
@@ -210,10 +262,10 @@ def test_merge_partials_matches_dense_attention(lab):
     Catches: averaging normalized partial outputs, dividing each partial before merging,
     dividing by the number of partials, an identity that is not neutral."""
     q, k, v = random_qkv(seed=11, n=63)
+    expected = labkit.attention_f64(q, k, v)
     partials = chunk_summaries(q, k, v, (1, 5, 17, 40))
     partials = [identity(), partials[0], partials[1], identity(), partials[2], partials[3]]
-    out = lab.merge_partials(partials)
-    labkit.assert_close(out, labkit.attention_f64(q, k, v), **TOL, axes=("dim",), what="merge_partials")
+    assert_output_close(lab.merge_partials(partials), expected, what="merge_partials")
 
 
 def test_merge_partials_of_no_keys_is_zeros(lab):
@@ -223,7 +275,7 @@ def test_merge_partials_of_no_keys_is_zeros(lab):
     with np.errstate(invalid="ignore", divide="ignore"):
         for count in (1, 3):
             out = lab.merge_partials([identity()] * count)
-            labkit.assert_close(out, np.zeros(D), atol=0.0, axes=("dim",), what=f"merge_partials of {count} identities")
+            assert_output_close(out, np.zeros(D), what=f"merge_partials of {count} identities", atol=0.0)
         out = np.asarray(lab.merge_partials([]), dtype=np.float64)
     assert np.all(out == 0.0), f"merge_partials([]) = {out}, expected zeros"
 
@@ -232,14 +284,20 @@ def test_merge_partials_of_no_keys_is_zeros(lab):
 # Step 4: partitioned_attention.
 
 
+def _dense_and_frozen(seed, n):
+    """Random q, k, v, read-only, and dense attention over them, computed first."""
+    q, k, v = random_qkv(seed=seed, n=n)
+    expected = labkit.attention_f64(q, k, v)
+    return (*read_only(q, k, v), expected)
+
+
 def test_one_partition_is_just_attention(lab):
     """One partition: summarize, then normalize. Necessary, not sufficient: averaging
     normalized outputs also passes this test (one output averages to itself).
 
     Catches: a missing 1/sqrt(d), normalizing twice, a wrong final division."""
-    q, k, v = random_qkv(seed=1, n=50)
-    out = lab.partitioned_attention(q, k, v, 1)
-    labkit.assert_close(out, labkit.attention_f64(q, k, v), **TOL, axes=("dim",), what="1 partition")
+    q, k, v, expected = _dense_and_frozen(1, 50)
+    assert_output_close(lab.partitioned_attention(q, k, v, 1), expected, what="1 partition")
 
 
 @pytest.mark.parametrize("num_partitions", [2, 3, 7, 32, 100])
@@ -249,9 +307,9 @@ def test_any_partition_count_matches_dense(lab, num_partitions):
 
     Catches: averaging outputs, dropping a denominator, merging without rescaling, dropping
     the remainder keys when the count does not divide 257."""
-    q, k, v = random_qkv(seed=num_partitions, n=257)
-    out = lab.partitioned_attention(q, k, v, num_partitions)
-    labkit.assert_close(out, labkit.attention_f64(q, k, v), **TOL, axes=("dim",), what=f"{num_partitions} partitions")
+    q, k, v, expected = _dense_and_frozen(num_partitions, 257)
+    assert_output_close(lab.partitioned_attention(q, k, v, num_partitions), expected,
+                        what=f"{num_partitions} partitions")
 
 
 @pytest.mark.parametrize(("n", "num_partitions"), [(1, 4), (5, 8), (6, 64)])
@@ -260,12 +318,10 @@ def test_more_partitions_than_keys(lab, n, num_partitions):
     (a GPU grid sized for the longest sequence has the same empty partitions).
 
     Catches: a crash or NaN on an empty chunk."""
-    q, k, v = random_qkv(seed=n, n=n)
+    q, k, v, expected = _dense_and_frozen(n, n)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = lab.partitioned_attention(q, k, v, num_partitions)
-    labkit.assert_close(
-        out, labkit.attention_f64(q, k, v), **TOL, axes=("dim",), what=f"{n} keys, {num_partitions} partitions"
-    )
+    assert_output_close(out, expected, what=f"{n} keys, {num_partitions} partitions")
 
 
 @pytest.mark.parametrize("num_partitions", [1, 3])
@@ -273,10 +329,10 @@ def test_zero_keys_gives_zeros(lab, num_partitions):
     """A sequence with no keys attends to nothing: zeros of shape [d], never NaN.
 
     Catches: 0/0, a crash on the max of nothing, a result of the wrong shape."""
-    q, k, v = random_qkv(seed=0, n=0)
+    q, k, v = read_only(*random_qkv(seed=0, n=0))
     with np.errstate(invalid="ignore", divide="ignore"):
         out = lab.partitioned_attention(q, k, v, num_partitions)
-    labkit.assert_close(out, np.zeros(D), atol=0.0, axes=("dim",), what=f"zero keys, {num_partitions} partitions")
+    assert_output_close(out, np.zeros(D), what=f"zero keys, {num_partitions} partitions", atol=0.0)
 
 
 @pytest.mark.parametrize(("n", "num_partitions"), [(10, 3), (5, 8), (257, 7)])
@@ -287,10 +343,9 @@ def test_partitioned_attention_summarizes_each_chunk(lab, monkeypatch, n, num_pa
 
     Catches: ignoring num_partitions (dense attention is the right output, but nothing is
     split), a hand-rolled split that drops or duplicates keys."""
-    q, k, v = random_qkv(seed=n, n=n)
+    q, k, v = read_only(*random_qkv(seed=n, n=n))
     sizes = []
-    # Replace attend_partial where partitioned_attention looks it up: its module's globals
-    # (for a bug from the gallery, the solution copy it was built from).
+    # Replace attend_partial where partitioned_attention looks it up: its module's globals.
     namespace = lab.partitioned_attention.__globals__
     attend_partial = namespace["attend_partial"]
 
@@ -315,13 +370,13 @@ def test_merge_is_order_invariant(lab):
     Catches: rescaling only one side (right only in the orders where the global max comes
     first), any merge that depends on the order."""
     q, k, v = random_qkv(seed=9, n=90)
-    partials = chunk_summaries(q, k, v, (10,) * 9)
     expected = labkit.attention_f64(q, k, v)
+    partials = chunk_summaries(q, k, v, (10,) * 9)
     rng = np.random.default_rng(0)
     orders = [list(range(9)), list(range(9))[::-1]] + [list(rng.permutation(9)) for _ in range(4)]
     for order in orders:
         out = lab.merge_partials([partials[i] for i in order])
-        labkit.assert_close(out, expected, **TOL, axes=("dim",), what=f"merge_partials in order {order}")
+        assert_output_close(out, expected, what=f"merge_partials in order {order}")
 
 
 def test_merge_is_hierarchical(lab):
@@ -332,11 +387,12 @@ def test_merge_is_hierarchical(lab):
     Catches: a merge whose output is not a summary of the same kind as its inputs (a
     normalized acc, a dropped denom), a merge that depends on the bracketing."""
     q, k, v = random_qkv(seed=8, n=80)
+    expected_summary, expected = summary_f64(q, k, v), labkit.attention_f64(q, k, v)
     leaves = chunk_summaries(q, k, v, (3, 17, 8, 12, 1, 20, 9, 10))
     level = leaves
     while len(level) > 1:
         level = [lab.merge_two(level[i], level[i + 1]) for i in range(0, len(level), 2)]
-    assert_summary_close(level[0], summary_f64(q, k, v), what="balanced tree of merge_two over 8 chunks")
+    assert_summary_close(level[0], expected_summary, what="balanced tree of merge_two over 8 chunks")
 
     groups = [leaves[0:1], leaves[1:4], leaves[4:8]]
     group_summaries = []
@@ -345,10 +401,7 @@ def test_merge_is_hierarchical(lab):
         for summary in group[1:]:
             merged = lab.merge_two(merged, summary)
         group_summaries.append(merged)
-    out = lab.merge_partials(group_summaries)
-    labkit.assert_close(
-        out, labkit.attention_f64(q, k, v), **TOL, axes=("dim",), what="merge_partials of merged groups"
-    )
+    assert_output_close(lab.merge_partials(group_summaries), expected, what="merge_partials of merged groups")
 
 
 @pytest.mark.parametrize(
@@ -373,28 +426,70 @@ def test_extreme_scores_do_not_overflow(lab, case):
         k[:, 0] = -1000.0 + 3.0 * rng.standard_normal(n)
     else:
         k[16:24, 0] = 1000.0 + 3.0 * rng.standard_normal(8)  # the third of 5 partitions
+    expected = labkit.attention_f64(q, k, v)
+    q, k, v = read_only(q, k, v)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         out = lab.partitioned_attention(q, k, v, 5)
-    labkit.assert_close(out, labkit.attention_f64(q, k, v), **TOL, axes=("dim",), what=f"scores {case}")
+    assert_output_close(out, expected, what=f"scores {case}")
 
 
 # ------------------------------------------------------------------------------------------
 # Bad input.
 
 
-def test_bad_input_gets_a_clear_message(lab):
-    """Wrong shapes and partition counts raise ValueError naming the problem, not a numpy
-    traceback from deep inside (or, worse, a silently wrong answer)."""
-    q, k, v = random_qkv(seed=4, n=6)
-    with pytest.raises(ValueError, match="num_partitions"):
-        lab.partitioned_attention(q, k, v, 0)
-    with pytest.raises(ValueError, match="num_partitions"):
-        lab.partitioned_attention(q, k, v, 2.5)
-    with pytest.raises(ValueError, match="k must"):
-        lab.partitioned_attention(q, k[:, :-1], v, 2)
-    with pytest.raises(ValueError, match="v must"):
-        lab.attend_partial(q, k, v[:-1])
-    with pytest.raises(ValueError, match="q must"):
-        lab.attend_partial(q[None], k, v)
-    with pytest.raises(ValueError, match="acc"):
-        lab.merge_two(hand_built()[0], (0.0, 1.0, np.zeros(4)))
+def _bad_input_case():
+    q, k, v = read_only(*random_qkv(seed=4, n=6))
+    a = frozen(summary_f64(q, k[:3], v[:3]))
+    b = frozen(summary_f64(q, k[3:], v[3:]))
+    return q, k, v, a, b
+
+
+def _good_call(lab, function, case):
+    """A valid call of ``function``: a check that rejects everything is no check."""
+    q, k, v, a, b = case
+    if function == "partitioned_attention":
+        lab.partitioned_attention(q, k, v, 2)
+    elif function == "attend_partial":
+        lab.attend_partial(q, k, v)
+    else:
+        lab.merge_two(a, b)
+
+
+# name: (function, the bad call, a word the ValueError's message must contain)
+BAD_INPUTS = {
+    "zero-partitions": ("partitioned_attention", lambda lab, c: lab.partitioned_attention(*c[:3], 0),
+                        "num_partitions"),
+    "fractional-partitions": ("partitioned_attention", lambda lab, c: lab.partitioned_attention(*c[:3], 2.5),
+                              "num_partitions"),
+    "k-wrong-head-size": ("partitioned_attention", lambda lab, c: lab.partitioned_attention(
+        c[0], c[1][:, :-1], c[2], 2), "k must"),
+    "v-wrong-length": ("attend_partial", lambda lab, c: lab.attend_partial(c[0], c[1], c[2][:-1]), "v must"),
+    "q-not-a-vector": ("attend_partial", lambda lab, c: lab.attend_partial(c[0][None], c[1], c[2]), "q must"),
+    "not-a-summary": ("merge_two", lambda lab, c: lab.merge_two(c[3], (0.0, 1.0)), "summary"),
+    "acc-lengths-differ": ("merge_two", lambda lab, c: lab.merge_two(c[3], (0.0, 1.0, np.zeros(4))), "acc"),
+    "acc-of-length-1": ("merge_two", lambda lab, c: lab.merge_two(c[3], (0.0, 1.0, np.zeros(1))), "acc"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUTS))
+def test_bad_input_gets_a_clear_message(lab, name):
+    """Wrong shapes, partition counts and summaries raise ValueError naming the problem, not a
+    numpy traceback from deep inside or, worse, a silently wrong answer (numpy broadcasts an acc
+    of length 1 against any other). The checks are given in starter.py, called at the top of each
+    function; each function must first work on good input.
+
+    Catches: a merge without the acc length check (numpy broadcasting answers nonsense), checks
+    dropped from a function."""
+    case = _bad_input_case()
+    function, bad_call, word = BAD_INPUTS[name]
+    _good_call(lab, function, case)
+    hint = "the checks given in starter.py (merge_two: _check_same_length) are called at the top of each function"
+    try:
+        bad_call(lab, case)
+    except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
+        got = f"{type(err).__name__}: {err}"
+        if isinstance(err, ValueError) and word in str(err):
+            return
+    else:
+        got = "nothing was raised"
+    pytest.fail(f"{function} ({name}): expected a ValueError naming {word!r}, got {got}; {hint}")

@@ -25,14 +25,15 @@ import numpy as np
 
 from labkit import triton_env
 
-# Triton must learn whether to interpret before it is imported (no GPU: interpreter).
-if triton_env.select_backend() != "missing":
+# Triton must learn whether to interpret before it is imported (no GPU: its interpreter).
+BACKEND = triton_env.select_backend()
+if BACKEND != "missing":
     import torch
     import triton
     import triton.language as tl
 
     jit = triton.jit
-else:  # exercises 1-2 still work; exercise 3 says what to install
+else:  # exercises 1-2 need numpy only and still run; exercise 3 says what to install
     torch = triton = tl = None
 
     def jit(fn):
@@ -50,6 +51,8 @@ def blocks_per_seq(seq_lens, block_size: int) -> np.ndarray:
     """Logical blocks each sequence occupies: ``ceil(seq_len / block_size)``, int64.
 
     A sequence of 0 tokens holds 0 blocks; 16 tokens in blocks of 16 hold 1; 17 hold 2.
+    ``seq_lens`` is not modified. Bad input raises ``ValueError`` naming the argument: the
+    given ``_as_seq_lens`` and ``_check_positive`` (at the end of this file) do those checks.
     """
     lens = _as_seq_lens(seq_lens)
     _check_positive("block_size", block_size)
@@ -64,6 +67,12 @@ def slot_mapping(block_tables, seq_lens, block_size: int) -> np.ndarray:
     physical one, so its slot is ``block_tables[s, t // block_size] * block_size +
     t % block_size``. Positions at or past ``seq_len`` hold -1 (vLLM's padding
     slot id): slot 0 is a real slot, so padding must never look like one.
+
+    The tables may have more columns than a sequence needs (padding, any value); a table
+    with fewer columns than ``ceil(seq_len / block_size)``, a negative id among the needed
+    ones, or a batch size that differs from ``seq_lens`` raises ``ValueError`` saying which
+    sequence and how many blocks it needs. The inputs are not modified (they may be
+    read-only). Slots of large caches pass 2**31: compute them in int64.
     """
     tables = np.asarray(block_tables)
     lens = _as_seq_lens(seq_lens)
@@ -96,7 +105,9 @@ def warp_blocks(seq_len: int, block_size: int, num_warps: int, warp: int,
     block_size`` blocks starting at ``p * partition_size / block_size``, cut at the
     sequence's last block. Warp ``w`` takes the owned blocks ``start + w, start + w +
     num_warps, ...``. A partition past the end of the sequence owns nothing (the kernel
-    returns early).
+    returns early). Returns int64. A warp outside ``[0, num_warps)``, a partition size that
+    is not 0 or a positive multiple of ``block_size``, or a partition index without
+    partitioning raises ``ValueError`` naming the argument.
     """
     _check_positive("block_size", block_size)
     _check_positive("num_warps", num_warps)
@@ -124,9 +135,10 @@ def warp_tokens(seq_len: int, block_size: int, num_warps: int, warp: int,
                 partition_size: int = 0, partition: int = 0) -> np.ndarray:
     """The valid logical tokens (``< seq_len``) warp ``warp`` scores, in visiting order.
 
-    Each visited block contributes its tokens ``b * block_size ...``; the last block's
-    tail past ``seq_len`` is visited by the kernel's threads too, but masked (its logits
-    are never used), so it is not listed.
+    Each visited block contributes its tokens ``b * block_size ...``, up to ``seq_len``.
+    The last block's tail past ``seq_len`` is visited by the kernel's threads too, but
+    holds no token: its logits are stored as 0 and reach the value loop only as zero
+    probabilities, next to zeroed values. It is not listed.
     """
     blocks = warp_blocks(seq_len, block_size, num_warps, warp, partition_size, partition)
     runs = [np.arange(b * block_size, min((b + 1) * block_size, seq_len), dtype=np.int64) for b in blocks]
@@ -162,14 +174,18 @@ def shared_memory_budget(head_size: int, partition_size: int, num_threads: int =
     Dynamic (the launch's third argument): the fp32 logits of one partition, a buffer
     the kernel later reuses to sum the warps' partial outputs, so its size is the max
     of the two uses. Static (``__shared__`` arrays in the kernel): the query vectors
-    and the two-stage reduction scratch.
+    and the two-stage reduction scratch. ``query_itemsize`` is the query's element size,
+    2 (fp16, bf16) or 4 (fp32); an fp8 KV cache does not change it (the kernel converts
+    the cache's vectors to the query's type, the query is never fp8). Bad arguments raise
+    ``ValueError`` naming the argument.
     """
     for name, value in (("head_size", head_size), ("partition_size", partition_size), ("num_threads", num_threads)):
         _check_positive(name, value)
     if num_threads % WARP_SIZE:
         raise ValueError(f"num_threads={num_threads} must be a multiple of the warp size {WARP_SIZE}")
-    if query_itemsize not in (1, 2, 4):
-        raise ValueError(f"query_itemsize={query_itemsize}: expected 1 (fp8), 2 (fp16/bf16) or 4 (fp32)")
+    if query_itemsize not in (2, 4):
+        raise ValueError(f"query_itemsize={query_itemsize}: expected 2 (an fp16 or bf16 query) or 4 (fp32); "
+                         "the query is never fp8, even over an fp8 KV cache")
     num_warps = num_threads // WARP_SIZE
     logits = partition_size * FLOAT32_BYTES
     outputs = (num_warps // 2) * head_size * FLOAT32_BYTES
@@ -251,7 +267,8 @@ def qk_scores_triton(q, k, seq_lens, scale=None):
 
     q ``[num_seqs, head_dim]``, k ``[num_seqs, max_len, head_dim]`` (fp16, bf16 or fp32,
     same dtype and device), seq_lens ``[num_seqs]`` ints in ``[0, max_len]``; ``scale``
-    defaults to ``1 / sqrt(head_dim)``.
+    defaults to ``1 / sqrt(head_dim)``. Empty batches and ``max_len`` 0 give empty results;
+    the inputs are not modified; bad input raises ``ValueError`` (the given ``_check_qk_inputs``).
     """
     q, k, seq_lens, scale = _check_qk_inputs(q, k, seq_lens, scale)
     num_seqs, max_len, head_dim = k.shape

@@ -25,14 +25,15 @@ import numpy as np
 
 from labkit import triton_env
 
-# Triton must learn whether to interpret before it is imported (no GPU: interpreter).
-if triton_env.select_backend() != "missing":
+# Triton must learn whether to interpret before it is imported (no GPU: its interpreter).
+BACKEND = triton_env.select_backend()
+if BACKEND != "missing":
     import torch
     import triton
     import triton.language as tl
 
     jit = triton.jit
-else:  # exercises 1-2 still work; exercise 3 says what to install
+else:  # exercises 1-2 need numpy only and still run; exercise 3 says what to install
     torch = triton = tl = None
 
     def jit(fn):
@@ -50,6 +51,8 @@ def blocks_per_seq(seq_lens, block_size: int) -> np.ndarray:
     """Logical blocks each sequence occupies: ``ceil(seq_len / block_size)``, int64.
 
     A sequence of 0 tokens holds 0 blocks; 16 tokens in blocks of 16 hold 1; 17 hold 2.
+    ``seq_lens`` is not modified. Bad input raises ``ValueError`` naming the argument: the
+    given ``_as_seq_lens`` and ``_check_positive`` (at the end of this file) do those checks.
     """
     raise NotImplementedError("blocks_per_seq: not implemented yet (README step 1: blocks per sequence)")
 
@@ -62,6 +65,12 @@ def slot_mapping(block_tables, seq_lens, block_size: int) -> np.ndarray:
     physical one, so its slot is ``block_tables[s, t // block_size] * block_size +
     t % block_size``. Positions at or past ``seq_len`` hold -1 (vLLM's padding
     slot id): slot 0 is a real slot, so padding must never look like one.
+
+    The tables may have more columns than a sequence needs (padding, any value); a table
+    with fewer columns than ``ceil(seq_len / block_size)``, a negative id among the needed
+    ones, or a batch size that differs from ``seq_lens`` raises ``ValueError`` saying which
+    sequence and how many blocks it needs. The inputs are not modified (they may be
+    read-only). Slots of large caches pass 2**31: compute them in int64.
     """
     raise NotImplementedError("slot_mapping: not implemented yet (README step 2: the slot of every token)")
 
@@ -75,7 +84,9 @@ def warp_blocks(seq_len: int, block_size: int, num_warps: int, warp: int,
     block_size`` blocks starting at ``p * partition_size / block_size``, cut at the
     sequence's last block. Warp ``w`` takes the owned blocks ``start + w, start + w +
     num_warps, ...``. A partition past the end of the sequence owns nothing (the kernel
-    returns early).
+    returns early). Returns int64. A warp outside ``[0, num_warps)``, a partition size that
+    is not 0 or a positive multiple of ``block_size``, or a partition index without
+    partitioning raises ``ValueError`` naming the argument.
     """
     raise NotImplementedError("warp_blocks: not implemented yet (README step 3: the warp-stride loop)")
 
@@ -84,9 +95,10 @@ def warp_tokens(seq_len: int, block_size: int, num_warps: int, warp: int,
                 partition_size: int = 0, partition: int = 0) -> np.ndarray:
     """The valid logical tokens (``< seq_len``) warp ``warp`` scores, in visiting order.
 
-    Each visited block contributes its tokens ``b * block_size ...``; the last block's
-    tail past ``seq_len`` is visited by the kernel's threads too, but masked (its logits
-    are never used), so it is not listed.
+    Each visited block contributes its tokens ``b * block_size ...``, up to ``seq_len``.
+    The last block's tail past ``seq_len`` is visited by the kernel's threads too, but
+    holds no token: its logits are stored as 0 and reach the value loop only as zero
+    probabilities, next to zeroed values. It is not listed.
     """
     raise NotImplementedError("warp_tokens: not implemented yet (README step 3: the valid tokens of warp_blocks)")
 
@@ -120,7 +132,10 @@ def shared_memory_budget(head_size: int, partition_size: int, num_threads: int =
     Dynamic (the launch's third argument): the fp32 logits of one partition, a buffer
     the kernel later reuses to sum the warps' partial outputs, so its size is the max
     of the two uses. Static (``__shared__`` arrays in the kernel): the query vectors
-    and the two-stage reduction scratch.
+    and the two-stage reduction scratch. ``query_itemsize`` is the query's element size,
+    2 (fp16, bf16) or 4 (fp32); an fp8 KV cache does not change it (the kernel converts
+    the cache's vectors to the query's type, the query is never fp8). Bad arguments raise
+    ``ValueError`` naming the argument.
     """
     raise NotImplementedError("shared_memory_budget: not implemented yet (README step 4: the v2 launcher's budget)")
 
@@ -166,13 +181,17 @@ QK_CUDA_THREADS = 128  # threads of one CUDA block: fewer than most sequences' t
 @jit
 def qk_scores_kernel(q_ptr, k_ptr, seq_lens_ptr, scores_ptr, scale, max_len, head_dim,
                      BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr):
-    """One program per sequence: scores[s, t] = scale * q[s] . k[s, t] for t < seq_len, -inf after."""
-    # TODO (README step 6): one program per sequence (tl.program_id(0)).
-    # - load seq_lens[seq] and the query row once (mask the lanes past head_dim);
-    # - loop start = 0, BLOCK_T, 2 * BLOCK_T, ... < max_len over tiles of tokens t;
-    # - load the k rows of the tile only where t < seq_len, dot them with the query in fp32, times scale;
-    # - store the scores where t < seq_len and -inf where seq_len <= t < max_len.
-    pass
+    """Program ``seq = tl.program_id(0)`` writes row ``seq`` of ``scores`` ``[num_seqs, max_len]``
+    (fp32): ``scale * q[seq] . k[seq, t]`` for ``t < seq_lens[seq]``, ``-inf`` for the other
+    ``t < max_len``.
+
+    ``q`` ``[num_seqs, head_dim]`` and ``k`` ``[num_seqs, max_len, head_dim]`` are contiguous;
+    ``BLOCK_D`` is ``head_dim`` rounded up to a power of two (``tl.arange`` needs one), so lanes
+    past ``head_dim`` exist and must not count. The program reads the query once, then works
+    through the tokens ``BLOCK_T`` at a time (any ``max_len``), does its arithmetic in fp32,
+    and never lets a padding row of ``k`` (``t >= seq_len``, which may hold NaN) reach a score.
+    """
+    pass  # README step 6
 
 
 def qk_scores_triton(q, k, seq_lens, scale=None):
@@ -180,7 +199,8 @@ def qk_scores_triton(q, k, seq_lens, scale=None):
 
     q ``[num_seqs, head_dim]``, k ``[num_seqs, max_len, head_dim]`` (fp16, bf16 or fp32,
     same dtype and device), seq_lens ``[num_seqs]`` ints in ``[0, max_len]``; ``scale``
-    defaults to ``1 / sqrt(head_dim)``.
+    defaults to ``1 / sqrt(head_dim)``. Empty batches and ``max_len`` 0 give empty results;
+    the inputs are not modified; bad input raises ``ValueError`` (the given ``_check_qk_inputs``).
     """
     raise NotImplementedError(
         "qk_scores_triton: not implemented yet (README step 6: write qk_scores_kernel, launch it)"
@@ -188,8 +208,7 @@ def qk_scores_triton(q, k, seq_lens, scale=None):
     q, k, seq_lens, scale = _check_qk_inputs(q, k, seq_lens, scale)
     num_seqs, max_len, head_dim = k.shape
     scores = torch.empty((num_seqs, max_len), dtype=torch.float32, device=q.device)
-    # TODO: launch qk_scores_kernel on a grid of (num_seqs,) programs, BLOCK_T=QK_BLOCK_T and
-    # BLOCK_D=triton.next_power_of_2(head_dim) (tl.arange needs a power of two), unless there is no work.
+    # README step 6: launch qk_scores_kernel here.
     return scores
 
 
@@ -207,11 +226,11 @@ __global__ void qk_scores_kernel(float* __restrict__ scores,          // [num_se
                                  const int* __restrict__ seq_lens,    // [num_seqs]
                                  const float scale, const int max_len, const int head_dim) {
   extern __shared__ float q_smem[];  // head_dim floats: the query, staged once per block
-  // TODO (README step 7):
-  // 1. the threads copy the query of sequence blockIdx.x into q_smem (a strided loop), then __syncthreads();
-  // 2. thread threadIdx.x scores tokens threadIdx.x, threadIdx.x + blockDim.x, ... < max_len:
-  //    scale * dot(q_smem, k[seq, t]) in float where t < seq_lens[seq], -INFINITY elsewhere.
-  //    Index with int64_t: seq * max_len * head_dim overflows int for long caches.
+  // README step 7. Block blockIdx.x writes row blockIdx.x of scores: for every t < max_len,
+  // scale * dot(q[seq], k[seq, t]) in float where t < seq_lens[seq], -INFINITY elsewhere.
+  // The query is staged in q_smem once, by all the threads, before any thread reads it; the
+  // block has blockDim.x threads, far fewer than a long sequence's tokens; seq * max_len *
+  // head_dim overflows int for long caches (index in int64_t).
 }
 
 torch::Tensor qk_scores(torch::Tensor q, torch::Tensor k, torch::Tensor seq_lens, double scale,

@@ -6,7 +6,8 @@ them (with the install command) when those are missing; through Triton's
 interpreter they run on a CPU. The CUDA test needs a GPU, nvcc and ninja.
 
 Every expected value is computed here, by brute force or by hand, never by
-another function of the implementation under test.
+another function of the implementation under test, and before the call; numpy
+inputs are handed over read-only, torch inputs are checked unchanged afterwards.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import math
 import numpy as np
 import pytest
 
+import labkit
 from labkit import assert_close, assert_equal, triton_env
 from labkit.testing.cases import random_block_tables
 
@@ -44,39 +46,71 @@ def brute_slots(table, seq_len: int, block_size: int, width: int) -> list[int]:
     return out
 
 
-def test_blocks_per_seq_is_the_ceiling(lab):
-    """ceil(seq_len / block_size) per sequence, 0 for an empty one.
+def read_only(*arrays):
+    """numpy copies the function under test cannot write into (a write raises ValueError)."""
+    out = []
+    for a in arrays:
+        a = np.array(a)
+        a.flags.writeable = False
+        out.append(a)
+    return out
 
-    Catches: floor division (140 tokens in blocks of 16 -> 8, dropping 12 tokens),
+
+def test_blocks_per_seq_is_the_ceiling(lab):
+    """ceil(seq_len / block_size) per sequence, 0 for an empty one, as int64.
+
+    Catches: floor division (140 tokens in blocks of 16 -> 8, dropping 12 tokens: ``floor_blocks``),
     and ``seq_len // block_size + 1`` (one block too many at exact multiples and at 0)."""
     seq_lens = [0, 1, 15, 16, 17, 60, 140, 160]
     for block_size in (1, 3, 16, 32):
-        got = lab.blocks_per_seq(np.array(seq_lens), block_size)
-        expected = [brute_blocks(n, block_size) for n in seq_lens]
-        assert_equal(got, np.array(expected), axes=("sequence",), what=f"blocks_per_seq, block_size={block_size}")
+        expected = np.array([brute_blocks(n, block_size) for n in seq_lens])
+        (lens,) = read_only(np.array(seq_lens, dtype=np.int32))
+        got = lab.blocks_per_seq(lens, block_size)
+        assert_equal(got, expected, axes=("sequence",), what=f"blocks_per_seq, block_size={block_size}",
+                     dtype=np.int64)
 
 
+@pytest.mark.parametrize("pad_columns", [0, 2], ids=["tight", "padded"])
 @pytest.mark.parametrize("block_size", [1, 3, 16, 32])
-def test_slot_mapping_matches_brute_force(lab, block_size):
-    """The slot of every token of every sequence through scattered block tables; -1 past seq_len.
+def test_slot_mapping_matches_brute_force(lab, block_size, pad_columns):
+    """The slot of every token of every sequence through scattered block tables; -1 past
+    seq_len; int64. Tables exactly as wide as the longest sequence needs, or with two more
+    padding columns; int32 ids, handed over read-only.
 
-    Catches: skipping the table (slot = t, the logical position), the wrong stride
-    (``block * max_blocks``), offset and block swapped, padding filled with 0 (a real slot)."""
+    Catches: skipping the table (slot = t, the logical position: ``logical_slot``), the wrong
+    stride (``block * max_blocks``), offset and block swapped, padding filled with 0 (a real
+    slot: ``pad_slot_zero``), a width check that wants one block too many (refuses a tight
+    table at an exact multiple: ``table_check_one_block_too_many``), a table written in place
+    (``table_clamped_in_place``)."""
     rng = np.random.default_rng(block_size)
-    seq_lens = np.array([0, 1, block_size, block_size + 1, 5 * block_size - 1, 37, 2])
+    seq_lens = np.array([0, 1, block_size, block_size + 1, 5 * block_size - 1, 37, 6 * block_size, 2])
     tables, _ = random_block_tables(rng, seq_lens, block_size, pad=0)
-    tables = np.concatenate([tables, np.zeros((len(seq_lens), 2), dtype=tables.dtype)], axis=1)  # extra padding
-    got = lab.slot_mapping(tables, seq_lens, block_size)
+    tables = np.concatenate([tables, np.zeros((len(seq_lens), pad_columns), dtype=tables.dtype)], axis=1)
     width = int(seq_lens.max())
     expected = np.array([brute_slots(tables[s], n, block_size, width) for s, n in enumerate(seq_lens)])
-    assert_equal(got, expected, axes=("sequence", "token"), what=f"slot_mapping, block_size={block_size}")
+    tables, seq_lens = read_only(tables, seq_lens)
+    got = lab.slot_mapping(tables, seq_lens, block_size)
+    assert_equal(got, expected, axes=("sequence", "token"), what=f"slot_mapping, block_size={block_size}",
+                 dtype=np.int64)
+
+
+def test_slot_mapping_of_block_ids_past_2_31_slots(lab):
+    """A cache of more than 2**31 slots: block 2**27 of blocks of 32 tokens starts at slot
+    2**32. int32 block ids times the block size overflow int32, so the slots must be computed
+    in int64. Catches ``slots_in_int32`` (the slots wrap around to small numbers)."""
+    big = 2**27
+    expected = np.array([[big * 32 + t for t in range(32)] + [5 * 32]], dtype=np.int64)
+    tables, lens = read_only(np.array([[big, 5]], dtype=np.int32), np.array([33]))
+    got = lab.slot_mapping(tables, lens, 32)
+    assert_equal(got, expected, axes=("sequence", "token"), what="slot_mapping, block 2**27", dtype=np.int64)
 
 
 def test_slot_mapping_pads_with_minus_one(lab):
     """Positions at or past seq_len hold -1 exactly: slot 0 belongs to a real token.
 
     Catches: padding with 0, which would route a padding write into block 0."""
-    got = np.asarray(lab.slot_mapping(np.array([[4, 0], [1, 0]]), np.array([3, 0]), 4))
+    tables, lens = read_only([[4, 0], [1, 0]], [3, 0])
+    got = np.asarray(lab.slot_mapping(tables, lens, 4))
     assert got.shape == (2, 3), f"shape {got.shape}, expected (2, max(seq_lens)) = (2, 3)"
     assert_equal(got, np.array([[16, 17, 18], [-1, -1, -1]]), axes=("sequence", "token"), what="slot_mapping")
 
@@ -92,8 +126,9 @@ def test_slot_mapping_of_the_corrected_source_example(lab):
     """Hand-checked slots of the corrected example: 9 blocks for 140 tokens, 4 for 60.
 
     Catches the same bugs as the brute-force test, on figures the README works out by hand."""
-    assert_equal(lab.blocks_per_seq(SOURCE_LENS, 16), np.array([9, 4]), axes=("sequence",), what="blocks_per_seq")
-    slots = np.asarray(lab.slot_mapping(SOURCE_TABLES, SOURCE_LENS, 16))
+    tables, lens = read_only(SOURCE_TABLES, SOURCE_LENS)
+    assert_equal(lab.blocks_per_seq(lens, 16), np.array([9, 4]), axes=("sequence",), what="blocks_per_seq")
+    slots = np.asarray(lab.slot_mapping(tables, lens, 16))
     assert slots.shape == (2, 140), f"shape {slots.shape}, expected (2, 140)"
     # token 0 -> block 5; token 17 -> logical 1 = physical 2, offset 1; token 139 -> logical 8 = physical 13, offset 11
     checks = {(0, 0): 80, (0, 17): 33, (0, 64): 144, (0, 139): 219, (1, 0): 48, (1, 59): 203, (1, 60): -1}
@@ -111,12 +146,13 @@ def test_slot_mapping_rejects_the_source_tables(lab):
 
 
 def test_slot_mapping_rejects_bad_input(lab):
-    """Clear ValueErrors: negative seq_len, block_size 0, tables and lengths of different batch sizes."""
-    with pytest.raises(ValueError):
+    """Clear ValueErrors that name the argument: a negative seq_len, block_size 0, tables and
+    lengths of different batch sizes."""
+    with pytest.raises(ValueError, match="seq_lens"):
         lab.slot_mapping(np.zeros((1, 2), dtype=int), np.array([-1]), 16)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="block_size"):
         lab.slot_mapping(np.zeros((1, 2), dtype=int), np.array([4]), 0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="block_tables"):
         lab.slot_mapping(np.zeros((2, 2), dtype=int), np.array([4]), 16)
 
 
@@ -145,7 +181,7 @@ def test_warp_blocks_match_a_brute_force_deal(lab, case):
         for warp in range(num_warps):
             got = np.asarray(lab.warp_blocks(seq_len, block_size, num_warps, warp, partition_size, partition))
             expected = np.array(brute_warp_blocks(seq_len, block_size, num_warps, warp, partition_size, partition))
-            assert_equal(got, expected.astype(np.int64), axes=("visit",),
+            assert_equal(got, expected.astype(np.int64), axes=("visit",), dtype=np.int64,
                          what=f"warp_blocks(seq_len={seq_len}, warp={warp}, partition={partition})")
 
 
@@ -163,7 +199,7 @@ def test_warp_tokens_cover_every_token_exactly_once(lab, case):
             tokens = np.asarray(lab.warp_tokens(seq_len, block_size, num_warps, warp, partition_size, partition))
             blocks = brute_warp_blocks(seq_len, block_size, num_warps, warp, partition_size, partition)
             expected = [t for b in blocks for t in range(b * block_size, min((b + 1) * block_size, seq_len))]
-            assert_equal(tokens, np.array(expected, dtype=np.int64), axes=("visit",),
+            assert_equal(tokens, np.array(expected, dtype=np.int64), axes=("visit",), dtype=np.int64,
                          what=f"warp_tokens(warp={warp}, partition={partition})")
             seen += tokens.tolist()
     assert sorted(seen) == list(range(seq_len)), "the warps' tokens do not cover 0..seq_len-1 exactly once"
@@ -178,12 +214,13 @@ def test_warp_zero_of_the_source_example(lab):
 
 
 def test_warp_blocks_reject_bad_input(lab):
-    """A partition that is not whole blocks, a warp out of range, a partition index without partitioning."""
-    with pytest.raises(ValueError):
+    """ValueErrors naming the argument: a partition that is not whole blocks, a warp out of
+    range, a partition index without partitioning."""
+    with pytest.raises(ValueError, match="partition_size"):
         lab.warp_blocks(100, 16, 4, 0, partition_size=100)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="warp"):
         lab.warp_blocks(100, 16, 4, 4)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="partition"):
         lab.warp_blocks(100, 16, 4, 0, partition_size=0, partition=1)
 
 
@@ -220,10 +257,11 @@ def test_budget_follows_the_launcher(lab, num_threads):
     """Every field, for the head sizes vLLM compiles, several partitions and query dtypes.
 
     Catches: dynamic = logits + outputs (the buffer is reused, not doubled), outputs over all
-    NUM_WARPS warps instead of half, the output staging dropped (it dominates for small partitions)."""
+    NUM_WARPS warps instead of half, the output staging dropped (it dominates for small partitions).
+    The query is 2 bytes (fp16, bf16) or 4 (fp32) an element: never fp8, even over an fp8 cache."""
     for head_size in (32, 64, 80, 96, 112, 120, 128, 192, 256):
         for partition_size in (16, 64, 256, 512, 1024):
-            for itemsize in (1, 2, 4):
+            for itemsize in (2, 4):
                 got = budget_dict(lab.shared_memory_budget(head_size, partition_size, num_threads, itemsize))
                 want = expected_budget(head_size, partition_size, num_threads, itemsize)
                 assert got == want, f"head_size={head_size}, P={partition_size}, threads={num_threads}, " \
@@ -267,7 +305,7 @@ def test_largest_partition_size_matches_a_search(lab, limit):
     Catches: no rounding to whole blocks, the static part forgotten, the output staging
     forgotten (a partition 'fits' a limit the block cannot meet), an off-by-one block."""
     for head_size, block_size, threads, itemsize in [(128, 16, 128, 2), (256, 8, 512, 2), (80, 32, 128, 4),
-                                                     (64, 1, 64, 1), (192, 16, 256, 2), (256, 16, 1024, 2)]:
+                                                     (64, 1, 64, 4), (192, 16, 256, 2), (256, 16, 1024, 2)]:
         got = lab.largest_partition_size(head_size, block_size, limit, threads, itemsize)
         want = brute_largest_partition(head_size, block_size, limit, threads, itemsize)
         assert got == want, (f"limit={limit}, head_size={head_size}, block_size={block_size}, threads={threads}, "
@@ -289,13 +327,16 @@ def test_reduce_kernel_budget(lab):
 
 
 def test_budget_rejects_bad_input(lab):
-    """Clear ValueErrors: threads not a multiple of the warp size, a zero head size, a 3-byte dtype."""
-    with pytest.raises(ValueError):
+    """ValueErrors naming the argument: threads not a multiple of the warp size, a zero head
+    size, a 3-byte query, and a 1-byte (fp8) query: the kernel's query is fp16, bf16 or fp32
+    whatever the cache holds (``fp8_query_accepted``)."""
+    with pytest.raises(ValueError, match="num_threads"):
         lab.shared_memory_budget(128, 512, 100, 2)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="head_size"):
         lab.shared_memory_budget(0, 512, 128, 2)
-    with pytest.raises(ValueError):
-        lab.shared_memory_budget(128, 512, 128, 3)
+    for itemsize in (3, 1):
+        with pytest.raises(ValueError, match="query_itemsize"):
+            lab.shared_memory_budget(128, 512, 128, itemsize)
 
 
 # ---------------------------------------------------------------------------
@@ -310,14 +351,14 @@ def torch():
     return torch
 
 
-def make_qk_inputs(torch, seq_lens, head_dim, dtype, seed=0):
-    """Random q, k with every padding row of k (t >= seq_len) poisoned with NaN."""
+def make_qk_inputs(torch, seq_lens, head_dim, dtype, seed=0, poison="nan"):
+    """Random q, k with every padding row of k (t >= seq_len) poisoned (``labkit.POISON_KINDS``)."""
     g = torch.Generator().manual_seed(seed)
     num_seqs, max_len = len(seq_lens), max(seq_lens)
     q = torch.randn(num_seqs, head_dim, generator=g)
     k = torch.randn(num_seqs, max_len, head_dim, generator=g)
     for s, n in enumerate(seq_lens):
-        k[s, n:] = float("nan")
+        k[s, n:] = labkit.poison_value(dtype, poison)
     dev = triton_env.device()
     return q.to(dtype).to(dev), k.to(dtype).to(dev), torch.tensor(seq_lens, dtype=torch.int32)
 
@@ -332,57 +373,92 @@ def expected_scores(q, k, seq_lens, scale):
     return out
 
 
-def check_scores(got, q, k, seq_lens, scale, atol, what):
+def check_scores(got, want, seq_lens, atol, what, rtol=0.0):
+    """``got`` is fp32 ``[num_seqs, max_len]``: exactly -inf where ``want`` is, within ``atol``
+    (+ ``rtol``) of it elsewhere."""
     __tracebackhide__ = True
-    want = expected_scores(q, k, seq_lens, scale)
+    labkit.assert_dtype(got, "float32", what=f"{what}: the scores (logits are kept in fp32)")
     got64 = got.double().cpu().numpy()
-    assert got.dtype.is_floating_point and got64.shape == want.shape, f"{what}: shape {got64.shape}, dtype {got.dtype}"
+    assert got64.shape == want.shape, f"{what}: shape {got64.shape}, expected {want.shape}"
     past = ~np.isfinite(want)
     bad = np.argwhere(past & ~(got64 == -np.inf))
     if bad.size:
         s, t = bad[0]
         raise AssertionError(f"{what}: sequence {s}, token {t} (seq_len {int(seq_lens[s])}) holds {got64[s, t]}; "
                              f"positions past seq_len must hold -inf ({len(bad)} such positions wrong)")
-    assert_close(np.where(past, 0.0, got64), np.where(past, 0.0, want), atol=atol, axes=("sequence", "token"),
-                 what=what)
+    assert_close(np.where(past, 0.0, got64), np.where(past, 0.0, want), atol=atol, rtol=rtol,
+                 axes=("sequence", "token"), what=what)
+
+
+def qk_case(torch, lab, seq_lens, head_dim, dtype, *, seed=0, poison="nan", scale=None, factor=1.0):
+    """Inputs, the float64 expectation computed before the call, and the call's result."""
+    q, k, lens = make_qk_inputs(torch, seq_lens, head_dim, dtype, seed=seed, poison=poison)
+    q, k = q * factor, k * factor
+    want = expected_scores(q, k, lens, 1.0 / math.sqrt(head_dim) if scale is None else scale)
+    got = lab.qk_scores_triton(q, k, lens) if scale is None else lab.qk_scores_triton(q, k, lens, scale=scale)
+    return got, want, lens
 
 
 RAGGED = [0, 1, 63, 64, 65, 130, 7]
 
 
 @pytest.mark.triton
+@pytest.mark.parametrize("poison", labkit.POISON_KINDS)
 @pytest.mark.parametrize("head_dim", [40, 64])
-def test_qk_triton_matches_float64_on_ragged_lengths(lab, torch, head_dim):
-    """fp32 scores of ragged sequences (0 and tile-boundary lengths), head_dim 40 (not a power of two)
-    and 64; the padding rows of k are NaN, so reading them shows.
+def test_qk_triton_matches_float64_on_ragged_lengths(lab, torch, head_dim, poison):
+    """fp32 scores of ragged sequences (0 and tile-boundary lengths), head_dim 40 (not a power of
+    two) and 64; the padding rows of k hold huge values, NaN or inf, so reading them shows.
 
-    Catches: every sequence reading sequence 0's query, head_dim lanes past 40 read from the next row,
-    padding rows read into valid scores, the scale forgotten or applied twice."""
-    q, k, seq_lens = make_qk_inputs(torch, RAGGED, head_dim, torch.float32)
-    got = lab.qk_scores_triton(q, k, seq_lens)
-    check_scores(got, q, k, seq_lens, 1.0 / math.sqrt(head_dim), 1e-4, f"qk_scores_triton, head_dim={head_dim}")
-    got = lab.qk_scores_triton(q, k, seq_lens, scale=0.25)
-    check_scores(got, q, k, seq_lens, 0.25, 1e-4, "qk_scores_triton, scale=0.25")
+    Catches: every sequence reading sequence 0's query (``qk_first_query``), key lanes past
+    head_dim read from the next row (``qk_head_dim_unmasked``: times the query's zero lanes
+    that is 0 for finite poison, NaN for NaN or inf), no loop over the tiles (``qk_one_tile``),
+    0 instead of -inf past seq_len (``qk_zero_past_len``), the scale forgotten or applied twice."""
+    got, want, lens = qk_case(torch, lab, RAGGED, head_dim, torch.float32, poison=poison)
+    check_scores(got, want, lens, 1e-4, f"qk_scores_triton, head_dim={head_dim}, {poison} padding")
+    got, want, lens = qk_case(torch, lab, RAGGED, head_dim, torch.float32, poison=poison, scale=0.25)
+    check_scores(got, want, lens, 1e-4, f"qk_scores_triton, scale=0.25, {poison} padding")
 
 
 @pytest.mark.triton
 def test_qk_triton_fp16_inputs(lab, torch):
-    """fp16 q and k, fp32 accumulation: within 5e-4 of float64 over the same fp16 values.
+    """fp16 q and k, fp32 accumulation: within 5e-4 of float64 over the same fp16 values, and an
+    fp32 result. Catches: multiplying and summing in fp16 (errors near 1e-2 on 128-long dots:
+    ``qk_fp16_accumulate``), an fp16 output."""
+    got, want, lens = qk_case(torch, lab, [5, 64, 33], 128, torch.float16, seed=1, factor=2.0)
+    check_scores(got, want, lens, 5e-4, "qk_scores_triton, fp16")
 
-    Catches: multiplying and summing in fp16 (errors near 1e-2 on 128-long dots), fp16 output."""
-    q, k, seq_lens = make_qk_inputs(torch, [5, 64, 33], 128, torch.float16, seed=1)
-    q, k = q * 2, k * 2  # larger products make fp16 accumulation visible
-    got = lab.qk_scores_triton(q, k, seq_lens)
-    assert got.dtype == torch.float32, f"scores must be fp32 (the kernel keeps logits in fp32); got {got.dtype}"
-    check_scores(got, q, k, seq_lens, 1 / math.sqrt(128), 5e-4, "qk_scores_triton, fp16")
+
+@pytest.mark.triton
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["positive", "negative"])
+def test_qk_triton_very_large_scores(lab, torch, sign):
+    """fp16 keys lined up with the query so that the scores reach about +1000 or -1000 (raw
+    dot products near 11,000, past what fp16 can add up without losing whole units). The
+    fp32 accumulation keeps them to about 1e-6 relative (the tolerance: 1e-2 + 1e-5 of the
+    score). Catches multiplying or summing in fp16 (``qk_fp16_accumulate``: the sum's step
+    at 11,000 is 8)."""
+    g = torch.Generator().manual_seed(6)
+    head_dim, seq_lens = 128, [70, 33]
+    direction = torch.randint(0, 2, (2, head_dim), generator=g).float() * 2 - 1
+    q = 4.0 * direction
+    ramp = torch.linspace(800.0, 1000.0, 70) / (4.0 * math.sqrt(head_dim))  # score = 4 c sqrt(head_dim)
+    k = sign * ramp[None, :, None] * direction[:, None, :] + 0.05 * torch.randn(2, 70, head_dim, generator=g)
+    k[1, 33:] = float("nan")
+    dev = triton_env.device()
+    q, k, lens = q.half().to(dev), k.half().to(dev), torch.tensor(seq_lens, dtype=torch.int32)
+    want = expected_scores(q, k, lens, 1.0 / math.sqrt(head_dim))
+    got = lab.qk_scores_triton(q, k, lens)
+    check_scores(got, want, lens, 1e-2, f"qk_scores_triton, scores near {sign * 1000:+.0f}", rtol=1e-5)
 
 
 @pytest.mark.triton
 def test_qk_triton_writes_minus_inf_past_seq_len(lab, torch):
     """Positions at and past seq_len hold -inf exactly, a whole row for seq_len 0.
 
-    Catches: 0 written for masked tokens (vLLM's kernel stores 0 and never reads them back;
-    here the scores are an output, and exp(0) would give them weight), positions left unwritten."""
+    Catches: 0 written for masked tokens (``qk_zero_past_len``). vLLM's kernel stores 0 there
+    and its value loop does read those slots back, as probabilities, after the exponentials
+    (computed for the valid tokens only) have left them at 0; here the scores are the output,
+    and a softmax over the row would give a 0 the weight exp(0 - max). Also catches positions
+    left unwritten."""
     q, k, seq_lens = make_qk_inputs(torch, [0, 3, 10], 16, torch.float32, seed=2)
     got = lab.qk_scores_triton(q, k, seq_lens).cpu()
     for s, n in enumerate([0, 3, 10]):
@@ -394,9 +470,23 @@ def test_qk_triton_writes_minus_inf_past_seq_len(lab, torch):
 def test_qk_triton_sequences_longer_than_one_tile(lab, torch):
     """1,100 and 700 tokens: more than one tile of tokens and more than 1,024 threads could cover.
 
-    Catches: one pass over the first tile only (no loop over the sequence)."""
-    q, k, seq_lens = make_qk_inputs(torch, [1100, 700], 16, torch.float32, seed=3)
-    check_scores(lab.qk_scores_triton(q, k, seq_lens), q, k, seq_lens, 0.25, 1e-4, "qk_scores_triton, long")
+    Catches: one pass over the first tile only (no loop over the sequence: ``qk_one_tile``)."""
+    got, want, lens = qk_case(torch, lab, [1100, 700], 16, torch.float32, seed=3, scale=0.25)
+    check_scores(got, want, lens, 1e-4, "qk_scores_triton, long")
+
+
+@pytest.mark.triton
+def test_qk_triton_leaves_its_inputs_unchanged(lab, torch):
+    """q, k and seq_lens are read, never written: the padding rows of k still hold their NaN
+    after the call. Catches a wrapper that cleans the padding in place (``qk_sanitizes_k_in_place``:
+    ``k.nan_to_num_()`` on what is the caller's own tensor when it is already contiguous), which
+    returns the right scores and corrupts the caller's cache."""
+    q, k, lens = make_qk_inputs(torch, [5, 12], 16, torch.float32, seed=7)
+    before = [t.clone() for t in (q, k, lens)]
+    lab.qk_scores_triton(q, k, lens)
+    for name, old, new in zip(["q", "k", "seq_lens"], before, (q, k, lens), strict=True):
+        assert torch.equal(old.isnan(), new.isnan()) and torch.equal(old.nan_to_num(), new.nan_to_num()), (
+            f"qk_scores_triton changed its input {name}")
 
 
 @pytest.mark.triton
@@ -415,13 +505,13 @@ def test_qk_triton_empty_batch_and_empty_cache(lab, torch):
 
 @pytest.mark.triton
 def test_qk_rejects_bad_input(lab, torch):
-    """Clear ValueErrors: k of another head_dim, a seq_len longer than k, float seq_lens."""
+    """ValueErrors naming the argument: k of another head_dim, a seq_len longer than k, float seq_lens."""
     q, k, seq_lens = make_qk_inputs(torch, [4, 8], 16, torch.float32)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="k"):
         lab.qk_scores_triton(q, k[..., :8], seq_lens)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="seq_lens"):
         lab.qk_scores_triton(q, k, torch.tensor([4, 9]))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="seq_lens"):
         lab.qk_scores_triton(q, k, torch.tensor([4.0, 8.0]))
 
 
@@ -440,5 +530,6 @@ def test_qk_cuda_matches_float64(lab, torch):
     lens = [0, 1, 127, 128, 129, 1100, 300]
     for dtype, atol in ((torch.float32, 1e-4), (torch.float16, 2e-3)):
         q, k, seq_lens = make_qk_inputs(torch, lens, 40, dtype, seed=4)
+        want = expected_scores(q, k, seq_lens, 1.0 / math.sqrt(40))
         got = lab.qk_scores_cuda(q, k, seq_lens)
-        check_scores(got, q, k, seq_lens, 1.0 / math.sqrt(40), atol, f"qk_scores_cuda, {dtype}")
+        check_scores(got, want, seq_lens, atol, f"qk_scores_cuda, {dtype}")

@@ -1,32 +1,48 @@
-"""Lab 04-06 benchmark: paged decode against the memory roofline (GPU only).
+"""Lab 04-06 benchmark: paged decode against the memory roofline and dense attention (GPU only).
 
-    python phase-04-attention-backends/labs/lab-06-paged-decode-roofline/bench.py --out DIR
+    python phase-04-attention-backends/labs/lab-06-paged-decode-roofline/bench.py [--out DIR] [--shapes NAME ...]
+    python .../bench.py --vllm-triton PATH/vllm/attention/ops/triton_decode_attention.py   # adds vLLM's kernel
+    python .../bench.py --dry-run     # on a CPU: the script's plumbing on tiny shapes (numbers meaningless)
 
-For each shape it times, in one process: this lab's ``paged_decode``; lab 02-04's
-one-sequence kernel (batch-1 rows only); and ``scaled_dot_product_attention`` on a
-dense, contiguous copy of the same cache, the "paging is free" bar. Bytes are the
-K and V bytes of the valid tokens; bandwidth is compared with a 1 GiB
-device-to-device copy measured in the same run. Writes ``results.md`` and
-``results.png`` into DIR.
+For each shape, in one process, every way of computing the same decode step is timed twice, with
+the L2 cache flushed before each run: per call as Python issues it (``do_bench``), and replayed
+from a CUDA graph, the way serving engines run their decode steps (no host launch cost):
+
+  lab           this lab's paged_decode, reading the scattered cache through the block table
+  cuDNN SDPA    scaled_dot_product_attention (cuDNN backend) on a dense, contiguous copy of the cache
+  SDPA          the same with the backend left to torch
+  gather+SDPA   gather the cache through the table into a dense copy, then SDPA (paging done naively)
+  lab 02-04     one program per query head (batch-1 shapes up to 128k, per call only: it is slow)
+  vLLM Triton   with --vllm-triton: vLLM's Triton decode kernel, loaded from a file you give (not
+                part of this repository), at each --vllm-splits count; the fastest is reported
+
+The roofline: the K+V bytes of the valid tokens over two bandwidths measured in the same run, a
+streaming read of 1 GiB (decode only reads) and a 1 GiB copy (bytes read plus written). The fp16
+matrix-product rate of the same GPU gives the ridge point. With --out, writes results.md (the
+table, with tune.py's levers.md appended: --levers FILE, or DIR/levers.md when it exists) and
+results.png.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
+import inspect
 import math
 import sys
+import time
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
-from labkit import bench, load_impl, triton_env  # noqa: E402
+from labkit import bench, cases, load_impl, load_reference, triton_env  # noqa: E402
 
 BACKEND = triton_env.select_backend()
 
-LAB_02_04 = HERE.parents[2] / "phase-02-paged-attention" / "labs" / "lab-04-paged-attention-triton"
 BLOCK_SIZE = 16
 HEAD_DIM = 128
 
@@ -37,195 +53,374 @@ class Shape:
     seq_lens: tuple[int, ...]
     num_heads: int = 32
     num_kv_heads: int = 8
+    in_issue: bool = False  # one of issue 15's shapes: the bar is >= 1.00x cuDNN SDPA under graphs
 
     @property
     def batch(self) -> int:
         return len(self.seq_lens)
 
 
-def _batch(n: int, tokens: int, **heads) -> Shape:
-    k = f"{tokens // 1024}k"
-    extra = f", {heads['num_heads']}/{heads['num_kv_heads']} heads" if heads else ""
-    return Shape(f"batch {n} x {k}{extra}", (tokens,) * n, **heads)
+def _batch(n: int, tokens: int, num_heads: int = 32, num_kv_heads: int = 8, in_issue: bool = False) -> Shape:
+    size = f"{tokens // 1024}k" if tokens >= 1024 else str(tokens)
+    heads = "" if (num_heads, num_kv_heads) == (32, 8) else f", {num_heads}/{num_kv_heads} heads"
+    return Shape(f"b{n} x {size}{heads}", (tokens,) * n, num_heads, num_kv_heads, in_issue)
 
 
 SHAPES = (
     _batch(1, 8192),
-    _batch(1, 32768),
-    _batch(1, 131072),
-    _batch(4, 16384),
-    _batch(16, 4096),
+    _batch(1, 32768, in_issue=True),
+    _batch(1, 131072, in_issue=True),
+    _batch(1, 524288, in_issue=True),
+    _batch(4, 16384, in_issue=True),
+    _batch(16, 4096, in_issue=True),
     _batch(64, 4096),
+    _batch(128, 512, in_issue=True),
     _batch(256, 1024),
-    _batch(64, 2048, num_heads=32, num_kv_heads=32),
-    _batch(64, 2048, num_heads=64, num_kv_heads=8),
-    Shape("skewed: 1 x 64k + 63 x 1k", (65536,) + (1024,) * 63),
+    _batch(64, 2048, 32, 32),
+    _batch(64, 2048, 64, 8),
+    _batch(8, 32768, 40, 8, in_issue=True),
+    Shape("skewed 64k + 63 x 1k", (65536,) + (1024,) * 63, in_issue=True),
 )
+# --dry-run: the same code paths on shapes the interpreter runs in seconds.
+DRY_SHAPES = (
+    Shape("b1 x 300", (300,), 8, 2),
+    Shape("b3 ragged", (100, 37, 5), 8, 2),
+    Shape("b2 x 64, 10/2 heads", (64, 64), 10, 2),
+)
+DRY_HEAD_DIM = 64
+OLD_KERNEL_MAX_TOKENS = 131072  # lab 02-04 takes ~15 ms at 128k; longer shapes would dominate the run
 
 
-def make_case(shape: Shape, torch, dtype, seed: int = 0):
-    """A paged cache holding exactly the batch's blocks, scattered by a shuffled pool."""
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    need = [math.ceil(n / BLOCK_SIZE) for n in shape.seq_lens]
-    num_blocks = sum(need)
-    cache_shape = (num_blocks, BLOCK_SIZE, shape.num_kv_heads, HEAD_DIM)
-    k_cache = torch.randn(cache_shape, generator=gen, device="cuda", dtype=dtype)
-    v_cache = torch.randn(cache_shape, generator=gen, device="cuda", dtype=dtype)
-    pool = torch.randperm(num_blocks, generator=gen, device="cuda").to(torch.int32)
-    block_tables = torch.zeros((shape.batch, max(need)), dtype=torch.int32, device="cuda")
-    start = 0
-    for b, n in enumerate(need):
-        block_tables[b, :n] = pool[start : start + n]
-        start += n
-    seq_lens = torch.tensor(shape.seq_lens, dtype=torch.int32, device="cuda")
-    q = torch.randn((shape.batch, shape.num_heads, HEAD_DIM), generator=gen, device="cuda", dtype=dtype)
-    return q, k_cache, v_cache, block_tables, seq_lens
+# --------------------------------------------------------------------------- the ways to compute one step
 
 
-def dense_copy(cache, table_rows, seq_len: int):
-    """``[batch, num_kv_heads, seq_len, head_dim]`` contiguous: the layout SDPA wants."""
-    blocks = cache[table_rows.long()]  # [batch, blocks, block_size, kv_heads, dim]
-    batch, n_blocks, block_size, kv_heads, dim = blocks.shape
-    tokens = blocks.reshape(batch, n_blocks * block_size, kv_heads, dim)[:, :seq_len]
-    return tokens.permute(0, 2, 1, 3).contiguous()
+def dense_groups(case, shape: Shape):
+    """``[(rows, q_rows, k, v)]``: one group per distinct length (SDPA cannot mix lengths), with
+    dense, contiguous copies of its K and V made once, outside any timing."""
+    import torch
+
+    groups = []
+    for n in sorted(set(shape.seq_lens), reverse=True):
+        rows = torch.tensor([b for b, x in enumerate(shape.seq_lens) if x == n], device=case.q.device)
+        table = case.block_tables[rows]
+        k, v = cases.dense_kv(case.k_cache, table, n), cases.dense_kv(case.v_cache, table, n)
+        groups.append((rows, case.q[rows], k, v))
+    return groups
 
 
-def sdpa_calls(torch, q, k_cache, v_cache, block_tables, shape: Shape):
-    """One SDPA call per group of equal-length sequences (two for the skewed batch)."""
-    from torch.nn.functional import scaled_dot_product_attention as sdpa
+def sdpa_way(groups, backend=None):
+    """SDPA over the dense copies, one call per length group; ``backend`` forces one of torch's."""
+    from torch.nn.attention import sdpa_kernel
 
-    calls = []
-    lens = list(shape.seq_lens)
-    for n in sorted(set(lens), reverse=True):
-        rows = torch.tensor([b for b, x in enumerate(lens) if x == n], device="cuda")
-        blocks = math.ceil(n / BLOCK_SIZE)
-        k = dense_copy(k_cache, block_tables[rows, :blocks], n)
-        v = dense_copy(v_cache, block_tables[rows, :blocks], n)
-        qq = q[rows].unsqueeze(2)  # [batch, heads, 1, dim]
-        calls.append((lambda qq=qq, k=k, v=v: sdpa(qq, k, v, enable_gqa=True), rows))
-    return calls
+    def run():
+        if backend is None:
+            return [cases.sdpa_decode(q, k, v) for _, q, k, v in groups]
+        with sdpa_kernel([backend]):
+            return [cases.sdpa_decode(q, k, v) for _, q, k, v in groups]
+
+    return run
 
 
-def kv_bytes(shape: Shape, itemsize: int) -> int:
-    return 2 * sum(shape.seq_lens) * shape.num_kv_heads * HEAD_DIM * itemsize
+def gather_sdpa_way(case, shape: Shape):
+    """Gather through the table, then SDPA: the copy is part of every call."""
+    import torch
+
+    lengths = []
+    for n in sorted(set(shape.seq_lens), reverse=True):
+        rows = torch.tensor([b for b, x in enumerate(shape.seq_lens) if x == n], device=case.q.device)
+        lengths.append((n, case.q[rows], case.block_tables[rows]))
+
+    def run():
+        return [cases.sdpa_decode(q, cases.dense_kv(case.k_cache, table, n, contiguous=False),
+                                  cases.dense_kv(case.v_cache, table, n, contiguous=False))
+                for n, q, table in lengths]
+
+    return run
 
 
-def load_lab_02_04():
-    """Lab 02-04's ``paged_attention_triton`` if that lab is there, else None."""
+def assemble(parts, groups, like):
+    """The per-group outputs of a dense way, put back in the batch's order."""
+    out = like.new_zeros(like.shape)
+    for part, (rows, *_) in zip(parts, groups, strict=True):
+        out[rows] = part.to(out.dtype)
+    return out
+
+
+def load_vllm_triton(path: Path):
+    """vLLM's Triton decode module (``vllm/attention/ops/triton_decode_attention.py`` of a vLLM
+    checkout, v0.10.1), loaded from ``path`` with its few vLLM imports stubbed: nothing of vLLM is
+    installed or copied here. Returns the module's ``decode_attention_fwd``."""
+    import triton
+    import triton.language as tl
+
+    vllm = types.ModuleType("vllm")
+    platforms = types.ModuleType("vllm.platforms")
+    platforms.current_platform = types.SimpleNamespace(is_rocm=lambda: False, is_cuda=lambda: True)
+    triton_utils = types.ModuleType("vllm.triton_utils")
+    triton_utils.triton, triton_utils.tl = triton, tl
+    stubs = {"vllm": vllm, "vllm.platforms": platforms, "vllm.triton_utils": triton_utils}
+    saved = {name: sys.modules.get(name) for name in stubs}
+    sys.modules.update(stubs)
     try:
-        return load_impl(LAB_02_04, "solution").paged_attention_triton
-    except Exception as err:  # absent or broken: the column is left out, the rest runs
-        print(f"(lab 02-04's kernel not available: {type(err).__name__}: {err})")
-        return None
+        spec = importlib.util.spec_from_file_location("vllm_triton_decode_attention", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        for name, old in saved.items():
+            if old is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = old
+    return module.decode_attention_fwd
 
 
-def measure(shape: Shape, lab, old_kernel, torch, dtype):
-    q, k_cache, v_cache, block_tables, seq_lens = make_case(shape, torch, dtype)
-    nbytes = kv_bytes(shape, k_cache.element_size())
-    row = {"shape": shape, "bytes": nbytes}
+def vllm_way(decode_attention_fwd, case, num_kv_splits: int):
+    """One call of vLLM's Triton decode (its own split count, its own reduce) on the lab's cache:
+    the same ``[num_blocks, block_size, num_kv_heads, head_dim]`` layout, the same block tables."""
+    import torch
 
-    out = lab.paged_decode(q, k_cache, v_cache, block_tables, seq_lens)
-    row["ours_us"] = bench.time_us(lambda: lab.paged_decode(q, k_cache, v_cache, block_tables, seq_lens))
+    q = case.q
+    batch, num_heads, head_dim = q.shape
+    out = torch.empty_like(q)
+    logits = torch.empty((batch, num_heads, num_kv_splits, head_dim + 1), dtype=torch.float32, device=q.device)
+    extra = {}
+    if "lse" in inspect.signature(decode_attention_fwd).parameters:  # later vLLM versions also return the LSE
+        extra["lse"] = torch.empty((batch, num_heads), dtype=torch.float32, device=q.device)
+    args = dict(q=q, k_buffer=case.k_cache, v_buffer=case.v_cache, o=out, req_to_token=case.block_tables,
+                b_seq_len=case.seq_lens, attn_logits=logits, num_kv_splits=num_kv_splits,
+                sm_scale=1.0 / math.sqrt(head_dim), page_size=case.k_cache.shape[1], **extra)
 
-    sdpa_us, worst = 0.0, 0.0
-    for call, rows in sdpa_calls(torch, q, k_cache, v_cache, block_tables, shape):
-        dense = call().squeeze(2)
-        worst = max(worst, (dense.float() - out[rows].float()).abs().max().item())
-        sdpa_us += bench.time_us(call)
-        del dense
-    row["sdpa_us"] = sdpa_us
-    row["max_diff"] = worst  # this lab's output against SDPA's, a sanity check
+    def run():
+        decode_attention_fwd(**args)
+        return out
 
-    row["v1_us"] = None
-    if old_kernel is not None and shape.batch == 1:
+    return run
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def wall_time_us(fn) -> float:
+    """--dry-run's stand-in for the GPU timers: the median wall time of a few calls."""
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1e6 * sorted(times)[1]
+
+
+def measure(shape: Shape, lab, old_kernel, vllm, vllm_splits, dry: bool) -> dict:
+    import torch
+
+    device, head_dim = ("cpu", DRY_HEAD_DIM) if dry else ("cuda", HEAD_DIM)
+    time_call = wall_time_us if dry else bench.time_us
+    time_graph = wall_time_us if dry else bench.graph_time_us
+    case = cases.decode_case(shape.seq_lens, num_heads=shape.num_heads, num_kv_heads=shape.num_kv_heads,
+                             head_dim=head_dim, block_size=BLOCK_SIZE, dtype=torch.float16, device=device)
+    row = {"shape": shape, "bytes": bench.kv_bytes(shape.seq_lens, shape.num_kv_heads, head_dim, 2), "call": {},
+           "graph": {}, "diff": {}, "note": {}}
+    groups = dense_groups(case, shape)
+    reference = assemble(sdpa_way(groups)(), groups, case.q)  # SDPA, default backend: the sanity check
+
+    from torch.nn.attention import SDPBackend
+
+    ways = {
+        "lab": lambda: lab.paged_decode(case.q, case.k_cache, case.v_cache, case.block_tables, case.seq_lens),
+        "cuDNN SDPA": sdpa_way(groups, SDPBackend.CUDNN_ATTENTION),
+        "SDPA": sdpa_way(groups),
+        "gather+SDPA": gather_sdpa_way(case, shape),
+    }
+    if vllm is not None:
+        for splits in vllm_splits:
+            ways[f"vLLM Triton ({splits} splits)"] = vllm_way(vllm, case, splits)
+    for name, fn in ways.items():
         try:
-            args = (q[0], k_cache, v_cache, block_tables[0], int(shape.seq_lens[0]))
-            old_kernel(*args)
-            row["v1_us"] = bench.time_us(lambda: old_kernel(*args))
+            out = fn()
+            out = out if isinstance(out, torch.Tensor) else assemble(out, groups, case.q)
+            row["diff"][name] = (out.float() - reference.float()).abs().max().item()
+            row["call"][name] = time_call(fn)
+            row["graph"][name] = time_graph(fn)
+        except Exception as err:  # a backend this GPU or torch lacks: the column says so, the rest runs
+            row["note"][name] = f"{type(err).__name__}: {str(err).splitlines()[0][:100]}"
+    if old_kernel is not None and shape.batch == 1 and shape.seq_lens[0] <= OLD_KERNEL_MAX_TOKENS:
+        args = case.one(0)
+        try:
+            row["diff"]["lab 02-04"] = (old_kernel(*args).float() - reference[0].float()).abs().max().item()
+            row["call"]["lab 02-04"] = time_call(lambda: old_kernel(*args))
         except Exception as err:
-            print(f"(lab 02-04's kernel failed on {shape.name}: {type(err).__name__}: {err})")
+            row["note"]["lab 02-04"] = f"{type(err).__name__}: {str(err).splitlines()[0][:100]}"
+    best_vllm = min((n for n in row["graph"] if n.startswith("vLLM")), key=row["graph"].get, default=None)
+    if best_vllm:
+        for mode in ("call", "graph"):
+            row[mode]["vLLM Triton"] = row[mode][best_vllm]
+        row["note"]["vLLM Triton"] = best_vllm
     return row
 
 
-def _pct(nbytes: int, us: float | None, copy_bw: float) -> str:
-    return "-" if us is None else f"{100 * nbytes / (us * 1e-6) / copy_bw:.0f}%"
+# --------------------------------------------------------------------------- the table and the plot
 
 
-def table(rows, copy_bw: float) -> str:
-    headers = ["shape", "KV MiB", "this lab us", "GB/s", "% copy", "dense SDPA us", "% copy",
-               "vs SDPA", "lab 02-04 us", "% copy"]
+def _pct(nbytes: int, us: float | None, bandwidth: float) -> str:
+    return "-" if us is None else f"{100 * nbytes / (us * 1e-6) / bandwidth:.0f}%"
+
+
+def _us(us: float | None) -> str:
+    return "-" if us is None else f"{us:.1f}"
+
+
+def _ratio(num: float | None, den: float | None) -> str:
+    return "-" if num is None or den is None else f"{num / den:.2f}x"
+
+
+def best_sdpa(times: dict) -> float | None:
+    """The faster of the two dense SDPA timings (either may be missing)."""
+    found = [times[k] for k in ("cuDNN SDPA", "SDPA") if k in times]
+    return min(found) if found else None
+
+
+def table(rows, read_bw: float, copy_bw: float) -> str:
+    """One row per shape: both timing modes, the roofline fractions (graph mode), the dense
+    baselines, and this lab's speed relative to cuDNN SDPA (> 1: faster)."""
+    headers = ["shape", "KV MiB", "lab µs call", "lab µs graph", "% read", "% copy", "cuDNN SDPA µs call",
+               "cuDNN SDPA µs graph", "SDPA µs graph", "gather+SDPA µs graph", "lab vs cuDNN (graph)",
+               "lab vs best SDPA (graph)", "lab vs cuDNN (call)", "lab 02-04 µs call"]
+    if any("vLLM Triton" in r["graph"] for r in rows):
+        headers.append("vLLM Triton µs graph")
     body = []
     for r in rows:
-        n = r["bytes"]
-        body.append([
-            r["shape"].name, f"{n / 2**20:.0f}",
-            f"{r['ours_us']:.1f}", f"{n / (r['ours_us'] * 1e-6) / 1e9:.0f}", _pct(n, r["ours_us"], copy_bw),
-            f"{r['sdpa_us']:.1f}", _pct(n, r["sdpa_us"], copy_bw),
-            f"{r['sdpa_us'] / r['ours_us']:.2f}x",
-            "-" if r["v1_us"] is None else f"{r['v1_us']:.1f}", _pct(n, r["v1_us"], copy_bw),
-        ])
+        n, call, graph = r["bytes"], r["call"], r["graph"]
+        lab = graph.get("lab")
+        line = [
+            r["shape"].name + (" *" if r["shape"].in_issue else ""), f"{n / 2**20:.0f}",
+            _us(call.get("lab")), _us(lab), _pct(n, lab, read_bw), _pct(n, lab, copy_bw),
+            _us(call.get("cuDNN SDPA")), _us(graph.get("cuDNN SDPA")), _us(graph.get("SDPA")),
+            _us(graph.get("gather+SDPA")), _ratio(graph.get("cuDNN SDPA"), lab), _ratio(best_sdpa(graph), lab),
+            _ratio(call.get("cuDNN SDPA"), call.get("lab")), _us(call.get("lab 02-04")),
+        ]
+        if len(headers) > len(line):
+            line.append(_us(graph.get("vLLM Triton")) + (f" ({r['note']['vLLM Triton'].split('(')[1][:-1]})"
+                                                         if "vLLM Triton" in r["note"] else ""))
+        body.append(line)
     return bench.markdown_table(headers, body)
 
 
-def plot(rows, copy_bw: float, path: Path) -> None:
-    import matplotlib
+def notes(rows) -> str:
+    lines = []
+    for r in rows:
+        for name, note in r["note"].items():
+            if name != "vLLM Triton":
+                lines.append(f"- {r['shape'].name}, {name}: not measured ({note})")
+        for name, diff in r["diff"].items():
+            if not diff <= 2e-2:
+                lines.append(f"- {r['shape'].name}, {name}: differs from SDPA by {diff:.3g} (expected < 2e-2)")
+    return "\n".join(lines)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    names = [r["shape"].name for r in rows]
-    series = [("this lab (paged)", "ours_us", "tab:blue"), ("dense SDPA (contiguous)", "sdpa_us", "tab:gray"),
-              ("lab 02-04 (one program per head)", "v1_us", "tab:red")]
-    fig, ax = plt.subplots(figsize=(11, 4.8))
-    width = 0.27
-    for i, (label, key, color) in enumerate(series):
-        xs, ys = [], []
-        for j, r in enumerate(rows):
-            if r[key] is not None:
-                xs.append(j + (i - 1) * width)
-                ys.append(100 * r["bytes"] / (r[key] * 1e-6) / copy_bw)
-        if xs:
-            ax.bar(xs, ys, width, label=label, color=color)
+SERIES = (("lab", "this lab (paged)", "tab:blue"), ("cuDNN SDPA", "cuDNN SDPA (dense copy)", "tab:gray"),
+          ("SDPA", "SDPA, default backend (dense copy)", "silver"), ("gather+SDPA", "gather + SDPA", "tab:orange"),
+          ("vLLM Triton", "vLLM Triton decode", "tab:green"))
+
+
+def plot(rows, read_bw: float, copy_bw: float, path: Path, title: str) -> None:
+    from labkit.figures import pyplot, save
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(12, 5.2))
+    present = [s for s in SERIES if any(s[0] in r["graph"] for r in rows)]
+    width = 0.8 / max(1, len(present))
+    for i, (key, label, color) in enumerate(present):
+        xs = [j + (i - (len(present) - 1) / 2) * width for j, r in enumerate(rows) if key in r["graph"]]
+        ys = [100 * r["bytes"] / (r["graph"][key] * 1e-6) / read_bw for r in rows if key in r["graph"]]
+        ax.bar(xs, ys, width, label=label, color=color)
     ax.axhline(100, color="black", lw=0.8, ls="--")
-    ax.text(len(rows) - 0.5, 101, f"copy bandwidth {copy_bw / 1e12:.2f} TB/s", ha="right", va="bottom", fontsize=8)
-    ax.set_xticks(range(len(rows)), names, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("% of copy bandwidth (K+V bytes / time)")
-    ax.set_title("Decode attention over a paged KV cache: 32 q / 8 KV heads unless named, D=128, fp16, block 16")
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    ax.axhline(100 * copy_bw / read_bw, color="black", lw=0.8, ls=":")
+    ax.text(len(rows) - 0.5, 101, f"read bandwidth {read_bw / 1e12:.2f} TB/s", ha="right", va="bottom", fontsize=8)
+    ax.text(len(rows) - 0.5, 100 * copy_bw / read_bw - 1, f"copy bandwidth {copy_bw / 1e12:.2f} TB/s", ha="right",
+            va="top", fontsize=8)
+    ax.set_xticks(range(len(rows)), [r["shape"].name + (" *" if r["shape"].in_issue else "") for r in rows],
+                  rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("% of read bandwidth, CUDA-graph replay\n(K+V bytes of the valid tokens / time)")
+    ax.set_title(title, fontsize=10, pad=26)
+    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(present), frameon=False)
+    save(fig, path)
+
+
+# --------------------------------------------------------------------------- main
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=HERE, help="folder for results.md and results.png")
+    parser.add_argument("--out", type=Path, help="folder for results.md and results.png (nothing written without it)")
+    parser.add_argument("--shapes", nargs="+", metavar="NAME", help="only the shapes whose name starts with these")
+    parser.add_argument("--vllm-triton", type=Path, metavar="FILE",
+                        help="vLLM's vllm/attention/ops/triton_decode_attention.py (v0.10.1), from your checkout")
+    parser.add_argument("--vllm-splits", type=int, nargs="+", default=[4, 16, 64],
+                        help="num_kv_splits values to try for vLLM's kernel (4 is what vLLM's Triton MLA backend "
+                             "passes; the fastest is reported)")
+    parser.add_argument("--levers", type=Path, metavar="FILE",
+                        help="tune.py's levers.md, appended to results.md (default: DIR/levers.md when it exists)")
+    parser.add_argument("--dry-run", action="store_true", help="tiny shapes, wall-clock timers: checks the script")
     args = parser.parse_args(argv)
-    if BACKEND != "cuda":
+    dry = args.dry_run
+    if BACKEND != "cuda" and not dry:
         print("bench.py measures GPU memory bandwidth and needs a CUDA GPU; this machine has none "
-              f"({triton_env.describe()}). The tests run here: pytest {HERE.relative_to(HERE.parents[2])}")
+              f"({triton_env.describe()}). The tests run here: pytest {HERE.relative_to(HERE.parents[2])}; "
+              "bench.py --dry-run checks this script.")
         return 2
 
     import torch
 
-    lab = load_impl(HERE)
-    old_kernel = load_lab_02_04()
-    copy_bw = bench.copy_bandwidth()
-    print(f"{bench.device_line()}; copy bandwidth {copy_bw / 1e12:.2f} TB/s", flush=True)
-    rows = []
-    for shape in SHAPES:
-        rows.append(measure(shape, lab, old_kernel, torch, torch.float16))
-        r = rows[-1]
-        print(f"{shape.name:32s} ours {r['ours_us']:8.1f} us ({_pct(r['bytes'], r['ours_us'], copy_bw)}), "
-              f"sdpa {r['sdpa_us']:8.1f} us, max diff vs sdpa {r['max_diff']:.1e}", flush=True)
-        torch.cuda.empty_cache()
+    lab = load_impl(HERE, "solution")
+    try:
+        old_kernel = load_reference("02-04").paged_attention_triton
+    except Exception as err:  # absent or broken: the column is left out, the rest runs
+        print(f"(lab 02-04's kernel not available: {type(err).__name__}: {err})")
+        old_kernel = None
+    vllm = load_vllm_triton(args.vllm_triton) if args.vllm_triton else None
+    shapes = DRY_SHAPES if dry else SHAPES
+    if args.shapes:
+        shapes = [s for s in shapes if any(s.name.startswith(p) for p in args.shapes)]
 
-    args.out.mkdir(parents=True, exist_ok=True)
+    if dry:
+        device, read_bw, copy_bw, tflops = "CPU (--dry-run: Triton's interpreter, wall clock)", 1e9, 1e9, 1.0
+    else:
+        device = bench.device_line()
+        read_bw, copy_bw, tflops = bench.read_bandwidth(), bench.copy_bandwidth(), bench.matmul_tflops()
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    text = (f"# Lab 04-06 results\n\n{bench.device_line()}, {date}. Copy bandwidth (1 GiB device-to-device, "
-            f"read + write): {copy_bw / 1e12:.2f} TB/s.\n\n{table(rows, copy_bw)}\n")
-    (args.out / "results.md").write_text(text)
-    plot(rows, copy_bw, args.out / "results.png")
-    print(text)
+    header = (f"{device}, {date}. Read bandwidth (1 GiB streamed): {read_bw / 1e12:.2f} TB/s; copy bandwidth "
+              f"(1 GiB, read + write): {copy_bw / 1e12:.2f} TB/s; fp16 matrix products: {tflops:.0f} TFLOP/s, so "
+              f"a ridge point of {tflops * 1e12 / read_bw:.0f} FLOP/byte.")
+    print(header, flush=True)
+    rows = []
+    for shape in shapes:
+        r = measure(shape, lab, old_kernel, vllm, args.vllm_splits, dry)
+        rows.append(r)
+        lab_g, sdpa_g = r["graph"].get("lab"), r["graph"].get("cuDNN SDPA")
+        print(f"{shape.name:28s} lab {_us(r['call'].get('lab')):>8} µs call, {_us(lab_g):>8} µs graph "
+              f"({_pct(r['bytes'], lab_g, read_bw)} of read); cuDNN SDPA {_us(sdpa_g):>8} µs graph; "
+              f"lab vs cuDNN {_ratio(sdpa_g, lab_g)}, vs best SDPA {_ratio(best_sdpa(r['graph']), lab_g)}", flush=True)
+        if not dry:
+            torch.cuda.empty_cache()  # the shape's caches are gone with measure()'s frame
+    text = table(rows, read_bw, copy_bw)
+    extra = notes(rows)
+    print(text + ("\n\n" + extra if extra else ""))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        title = (f"Decode over a paged KV cache, 32 q / 8 KV heads unless named, "
+                 f"D={DRY_HEAD_DIM if dry else HEAD_DIM}, fp16, block {BLOCK_SIZE}; * = issue 15's shapes")
+        levers = args.levers or args.out / "levers.md"
+        md = (f"# Lab 04-06 results\n\n{header}\n\nWritten by `bench.py --out`. Times are medians with the L2 cache "
+              "flushed before each run: *call* issues each call from Python (`do_bench`, host launch cost "
+              "included when the GPU waits for it), *graph* replays it from a CUDA graph. % read and % copy: K+V "
+              "bytes of the valid tokens / graph time, over the two bandwidths above. lab vs cuDNN: cuDNN SDPA's "
+              "time / this lab's (above 1.00x this lab is faster); lab vs best SDPA: the same against the faster "
+              "of cuDNN and torch's default backend. * marks issue 15's shapes.\n\n"
+              f"{text}\n" + (f"\n{extra}\n" if extra else "")
+              + (f"\n{levers.read_text()}" if levers.is_file() else ""))
+        (args.out / "results.md").write_text(md)
+        plot(rows, read_bw, copy_bw, args.out / "results.png", title)
+        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.png'}")
     return 0
 
 

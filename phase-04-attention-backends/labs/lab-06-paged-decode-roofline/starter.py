@@ -1,68 +1,95 @@
 """Lab 04-06, your work: paged decode at the memory roofline.
 
-Build, in the order of the README's steps:
+Build it in the README's steps; each step has its own tests, which run before the next
+step exists (``labs check 04-06`` or ``LAB_IMPL=starter pytest <this folder>``):
 
-1. ``_partition_kernel``: one program per (sequence, KV head, split); all the query
-   heads of the KV head's group together through ``tl.dot``; writes the split's
-   unnormalized (m, denom, acc) in float32 (or, with one split, the output).
-2. ``_reduce_kernel``: one program per (sequence, query head); merges the splits
-   that exist with lab 04-04's merge and divides once.
-3. ``paged_decode``: checks its inputs, picks the partition, launches both.
-4. ``_choose_num_splits``: the split count when the caller gives none.
+1. ``paged_decode`` with ``num_splits=1`` and ``_partition_kernel``'s one-split path: one
+   program per (sequence, KV head), the group's query heads as the rows of one ``tl.dot``.
+2. ``split_summaries`` and ``_partition_kernel``'s split path: each split's (m, denom, acc).
+3. ``merge_splits`` and ``_reduce_kernel``; then ``paged_decode`` with several splits.
+4. ``choose_num_splits``; then ``paged_decode`` with ``num_splits=None``.
 
-The kernels' signatures are the solution's; change them if you like, the tests only
-call ``paged_decode``. Run ``LAB_IMPL=starter pytest <this folder>``.
+The kernels' signatures and the constants are the solution's (a maintainer test checks it);
+the tests call only the public functions. Given ready-made at the bottom: the partition
+arithmetic, the SM count, the PDL switch and the input checks.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+
 from labkit import triton_env
 
-triton_env.select_backend()
+BACKEND = triton_env.select_backend()
 
-import torch  # noqa: E402, F401
+import torch  # noqa: E402
 import triton  # noqa: E402, F401
 import triton.language as tl  # noqa: E402
 
+# Tokens each partition program loads per iteration (several blocks when blocks are small).
 TILE_TOKENS = 64
+# Warps per partition program and software-pipelining depth of its loads (README, appendix).
 NUM_WARPS = 4
 NUM_STAGES = 3
-SPLIT_TILE = 16
-WAVES = 4
-MIN_SPLIT_TOKENS = 128
-RAGGED_CAPACITY = 16384
-RAGGED_SPLIT_TOKENS = 1024
+# The reduce kernel merges up to this many splits per step (usually all of them in one).
+SPLIT_TILE = 64
+# The split rule (choose_num_splits; README step 4). Tuned on an H100 with bench.py's shapes.
+WAVES = 4  # aim for this many programs per streaming multiprocessor
+MIN_SPLIT_TOKENS = 128  # below this a split's fixed costs outweigh what it adds
+RAGGED_CAPACITY = 16384  # batches whose table holds this many tokens may be ragged...
+RAGGED_SPLIT_TOKENS = 1024  # ...and get splits no longer than this
+# The interpreter has no SMs: it plans for an H100's 132, so the CPU runs the GPU's code paths.
+INTERPRETER_SMS = 132
+MAX_GRID_SPLITS = 65535  # CUDA's limit on a grid's third dimension
 
 
 @triton.jit
 def _partition_kernel(
-    q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, seq_lens_ptr, scratch_ptr, out_ptr,
+    q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, seq_lens_ptr, out_ptr, m_ptr, denom_ptr, acc_ptr,
     partition_size, max_blocks, stride_block, stride_slot, stride_head,
     GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, BLOCK_SIZE: tl.constexpr, HEAD_DIM: tl.constexpr,
     SCALE: tl.constexpr, TILE_N: tl.constexpr, FP32_DOT: tl.constexpr, ONE_SPLIT: tl.constexpr,
+    PDL: tl.constexpr,
 ):
-    # README step 1. program ids: (sequence, KV head, split). Exit at once when the
-    # split starts past seq_len; loop over the split's tokens TILE_N at a time, each
-    # token finding its block through the table; online softmax over the tile; write
-    # (m, denom, acc) for the group's real heads (or the output when ONE_SPLIT).
+    """Program ``(b, j, s)`` of a ``(batch, num_kv_heads, max_splits)`` grid: sequence ``b``,
+    KV head ``j``, split ``s``, the tokens ``[s * partition_size, min((s + 1) *
+    partition_size, seq_len))`` with ``seq_len = min(seq_lens[b], max_blocks * BLOCK_SIZE)``.
+
+    The query heads ``j * GROUP .. j * GROUP + GROUP - 1`` attend to those tokens of KV head
+    ``j``, scores scaled by ``SCALE``; logical token ``t`` is slot ``t % BLOCK_SIZE`` of
+    physical block ``block_tables[b, t // BLOCK_SIZE]``, its row at ``block * stride_block +
+    slot * stride_slot + j * stride_head`` (elements; head_dim contiguous).
+
+    - ``ONE_SPLIT`` (the grid has one split): write each head's attention output, in the
+      output's dtype, to ``out[b, h, :]`` (``out`` contiguous ``[batch, num_heads,
+      HEAD_DIM]``); zeros when ``seq_len`` is 0. Step 1.
+    - otherwise: write the split's float32 summary for each head, unnormalized, to ``m[b, h,
+      s]``, ``denom[b, h, s]`` and ``acc[b, h, s, :]`` (contiguous, ``max_splits`` = the
+      grid's third dimension). A program whose split holds no token may write nothing. Step 2.
+
+    ``GROUP_PAD`` (>= 16, a power of two >= GROUP) is the row count of the group's tile;
+    rows past ``GROUP`` are not heads of this group. ``FP32_DOT``: the inputs are float32.
+    ``PDL``: the reduce kernel is launched as a programmatic dependent (README, appendix);
+    the tests pass with it False.
+    """
     pass
 
 
 @triton.jit
 def _reduce_kernel(
-    scratch_ptr, out_ptr, seq_lens_ptr, partition_size, capacity, max_splits,
-    HEAD_DIM: tl.constexpr, SPLIT_TILE: tl.constexpr,
+    m_ptr, denom_ptr, acc_ptr, seq_lens_ptr, out_ptr, partition_size, max_splits,
+    HEAD_DIM: tl.constexpr, SPLIT_TILE: tl.constexpr, PDL: tl.constexpr,
 ):
-    # README step 2. program ids: (sequence, query head). Merge the summaries of the
-    # ceil(seq_len / partition_size) splits that exist; seq_len 0 gives zeros.
+    """Program ``(b, h)`` of a ``(batch, num_heads)`` grid: merge the summaries
+    ``m[b, h, s]``, ``denom[b, h, s]``, ``acc[b, h, s, :]`` of the ``ceil(seq_lens[b] /
+    partition_size)`` splits that hold tokens (never more than ``max_splits``; the other
+    entries may hold anything) and write the attention output to ``out[b, h, :]`` in the
+    output's dtype; zeros when the sequence has no token. ``SPLIT_TILE`` (a power of two):
+    how many splits a step may load at once. ``PDL``: wait for the partition kernel before
+    reading (README, appendix). Step 3.
+    """
     pass
-
-
-def _choose_num_splits(batch: int, num_kv_heads: int, capacity: int, device) -> int:
-    """The split count when the caller gives none (README step 4)."""
-    raise NotImplementedError(
-        "_choose_num_splits: not implemented yet (README step 4: enough programs to fill the SMs a few times)"
-    )
 
 
 def paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=None):
@@ -70,11 +97,212 @@ def paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=None):
 
     q ``[batch, num_heads, head_dim]``; k_cache, v_cache ``[num_blocks, block_size,
     num_kv_heads, head_dim]``; block_tables ``[batch, max_blocks]`` int32; seq_lens
-    ``[batch]`` int32. Returns ``out`` like ``q``. ``num_splits``: ``None`` chooses;
-    an int ``n`` cuts the table's capacity into partitions of ``ceil(capacity / n)``
-    tokens rounded up to whole blocks (README, "What a forced split count means").
+    ``[batch]`` int32. Returns ``out`` shaped and typed like ``q``: for each sequence
+    ``b`` and head ``h``, softmax(q[b, h] . K^T / sqrt(head_dim)) V over the first
+    ``seq_lens[b]`` tokens, K/V from KV head ``h // (num_heads // num_kv_heads)``.
+    A sequence of length 0 gets zeros. The inputs are left unchanged. Bad input raises
+    ``_check_inputs("paged_decode", ...)``'s errors before any kernel runs.
+
+    ``num_splits``: ``1`` runs one program per (sequence, KV head) and no reduce (step 1);
+    an int ``n > 1`` splits as ``split_summaries`` does and merges with ``merge_splits``
+    (step 3); ``None`` takes ``choose_num_splits``'s count for this GPU (step 4).
     """
     raise NotImplementedError(
-        "paged_decode: not implemented yet (README step 3: check the inputs, choose the partition, "
-        "launch _partition_kernel then _reduce_kernel; steps 1-2 write the kernels)"
+        "paged_decode: not implemented yet (README step 1: check the inputs, then launch _partition_kernel "
+        "with one split, one program per (sequence, KV head))"
     )
+
+
+def split_summaries(q, k_cache, v_cache, block_tables, seq_lens, num_splits):
+    """Each split's unnormalized softmax summary, before any merge.
+
+    Inputs as for ``paged_decode``; ``num_splits`` an int >= 1. The table's capacity,
+    ``max_blocks * block_size`` tokens, is cut into partitions of ``partition_size =
+    ceil(capacity / num_splits)`` tokens rounded up to whole blocks (``_partition_size``);
+    split ``s`` of sequence ``b`` holds its tokens ``[s * partition_size, min((s + 1) *
+    partition_size, seq_lens[b]))``. Returns ``(m, denom, acc, partition_size)``:
+    float32 ``m``, ``denom`` ``[batch, num_heads, max_splits]`` and ``acc`` ``[batch,
+    num_heads, max_splits, head_dim]`` with ``max_splits = ceil(capacity / partition_size)``.
+    For each split that holds tokens, ``m`` is the largest scaled score of query head
+    ``h`` over the split's tokens, ``denom`` the sum of ``exp(score - m)`` and ``acc`` the
+    sum of ``exp(score - m) * v``. Entries of splits that hold no token are unspecified.
+    Bad input raises ``_check_inputs("split_summaries", ..., none_ok=False)``'s errors.
+    """
+    raise NotImplementedError(
+        "split_summaries: not implemented yet (README step 2: the partition, the float32 scratch tensors, "
+        "_partition_kernel over (batch, num_kv_heads, max_splits) programs)"
+    )
+
+
+def merge_splits(m, denom, acc, seq_lens, partition_size, out_dtype):
+    """Merge each (sequence, query head)'s split summaries into its attention output.
+
+    ``m``, ``denom`` float32 ``[batch, num_heads, max_splits]``, ``acc`` float32 ``[batch,
+    num_heads, max_splits, head_dim]`` as ``split_summaries`` returns them; sequence ``b``
+    has ``ceil(seq_lens[b] / partition_size)`` splits that hold tokens (the others may hold
+    anything and must not be read). Returns ``out`` ``[batch, num_heads, head_dim]`` of
+    ``out_dtype``: ``sum_s exp(m_s - M) acc_s / sum_s exp(m_s - M) denom_s`` with ``M`` the
+    largest ``m_s``; zeros for a sequence with no token. The inputs are left unchanged.
+    Bad input raises ``_check_summaries(...)``'s errors before any kernel runs.
+    """
+    raise NotImplementedError(
+        "merge_splits: not implemented yet (README step 3: _reduce_kernel, one program per (sequence, query head))"
+    )
+
+
+def choose_num_splits(batch: int, num_kv_heads: int, capacity: int, num_sms: int) -> int:
+    """The split count ``paged_decode`` uses when the caller gives none.
+
+    ``capacity`` is the block table's length in tokens, ``num_sms`` the GPU's streaming
+    multiprocessors. Returns an int >= 1:
+
+    1. enough (sequence, KV head, split) programs to give every SM about ``WAVES`` of them,
+       rounded down to a power of two;
+    2. no split shorter than ``MIN_SPLIT_TOKENS`` (two tiles): below that, a split's fixed
+       costs (loading q, writing a summary, merging it) outweigh the parallelism it adds;
+    3. a batch whose table holds ``RAGGED_CAPACITY`` tokens or more may be ragged (one long
+       sequence among short ones, which rule 1 cannot see): splits of at most
+       ``RAGGED_SPLIT_TOKENS``, so the long sequence alone still fills the GPU.
+    """
+    raise NotImplementedError(
+        "choose_num_splits: not implemented yet (README step 4: enough programs to fill the SMs a few times, "
+        "no tiny splits, ragged batches)"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Given ready-made: arithmetic, device queries and input checks (the solution's, unchanged).
+
+
+def _partition_size(capacity: int, num_splits: int, block_size: int) -> int:
+    """Tokens per split: ``ceil(capacity / num_splits)`` rounded up to whole blocks (and long
+    enough that the grid's third dimension stays within CUDA's limit)."""
+    tokens = max(1, math.ceil(capacity / num_splits))
+    tokens = max(tokens, math.ceil(capacity / MAX_GRID_SPLITS))
+    return math.ceil(tokens / block_size) * block_size
+
+
+@functools.cache
+def _num_sms(device: torch.device) -> int:
+    """The GPU's streaming multiprocessors; ``INTERPRETER_SMS`` without a GPU."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return INTERPRETER_SMS
+
+
+@functools.cache
+def _supports_pdl(device: torch.device) -> bool:
+    """Programmatic dependent launch (a kernel launched before the previous one ends) needs an
+    NVIDIA GPU of the Hopper generation (sm_90) or later; ROCm's torch also says "cuda"."""
+    if BACKEND != "cuda" or device.type != "cuda" or torch.version.hip is not None:
+        return False
+    return torch.cuda.get_device_capability(device)[0] >= 9
+
+
+FLOATS = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _check_inputs(fn, q, k_cache, v_cache, block_tables, seq_lens, num_splits, none_ok=True) -> None:
+    """Clear errors, naming ``fn``, for what the kernels cannot handle, before anything runs."""
+    tensors = {"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_tables": block_tables, "seq_lens": seq_lens}
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    devices = {t.device for t in tensors.values()}
+    if len(devices) > 1:
+        raise ValueError(f"{fn}: all tensors must be on one device, got {sorted(map(str, devices))}")
+    if q.dim() != 3:
+        raise ValueError(f"{fn}: q must be [batch, num_heads, head_dim], got shape {tuple(q.shape)}")
+    if k_cache.dim() != 4 or k_cache.shape != v_cache.shape:
+        raise ValueError(
+            f"{fn}: k_cache and v_cache must both be [num_blocks, block_size, num_kv_heads, head_dim], "
+            f"got {tuple(k_cache.shape)} and {tuple(v_cache.shape)}"
+        )
+    batch, num_heads, head_dim = q.shape
+    num_blocks, block_size, num_kv_heads, cache_dim = k_cache.shape
+    if q.dtype not in FLOATS or k_cache.dtype != q.dtype or v_cache.dtype != q.dtype:
+        raise TypeError(
+            f"{fn}: q, k_cache and v_cache must share one dtype among float16, bfloat16, float32; "
+            f"got {q.dtype}, {k_cache.dtype}, {v_cache.dtype}"
+        )
+    if cache_dim != head_dim:
+        raise ValueError(f"{fn}: q has head_dim {head_dim}, k_cache and v_cache {cache_dim}")
+    if head_dim not in (16, 32, 64, 128, 256):
+        raise ValueError(f"{fn}: head_dim must be a power of two from 16 to 256, got {head_dim}")
+    if block_size < 16 or block_size & (block_size - 1):
+        raise ValueError(f"{fn}: block_size must be a power of two >= 16, got {block_size}")
+    if num_kv_heads == 0 or num_heads % num_kv_heads:
+        raise ValueError(f"{fn}: num_heads={num_heads} must be a multiple of num_kv_heads={num_kv_heads}")
+    if block_tables.dtype != torch.int32 or block_tables.dim() != 2 or block_tables.shape[0] != batch:
+        raise ValueError(
+            f"{fn}: block_tables must be int32 [batch={batch}, max_blocks], "
+            f"got {block_tables.dtype} {tuple(block_tables.shape)}"
+        )
+    if seq_lens.dtype != torch.int32 or tuple(seq_lens.shape) != (batch,):
+        raise ValueError(f"{fn}: seq_lens must be int32 [batch={batch}], got {seq_lens.dtype} {tuple(seq_lens.shape)}")
+    if not (num_splits is None and none_ok) and not _is_count(num_splits):
+        wanted = "None or an int >= 1" if none_ok else "an int >= 1"
+        raise ValueError(f"{fn}: num_splits must be {wanted}, got {num_splits!r}")
+    if k_cache.stride(-1) != 1 or k_cache.stride() != v_cache.stride():
+        raise ValueError(
+            f"{fn}: k_cache and v_cache must have the same strides, with the last dimension contiguous; "
+            f"got {k_cache.stride()} and {v_cache.stride()}"
+        )
+    # Checking values needs them on the host; on a GPU that is a synchronization per call, so
+    # (like vLLM) only CPU tensors are checked. The kernels never read past the block table's
+    # length whatever seq_lens says.
+    if seq_lens.device.type == "cpu" and batch:
+        capacity = block_tables.shape[1] * block_size
+        _check_lengths(fn, seq_lens, capacity, "max_blocks * block_size")
+        lens = seq_lens.to(torch.int64)
+        used = torch.arange(block_tables.shape[1]) < ((lens + block_size - 1) // block_size)[:, None]
+        ids = block_tables[used]
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_blocks):
+            raise ValueError(
+                f"{fn}: block_tables holds block ids outside [0, {num_blocks}) among a sequence's blocks "
+                f"(from {int(ids.min())} to {int(ids.max())})"
+            )
+
+
+def _check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype) -> None:
+    """Clear errors, naming merge_splits, for summaries the reduce kernel cannot handle."""
+    fn = "merge_splits"
+    tensors = {"m": m, "denom": denom, "acc": acc, "seq_lens": seq_lens}
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    devices = {t.device for t in tensors.values()}
+    if len(devices) > 1:
+        raise ValueError(f"{fn}: all tensors must be on one device, got {sorted(map(str, devices))}")
+    for name, t in tensors.items():
+        wanted = torch.int32 if name == "seq_lens" else torch.float32
+        if t.dtype != wanted:
+            raise TypeError(f"{fn}: {name} must be {wanted}, got {t.dtype}")
+    if acc.dim() != 4 or acc.shape[-1] not in (16, 32, 64, 128, 256):
+        raise ValueError(
+            f"{fn}: acc must be [batch, num_heads, max_splits, head_dim] with head_dim a power of two "
+            f"from 16 to 256, got shape {tuple(acc.shape)}"
+        )
+    if m.shape != acc.shape[:3] or denom.shape != acc.shape[:3]:
+        raise ValueError(
+            f"{fn}: m and denom must be [batch, num_heads, max_splits] = {tuple(acc.shape[:3])}, "
+            f"got {tuple(m.shape)} and {tuple(denom.shape)}"
+        )
+    if tuple(seq_lens.shape) != (acc.shape[0],):
+        raise ValueError(f"{fn}: seq_lens must be [batch={acc.shape[0]}], got {tuple(seq_lens.shape)}")
+    if not _is_count(partition_size):
+        raise ValueError(f"{fn}: partition_size must be an int >= 1, got {partition_size!r}")
+    if out_dtype not in FLOATS:
+        raise TypeError(f"{fn}: out_dtype must be one of float16, bfloat16, float32, got {out_dtype!r}")
+    if seq_lens.device.type == "cpu" and acc.shape[0]:
+        _check_lengths(fn, seq_lens, acc.shape[2] * partition_size, "max_splits * partition_size")
+
+
+def _check_lengths(fn, seq_lens, capacity: int, what: str) -> None:
+    low, high = int(seq_lens.min()), int(seq_lens.max())
+    if low < 0 or high > capacity:
+        raise ValueError(f"{fn}: seq_lens must lie in [0, {what} = {capacity}], got values from {low} to {high}")
+
+
+def _is_count(n) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool) and n >= 1

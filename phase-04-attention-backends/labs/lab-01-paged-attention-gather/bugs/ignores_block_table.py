@@ -1,31 +1,12 @@
 """Logical block i is read from physical block i: the block table is never consulted.
 
-Symptom: right only for the identity table [0, 1, 2, ...]; any scattered placement
-reads other blocks (in the tests: poisoned ones).
+Symptom: right only for the identity table [0, 1, 2, ...]; any scattered placement reads other
+blocks (in the tests: poisoned ones).
 """
-
-import numpy as np
-
-from labkit.bugs import solution_with
 
 CAUGHT_BY = ["test_matches_dense_block_aligned", "test_paging_invariance", "test_many_block_sizes"]
 
-
-def paged_online_attention(q, k_cache, v_cache, block_table, seq_len, block_size):
-    q = np.asarray(q, dtype=np.float64)
-    scale = 1.0 / np.sqrt(q.shape[0])
-    m, denom, acc = -np.inf, 0.0, np.zeros(v_cache.shape[2])
-    for start in range(0, seq_len, block_size):
-        physical = start // block_size  # BUG: should be block_table[start // block_size]
-        valid = min(block_size, seq_len - start)
-        s = k_cache[physical, :valid] @ q * scale
-        m_new = max(m, s.max())
-        corr = np.exp(m - m_new) if m != -np.inf else 0.0
-        p = np.exp(s - m_new)
-        acc = acc * corr + p @ v_cache[physical, :valid]
-        denom = denom * corr + p.sum()
-        m = m_new
-    return acc / denom if seq_len else acc
-
-
-globals().update(solution_with(__file__, paged_online_attention=paged_online_attention))
+EDIT = (
+    "        physical = block_table[start // block_size]\n",
+    "        physical = start // block_size  # should be block_table[start // block_size]\n",
+)

@@ -1,30 +1,12 @@
 """Scores are q . k without the 1/sqrt(d) factor (in the streaming pass).
 
-Symptom: a softmax sqrt(d) times sharper than dense attention's: no error, no NaN,
-a different answer that leans towards the best-matching token.
+Symptom: a softmax sqrt(d) times sharper than dense attention's: no error, no NaN, a different
+answer that leans towards the best-matching token.
 """
-
-import numpy as np
-
-from labkit.bugs import solution_with
 
 CAUGHT_BY = ["test_matches_dense_block_aligned", "test_many_block_sizes", "test_paging_invariance"]
 
-
-def paged_online_attention(q, k_cache, v_cache, block_table, seq_len, block_size):
-    q = np.asarray(q, dtype=np.float64)
-    m, denom, acc = -np.inf, 0.0, np.zeros(v_cache.shape[2])
-    for start in range(0, seq_len, block_size):
-        physical = block_table[start // block_size]
-        valid = min(block_size, seq_len - start)
-        s = k_cache[physical, :valid] @ q  # BUG: no / sqrt(d)
-        m_new = max(m, s.max())
-        corr = np.exp(m - m_new) if m != -np.inf else 0.0
-        p = np.exp(s - m_new)
-        acc = acc * corr + p @ v_cache[physical, :valid]
-        denom = denom * corr + p.sum()
-        m = m_new
-    return acc / denom if seq_len else acc
-
-
-globals().update(solution_with(__file__, paged_online_attention=paged_online_attention))
+EDIT = (
+    "    scale = 1.0 / np.sqrt(q.shape[0])\n",
+    "    scale = 1.0  # no 1/sqrt(d)\n",
+)

@@ -11,6 +11,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    '    "FLASH_ATTN": Limits(mla=False, dtypes=_HALF, head_sizes=_FA_HEAD_SIZES, block_multiple=16),\n',
-    '    "FLASH_ATTN": Limits(mla=False, dtypes=_HALF, head_sizes=_FA_HEAD_SIZES),  # BUG: no block rule\n',
+    '    "FLASH_ATTN": _Limits(mla=False, dtypes=_HALF, head_sizes=_FA_HEAD_SIZES, block_multiple=16),\n',
+    '    "FLASH_ATTN": _Limits(mla=False, dtypes=_HALF, head_sizes=_FA_HEAD_SIZES),  # BUG: no block rule\n',
 )

@@ -13,6 +13,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    '    "FLASHINFER": Limits(mla=False, dtypes=_HALF, head_sizes=(64, 128, 256)),\n',
-    '    "FLASHINFER": Limits(mla=False, dtypes=_HALF, head_sizes=None),  # BUG: head sizes not checked\n',
+    '    "FLASHINFER": _Limits(mla=False, dtypes=_HALF, head_sizes=(64, 128, 256)),\n',
+    '    "FLASHINFER": _Limits(mla=False, dtypes=_HALF, head_sizes=None),  # BUG: head sizes not checked\n',
 )

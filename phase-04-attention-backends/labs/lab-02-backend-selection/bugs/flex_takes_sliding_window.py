@@ -12,6 +12,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    '    "FLEX_ATTENTION": Limits(mla=False, dtypes=DTYPES, head_sizes=None, sliding_window=False),\n',
-    '    "FLEX_ATTENTION": Limits(mla=False, dtypes=DTYPES, head_sizes=None),  # BUG: no window in v0.10.1\n',
+    '    "FLEX_ATTENTION": _Limits(mla=False, dtypes=DTYPES, head_sizes=None, sliding_window=False),\n',
+    '    "FLEX_ATTENTION": _Limits(mla=False, dtypes=DTYPES, head_sizes=None),  # BUG: no window in v0.10.1\n',
 )

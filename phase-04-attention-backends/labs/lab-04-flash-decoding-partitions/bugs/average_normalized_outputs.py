@@ -1,5 +1,4 @@
-"""Averaging normalized partial outputs: each partition's output acc/denom is computed, then
-the outputs are averaged with equal weights.
+"""Averages the partitions' normalized outputs with equal weights.
 
 A partition's output says where its attention mass points, not how much mass it holds: a
 partition whose keys score low deserves almost no weight, and one with twice the keys (or

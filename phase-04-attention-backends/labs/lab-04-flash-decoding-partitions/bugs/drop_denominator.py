@@ -1,16 +1,11 @@
-"""Normalizing the partial and dropping its denominator: attend_partial returns
-(m, 1.0, acc / denom), a normalized output with a denominator of 1.
+"""attend_partial returns (m, 1.0, acc / denom): normalized, its denominator dropped.
 
-The merge then weights partition i by exp(m_i - m) alone, as if every partition held one
-key at its max score; the real weight is denom_i * exp(m_i - m). (Keeping acc / denom is fine
-as long as denom is kept and multiplied back in the merge, which is what vLLM's
-paged_attention_v2 does with its exp_sums.) Symptom: one partition is right; the triple
-test fails on denom and acc; every split into 2 or more partitions is wrong.
+The merge then weights partition i by exp(m_i - m) alone, as if every partition held one key at
+its max score; the real weight is denom_i * exp(m_i - m). (Keeping acc / denom is fine as long as
+denom is kept and multiplied back in the merge, which is what vLLM's paged_attention_v2 does with
+its exp_sums.) Symptom: one partition is right; the triple test fails on denom and acc; every
+split into 2 or more partitions is wrong.
 """
-
-import numpy as np
-
-from labkit.bugs import solution_with
 
 CAUGHT_BY = [
     "test_attend_partial_returns_the_unnormalized_triple",
@@ -18,16 +13,7 @@ CAUGHT_BY = [
     "test_extreme_scores_do_not_overflow",
 ]
 
-
-def attend_partial(q, k, v):
-    q, k, v = _as_query_keys_values(q, k, v)  # noqa: F821 (from the solution, below)
-    if k.shape[0] == 0:
-        return -np.inf, 0.0, np.zeros(v.shape[1])
-    scores = k @ q / np.sqrt(q.shape[0])
-    m = float(scores.max())
-    weights = np.exp(scores - m)
-    denom = float(weights.sum())
-    return m, 1.0, (weights @ v) / denom  # BUG: the partition's mass, denom, is thrown away
-
-
-globals().update(solution_with(__file__, attend_partial=attend_partial))
+EDIT = (
+    "    return m, float(weights.sum()), weights @ v\n",
+    "    return m, 1.0, (weights @ v) / weights.sum()  # the partition's mass, denom, is thrown away\n",
+)

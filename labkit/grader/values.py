@@ -1,0 +1,325 @@
+"""What a call's arguments and results become on the pipe: plain values, tagged by kind.
+
+:func:`encode` turns numbers, strings, containers, numpy arrays and scalars, torch tensors,
+dtypes, dataclass instances and named tuples into tagged tuples of plain values (arrays as
+dtype, shape and raw bytes), which :mod:`labkit.grader.wire` writes as bytes; :func:`decode`
+builds them back. Anything else (an object array, an arbitrary class, a function) is refused
+with a TypeError. Decoding trusts nothing: names must be identifiers, shapes must match the
+bytes that came with them, and a tensor without its data is never allocated.
+
+Standard library at import time (numpy and torch are imported when an array arrives): this file
+is staged into the sandbox, where the worker uses it too.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+from labkit.grader.wire import ProtocolError
+
+MAX_NESTING = 32
+MAX_RECORD_TYPES = 64  # distinct named-tuple types the trusted side builds for one worker's results
+_NUMPY_KINDS = set("biufc")  # bool, signed, unsigned, float, complex
+_TORCH_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
+
+
+def encode(value, on_callable=None, arguments: dict | None = None, _depth: int = 0):
+    """``value`` as nested tuples of plain values, tagged by kind.
+
+    ``on_callable(fn)`` may turn a function into a tag (the trusted side's callbacks);
+    ``arguments`` maps ``id()`` of the call's array arguments to their index: a result that
+    *is* one of them crosses as ``("arg", index)`` and comes back as the caller's own array."""
+    if _depth > MAX_NESTING:
+        raise TypeError("nested too deeply")
+    if arguments and id(value) in arguments:
+        return ("arg", arguments[id(value)])
+
+    def inner(v):
+        return encode(v, on_callable, arguments, _depth + 1)
+
+    kind = type(value)
+    if value is None or kind in (bool, int, float, str, bytes):
+        return ("v", value)
+    if kind is complex:
+        return ("c", value.real, value.imag)
+    if kind in (tuple, list):
+        return ("t" if kind is tuple else "l", [inner(v) for v in value])
+    if kind is dict:
+        return ("d", [(inner(k), inner(v)) for k, v in value.items()])
+    if isinstance(value, Record):
+        return ("dc", value._name, [(k, inner(v)) for k, v in value._fields.items()])
+    if isinstance(value, tuple) and isinstance(getattr(kind, "_fields", None), tuple):  # a named tuple
+        return ("nt", kind.__name__, [str(f) for f in kind._fields], [inner(v) for v in value])
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return ("dc", kind.__name__, [(f.name, inner(getattr(value, f.name))) for f in dataclasses.fields(value)])
+    module = kind.__module__ or ""
+    if module.startswith("numpy") or isinstance(value, type) and (value.__module__ or "").startswith("numpy"):
+        return _encode_numpy(value)  # arrays, scalars, dtypes (np.float32 is a class)
+    if module.startswith("torch"):
+        return _encode_torch(value)
+    if on_callable is not None and callable(value):
+        return on_callable(value)
+    for base in (bool, int, float, str):  # a subclass of a plain type: keep only the plain value
+        if isinstance(value, base):
+            return ("v", base(value))
+    raise TypeError(f"a {kind.__qualname__} cannot be passed between the grader and a submission")
+
+
+def _encode_numpy(value):
+    import numpy as np
+
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        return ("npdt", _checked_numpy_dtype(np.dtype(value)).str)
+    if isinstance(value, np.generic):
+        return ("nps", _checked_numpy_dtype(value.dtype).str, value.tobytes())
+    if isinstance(value, np.ndarray):
+        _checked_numpy_dtype(value.dtype)
+        return ("nd", value.dtype.str, tuple(int(n) for n in value.shape), np.ascontiguousarray(value).tobytes(),
+                bool(value.flags.writeable))
+    raise TypeError(f"a {type(value).__qualname__} cannot be passed between the grader and a submission")
+
+
+def _checked_numpy_dtype(dtype):
+    if dtype.kind not in _NUMPY_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise TypeError(f"numpy dtype {dtype} cannot be passed between the grader and a submission")
+    return dtype
+
+
+def _encode_torch(value):
+    import torch
+
+    if isinstance(value, torch.dtype):
+        return ("ptdt", _torch_dtype_name(value))
+    if isinstance(value, torch.device):
+        return ("ptdev", value.type)
+    if isinstance(value, torch.Tensor):
+        name = _torch_dtype_name(value.dtype)
+        if value.device.type == "meta":  # shape and dtype only, no data
+            return ("pt", name, tuple(int(n) for n in value.shape), "meta", b"")
+        t = value.detach().to("cpu").contiguous()
+        raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        return ("pt", name, tuple(int(n) for n in t.shape), value.device.type, raw)
+    raise TypeError(f"a {type(value).__qualname__} cannot be passed between the grader and a submission")
+
+
+def _torch_dtype_name(dtype) -> str:
+    name = str(dtype).removeprefix("torch.")
+    if name not in _TORCH_DTYPES:
+        raise TypeError(f"torch dtype {name} cannot be passed between the grader and a submission")
+    return name
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def decode(data, hooks: dict | None = None):
+    """The inverse of :func:`encode`; ProtocolError on anything malformed.
+
+    ``hooks`` maps the tags only one side accepts ("cb", "fn", "arg", and "dc" in the worker) to
+    functions of the payload; without a hook "dc" gives a :class:`Record` and the others are refused."""
+    try:
+        return _Decoder(hooks or {}).value(data, 0)
+    except ProtocolError:
+        raise
+    except Exception as err:  # malformed shapes, bad dtype strings, wrong arity...
+        raise ProtocolError(f"malformed value: {type(err).__name__}: {err}") from None
+
+
+class _Decoder:
+    def __init__(self, hooks: dict):
+        self.hooks = hooks
+
+    def value(self, data, depth: int):
+        if depth > MAX_NESTING or type(data) is not tuple or not data or type(data[0]) is not str:
+            raise ProtocolError("malformed value")
+        tag, *rest = data
+        if tag in self.hooks:
+            return self.hooks[tag](*rest)
+        method = getattr(self, "tag_" + tag, None) if tag.isidentifier() else None
+        if method is None:
+            raise ProtocolError(f"unknown tag {tag!r}")
+        return method(depth + 1, *rest)
+
+    def tag_v(self, depth, value):
+        if value is not None and type(value) not in (bool, int, float, str, bytes):
+            raise ProtocolError("malformed plain value")
+        return value
+
+    def tag_c(self, depth, real, imag):
+        return complex(_plain_float(real), _plain_float(imag))
+
+    def tag_t(self, depth, items):
+        return tuple(self.value(v, depth) for v in _as_list(items))
+
+    def tag_l(self, depth, items):
+        return [self.value(v, depth) for v in _as_list(items)]
+
+    def tag_d(self, depth, items):
+        return {self.value(k, depth): self.value(v, depth) for k, v in _as_list(items)}
+
+    def tag_dc(self, depth, name, fields):
+        return Record(_identifier(name), {_identifier(k): self.value(v, depth) for k, v in _as_list(fields)})
+
+    def tag_nt(self, depth, name, fields, values):
+        cls = _named_tuple(_identifier(name), tuple(_identifier(f) for f in _as_list(fields)))
+        return cls(*[self.value(v, depth) for v in _as_list(values)])
+
+    def tag_npdt(self, depth, dtype_str):
+        return _numpy_dtype(dtype_str)
+
+    def tag_nps(self, depth, dtype_str, raw):
+        import numpy as np
+
+        return np.frombuffer(_as_bytes(raw), dtype=_numpy_dtype(dtype_str))[0]
+
+    def tag_nd(self, depth, dtype_str, shape, raw, writeable):
+        import numpy as np
+
+        array = np.frombuffer(_as_bytes(raw), dtype=_numpy_dtype(dtype_str)).reshape(_shape(shape)).copy()
+        array.flags.writeable = bool(writeable)
+        return array
+
+    def tag_ptdt(self, depth, name):
+        return _torch_dtype(name)
+
+    def tag_ptdev(self, depth, kind):
+        import torch
+
+        return torch.device(_device(kind))
+
+    def tag_pt(self, depth, name, shape, device, raw):
+        import torch
+
+        dtype, shape, raw = _torch_dtype(name), _shape(shape), _as_bytes(raw)
+        if device == "meta":
+            return torch.empty(shape, dtype=dtype, device="meta")
+        if not raw:
+            if 0 in shape:  # an empty tensor has no data to send
+                return torch.empty(shape, dtype=dtype).to(_device(device))
+            raise ProtocolError("a tensor without its data")  # never allocate on the sender's word
+        t = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
+        return t.to(_device(device))
+
+
+class Record:
+    """A dataclass instance of the submission, as its fields: ``budget.total_bytes`` reads like
+    the original; passed back to the submission it becomes one again. Read-only."""
+
+    def __init__(self, name: str, fields: dict):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_fields", dict(fields))
+
+    def __getattr__(self, name):
+        try:
+            return self._fields[name]
+        except KeyError:
+            raise AttributeError(f"{self._name} has no field {name!r}") from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{self._name} (a submission's record) is read-only")
+
+    def __eq__(self, other):
+        return isinstance(other, Record) and (self._name, self._fields) == (other._name, other._fields)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"{self._name}({', '.join(f'{k}={v!r}' for k, v in self._fields.items())})"
+
+
+_NAMED_TUPLES: dict = {}
+
+
+def _named_tuple(name: str, fields: tuple):
+    if (name, fields) not in _NAMED_TUPLES:
+        if len(_NAMED_TUPLES) >= MAX_RECORD_TYPES:
+            raise ProtocolError("too many named-tuple types")
+        _NAMED_TUPLES[name, fields] = collections.namedtuple(name, fields)
+    return _NAMED_TUPLES[name, fields]
+
+
+def _identifier(name):
+    if type(name) is not str or not name.isidentifier() or name.startswith("__"):
+        raise ProtocolError("malformed name")
+    return name
+
+
+def _plain_float(x):
+    if type(x) not in (int, float):
+        raise ProtocolError("malformed number")
+    return float(x)
+
+
+def _as_list(items):
+    if type(items) is not list:
+        raise ProtocolError("malformed container")
+    return items
+
+
+def _as_bytes(raw):
+    if type(raw) is not bytes:
+        raise ProtocolError("malformed array data")
+    return raw
+
+
+def _shape(shape):
+    if type(shape) is not tuple or len(shape) > 64 or not all(type(n) is int and n >= 0 for n in shape):
+        raise ProtocolError("malformed shape")
+    return shape
+
+
+def _numpy_dtype(dtype_str):
+    import numpy as np
+
+    if type(dtype_str) is not str or len(dtype_str) > 8:
+        raise ProtocolError("malformed dtype")
+    try:
+        return _checked_numpy_dtype(np.dtype(dtype_str))
+    except TypeError as err:
+        raise ProtocolError(str(err)) from None
+
+
+def _torch_dtype(name):
+    import torch
+
+    if name not in _TORCH_DTYPES:
+        raise ProtocolError(f"torch dtype {name!r} refused")
+    return getattr(torch, name)
+
+
+def _device(kind):
+    if kind == "cuda":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cpu"
+
+
+# --------------------------------------------------------------------------- in-place changes
+
+
+def array_leaves(value, out: list | None = None) -> list:
+    """The numpy arrays and torch tensors inside ``value`` (args, kwargs), in a fixed order."""
+    out = [] if out is None else out
+    if type(value) in (tuple, list):
+        for v in value:
+            array_leaves(v, out)
+    elif type(value) is dict:
+        for v in value.values():
+            array_leaves(v, out)
+    elif type(value).__name__ in ("ndarray", "Tensor") or hasattr(value, "__array_interface__"):
+        if type(value).__module__.startswith(("numpy", "torch")):
+            out.append(value)
+    return out
+
+
+def copy_into(target, source) -> None:
+    """Write ``source`` (decoded from the worker) into the caller's ``target``, if it may be written."""
+    if type(target).__module__.startswith("torch"):
+        import torch
+
+        with torch.no_grad():
+            target.copy_(source.to(target.device))
+    elif target.flags.writeable:
+        target[...] = source

@@ -1,0 +1,184 @@
+"""The bytes on the pipe between the grader and a worker: plain values, framed, bounded.
+
+A message is an 8-byte little-endian length, then one value in a small tagged format:
+
+    N None   T True   F False   i int (8 bytes)   I int (decimal text)   f float (8 bytes)
+    s str (length, UTF-8)   b bytes (length, raw)   t tuple / l list (count, items)   d dict (count, pairs)
+
+Lengths and counts are 8-byte little-endian. There are no back-references (pickle's memo, YAML's
+anchors): every item costs at least one byte of the message, so a message decodes to at most a
+constant times its size (a few dozen bytes of Python objects per byte). The receiver refuses a
+length over its limit before reading the payload, refuses a count larger than the bytes left,
+nests at most ``MAX_DEPTH`` deep, and stops decoding at its deadline.
+
+Nothing here imports anything but the standard library: this file is staged into the sandbox
+(:mod:`labkit.grader.sandbox`), where the worker uses it too.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import struct
+import time
+
+MAX_DEPTH = 64
+MAX_INT_DIGITS = 4300  # Python's own default limit for int <-> str conversions
+_LEN = struct.Struct("<Q")
+_INT = struct.Struct("<q")
+_FLOAT = struct.Struct("<d")
+
+
+class ProtocolError(Exception):
+    """Malformed, oversized or late data on the pipe."""
+
+
+# --------------------------------------------------------------------------- values <-> bytes
+
+
+def pack(value) -> bytes:
+    """``value`` (None, bool, int, float, str, bytes, and tuples, lists, dicts of them) as bytes."""
+    out: list[bytes] = []
+    _pack(value, out, 0)
+    return b"".join(out)
+
+
+def _pack(value, out: list, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise TypeError("nested too deeply")
+    kind = type(value)
+    if value is None:
+        out.append(b"N")
+    elif kind is bool:
+        out.append(b"T" if value else b"F")
+    elif kind is int:
+        if -(2**63) <= value < 2**63:
+            out += [b"i", _INT.pack(value)]
+        else:
+            text = str(value).encode()
+            out += [b"I", _LEN.pack(len(text)), text]
+    elif kind is float:
+        out += [b"f", _FLOAT.pack(value)]
+    elif kind is str:
+        data = value.encode("utf-8", "surrogatepass")
+        out += [b"s", _LEN.pack(len(data)), data]
+    elif kind is bytes:
+        out += [b"b", _LEN.pack(len(value)), value]
+    elif kind in (tuple, list):
+        out += [b"t" if kind is tuple else b"l", _LEN.pack(len(value))]
+        for item in value:
+            _pack(item, out, depth + 1)
+    elif kind is dict:
+        out += [b"d", _LEN.pack(len(value))]
+        for key, item in value.items():
+            _pack(key, out, depth + 1)
+            _pack(item, out, depth + 1)
+    else:
+        raise TypeError(f"a {kind.__qualname__} is not a plain value")
+
+
+def unpack(data: bytes, deadline: float | None = None):
+    """The value in ``data``; ProtocolError if it is malformed, has bytes left over, or is still
+    being decoded at ``deadline`` (a ``time.monotonic()`` value)."""
+    reader = _Reader(memoryview(data), deadline)
+    value = reader.value(0)
+    if reader.pos != len(data):
+        raise ProtocolError(f"{len(data) - reader.pos} bytes after the value")
+    return value
+
+
+class _Reader:
+    def __init__(self, data: memoryview, deadline: float | None):
+        self.data, self.pos, self.deadline = data, 0, deadline
+
+    def take(self, n: int) -> memoryview:
+        if n > len(self.data) - self.pos:
+            raise ProtocolError("truncated message")
+        chunk = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return chunk
+
+    def length(self) -> int:
+        """A length or count; never more than the bytes left (each item takes at least one)."""
+        (n,) = _LEN.unpack(self.take(8))
+        if n > len(self.data) - self.pos:
+            raise ProtocolError(f"a length of {n} with {len(self.data) - self.pos} bytes left")
+        return n
+
+    def value(self, depth: int):
+        if depth > MAX_DEPTH:
+            raise ProtocolError("nested too deeply")
+        tag = bytes(self.take(1))
+        if tag == b"N":
+            return None
+        if tag in (b"T", b"F"):
+            return tag == b"T"
+        if tag == b"i":
+            return _INT.unpack(self.take(8))[0]
+        if tag == b"f":
+            return _FLOAT.unpack(self.take(8))[0]
+        if tag == b"I":
+            text = bytes(self.take(self.length()))
+            try:
+                if len(text) > MAX_INT_DIGITS:
+                    raise ValueError
+                return int(text)
+            except ValueError:
+                raise ProtocolError("malformed integer") from None
+        if tag == b"s":
+            try:
+                return str(self.take(self.length()), "utf-8", "surrogatepass")
+            except UnicodeDecodeError:
+                raise ProtocolError("malformed text") from None
+        if tag == b"b":
+            return bytes(self.take(self.length()))
+        if tag in (b"t", b"l", b"d"):
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise ProtocolError("still decoding at the deadline")
+            n = self.length()
+            if tag == b"d":
+                items = {}
+                for _ in range(n):
+                    key = self.value(depth + 1)
+                    if type(key) not in (str, int, bool, type(None), float, bytes):
+                        raise ProtocolError("a dict key that is not a plain value")
+                    items[key] = self.value(depth + 1)
+                return items
+            items = [self.value(depth + 1) for _ in range(n)]
+            return tuple(items) if tag == b"t" else items
+        raise ProtocolError(f"unknown tag {tag!r}")
+
+
+# --------------------------------------------------------------------------- framing
+
+
+def send(fd: int, value) -> None:
+    """Write ``value`` as one message on ``fd``."""
+    data = pack(value)
+    view = memoryview(_LEN.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def recv(fd: int, deadline: float | None = None, limit: int | None = None):
+    """The next message on ``fd``, decoded. TimeoutError when the message has not fully arrived
+    by ``deadline`` (``time.monotonic()``); EOFError when the other end closed; ProtocolError for a
+    message announced larger than ``limit`` bytes (refused before reading it) or malformed."""
+    (size,) = _LEN.unpack(_read_exactly(fd, _LEN.size, deadline))
+    if limit is not None and size > limit:
+        raise ProtocolError(f"a message of {size} bytes (the limit is {limit})")
+    return unpack(_read_exactly(fd, size, deadline), deadline)
+
+
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
+    buf = bytearray()
+    while len(buf) < size:
+        if deadline is not None:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                raise TimeoutError
+        chunk = os.read(fd, min(size - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)

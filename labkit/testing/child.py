@@ -1,0 +1,139 @@
+"""A test's own child process that runs the implementation under test and sends back data only.
+
+Some checks need a process of their own (lab 04-06 reserves a 4 GiB cache that must not live
+in the test process). The child is a real file of the lab folder, with a private name so that
+``LAB_IMPL`` never lists it (``_big_cache_child.py``)::
+
+    from labkit.testing import child
+
+    lab = child.implementation()       # the implementation under test
+    out = lab.paged_decode(...)
+    child.send(out.numpy())            # one numpy array: data, never a verdict
+
+and the test runs it, then computes its own expectation and compares::
+
+    out = child.run(Path(__file__).with_name("_big_cache_child.py"))
+
+Normally the child is a plain subprocess and ``LAB_IMPL`` is passed on. Under ``labs grade`` the
+grader installs a runner (:func:`use_runner`): the same script runs inside the student's sandbox,
+with the student's file as the implementation. The array comes back through the child's stdout
+as ``.npy`` bytes, read with ``allow_pickle=False``; what the child prints goes to stderr.
+
+At import only the standard library is needed: this file is staged into the grading sandbox.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SKIP_STATUS = 77  # the child's exit status for "cannot run here" (honoured outside labs grade only)
+_runner = None  # set by the grader: runner(script, args, env, timeout) -> (returncode, stdout, stderr)
+_channel: int | None = None  # in the child: the original stdout, kept for send()
+
+
+class ChildFailed(AssertionError):
+    """The child crashed, timed out, or sent no array: the test fails with this message."""
+
+
+def use_runner(runner) -> None:
+    """Run every child through ``runner`` from now on (``labs grade``: in the student's sandbox)."""
+    global _runner
+    _runner = runner
+
+
+# --------------------------------------------------------------------------- the test's side
+
+
+def run(script: Path | str, *args, timeout: float = 300.0, env: dict | None = None):
+    """Run ``script`` (a file of the lab folder) with ``args``; the numpy array it sent.
+
+    NotImplementedError when the implementation raised it (a starter); pytest's skip when the
+    child exited with SKIP_STATUS outside ``labs grade`` (under it, student code ran in that
+    process, so a skip is not believed); ChildFailed for anything else that is not an array."""
+    import numpy as np
+
+    script = Path(script).resolve()
+    extra = {str(k): str(v) for k, v in (env or {}).items()}
+    graded = _runner is not None
+    if graded:
+        code, out, err = _runner(script, [str(a) for a in args], extra, timeout)
+    else:
+        code, out, err = _run_plain(script, [str(a) for a in args], extra, timeout)
+    text = err.decode("utf-8", "replace").strip()
+    last = text.splitlines()[-1] if text else ""
+    if code == SKIP_STATUS and not graded:
+        import pytest
+
+        pytest.skip(last)
+    if "NotImplementedError" in last:
+        raise NotImplementedError(last)
+    if code != 0:
+        what = "timed out" if code is None else f"exited with status {code}"
+        raise ChildFailed(f"the child process {script.name} {what}:\n{text[-2000:]}")
+    try:
+        return np.load(io.BytesIO(out), allow_pickle=False)
+    except Exception as err:  # not an .npy: whatever the child printed is no answer
+        raise ChildFailed(f"the child process {script.name} sent no array ({type(err).__name__}: {err})") from None
+
+
+def _run_plain(script: Path, args: list[str], env: dict, timeout: float):
+    from labkit.testing.loader import impl_name
+
+    root = str(Path(__file__).resolve().parents[2])
+    full_env = {**os.environ, "LAB_IMPL": impl_name(), **env}
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    full_env.pop("LABS_IMPL_FILE", None)
+    try:
+        done = subprocess.run([sys.executable, str(script), *args], capture_output=True, timeout=timeout,
+                              env=full_env, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as err:
+        return None, b"", err.stderr or b""
+    return done.returncode, done.stdout, done.stderr
+
+
+# --------------------------------------------------------------------------- the child's side
+
+
+def implementation():
+    """In the child: the implementation under test (``LAB_IMPL`` of the script's lab folder, or
+    under ``labs grade`` the student's file). From here on, prints go to stderr."""
+    _claim_stdout()
+    student_file = os.environ.get("LABS_IMPL_FILE")
+    if student_file:
+        from labkit.grader.worker import import_file
+
+        return import_file(Path(student_file))
+    from labkit.testing.loader import lab_dir_of, load_impl
+
+    return load_impl(lab_dir_of(sys.argv[0]))
+
+
+def send(array) -> None:
+    """In the child: send ``array`` (a numpy array) to the test, as ``.npy`` bytes."""
+    import numpy as np
+
+    _claim_stdout()
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array), allow_pickle=False)
+    view = memoryview(buf.getvalue())
+    while view:
+        view = view[os.write(_channel, view) :]
+
+
+def skip(reason: str) -> None:
+    """In the child: this check cannot run here (exit with SKIP_STATUS, the reason on stderr)."""
+    print(reason, file=sys.stderr)
+    sys.exit(SKIP_STATUS)
+
+
+def _claim_stdout() -> None:
+    """Keep the real stdout for send(); point file descriptor 1 (print) at stderr."""
+    global _channel
+    if _channel is None:
+        sys.stdout.flush()
+        _channel = os.dup(1)
+        os.dup2(2, 1)

@@ -1,0 +1,678 @@
+"""Tests of lab 02-01: block hashes, the free queue, the block pool.
+
+Nothing here is floating point: every expectation is an exact integer, order or identity, written
+out by hand in the test or computed by a brute-force model made of plain lists and dicts
+(``_Model``), never by another function of the implementation under test. Block hashes are the
+one exception: their values are the implementation's own choice, so the tests pin their
+properties (equal inputs give equal keys in every process, any change of a token or of the parent
+gives another key) and use them only as opaque keys.
+
+The queue's links are read directly (``fake_free_list_head``, ``next_free_block``...): a walk in
+this file, not ``get_all_free_blocks``, says what the queue holds.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import labkit
+
+LINKS = ("prev_free_block", "next_free_block")
+ROOT = Path(labkit.__file__).resolve().parents[1]
+
+
+# --- helpers: the test's own view of the queue -------------------------------------------------
+
+
+def _walk(queue) -> list[int]:
+    """Block ids in the queue, front to back, read from the links; checks that every link has its
+    mirror (b.next.prev is b) and that the walk ends at the tail sentinel."""
+    head, tail = queue.fake_free_list_head, queue.fake_free_list_tail
+    ids, block, steps = [], head, 0
+    while True:
+        nxt = block.next_free_block
+        assert nxt is not None, f"the link after block {block.block_id} is None: the list is broken"
+        assert nxt.prev_free_block is block, (
+            f"block {nxt.block_id}.prev_free_block is not block {block.block_id}: the links are not mirrored")
+        if nxt is tail:
+            return ids
+        ids.append(nxt.block_id)
+        block, steps = nxt, steps + 1
+        assert steps <= 100_000, "the free list loops"
+
+
+def _walk_back(queue) -> list[int]:
+    """The same ids read from the tail backwards, reversed (a list whose prev links disagree with its
+    next links gives another order)."""
+    ids, block = [], queue.fake_free_list_tail.prev_free_block
+    while block is not queue.fake_free_list_head:
+        assert block is not None, "a prev link is None: the list is broken"
+        ids.append(block.block_id)
+        block = block.prev_free_block
+        assert len(ids) <= 100_000, "the free list loops"
+    return ids[::-1]
+
+
+def _queue_ids(queue) -> list[int]:
+    forward = _walk(queue)
+    assert _walk_back(queue) == forward, "walking the prev links gives another order than the next links"
+    assert queue.num_free_blocks == len(forward), (
+        f"num_free_blocks is {queue.num_free_blocks} but the list holds {len(forward)} blocks")
+    return forward
+
+
+def _ids(blocks) -> list[int]:
+    return [b.block_id for b in blocks]
+
+
+def _full_pool_cycle(lab, num_blocks=8, block_size=4):
+    """A pool, one sequence of 3 full blocks + 2 tokens that was cached and freed tail first:
+    returns (pool, blocks, hashes, tokens)."""
+    pool = lab.BlockPool(num_blocks)
+    tokens = list(range(100, 100 + 3 * block_size + 2))
+    hashes = lab.hash_request_tokens(tokens, block_size)
+    blocks = pool.get_new_blocks(4)  # ids 1, 2, 3, 4
+    pool.cache_full_blocks(blocks, hashes, 0, 3)
+    pool.free_blocks(reversed(blocks))
+    return pool, blocks, hashes, tokens
+
+
+# --- step 1: block hashes ----------------------------------------------------------------------
+
+_HASH_CHILD = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import labkit
+lab = labkit.load_impl(Path(sys.argv[2]))
+print(lab.hash_block_tokens(None, [1, 2, 3, 4]).hex())
+print(" ".join(h.hex() for h in lab.hash_request_tokens(list(range(40, 52)), 4)))
+"""
+
+
+def test_hash_is_the_same_in_every_process(lab):
+    """The key of a block is the same in another process, whatever PYTHONHASHSEED is: two engines
+    (or one engine after a restart) must agree on which tokens a key stands for.
+
+    Catches: Python's ``hash()`` of a str or bytes (salted per process unless PYTHONHASHSEED is set),
+    ``hash(None)`` (its address on Python < 3.12), ``id()``."""
+    here = [lab.hash_block_tokens(None, [1, 2, 3, 4]).hex(),
+            " ".join(h.hex() for h in lab.hash_request_tokens(list(range(40, 52)), 4))]
+    for seed in ("0", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "LAB_IMPL": labkit.impl_name()}
+        run = subprocess.run([sys.executable, "-c", _HASH_CHILD, str(ROOT), str(Path(__file__).parent)],
+                             env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, f"the child process failed:\n{run.stderr[-2000:]}"
+        assert run.stdout.split("\n")[:2] == here, (
+            f"with PYTHONHASHSEED={seed} another process computes other keys for the same tokens: "
+            f"{run.stdout.split()[:1]} vs {here[:1]}")
+
+
+def test_hash_covers_the_tokens_and_the_parent(lab):
+    """A key is 32 bytes; equal (parent, tokens) give equal keys; changing one token, the order of
+    the tokens, or the parent changes the key. A numpy array of token ids gives the key of the list.
+
+    Catches: ignoring the parent (a block after another prefix would hit), a key of the token set
+    or sum (order lost), a str/hex digest instead of bytes."""
+    tokens = [5, 17, 9, 3]
+    key = lab.hash_block_tokens(None, tokens)
+    assert isinstance(key, bytes) and len(key) == 32, f"expected a 32-byte bytes key, got {key!r}"
+    assert lab.hash_block_tokens(None, list(tokens)) == key, "the same tokens gave another key"
+    assert lab.hash_block_tokens(None, np.array(tokens, dtype=np.int64)) == key, (
+        "a numpy array of the same token ids gave another key")
+    assert lab.hash_block_tokens(None, [5, 17, 9, 4]) != key, "changing the last token kept the key"
+    assert lab.hash_block_tokens(None, [17, 5, 9, 3]) != key, "swapping two tokens kept the key"
+    parent = lab.hash_block_tokens(None, [1, 2, 3, 4])
+    child = lab.hash_block_tokens(parent, tokens)
+    assert child != key, "the same tokens after a parent block got the key of a first block"
+    other_parent = lab.hash_block_tokens(None, [1, 2, 3, 5])
+    assert lab.hash_block_tokens(other_parent, tokens) != child, (
+        "the same tokens after two different parents got the same key: the parent is ignored")
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 4, 16])
+def test_only_full_blocks_are_hashed(lab, block_size):
+    """Invariant 3, the hashing side: a sequence of n tokens has n // block_size keys (the partial
+    last block has none), and key i is the key of block i with key i - 1 as its parent.
+
+    Catches: rounding up (hashing the partial tail, which its request will still write into),
+    restarting the chain at every block, hashing overlapping or shifted windows."""
+    rng = random.Random(block_size)
+    for n in [0, 1, block_size - 1, block_size, block_size + 1, 3 * block_size - 1, 3 * block_size,
+              3 * block_size + 1]:
+        tokens = [rng.randrange(50) for _ in range(n)]
+        keys = lab.hash_request_tokens(tokens, block_size)
+        assert len(keys) == n // block_size, (
+            f"{n} tokens in blocks of {block_size}: {len(keys)} keys, expected {n // block_size} (full blocks only)")
+        parent = None
+        for i, key in enumerate(keys):
+            expected = lab.hash_block_tokens(parent, tokens[i * block_size:(i + 1) * block_size])
+            assert key == expected, f"key {i} is not hash_block_tokens(key {i - 1}, tokens of block {i})"
+            parent = key
+
+
+def test_chained_keys_share_exactly_the_common_prefix(lab):
+    """Two prompts that agree on their first 2 blocks and differ in the third have the same first 2
+    keys and different keys from the third block on, even where later blocks hold the same tokens:
+    a key stands for a block *and everything before it*.
+
+    Catches: ignoring the parent (the fourth blocks, identical tokens after different thirds,
+    would share a key and one request would reuse the other's KV)."""
+    a = list(range(16))  # 4 blocks of 4
+    b = a[:8] + [99, 98, 97, 96] + a[12:]  # block 2 differs, block 3 is the same tokens
+    ka, kb = lab.hash_request_tokens(a, 4), lab.hash_request_tokens(b, 4)
+    assert ka[:2] == kb[:2], "the common prefix (blocks 0 and 1) got different keys"
+    assert ka[2] != kb[2], "different tokens in block 2 got the same key"
+    assert ka[3] != kb[3], "block 3 holds the same tokens after different block 2s: its keys must differ"
+    assert len(set(ka)) == 4, "the blocks of one prompt are not all different keys"
+
+
+def test_hash_rejects_bad_input(lab):
+    """Bad input is a ValueError that names the argument, not a traceback from hashlib."""
+    with pytest.raises(ValueError, match="parent_hash"):
+        lab.hash_block_tokens("not a hash", [1, 2])
+    with pytest.raises(ValueError, match="token_ids"):
+        lab.hash_block_tokens(None, [])
+    with pytest.raises(ValueError, match="token_ids"):
+        lab.hash_block_tokens(None, [1, -2])
+    with pytest.raises(ValueError, match="block_size"):
+        lab.hash_request_tokens([1, 2, 3], 0)
+
+
+# --- step 2: the free queue --------------------------------------------------------------------
+
+
+def test_queue_links_the_blocks_in_order(lab):
+    """A queue built from blocks [3, 1, 4, 5] holds them in that order between the two sentinels,
+    every link mirrored; an empty queue links the sentinels to each other.
+
+    Catches: forgetting the sentinels' links, one-way links, a wrong num_free_blocks."""
+    blocks = [lab.KVCacheBlock(i) for i in (3, 1, 4, 5)]
+    queue = lab.FreeKVCacheBlockQueue(blocks)
+    assert _queue_ids(queue) == [3, 1, 4, 5]
+    assert queue.fake_free_list_head.next_free_block is blocks[0]
+    assert queue.fake_free_list_tail.prev_free_block is blocks[-1]
+    assert _ids(queue.get_all_free_blocks()) == [3, 1, 4, 5]
+    empty = lab.FreeKVCacheBlockQueue([])
+    assert empty.num_free_blocks == 0 and _queue_ids(empty) == [] and empty.get_all_free_blocks() == []
+
+
+def test_popleft_and_append_keep_fifo_order(lab):
+    """popleft takes the front, append puts at the back, a block out of the queue has no links,
+    num_free_blocks follows; popleft on an empty queue is a ValueError.
+
+    Catches: popping from the back (the block freed last would be evicted first), an append that
+    leaves the tail sentinel pointing at the old last block, a counter that drifts."""
+    blocks = [lab.KVCacheBlock(i) for i in range(5)]
+    queue = lab.FreeKVCacheBlockQueue(blocks)
+    first = queue.popleft()
+    assert first is blocks[0] and first.prev_free_block is None and first.next_free_block is None
+    assert _queue_ids(queue) == [1, 2, 3, 4]
+    queue.append(first)
+    assert _queue_ids(queue) == [1, 2, 3, 4, 0]
+    queue.append(queue.popleft())
+    queue.append(queue.popleft())
+    assert _queue_ids(queue) == [3, 4, 0, 1, 2]
+    assert _ids(queue.popleft() for _ in range(5)) == [3, 4, 0, 1, 2]
+    assert _queue_ids(queue) == []
+    with pytest.raises(ValueError):
+        queue.popleft()
+    queue.append(blocks[2])
+    assert _queue_ids(queue) == [2]
+
+
+def _counting_blocks(lab, counts, n):
+    """n blocks that count every read and write of their links and every == comparison."""
+
+    class CountingBlock(lab.KVCacheBlock):
+        def __getattribute__(self, name):
+            if name in LINKS:
+                counts["link reads"] += 1
+            return object.__getattribute__(self, name)
+
+        def __setattr__(self, name, value):
+            if name in LINKS:
+                counts["link writes"] += 1
+            object.__setattr__(self, name, value)
+
+        def __eq__(self, other):  # a list or deque search compares every element it passes
+            counts["comparisons"] += 1
+            return self is other
+
+        __hash__ = object.__hash__
+
+    return [CountingBlock(i) for i in range(n)]
+
+
+def _cost(lab, n, operation):
+    """Link reads + writes + comparisons that ``operation(queue, blocks)`` makes on a queue of n blocks."""
+    counts = {"link reads": 0, "link writes": 0, "comparisons": 0}
+    blocks = _counting_blocks(lab, counts, n)
+    queue = lab.FreeKVCacheBlockQueue(blocks)
+    for key in counts:
+        counts[key] = 0
+    operation(queue, blocks)
+    return sum(counts.values()), counts
+
+
+def test_free_queue_o1_middle_removal(lab):
+    """Removing a block from the middle of the queue costs the same handful of link operations
+    whether the queue holds 11 blocks or 2001 (counted, not timed), and leaves the others in order.
+    popleft and append are O(1) as well. This is the reason the queue is a hand-made linked list.
+
+    Catches: a deque or list and ``.remove(block)`` (a search that compares every block before it),
+    a walk from the head to find the block, a membership check by walking the list."""
+    def remove_middle(queue, blocks):
+        queue.remove(blocks[len(blocks) // 2])
+
+    small, small_counts = _cost(lab, 11, remove_middle)
+    big, big_counts = _cost(lab, 2001, remove_middle)
+    assert small <= 40, f"removing one block took {small_counts}: more than a constant number of link operations"
+    assert big <= small, (
+        f"removing the middle block of 2001 blocks took {big_counts}, of 11 blocks {small_counts}: "
+        f"the cost grows with the queue (O(n), not O(1))")
+
+    for name, operation in [("popleft", lambda q, b: q.popleft()),
+                            ("append", lambda q, b: q.append(q.popleft()))]:
+        small, small_counts = _cost(lab, 11, operation)
+        big, big_counts = _cost(lab, 2001, operation)
+        assert big <= small <= 40, f"{name}: {big_counts} on 2001 blocks vs {small_counts} on 11: not O(1)"
+
+    blocks = [lab.KVCacheBlock(i) for i in range(7)]
+    queue = lab.FreeKVCacheBlockQueue(blocks)
+    queue.remove(blocks[3])
+    assert blocks[3].prev_free_block is None and blocks[3].next_free_block is None
+    assert _queue_ids(queue) == [0, 1, 2, 4, 5, 6]
+    queue.remove(blocks[0])  # the front
+    queue.remove(blocks[6])  # the back
+    assert _queue_ids(queue) == [1, 2, 4, 5]
+
+
+def test_queue_rejects_blocks_in_the_wrong_state(lab):
+    """Removing a block that is not in the queue, or appending one that already is, is a ValueError
+    and leaves the queue as it was (appending twice would tie the list into a loop).
+
+    Catches: a remove that trusts its argument (its None links crash, or it unlinks neighbours that
+    are not its own), an append that links a block twice."""
+    blocks = [lab.KVCacheBlock(i) for i in range(4)]
+    queue = lab.FreeKVCacheBlockQueue(blocks)
+    out = queue.popleft()
+    with pytest.raises(ValueError):
+        queue.remove(out)
+    with pytest.raises(ValueError):
+        queue.append(blocks[2])
+    assert _queue_ids(queue) == [1, 2, 3]
+
+
+# --- step 3: the pool: allocate and free -------------------------------------------------------
+
+
+def test_null_block_is_reserved(lab):
+    """Block 0 is the null block: marked ``is_null``, never in the free queue, never handed out,
+    even after every other block has been allocated and freed twice.
+
+    Catches: leaving block 0 in the free queue (some request gets it and its table entry means
+    "no block"), marking another block null."""
+    pool = lab.BlockPool(8)
+    assert pool.null_block is pool.blocks[0] and pool.null_block.is_null
+    assert [b.is_null for b in pool.blocks] == [True] + [False] * 7
+    assert pool.get_num_free_blocks() == 7 and _queue_ids(pool.free_block_queue) == [1, 2, 3, 4, 5, 6, 7]
+    for _ in range(2):
+        blocks = pool.get_new_blocks(7)
+        assert sorted(_ids(blocks)) == [1, 2, 3, 4, 5, 6, 7]
+        with pytest.raises(ValueError):
+            pool.get_new_blocks(1)
+        pool.free_blocks(blocks)
+
+
+def test_get_new_blocks_takes_the_front(lab):
+    """get_new_blocks(n) takes the n blocks at the front of the queue, in queue order, each with
+    ref_cnt 1; get_new_blocks(0) is an empty list; the free count and usage follow.
+
+    Catches: taking from the back, ref_cnt left at 0 (the block looks free while it is held),
+    ref_cnt incremented from a stale value."""
+    pool = lab.BlockPool(10)
+    assert pool.get_new_blocks(0) == []
+    a = pool.get_new_blocks(3)
+    assert _ids(a) == [1, 2, 3] and [b.ref_cnt for b in a] == [1, 1, 1]
+    assert all(b is pool.blocks[b.block_id] for b in a), "get_new_blocks returned copies, not the pool's blocks"
+    b = pool.get_new_blocks(2)
+    assert _ids(b) == [4, 5]
+    assert pool.get_num_free_blocks() == 4 and _queue_ids(pool.free_block_queue) == [6, 7, 8, 9]
+
+
+def test_usage_counts_the_null_block_as_used(lab):
+    """get_usage() is the fraction of blocks not free, the null block included (as in vLLM): 1/10
+    for a fresh pool of 10, 6/10 with 5 blocks held, back to 1/10 when they are freed.
+
+    Catches: returning the free fraction, a percentage, or a count."""
+    pool = lab.BlockPool(10)
+    assert pool.get_usage() == pytest.approx(0.1, abs=1e-12)
+    held = pool.get_new_blocks(5)
+    assert pool.get_usage() == pytest.approx(0.6, abs=1e-12)
+    pool.free_blocks(held)
+    assert pool.get_usage() == pytest.approx(0.1, abs=1e-12)
+
+
+def test_free_blocks_returns_in_the_order_given(lab):
+    """free_blocks appends the blocks that reach ref_cnt 0 to the back of the queue in the order
+    given (the caller lists them by eviction priority), behind the blocks already free, so the next
+    allocations take the older free blocks first, then the freed ones in that order.
+
+    Catches: appending in reverse, pushing freed blocks to the front (the most recently used blocks
+    would be evicted first)."""
+    pool = lab.BlockPool(8)
+    held = pool.get_new_blocks(5)  # 1..5; free queue: 6, 7
+    pool.free_blocks([held[2], held[0], held[4]])  # 3, 1, 5
+    assert [b.ref_cnt for b in held] == [0, 1, 0, 1, 0]
+    assert _queue_ids(pool.free_block_queue) == [6, 7, 3, 1, 5]
+    assert _ids(pool.get_new_blocks(4)) == [6, 7, 3, 1]
+
+
+def test_shared_block_stays_held_until_the_last_free(lab):
+    """Invariant 1: a block held by two requests (touched once more) has ref_cnt 2; one free leaves
+    it held (ref_cnt 1, not in the queue, never handed out); the second free puts it in the queue.
+
+    Catches: appending a block to the queue on every free (another request gets a block that is
+    still in use), a touch that takes a held block out of the queue it is not in."""
+    pool = lab.BlockPool(6)
+    a = pool.get_new_blocks(2)  # 1, 2
+    pool.touch([a[0]])  # a second request shares block 1
+    assert a[0].ref_cnt == 2 and _queue_ids(pool.free_block_queue) == [3, 4, 5]
+    pool.free_blocks(reversed(a))  # the first request finishes
+    assert a[0].ref_cnt == 1 and a[1].ref_cnt == 0
+    assert _queue_ids(pool.free_block_queue) == [3, 4, 5, 2]
+    assert 1 not in _ids(pool.get_new_blocks(4)), "block 1 is still held but was handed out again"
+    pool.free_blocks([a[0]])
+    assert a[0].ref_cnt == 0 and _queue_ids(pool.free_block_queue) == [1]
+
+
+def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
+    """Freeing a block more times than it is held (in two calls or twice in one), freeing or
+    touching the null block, asking for more blocks than are free or for a negative count, and a
+    pool without blocks are ValueErrors, and the pool is exactly as it was after each.
+
+    Catches: a double free accepted (ref_cnt goes negative, or the block enters the queue twice), a
+    partial decrement before the error, the null block freed into the queue."""
+    with pytest.raises(ValueError):
+        lab.BlockPool(0)
+    pool = lab.BlockPool(6)
+    held = pool.get_new_blocks(2)  # 1, 2
+    pool.free_blocks([held[1]])
+
+    def state():
+        return [b.ref_cnt for b in pool.blocks], [b.block_hash for b in pool.blocks], _queue_ids(pool.free_block_queue)
+
+    before = state()
+    bad_calls = {
+        "free a free block": lambda: pool.free_blocks([held[1]]),
+        "free a block held once, twice in one call": lambda: pool.free_blocks([held[0], held[0]]),
+        "free the null block": lambda: pool.free_blocks([pool.null_block]),
+        "touch the null block": lambda: pool.touch([pool.null_block]),
+        "ask for more blocks than are free": lambda: pool.get_new_blocks(5),
+        "ask for -1 blocks": lambda: pool.get_new_blocks(-1),
+    }
+    for what, call in bad_calls.items():
+        with pytest.raises(ValueError):
+            call()
+            pytest.fail(f"{what}: no ValueError")
+        assert state() == before, f"{what}: the ValueError came after the pool had changed"
+
+
+# --- step 4: the prefix cache: cache, look up, touch, evict lazily -----------------------------
+
+
+def test_cache_full_blocks_indexes_only_the_new_full_blocks(lab):
+    """Invariant 3, the pool side: a sequence of 10 tokens in blocks of 4 holds 3 blocks and 2
+    full-block keys; caching blocks [0, 2) hashes and indexes blocks 1 and 2, never the partial
+    third; after 2 more tokens the third is full and cache_full_blocks(…, 2, 3) adds it alone.
+
+    Asking to cache more blocks than there are keys (the partial one), a block already cached, or
+    the null block, is a ValueError that changes nothing.
+
+    Catches: caching the partial tail, re-caching blocks already cached, hashing the wrong block."""
+    pool = lab.BlockPool(8)
+    tokens = list(range(10))
+    blocks = pool.get_new_blocks(3)  # 1, 2, 3
+    keys = lab.hash_request_tokens(tokens, 4)
+    with pytest.raises(ValueError):
+        pool.cache_full_blocks(blocks, keys, 0, 3)  # 3 blocks, but only 2 are full
+    assert [b.block_hash for b in blocks] == [None, None, None] and pool.cached_block_hash_to_block == {}
+    with pytest.raises(ValueError):
+        pool.cache_full_blocks([pool.null_block], keys, 0, 1)
+    pool.cache_full_blocks(blocks, keys, 0, 2)
+    with pytest.raises(ValueError):
+        pool.cache_full_blocks(blocks, keys, 1, 2)  # block 2 is already cached
+    assert [b.block_hash for b in blocks] == [keys[0], keys[1], None]
+    assert pool.get_cached_block(keys[0]) is blocks[0] and pool.get_cached_block(keys[1]) is blocks[1]
+    assert len(pool.cached_block_hash_to_block) == 2
+
+    keys = lab.hash_request_tokens(tokens + [10, 11], 4)
+    pool.cache_full_blocks(blocks, keys, 2, 3)
+    assert [b.block_hash for b in blocks] == keys
+    assert pool.get_cached_block(keys[2]) is blocks[2] and len(pool.cached_block_hash_to_block) == 3
+
+
+def test_cached_block_survives_free_until_reused(lab):
+    """Invariant 4, lazy eviction: a cached block that is freed keeps its hash and stays findable
+    while it waits in the free queue; only when get_new_blocks hands it out again does it lose its
+    hash and leave the index (and then a lookup of its old key misses).
+
+    Catches: evicting on free (every finished request's prefix is lost at once), forgetting to drop
+    the index entry on reuse (a later request "hits" a block that now holds other tokens),
+    forgetting to reset the block's hash."""
+    pool, blocks, keys, _ = _full_pool_cycle(lab)  # blocks 1..4 cached (1..3) and freed tail first
+    assert _queue_ids(pool.free_block_queue) == [5, 6, 7, 4, 3, 2, 1]
+    assert [b.block_hash for b in blocks[:3]] == keys, "freeing a block must not forget its hash"
+    assert [pool.get_cached_block(k) for k in keys] == blocks[:3]
+
+    reused = pool.get_new_blocks(5)  # 5, 6, 7, then 4 (never cached) and 3 (cached: evicted now)
+    assert _ids(reused) == [5, 6, 7, 4, 3]
+    assert blocks[2].block_hash is None, "block 3 was handed out again but kept its old hash"
+    assert pool.get_cached_block(keys[2]) is None, "the old key of block 3 still finds block 3, which is reused"
+    assert keys[2] not in pool.cached_block_hash_to_block
+    assert pool.get_cached_block(keys[0]) is blocks[0] and pool.get_cached_block(keys[1]) is blocks[1]
+
+
+def test_touch_revives_a_cached_block_from_the_middle(lab):
+    """Invariant 4: a newcomer with the same first two blocks finds them cached in the middle of the
+    free queue; touching them takes them out of the queue (the others keep their order) with
+    ref_cnt 1, and the next allocations never hand them out.
+
+    Catches: a touch that leaves the block in the queue (it is handed to a second request while the
+    first reads it), a touch that does not count the new reference."""
+    pool, blocks, keys, _ = _full_pool_cycle(lab)  # queue: 5, 6, 7, 4, 3, 2, 1
+    hits = [pool.get_cached_block(k) for k in keys[:2]]
+    assert hits == blocks[:2]
+    pool.touch(hits)
+    assert [b.ref_cnt for b in hits] == [1, 1]
+    assert _queue_ids(pool.free_block_queue) == [5, 6, 7, 4, 3]
+    assert pool.get_num_free_blocks() == 5
+    assert sorted(_ids(pool.get_new_blocks(5))) == [3, 4, 5, 6, 7]
+    assert [b.block_hash for b in hits] == keys[:2], "the revived blocks must keep their hashes"
+
+
+def test_block_ids_are_stable(lab):
+    """Invariant 2: ``pool.blocks[i]`` is block i forever, and caching never rewrites a caller's
+    block table: when a second request fills a block with tokens already cached in another block,
+    both blocks stay where they are and both are indexed under the key; the lookup returns the
+    first one cached, and the second once the first is evicted.
+
+    Catches: de-duplicating on cache (swapping the caller's block for the older copy changes a
+    block table that the GPU already reads, and frees a block that holds written KV), an index that
+    keeps one block per key (the other copy is lost to the cache)."""
+    pool = lab.BlockPool(6)
+    tokens = list(range(4))
+    keys = lab.hash_request_tokens(tokens, 4)
+    first = pool.get_new_blocks(1)  # block 1
+    second = pool.get_new_blocks(1)  # block 2: the same tokens, computed again by another request
+    table = list(second)
+    pool.cache_full_blocks(first, keys, 0, 1)
+    pool.cache_full_blocks(table, keys, 0, 1)
+    assert table == second and table[0].block_id == 2, "cache_full_blocks changed the caller's block table"
+    assert [b.block_id for b in pool.blocks] == list(range(6))
+    assert sorted(pool.cached_block_hash_to_block[keys[0]]) == [1, 2]
+    assert pool.get_cached_block(keys[0]) is first[0]
+
+    pool.free_blocks(first)
+    pool.free_blocks(second)  # queue: 3, 4, 5, 1, 2
+    pool.get_new_blocks(4)  # 3, 4, 5 and 1: block 1 is evicted, block 2 still holds the tokens
+    assert pool.get_cached_block(keys[0]) is second[0]
+
+
+def test_caching_disabled_never_hits(lab):
+    """With enable_caching=False the pool still allocates and frees, but cache_full_blocks records
+    nothing and every lookup misses.
+
+    Catches: ignoring enable_caching."""
+    pool = lab.BlockPool(6, enable_caching=False)
+    blocks = pool.get_new_blocks(2)
+    keys = lab.hash_request_tokens(list(range(8)), 4)
+    pool.cache_full_blocks(blocks, keys, 0, 2)
+    assert [b.block_hash for b in blocks] == [None, None]
+    assert pool.get_cached_block(keys[0]) is None and pool.cached_block_hash_to_block == {}
+    pool.free_blocks(blocks)
+    assert pool.get_num_free_blocks() == 5
+
+
+# --- everything at once: random interleavings against a brute-force model ----------------------
+
+
+class _Model:
+    """The pool as plain data: the free queue as a list, ref counts and hashes as dicts, the index
+    as {key: [block ids in the order they were cached]}. What a correct BlockPool looks like."""
+
+    def __init__(self, num_blocks):
+        self.free = list(range(1, num_blocks))  # front first; block 0 is the null block
+        self.ref = dict.fromkeys(range(num_blocks), 0)
+        self.hash = dict.fromkeys(range(num_blocks))
+        self.index: dict[bytes, list[int]] = {}
+
+    def allocate(self, n):
+        ids, self.free = self.free[:n], self.free[n:]
+        for i in ids:
+            if self.hash[i] is not None:  # lazy eviction
+                self.index[self.hash[i]].remove(i)
+                if not self.index[self.hash[i]]:
+                    del self.index[self.hash[i]]
+                self.hash[i] = None
+            self.ref[i] = 1
+        return ids
+
+    def free_(self, ids):
+        for i in ids:
+            self.ref[i] -= 1
+            if self.ref[i] == 0:
+                self.free.append(i)
+
+    def touch(self, ids):
+        for i in ids:
+            if self.ref[i] == 0:
+                self.free.remove(i)
+            self.ref[i] += 1
+
+    def cache(self, ids, keys):
+        for i, key in zip(ids, keys, strict=True):
+            self.hash[i] = key
+            self.index.setdefault(key, []).append(i)
+
+    def lookup(self, key):
+        return self.index[key][0] if key in self.index else None
+
+
+def _check_against_model(pool, model, sequences, seen_keys, where):
+    queue_ids = _queue_ids(pool.free_block_queue)
+    assert queue_ids == model.free, f"{where}: free queue {queue_ids}, expected {model.free}"
+    assert pool.get_num_free_blocks() == len(model.free), f"{where}: get_num_free_blocks()"
+    for i, block in enumerate(pool.blocks):
+        assert block.block_id == i, f"{where}: pool.blocks[{i}] has id {block.block_id} (invariant 2)"
+        assert block.ref_cnt == model.ref[i], f"{where}: block {i} ref_cnt {block.ref_cnt}, expected {model.ref[i]}"
+        assert block.block_hash == model.hash[i], f"{where}: block {i} hash differs from the model"
+    in_queue = set(queue_ids)
+    should_be = {i for i, r in model.ref.items() if r == 0 and i != 0}
+    assert in_queue == should_be, f"{where}: invariant 1 broken: in the queue {in_queue}, ref_cnt == 0 {should_be}"
+    for seq in sequences:
+        assert all(b is pool.blocks[i] for b, i in zip(seq["blocks"], seq["ids"], strict=True)), (
+            f"{where}: a request's block table changed under it (invariant 2)")
+    for key in seen_keys:
+        got = pool.get_cached_block(key)
+        expected = model.lookup(key)
+        assert (None if got is None else got.block_id) == expected, (
+            f"{where}: get_cached_block finds block {None if got is None else got.block_id}, expected {expected}")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_interleavings_keep_the_invariants(lab, seed):
+    """Several hundred seeded steps of a small serving workload: new requests (often repeating an
+    earlier prompt's prefix, so that lookups hit blocks that are held, free or already evicted) look
+    up their cached prefix, touch it, allocate the rest and cache their full blocks; running requests
+    grow by a few tokens; finished ones free their blocks tail first. After every step the pool must
+    equal the brute-force model exactly: queue order (read from the links, both ways), free count,
+    every ref count and hash, every lookup, and every request's block table.
+
+    Catches: any of the gallery's bugs that a directed test might let through, in any combination
+    of states (a touched block that was just evicted, two copies of a key, a full pool)."""
+    rng = random.Random(seed)
+    block_size, num_blocks = rng.choice([1, 2, 4]), rng.choice([9, 16, 24])
+    pool, model = lab.BlockPool(num_blocks), _Model(num_blocks)
+    sequences, prompts, seen_keys = [], [[rng.randrange(4) for _ in range(12)]], set()
+
+    def cache_full(seq):
+        keys = lab.hash_request_tokens(seq["tokens"], block_size)
+        assert len(keys) == len(seq["tokens"]) // block_size, "a partial block got a key (invariant 3)"
+        new = range(seq["num_cached"], len(keys))
+        pool.cache_full_blocks(seq["blocks"], keys, seq["num_cached"], len(keys))
+        model.cache([seq["ids"][i] for i in new], [keys[i] for i in new])
+        seen_keys.update(keys)
+        seq["num_cached"] = len(keys)
+
+    for step in range(250):
+        action = rng.choice(["new", "new", "grow", "grow", "finish"])
+        if action == "new":
+            base = rng.choice(prompts)
+            tokens = base[:rng.randrange(len(base) + 1)] + [rng.randrange(4) for _ in range(rng.randrange(1, 6))]
+            keys = lab.hash_request_tokens(tokens, block_size)
+            hits = []
+            for key in keys[:(len(tokens) - 1) // block_size]:  # the last token is always computed
+                block = pool.get_cached_block(key)
+                assert (None if block is None else block.block_id) == model.lookup(key)
+                if block is None:
+                    break
+                hits.append(block)
+            needed = -(-len(tokens) // block_size) - len(hits)
+            if needed + sum(b.ref_cnt == 0 for b in hits) > pool.get_num_free_blocks():
+                continue  # the pool is too full: this request waits
+            pool.touch(hits)
+            model.touch(_ids(hits))
+            new = pool.get_new_blocks(needed)
+            assert _ids(new) == model.allocate(needed), f"step {step}: get_new_blocks took other blocks"
+            seq = {"tokens": tokens, "blocks": hits + new, "ids": _ids(hits + new), "num_cached": len(hits)}
+            sequences.append(seq)
+            prompts.append(tokens)
+            cache_full(seq)
+        elif action == "grow" and sequences:
+            seq = rng.choice(sequences)
+            seq["tokens"] += [rng.randrange(4) for _ in range(rng.randrange(1, 2 * block_size + 1))]
+            needed = -(-len(seq["tokens"]) // block_size) - len(seq["blocks"])
+            if needed > pool.get_num_free_blocks():
+                sequences.remove(seq)  # preempted: its blocks go back, tail first
+                pool.free_blocks(reversed(seq["blocks"]))
+                model.free_(reversed(seq["ids"]))
+            else:
+                new = pool.get_new_blocks(needed)
+                assert _ids(new) == model.allocate(needed), f"step {step}: get_new_blocks took other blocks"
+                seq["blocks"] += new
+                seq["ids"] += _ids(new)
+                cache_full(seq)
+        elif action == "finish" and sequences:
+            seq = sequences.pop(rng.randrange(len(sequences)))
+            pool.free_blocks(reversed(seq["blocks"]))
+            model.free_(reversed(seq["ids"]))
+        _check_against_model(pool, model, sequences, seen_keys, f"seed {seed}, step {step} ({action})")

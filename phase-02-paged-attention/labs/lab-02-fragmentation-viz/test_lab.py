@@ -1,0 +1,380 @@
+"""Lab 02-02 tests: fragmentation, measured.
+
+Every expected number is an integer worked out by hand in the comments, or counted by the
+brute-force replays at the bottom of this file (plain loops over plain integers: no pool, no
+function of the implementation under test). The implementation under test is the ``lab``
+fixture (root conftest.py; ``LAB_IMPL=starter`` for your own work).
+
+Units: a slot holds one token's keys and values; a block is ``block_size`` slots.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import labkit
+
+# The three per-step counts and the two per-request steps every replay returns, all int64.
+STEP_KEYS = ("used", "reserved", "running", "waiting")
+REQUEST_KEYS = ("admitted_at", "finished_at")
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def read_only(array) -> np.ndarray:
+    array = np.array(array, dtype="int64")
+    array.flags.writeable = False
+    return array
+
+
+def assert_timeline(got: dict, expected: dict, what: str) -> None:
+    """Every key of ``expected`` equals ``got``'s, as int64 arrays (or the same int)."""
+    __tracebackhide__ = True
+    for key, want in expected.items():
+        assert key in got, f"{what}: the timeline has no {key!r} (it has {sorted(got)})"
+        if isinstance(want, int):
+            assert got[key] == want, f"{what}: {key} = {got[key]}, expected {want}"
+        else:
+            axes = ("step",) if key in STEP_KEYS else ("request",)
+            labkit.assert_equal(got[key], np.array(want, dtype="int64"), axes=axes, what=f"{what}: {key}",
+                                dtype="int64")
+
+
+# ----------------------------------------------------------------------------- step 1
+
+
+def test_blocks_needed_is_a_ceiling(lab):
+    """``blocks_needed`` is ceil(num_tokens / block_size), in exact integers.
+
+    Catches a floor division (17 tokens in one block of 16), ``n // b + 1`` (a spare block for
+    16 tokens, one block for 0 tokens) and a float ``ceil(n / b)``, which loses the last token
+    of a huge count (2**60 + 1 is not a float)."""
+    cases = [  # (num_tokens, block_size, blocks)
+        (0, 16, 0), (1, 16, 1), (15, 16, 1), (16, 16, 1), (17, 16, 2), (32, 16, 2), (33, 16, 3),
+        (1, 1, 1), (7, 1, 7), (100, 3, 34), (99, 3, 33),
+        (2**60 + 1, 16, 2**56 + 1),  # (2**60 + 1) / 16 rounds to exactly 2**56 as a float
+    ]
+    for n, b, want in cases:
+        got = lab.blocks_needed(n, b)
+        assert got == want, f"blocks_needed({n}, {b}) = {got}, expected {want}"
+
+
+def test_internal_fragmentation_is_the_tail_of_the_last_block(lab):
+    """The waste of one paged request: slots of its last block past its last token, always < block_size.
+
+    Catches ``block_size - n % block_size`` (a whole wasted block when the tokens fill their blocks
+    exactly) and ``n % block_size`` (the used part of the last block, not the unused part)."""
+    cases = [  # (num_tokens, block_size, wasted slots)
+        (0, 16, 0),  # no tokens, no block, no waste
+        (1, 16, 15), (15, 16, 1), (16, 16, 0), (17, 16, 15), (31, 16, 1), (32, 16, 0), (33, 16, 15),
+        (5, 1, 0), (100, 3, 2),  # 100 tokens in 34 blocks of 3: 102 slots
+    ]
+    for n, b, want in cases:
+        got = lab.internal_fragmentation(n, b)
+        assert got == want, f"internal_fragmentation({n}, {b}) = {got}, expected {want}"
+
+
+# ----------------------------------------------------------------------------- step 2
+
+
+def test_admit_contiguous_reserves_max_len_per_request(lab):
+    """The contiguous allocator fits ``num_slots // max_len`` requests, however short they are.
+
+    The book's example: 4096 slots, reservations of 512, requests of 32 tokens: 4096 // 512 = 8.
+    Catches an allocator that sizes each reservation by the request's real length (which nobody
+    knows at admission: 4096 // 32 = 128) and a count that ignores how many requests there are."""
+    lengths = read_only([32] * 200)
+    assert lab.admit_contiguous(lengths, 4096, 512) == 8
+    assert lab.admit_contiguous(read_only([512, 1, 300]), 4096, 512) == 3  # fewer requests than slabs
+    assert lab.admit_contiguous(read_only([1] * 10), 1023, 512) == 1  # 1023 slots hold one slab of 512
+    assert lab.admit_contiguous(read_only([7] * 3), 4096, 8) == 3
+    assert lab.admit_contiguous(read_only([]), 4096, 512) == 0
+
+
+def test_admit_paged_counts_blocks_of_the_pool(lab):
+    """The paged allocator fits requests until the pool's free blocks run out, first come first served.
+
+    Same memory as above: 4096 slots = 256 blocks of 16, and block 0 is lab 02-01's null block,
+    so 255 blocks are free. 32 tokens = 2 blocks: 255 // 2 = 127 requests (128 if the null block
+    were free). 33 tokens = 3 blocks: 255 // 3 = 85 (a token-granular count would say
+    4080 // 33 = 123). Catches forgetting the null block, counting tokens instead of blocks, and a
+    queue that lets a later, smaller request jump ahead of one that does not fit."""
+    assert lab.admit_paged(read_only([32] * 200), 256, 16) == 127
+    assert lab.admit_paged(read_only([33] * 200), 256, 16) == 85
+    assert lab.admit_paged(read_only([16] * 300), 256, 16) == 255  # one full block each
+    assert lab.admit_paged(read_only([1] * 300), 256, 1) == 255
+    # 10 blocks, 9 free: 1 + 1 blocks, then 200 tokens need 13: the queue stops there, although
+    # the 16-token request behind it would fit.
+    assert lab.admit_paged(read_only([16, 16, 200, 16]), 10, 16) == 2
+    assert lab.admit_paged(read_only([]), 10, 16) == 0
+
+
+def test_block_size_tradeoff_hand_computed(lab):
+    """Waste shrinks with the block size while block tables grow: four requests, three block sizes.
+
+    lengths 1, 16, 17, 100:
+      b=1 : tables 1, 16, 17, 100 (134 blocks, 134 slots), waste 0; mean 33.5, max 100
+      b=4 : tables 1, 4, 5, 25 (35 blocks, 140 slots), waste 3 + 0 + 3 + 0 = 6, 6/140; mean 8.75, max 25
+      b=16: tables 1, 1, 2, 7 (11 blocks, 176 slots), waste 15 + 0 + 15 + 12 = 42, 42/176; mean 2.75, max 7
+    Catches a waste fraction taken over the used slots (6/134) instead of the allocated ones, and
+    table lengths that round down."""
+    out = lab.block_size_tradeoff(read_only([1, 16, 17, 100]), read_only([1, 4, 16]))
+    labkit.assert_equal(out["block_size"], np.array([1, 4, 16]), what="block_size", dtype="int64")
+    labkit.assert_equal(out["waste"], np.array([0, 6, 42]), what="waste", dtype="int64")
+    labkit.assert_equal(out["max_table_len"], np.array([100, 25, 7]), what="max_table_len", dtype="int64")
+    # float64 ratios of small integers: the only error is the division's rounding (~1e-16).
+    labkit.assert_close(out["waste_fraction"], np.array([0, 6 / 140, 42 / 176]), atol=1e-15,
+                        what="waste_fraction", dtype="float64")
+    labkit.assert_close(out["table_len"], np.array([33.5, 8.75, 2.75]), atol=1e-15, what="table_len",
+                        dtype="float64")
+
+
+def test_block_size_tradeoff_matches_brute_force(lab):
+    """On 300 random lengths and block sizes 1 to 256, waste and table lengths equal a direct count,
+    and each request wastes fewer than ``block_size`` slots."""
+    rng = np.random.default_rng(2)
+    lengths = rng.integers(1, 3000, size=300)
+    sizes = [1, 2, 8, 16, 32, 128, 256]
+    out = lab.block_size_tradeoff(read_only(lengths), read_only(sizes))
+    for i, b in enumerate(sizes):
+        tables = [ceil_div(int(n), b) for n in lengths]
+        waste = sum(t * b - int(n) for t, n in zip(tables, lengths, strict=True))
+        assert waste < b * len(lengths)
+        assert out["waste"][i] == waste, f"block_size {b}: waste {out['waste'][i]}, counted {waste}"
+        assert out["max_table_len"][i] == max(tables)
+        assert abs(out["table_len"][i] - sum(tables) / len(tables)) <= 1e-12 * max(tables)
+        assert abs(out["waste_fraction"][i] - waste / (sum(tables) * b)) <= 1e-15
+
+
+# ----------------------------------------------------------------------------- step 3: hand streams
+
+# (arrival step, prompt_len, output_len). Both strategies get 32 slots: contiguous reservations of
+# max_len 16 (two at a time), or 8 blocks of 4 (seven free: block 0 is the null block).
+HAND_STREAM = [(0, 3, 4), (0, 5, 2), (0, 2, 3), (1, 7, 2)]
+
+
+def test_serve_contiguous_hand_stream(lab):
+    """The contiguous replay of ``HAND_STREAM``, step by step.
+
+    A request holds prompt + (tokens sampled so far) slots of KV; two reservations of 16 fit.
+      t0: admit r0, r1 (r2 waits)         used 3+5 = 8    reserved 2*16   r1.. r0 s=1, r1 s=1
+      t1: full; r2, r3 wait               used 4+6 = 10   reserved 32     r1 samples its 2nd: done
+      t2: admit r2                        used 5+2 = 7    reserved 32
+      t3: full; r3 waits                  used 6+3 = 9    reserved 32     r0 samples its 4th: done
+      t4: admit r3                        used 4+7 = 11   reserved 32     r2 done
+      t5: r3 alone                        used 8          reserved 16     r3 done
+    Catches a reservation counted as what is used, finished requests kept, and a capacity that is
+    not ``num_slots // max_len``."""
+    got = lab.serve_contiguous(read_only(HAND_STREAM), 32, 16)
+    assert_timeline(got, {
+        "used": [8, 10, 7, 9, 11, 8],
+        "reserved": [32, 32, 32, 32, 32, 16],
+        "running": [2, 2, 2, 2, 2, 1],
+        "waiting": [1, 2, 1, 1, 0, 0],
+        "admitted_at": [0, 0, 2, 4],
+        "finished_at": [3, 1, 4, 5],
+        "preemptions": 0,
+    }, "contiguous, HAND_STREAM")
+
+
+def test_serve_paged_hand_stream(lab):
+    """The paged replay of ``HAND_STREAM`` in the same 32 slots: everyone runs at once.
+
+      t0: r0 3 tok -> 1 block, r1 5 -> 2, r2 2 -> 1       used 10   4 blocks = 16 slots  (3 free)
+      t1: everyone fits; r3 arrives: 7 tok -> 2 blocks     used 4+6+3+7 = 20   6 blocks = 24
+          r1 done (its 2 blocks go back: 3 free)
+      t2: r0 reaches 5 tokens: a second block              used 5+4+8 = 17   5 blocks = 20
+          r2 and r3 done
+      t3: r0 alone, 6 tokens in 2 blocks                   used 6   8 slots; r0 done
+    The blocks come from lab 02-01's pool in its free-queue order: 1, 2, 3, 4, 5, 6, 7, then the
+    blocks given back (r1's 3 and 2 go to the back of the queue, behind 7).
+    Catches a block allocated one token late, blocks not given back, and block ids not taken from
+    the pool (or reallocated every step)."""
+    got = lab.serve_paged(read_only(HAND_STREAM), 8, 4)
+    assert_timeline(got, {
+        "used": [10, 20, 17, 6],
+        "reserved": [16, 24, 20, 8],
+        "running": [3, 4, 3, 1],
+        "waiting": [0, 0, 0, 0],
+        "admitted_at": [0, 0, 0, 1],
+        "finished_at": [3, 1, 2, 2],
+        "preemptions": 0,
+    }, "paged, HAND_STREAM")
+    tables = [{int(r): [int(b) for b in blocks] for r, blocks in step.items()} for step in got["block_tables"]]
+    assert tables == [
+        {0: [1], 1: [2, 3], 2: [4]},
+        {0: [1], 1: [2, 3], 2: [4], 3: [5, 6]},
+        {0: [1, 7], 2: [4], 3: [5, 6]},
+        {0: [1, 7]},
+    ], f"block tables per step: {tables}"
+
+
+def test_serve_paged_preempts_the_newest_request(lab):
+    """When a running request needs a block and the pool is empty, the newest request is preempted.
+
+    4 blocks of 2 (3 free). r0 (0, 2, 4) peaks at 5 tokens = 3 blocks; r1 (0, 2, 3) at 4 = 2.
+      t0: r0 [1 block], r1 [1 block]                    used 4, 4 slots; 1 block free
+      t1: r0 -> 3 tokens takes the last block; r1 -> 3 tokens finds none: r1, the newest, is
+          preempted (its block goes back), and cannot come back yet (2 blocks, 1 free)
+                                                        used 3, 4 slots, waiting 1
+      t2: r1 (3 tokens to recompute: 2 blocks) waits: 1 free   used 4, 4 slots
+      t3: r0 -> 5 tokens takes the freed block           used 5, 6 slots; r0 done
+      t4: r1 readmitted with its prompt and its sampled token: 2 blocks   used 3, 4 slots
+      t5: r1 -> 4 tokens, 2 blocks                       used 4, 4 slots; r1 done
+    Catches preempting the oldest request, and readmitting with blocks for the prompt only (its
+    sampled tokens are recomputed too)."""
+    got = lab.serve_paged(read_only([(0, 2, 4), (0, 2, 3)]), 4, 2)
+    assert_timeline(got, {
+        "used": [4, 3, 4, 5, 3, 4],
+        "reserved": [4, 4, 4, 6, 4, 4],
+        "running": [2, 1, 1, 1, 1, 1],
+        "waiting": [0, 1, 1, 1, 0, 0],
+        "admitted_at": [0, 0],
+        "finished_at": [3, 5],
+        "preemptions": 1,
+    }, "paged, preemption")
+
+
+def test_empty_stream(lab):
+    """No requests: zero steps, empty int64 arrays, no error."""
+    empty = read_only(np.zeros((0, 3)))
+    for got in (lab.serve_contiguous(empty, 32, 16), lab.serve_paged(empty, 8, 4)):
+        assert_timeline(got, {key: [] for key in STEP_KEYS + REQUEST_KEYS} | {"preemptions": 0}, "empty stream")
+
+
+def test_bad_input_names_the_argument(lab):
+    """Inputs that cannot be served raise ValueError naming the argument, instead of looping forever
+    or failing inside numpy."""
+    with pytest.raises(ValueError, match="block_size"):
+        lab.blocks_needed(10, 0)
+    with pytest.raises(ValueError, match="num_tokens"):
+        lab.blocks_needed(-1, 16)
+    with pytest.raises(ValueError, match="lengths"):
+        lab.admit_contiguous(read_only([600]), 4096, 512)  # longer than any reservation
+    with pytest.raises(ValueError, match="stream"):
+        lab.serve_contiguous(read_only([(0, 10, 10)]), 64, 16)  # 20 tokens > max_len 16
+    with pytest.raises(ValueError, match="stream"):
+        lab.serve_paged(read_only([(0, 10, 10)]), 5, 4)  # peaks at 19 tokens: 5 blocks, only 4 free
+    with pytest.raises(ValueError, match="stream"):
+        lab.serve_paged(read_only([(0, 10)]), 64, 4)  # not (arrival, prompt_len, output_len)
+    with pytest.raises(ValueError, match="max_len"):
+        lab.serve_contiguous(read_only([(0, 1, 1)]), 8, 16)  # a reservation larger than the memory
+
+
+# ----------------------------------------------------------------------------- step 3: a seeded stream
+
+
+def random_stream(rng, num_requests=40, last_arrival=30, max_prompt=40, max_output=30):
+    arrivals = np.sort(rng.integers(0, last_arrival + 1, size=num_requests))
+    return np.stack([arrivals, rng.integers(1, max_prompt + 1, size=num_requests),
+                     rng.integers(1, max_output + 1, size=num_requests)], axis=1)
+
+
+def brute_force_replay(stream, *, max_len=None, num_slots=None, num_blocks=None, block_size=None):
+    """The step model of the README in plain integers, for a contiguous allocator (``max_len``,
+    ``num_slots``) or a paged one (``num_blocks`` of ``block_size``; block 0 is never free). Also
+    returns, per step, the tokens each running request holds."""
+    paged = num_blocks is not None
+    arrival, prompt, output = ([int(x) for x in stream[:, i]] for i in range(3))
+    n = len(arrival)
+    queue = sorted(range(n), key=lambda r: (arrival[r], r))
+    sampled, blocks, running = [0] * n, [0] * n, []
+    free = num_blocks - 1 if paged else None
+    out = {k: [] for k in STEP_KEYS} | {"admitted_at": [-1] * n, "finished_at": [-1] * n, "preemptions": 0}
+    held = []
+    t = 0
+    while queue or running:
+        for r in list(running) if paged else []:  # each running request's newest token needs a slot
+            if r not in running:
+                continue
+            need = ceil_div(prompt[r] + sampled[r], block_size) - blocks[r]
+            while need > free:
+                victim = running.pop()
+                free, blocks[victim] = free + blocks[victim], 0
+                queue.insert(0, victim)
+                out["preemptions"] += 1
+                if victim == r:
+                    break
+            if r in running:
+                free, blocks[r] = free - need, blocks[r] + need
+        while queue and arrival[queue[0]] <= t:
+            r = queue[0]
+            if paged:
+                need = ceil_div(prompt[r] + sampled[r], block_size)
+                if need > free:
+                    break
+                free, blocks[r] = free - need, need
+            elif len(running) == num_slots // max_len:
+                break
+            running.append(queue.pop(0))
+            if out["admitted_at"][r] < 0:
+                out["admitted_at"][r] = t
+        held.append({r: prompt[r] + sampled[r] for r in running})
+        out["used"].append(sum(held[-1].values()))
+        out["reserved"].append(sum(blocks[r] for r in running) * block_size if paged else len(running) * max_len)
+        out["running"].append(len(running))
+        out["waiting"].append(sum(arrival[r] <= t for r in queue))
+        for r in list(running):
+            sampled[r] += 1
+            if sampled[r] == output[r]:
+                out["finished_at"][r] = t
+                running.remove(r)
+                if paged:
+                    free, blocks[r] = free + blocks[r], 0
+        t += 1
+    return out, held
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_serve_contiguous_matches_brute_force(lab, seed):
+    """A seeded stream of 40 requests (prompts of 1-40 tokens, outputs of 1-30, arrivals over 30
+    steps) in 288 slots with reservations of 72: every per-step and per-request count equals the
+    brute-force replay's, and ``used <= reserved <= num_slots`` at every step."""
+    stream = random_stream(np.random.default_rng(seed))
+    expected, _ = brute_force_replay(stream, max_len=72, num_slots=288)
+    got = lab.serve_contiguous(read_only(stream), 288, 72)
+    assert_timeline(got, expected, f"contiguous, seed {seed}")
+    assert np.all(got["used"] <= got["reserved"]) and np.all(got["reserved"] <= 288)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("block_size", [1, 4, 16])
+def test_serve_paged_matches_brute_force(lab, seed, block_size):
+    """The same streams in the same 288 slots, paged (288 // block_size blocks): every count equals
+    the brute-force replay's (preemptions included: the pool runs dry), and at every step each
+    running request's block table holds ``ceil(tokens / block_size)`` distinct blocks of the pool,
+    never the null block 0, shared with no other request, and keeps the ids it had the step before
+    (block ids are stable: growth appends). Catches blocks never given back, a block allocated one
+    token late, readmission without the sampled tokens' blocks, and preempting the wrong request."""
+    stream = random_stream(np.random.default_rng(seed))
+    num_blocks = 288 // block_size
+    expected, held = brute_force_replay(stream, num_blocks=num_blocks, block_size=block_size)
+    got = lab.serve_paged(read_only(stream), num_blocks, block_size)
+    assert_timeline(got, expected, f"paged, seed {seed}, block_size {block_size}")
+    assert np.all(got["used"] <= got["reserved"]) and np.all(got["reserved"] <= (num_blocks - 1) * block_size)
+    assert len(got["block_tables"]) == len(held)
+    before: dict = {}
+    for t, (tables, tokens) in enumerate(zip(got["block_tables"], held, strict=True)):
+        tables = {int(r): [int(b) for b in blocks] for r, blocks in tables.items()}
+        assert sorted(tables) == sorted(tokens), f"step {t}: running {sorted(tables)}, expected {sorted(tokens)}"
+        ids = [b for blocks in tables.values() for b in blocks]
+        assert len(ids) == len(set(ids)), f"step {t}: a block is in two tables: {tables}"
+        assert all(0 < b < num_blocks for b in ids), f"step {t}: a block id outside 1..{num_blocks - 1}: {tables}"
+        for r, blocks in tables.items():
+            assert len(blocks) == ceil_div(tokens[r], block_size), (
+                f"step {t}: request {r} holds {tokens[r]} tokens in {len(blocks)} blocks of {block_size}")
+            if r in before:
+                assert blocks[: len(before[r])] == before[r], (
+                    f"step {t}: request {r}'s table changed: {before[r]} -> {blocks}")
+        before = tables
+
+
+def test_serve_leaves_the_stream_alone(lab):
+    """The stream is read-only here: a replay that sorts or edits it in place raises instead of
+    silently changing the caller's requests."""
+    stream = read_only(random_stream(np.random.default_rng(5)))
+    lab.serve_contiguous(stream, 288, 72)
+    lab.serve_paged(stream, 72, 4)

@@ -1,0 +1,248 @@
+"""Lab 02-03 tests: the KV memory budget.
+
+Model shapes are written out below with the keys and values of the models' ``config.json`` files
+(only the keys that matter here, plus a few that do not, as real configs have them). Every expected
+number is worked out by hand in the comments, in plain integers: nothing is computed with a function
+of the implementation under test (the ``lab`` fixture; ``LAB_IMPL=starter`` for your own work).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+KiB, MiB, GiB = 2**10, 2**20, 2**30
+
+# meta-llama/Meta-Llama-3-8B: grouped-query attention, 8 KV heads for 32 query heads.
+LLAMA_3_8B = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "max_position_embeddings": 8192,
+    "rope_theta": 500000.0, "torch_dtype": "bfloat16", "vocab_size": 128256,
+}
+# facebook/opt-125m: multi-head attention; its config has no num_key_value_heads at all.
+OPT_125M = {
+    "architectures": ["OPTForCausalLM"], "model_type": "opt", "hidden_size": 768, "ffn_dim": 3072,
+    "num_attention_heads": 12, "num_hidden_layers": 12, "max_position_embeddings": 2048,
+    "torch_dtype": "float16", "vocab_size": 50272, "word_embed_proj_dim": 768,
+}
+# meta-llama/Llama-2-7b-hf: multi-head attention, written out (32 KV heads for 32 query heads).
+LLAMA_2_7B = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32, "torch_dtype": "float16", "vocab_size": 32000,
+}
+# Qwen/Qwen2.5-7B: grouped-query attention, 4 KV heads for 28 query heads.
+QWEN2_5_7B = {
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28,
+    "num_hidden_layers": 28, "num_key_value_heads": 4, "torch_dtype": "bfloat16", "vocab_size": 152064,
+}
+# google/gemma-7b: head_dim 256, not hidden_size // num_attention_heads = 192.
+GEMMA_7B = {
+    "architectures": ["GemmaForCausalLM"], "model_type": "gemma", "hidden_size": 3072, "num_attention_heads": 16,
+    "num_hidden_layers": 28, "num_key_value_heads": 16, "head_dim": 256, "torch_dtype": "bfloat16",
+    "vocab_size": 256000,
+}
+
+
+# ----------------------------------------------------------------------------- steps 1-3: bytes
+
+
+def test_cache_dtype_bytes(lab):
+    """Bytes per cache element: the named cache dtype's, or the model's for ``"auto"``.
+
+    Catches a cache dtype that is ignored (an fp8 cache of a bf16 model still counted at 2 bytes),
+    ``"auto"`` taken as 2 bytes whatever the model (a float32 model's cache is 4), and an fp8 cache
+    counted at 2 bytes."""
+    float32_model = {**OPT_125M, "torch_dtype": "float32"}
+    transformers5_style = {k: v for k, v in LLAMA_3_8B.items() if k != "torch_dtype"} | {"dtype": "bfloat16"}
+    cases = [  # (config, cache_dtype, bytes)
+        (LLAMA_3_8B, "auto", 2), (OPT_125M, "auto", 2), (float32_model, "auto", 4), (transformers5_style, "auto", 2),
+        (LLAMA_3_8B, "fp8", 1), (LLAMA_3_8B, "fp8_e4m3", 1), (LLAMA_3_8B, "fp8_e5m2", 1),
+        (LLAMA_3_8B, "float16", 2), (float32_model, "bfloat16", 2), (OPT_125M, "float32", 4),
+    ]
+    for config, cache_dtype, want in cases:
+        got = lab.cache_dtype_bytes(config, cache_dtype)
+        assert got == want, f"cache_dtype_bytes({config['model_type']}, {cache_dtype!r}) = {got}, expected {want}"
+
+
+def test_llama_3_8b_takes_128_kib_per_token(lab):
+    """The known figure: 2 (K and V) * 32 layers * 8 KV heads * 128 dims * 2 bytes = 131072 = 128 KiB.
+
+    Catches forgetting V (64 KiB), counting query heads instead of KV heads (32 * ... = 512 KiB)
+    and forgetting the layers (4 KiB)."""
+    assert lab.kv_bytes_per_token(LLAMA_3_8B) == 128 * KiB
+    assert lab.kv_bytes_per_token(LLAMA_3_8B, "auto") == 131072
+
+
+def test_opt_125m_has_no_kv_heads_key(lab):
+    """OPT-125m's config has no ``num_key_value_heads``: every query head has its own KV head.
+    2 * 12 layers * 12 heads * 64 dims (768 / 12) * 2 bytes (float16) = 36864 = 36 KiB.
+
+    Catches reading the key unconditionally (KeyError) and defaulting it to 1 KV head (3 KiB)."""
+    assert lab.kv_bytes_per_token(OPT_125M) == 36 * KiB
+
+
+def test_mha_and_gqa(lab):
+    """Multi-head vs grouped-query attention, both written out.
+
+    Llama-2-7B (MHA): 2 * 32 * 32 * 128 * 2 = 524288 = 512 KiB, the "half a megabyte per token" of
+    a 7B model. Qwen2.5-7B (GQA, 4 KV heads of 128 = 3584 / 28): 2 * 28 * 4 * 128 * 2 = 57344 =
+    56 KiB, a ninth of it. Catches query heads counted as KV heads (Qwen: 392 KiB) and a head size
+    taken as hidden_size // num_key_value_heads (Qwen: 896 dims)."""
+    assert lab.kv_bytes_per_token(LLAMA_2_7B) == 512 * KiB
+    assert lab.kv_bytes_per_token(QWEN2_5_7B) == 56 * KiB
+
+
+def test_explicit_head_dim_wins(lab):
+    """Gemma-7B gives ``head_dim`` 256, while hidden_size // num_attention_heads is 192.
+    2 * 28 * 16 * 256 * 2 = 458752 = 448 KiB (336 KiB with the derived 192). A ``head_dim`` of None
+    (some configs write it so) means "derive it". Catches ignoring the config's head_dim."""
+    assert lab.kv_bytes_per_token(GEMMA_7B) == 448 * KiB
+    assert lab.kv_bytes_per_token({**LLAMA_3_8B, "head_dim": None}) == 128 * KiB
+
+
+def test_cache_dtype_scales_the_bytes(lab):
+    """An fp8 cache halves a bf16 model's KV bytes; a float32 model's "auto" cache doubles them.
+    Llama-3-8B: 128 KiB (auto, bf16), 64 KiB (fp8, fp8_e4m3, fp8_e5m2), 128 KiB (float16).
+    OPT-125m as float32: 2 * 12 * 12 * 64 * 4 = 73728 = 72 KiB."""
+    for cache_dtype, want in [("auto", 128 * KiB), ("fp8", 64 * KiB), ("fp8_e4m3", 64 * KiB),
+                              ("fp8_e5m2", 64 * KiB), ("float16", 128 * KiB)]:
+        got = lab.kv_bytes_per_token(LLAMA_3_8B, cache_dtype)
+        assert got == want, f"Llama-3-8B, cache_dtype={cache_dtype!r}: {got}, expected {want}"
+    assert lab.kv_bytes_per_token({**OPT_125M, "torch_dtype": "float32"}) == 72 * KiB
+
+
+def test_page_size_bytes_is_one_block_of_one_layer(lab):
+    """vLLM's page: one block of one layer, K and V.
+
+    Llama-3-8B, blocks of 16: 2 * 16 * 8 * 128 * 2 = 65536 = 64 KiB; times 32 layers = 2 MiB = 16
+    tokens * 128 KiB. OPT-125m, blocks of 16: 2 * 16 * 12 * 64 * 2 = 49152 = 48 KiB. Catches a page
+    that covers every layer (2 MiB) and one without V."""
+    assert lab.page_size_bytes(LLAMA_3_8B, 16) == 64 * KiB
+    assert lab.page_size_bytes(LLAMA_3_8B, 16, "fp8") == 32 * KiB
+    assert lab.page_size_bytes(OPT_125M, 16) == 48 * KiB
+    assert lab.page_size_bytes(GEMMA_7B, 32) == 2 * 32 * 16 * 256 * 2
+    assert lab.page_size_bytes(QWEN2_5_7B, 1) == 2 * 4 * 128 * 2  # a block of one token, one layer
+
+
+# ----------------------------------------------------------------------------- step 4: the budget
+
+
+def test_available_memory_hand_computed(lab):
+    """A card of 80 GiB with 79.5 GiB free (another process holds 0.5 GiB), utilization 0.9:
+    the engine may use 0.9 * 80 = 72 GiB (of the total, not of the free memory). Weights 15 GiB,
+    peak activation 2 GiB, 0.5 GiB grown outside torch: 72 - 17.5 = 54.5 GiB for the cache.
+
+    Catches the utilization applied to the free memory (0.9 * 79.5 - 17.5 = 54.05 GiB), applied
+    after subtracting (0.9 * (80 - 17.5) = 56.25 GiB), and a forgotten activation (56.5 GiB) or
+    non-torch term (55 GiB)."""
+    got = lab.available_kv_memory(80 * GiB, 79 * GiB + 512 * MiB, 0.9, 15 * GiB, 2 * GiB, 512 * MiB)
+    assert got == 54 * GiB + 512 * MiB, f"{got / GiB} GiB, expected 54.5"
+    # Utilization 1.0 with everything free; no non-torch term given (it defaults to 0).
+    assert lab.available_kv_memory(24 * GiB, 24 * GiB, 1.0, 1 * GiB, 3 * GiB) == 20 * GiB
+    # 0.5 of 80 GiB = 40 GiB; more than that is already taken: a negative budget, returned as is.
+    assert lab.available_kv_memory(80 * GiB, 80 * GiB, 0.5, 38 * GiB, 3 * GiB, 0) == -1 * GiB
+
+
+def test_utilization_the_free_memory_cannot_cover_is_refused(lab):
+    """vLLM refuses to start when the free memory is below ``total * gpu_memory_utilization``: the
+    budget would count memory another process holds. 80 GiB card, 70 GiB free, 0.9 asks for 72:
+    ValueError naming gpu_memory_utilization; 0.85 asks for 68 GiB: fine. A utilization outside
+    (0, 1] is refused too."""
+    with pytest.raises(ValueError, match="gpu_memory_utilization"):
+        lab.available_kv_memory(80 * GiB, 70 * GiB, 0.9, 15 * GiB, 2 * GiB, 0)
+    assert lab.available_kv_memory(80 * GiB, 70 * GiB, 0.85, 15 * GiB, 2 * GiB, 0) == int(80 * GiB * 0.85) - 17 * GiB
+    for bad in (0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="gpu_memory_utilization"):
+            lab.available_kv_memory(80 * GiB, 80 * GiB, bad, 15 * GiB, 2 * GiB, 0)
+
+
+# ----------------------------------------------------------------------------- step 5-6: blocks
+
+
+def test_num_gpu_blocks_llama_3_8b(lab):
+    """54.5 GiB for a Llama-3-8B cache with blocks of 16: a block of all 32 layers is 2 MiB, so
+    54.5 GiB / 2 MiB = 27904 blocks. With 1 MiB more: still 27904 (half a block is no block).
+    With an fp8 cache, blocks of 1 MiB: 55808. Catches rounding up (27905), forgetting the layers
+    (892928 blocks of one layer), and a block counted without V (55808 for bf16)."""
+    available = 54 * GiB + 512 * MiB
+    assert lab.num_gpu_blocks(available, LLAMA_3_8B, 16) == 27904
+    assert lab.num_gpu_blocks(available + MiB, LLAMA_3_8B, 16) == 27904
+    assert lab.num_gpu_blocks(available + MiB, LLAMA_3_8B, 16, "fp8") == 55809
+    assert lab.num_gpu_blocks(available, LLAMA_3_8B, 16, "fp8") == 55808
+    # OPT-125m on 10 GiB with blocks of 16: a block is 48 KiB * 12 = 576 KiB; 10 GiB / 576 KiB = 18204.4
+    assert lab.num_gpu_blocks(10 * GiB, OPT_125M, 16) == 18204
+
+
+def test_num_gpu_blocks_is_never_negative(lab):
+    """No memory left, or less than a block: 0 blocks, never a negative count (vLLM clamps to 0 and
+    then refuses to start). Catches a floor division of a negative budget (-1 block)."""
+    assert lab.num_gpu_blocks(-1 * GiB, LLAMA_3_8B, 16) == 0
+    assert lab.num_gpu_blocks(-1, LLAMA_3_8B, 16) == 0
+    assert lab.num_gpu_blocks(2 * MiB - 1, LLAMA_3_8B, 16) == 0
+    assert lab.num_gpu_blocks(2 * MiB, LLAMA_3_8B, 16) == 1
+
+
+def test_max_concurrency(lab):
+    """Requests of ``max_model_len`` tokens that the blocks hold at once, each taking whole blocks.
+
+    27904 blocks of 16: max_model_len 8192 takes 512 blocks: 27904 / 512 = 54.5. 8193 tokens take
+    513 blocks: 27904 / 513 = 54.3937... (a count in tokens would say 27904 * 16 / 8193 = 54.49).
+    131072 tokens (Llama 3.1's context): 27904 / 8192 = 3.40625. Catches ignoring the block
+    rounding of a request. Compared to a relative 1e-12: a correct float64 computation differs from
+    the exact quotient by a rounding or two (1e-16 each); the bug's error is 2e-3."""
+    exact = pytest.approx
+    assert lab.max_concurrency(27904, 16, 8192) == exact(54.5, rel=1e-12)
+    assert lab.max_concurrency(27904, 16, 8193) == exact(27904 / 513, rel=1e-12)
+    assert lab.max_concurrency(27904, 16, 131072) == exact(3.40625, rel=1e-12)
+    assert lab.max_concurrency(0, 16, 8192) == 0.0
+    assert lab.max_concurrency(100, 16, 1) == exact(100.0, rel=1e-12)  # a one-token request still takes a block
+
+
+def test_the_whole_budget_of_an_h100(lab):
+    """The start-up arithmetic end to end, on an H100 80GB's numbers: 85520809984 bytes total
+    (81559 MiB), 81003 MiB free (a CUDA context holds the rest); Llama-3-8B in bf16 (8030261248
+    parameters = 16060522496 bytes), a peak activation of 1.5 GiB, 400 MiB outside torch,
+    utilization 0.9, blocks of 16.
+
+    requested = int(85520809984 * 0.9) = 76968728985
+    available = 76968728985 - 16060522496 - 1610612736 - 419430400 = 58878163353 bytes
+    blocks = 58878163353 // 65536 // 32 = 28075 (a block is 2 MiB), 449200 tokens
+    concurrency at 8192 tokens = 28075 / 512 = 54.833984375"""
+    available = lab.available_kv_memory(85520809984, 81003 * MiB, 0.9, 16060522496, 3 * GiB // 2, 400 * MiB)
+    assert available == 58878163353
+    blocks = lab.num_gpu_blocks(available, LLAMA_3_8B, 16)
+    assert blocks == 28075
+    assert lab.max_concurrency(blocks, 16, 8192) == pytest.approx(54.833984375, rel=1e-12)
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def test_bad_input_names_the_argument(lab):
+    """A config without a needed key, with KV heads that do not divide the query heads, an unknown
+    cache dtype, "auto" without a model dtype, a block size of 0: ValueError naming what is wrong."""
+    no_layers = {k: v for k, v in LLAMA_3_8B.items() if k != "num_hidden_layers"}
+    with pytest.raises(ValueError, match="num_hidden_layers"):
+        lab.kv_bytes_per_token(no_layers)
+    with pytest.raises(ValueError, match="num_key_value_heads"):
+        lab.kv_bytes_per_token({**LLAMA_3_8B, "num_key_value_heads": 5})
+    with pytest.raises(ValueError, match="cache_dtype"):
+        lab.kv_bytes_per_token(LLAMA_3_8B, "int4")
+    with pytest.raises(ValueError, match="torch_dtype"):
+        lab.kv_bytes_per_token({k: v for k, v in LLAMA_3_8B.items() if k != "torch_dtype"})
+    with pytest.raises(ValueError, match="block_size"):
+        lab.page_size_bytes(LLAMA_3_8B, 0)
+    with pytest.raises(ValueError, match="block_size"):
+        lab.num_gpu_blocks(GiB, LLAMA_3_8B, 0)
+
+
+def test_configs_are_left_alone(lab):
+    """The config dicts come back unchanged: filling in a missing num_key_value_heads or head_dim in
+    the caller's dict (``config.setdefault(...)``) changes the model for everyone else."""
+    for config in (OPT_125M, LLAMA_3_8B, GEMMA_7B):
+        before = copy.deepcopy(config)
+        lab.kv_bytes_per_token(config)
+        lab.page_size_bytes(config, 16)
+        lab.num_gpu_blocks(GiB, config, 16)
+        assert config == before, f"{config['model_type']}: the config changed"

@@ -1,0 +1,13 @@
+"""Block ids multiplied in int32: the physical block id is not widened before ``* stride_block``.
+
+Symptom: right on every cache of fewer than 2**31 elements; on a larger one (4 GiB of fp16)
+the offset of a block near the end wraps around, and the kernel reads the wrong place or
+faults. Only the GPU test can build such a cache (on a CPU it skips).
+"""
+
+CAUGHT_BY = ["test_offsets_past_2_31_elements"]
+
+EDIT = (
+    '        physical = tl.load(block_table_ptr + logical).to(tl.int64)  # int64: offsets pass 2**31\n',
+    '        physical = tl.load(block_table_ptr + logical)  # BUG: int32, block * stride overflows\n',
+)

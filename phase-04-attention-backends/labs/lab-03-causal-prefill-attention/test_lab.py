@@ -1,0 +1,715 @@
+"""Tests of lab 04-03: causal prefill over a paged KV cache, in numpy (steps 1-3) and Triton (4-6).
+
+The truth is ``causal_prefill_f64`` below: float64, one query row at a time, ``labkit.attention_f64``
+over the tokens the row may see (``0 .. start + i``) laid out contiguously. It is computed before
+the call under test, from the values the implementation actually receives (rounded to the test's
+dtype for the kernel), and never from another function of the implementation.
+
+Poison: every cache slot that holds no token of the sequence yet (later positions of the last
+block, blocks reserved for tokens still to come, blocks no sequence uses, the slots of a chunk
+before it is written) holds a huge value, NaN or inf (``labkit.POISON_KINDS``). A huge finite
+poison multiplied by a zero weight is still zero; NaN and inf are not, so a key read and then
+"masked" only in the scores still fails.
+
+Tolerances: the numpy part computes in float64 in another order than the truth (block by block,
+rescaled when a row's max rises): 1e-10, against errors of 1e-3 or more for any real mistake.
+The kernel: 1e-4 in float32 (float32 arithmetic on float32 inputs), 1e-2 in float16 and 2e-2 in
+bfloat16 (the weights are rounded to the input type before the P.V product, relative error
+~2**-11 and ~2**-8, on outputs of size ~1).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import labkit
+from labkit import triton_env
+from labkit.testing.cases import blocks_needed
+
+STREAM_ATOL = 1e-10  # numpy streaming vs the float64 truth: same math, another summation order
+AXES = ("query", "head", "dim")
+
+
+# --------------------------------------------------------------------------------------------
+# The truth, and the test's own placement of tokens into a paged cache
+# --------------------------------------------------------------------------------------------
+
+
+def causal_prefill_f64(q, k, v, start):
+    """Float64 causal attention of ``q [M, num_heads, d]`` (positions ``start .. start + M - 1``)
+    over contiguous ``k``, ``v [n, num_kv_heads, d]``: row ``i`` attends to ``k[:start + i + 1]``."""
+    q, k, v = labkit.to_f64(q), labkit.to_f64(k), labkit.to_f64(v)
+    out = np.zeros((q.shape[0], q.shape[1], v.shape[2]))
+    for i in range(q.shape[0]):
+        out[i] = labkit.attention_f64(q[i], k[: start + i + 1], v[: start + i + 1])
+    return out
+
+
+def random_prompt(seed, length, num_heads=4, num_kv_heads=2, head_dim=16):
+    """Queries, keys and values of a prompt of ``length`` tokens: ``(rng, q, k, v)``, float64."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((length, num_heads, head_dim))
+    k = rng.standard_normal((length, num_kv_heads, head_dim))
+    v = rng.standard_normal((length, num_kv_heads, head_dim))
+    return rng, q, k, v
+
+
+def paged_cache(rng, k, v, written, block_size, capacity=None, pad=0, kind="huge"):
+    """Caches holding tokens ``0 .. written - 1`` of ``k``, ``v`` through a shuffled block table.
+
+    The table has blocks for ``capacity`` tokens (default: all of ``k``, reserved up front as a
+    scheduler does) plus ``pad`` padding entries that point at blocks no token uses. Every slot
+    that holds none of the ``written`` tokens is poisoned with ``kind``, including the reserved
+    slots of tokens still to come. Returns ``(k_cache, v_cache, block_table)``.
+    """
+    capacity = len(k) if capacity is None else capacity
+    needed = blocks_needed(capacity, block_size)
+    num_blocks = needed + pad + 3
+    ids = rng.permutation(num_blocks)
+    table = ids[: needed + pad].astype(np.int64)  # the pad entries are blocks of the pool no token uses
+    k_cache = rng.standard_normal((num_blocks, block_size, *k.shape[1:]))
+    v_cache = rng.standard_normal((num_blocks, block_size, *v.shape[1:]))
+    for t in range(written):
+        k_cache[table[t // block_size], t % block_size] = k[t]
+        v_cache[table[t // block_size], t % block_size] = v[t]
+    labkit.poison_unused_slots(k_cache, table[:needed], written, kind=kind)
+    labkit.poison_unused_slots(v_cache, table[:needed], written, kind=kind)
+    return k_cache, v_cache, table
+
+
+def check(out, expected, what, atol=STREAM_ATOL):
+    __tracebackhide__ = True
+    labkit.assert_close(out, expected, atol=atol, axes=AXES, what=what, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------------------------
+# Step 1: the causal mask
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "start, num_queries, keys",
+    [(0, 5, range(0, 5)), (7, 4, range(0, 12)), (7, 4, range(8, 12)), (12, 1, range(8, 16)), (3, 0, range(0, 4)),
+     (9, 6, [])],
+    ids=["from-scratch", "after-prefix", "one-block", "decode-token", "no-queries", "no-keys"],
+)
+def test_causal_mask_bounds(lab, start, num_queries, keys):
+    """mask[i, j] is True exactly when key position keys[j] <= start + i: a row sees its own
+    token and everything before it, never a later one; keys may be any block's positions.
+
+    Catches: ``<`` instead of ``<=`` (a row blind to itself: row 0 of a prompt sees nothing),
+    ``<= start + i + 1`` (one future token), ignoring ``start`` (positions counted from 0)."""
+    keys = np.array(list(keys), dtype=np.int64)
+    expected = np.array([[int(t) <= start + i for t in keys] for i in range(num_queries)], dtype=bool)
+    expected = expected.reshape(num_queries, len(keys))
+    got = lab.causal_mask(start, num_queries, keys)
+    labkit.assert_equal(np.asarray(got), expected, axes=("query", "key"), dtype=np.bool_,
+                        what=f"causal_mask(start={start}, num_queries={num_queries}, keys {keys.tolist()})")
+
+
+# --------------------------------------------------------------------------------------------
+# Step 2: the chunk's attention over a cache that already holds it
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("length, block_size", [(1, 4), (16, 4), (23, 5), (37, 8), (20, 1), (30, 64)])
+def test_prefill_from_scratch_matches_causal_attention(lab, length, block_size):
+    """A whole prompt in one chunk (start = 0) over a shuffled table: row i equals dense float64
+    attention over tokens 0 .. i. Block sizes from 1 to one partial block holding everything.
+
+    Catches: no causal mask (rows see the future), no 1/sqrt(head_dim) scale, a running max that
+    is not corrected, the last block read past the prompt (its tail is poisoned)."""
+    rng, q, k, v = random_prompt(100 + length, length)
+    k_cache, v_cache, table = paged_cache(rng, k, v, length, block_size)
+    expected = causal_prefill_f64(q, k, v, 0)
+    out = lab.paged_prefill_attention(q, k_cache, v_cache, table, 0, block_size)
+    check(out, expected, f"paged_prefill_attention, a {length}-token prompt in blocks of {block_size}")
+
+
+@pytest.mark.parametrize("start, chunk", [(8, 8), (8, 5), (13, 7), (13, 3), (30, 1)],
+                         ids=["on-boundaries", "starts-on-boundary", "inside-blocks", "inside-one-block", "decode"])
+@pytest.mark.parametrize("pad", [0, 2], ids=["no-padding", "padded-table"])
+def test_chunk_after_a_scattered_prefix(lab, start, chunk, pad):
+    """A chunk at positions start .. start + chunk - 1 after a cached prefix, blocks of 4 in
+    shuffled order, the chunk beginning and ending on block boundaries and inside blocks. The
+    table also lists blocks reserved for the rest of the prompt (poisoned), and with
+    ``padded-table`` two padding entries after them.
+
+    Catches: ignoring ``start`` (query row i treated as position i), streaming only the chunk's
+    blocks (the prefix forgotten), blocks read in physical order, an off-by-one mask."""
+    rng, q, k, v = random_prompt(10 * start + chunk + pad, 40)
+    k_cache, v_cache, table = paged_cache(rng, k, v, start + chunk, 4, pad=pad)
+    expected = causal_prefill_f64(q[start : start + chunk], k, v, start)
+    out = lab.paged_prefill_attention(q[start : start + chunk], k_cache, v_cache, table, start, 4)
+    check(out, expected, f"paged_prefill_attention, chunk {start}..{start + chunk - 1} after a prefix")
+
+
+@pytest.mark.parametrize("kind", labkit.POISON_KINDS)
+@pytest.mark.parametrize("start, chunk, block_size", [(0, 13, 4), (6, 9, 4), (5, 11, 16)])
+def test_future_positions_are_poisoned(lab, kind, start, chunk, block_size):
+    """Every slot past the chunk's last token holds poison: the rest of its last block and the
+    blocks reserved for tokens still to come. The last row's position is the last valid one, so
+    a mask off by one reads poison: huge shifts the answer by orders of magnitude, NaN and inf
+    turn it into NaN even when the poisoned key is masked in the scores but its value is still
+    multiplied by a zero weight.
+
+    Catches: ``t <= start + i + 1``, reading the last block to its end, a causal mask applied to
+    the scores but not to which rows of V are read."""
+    rng, q, k, v = random_prompt(start + chunk + block_size, 30)
+    k_cache, v_cache, table = paged_cache(rng, k, v, start + chunk, block_size, kind=kind)
+    expected = causal_prefill_f64(q[start : start + chunk], k, v, start)
+    out = lab.paged_prefill_attention(q[start : start + chunk], k_cache, v_cache, table, start, block_size)
+    check(out, expected, f"paged_prefill_attention with {kind} poison past position {start + chunk - 1}")
+
+
+@pytest.mark.parametrize("num_heads, num_kv_heads", [(4, 4), (4, 2), (6, 2), (8, 1)],
+                         ids=["mha", "gqa2", "gqa3", "mqa"])
+def test_grouped_query_heads(lab, num_heads, num_kv_heads):
+    """Query head h reads KV head h // (num_heads // num_kv_heads): groups of 1, 2, 3 and 8.
+
+    Catches: ``h % num_kv_heads`` (interleaved groups), ``h // num_kv_heads``."""
+    rng, q, k, v = random_prompt(num_heads * 7 + num_kv_heads, 25, num_heads, num_kv_heads)
+    k_cache, v_cache, table = paged_cache(rng, k, v, 25, 4)
+    expected = causal_prefill_f64(q[10:], k, v, 10)
+    out = lab.paged_prefill_attention(q[10:], k_cache, v_cache, table, 10, 4)
+    check(out, expected, f"paged_prefill_attention, {num_heads} query heads over {num_kv_heads} KV heads")
+
+
+@pytest.mark.parametrize("case", ["rows-at-plus-and-minus-1000", "late-spike"])
+def test_large_logits_keep_a_max_per_row(lab, case):
+    """Scores float64's exp cannot take, which only a running max kept per query row survives.
+    ``rows-at-plus-and-minus-1000``: some rows score every key near +1000, others near -1000
+    (a max shared by the whole chunk makes the second kind exp(-2000) = 0, then 0/0).
+    ``late-spike``: one key of the last block scores 1000 for every row that sees it (a max
+    not updated before the block's weights are taken overflows to inf).
+
+    Catches: one running max for all rows, no max subtraction, a stale max."""
+    block_size, start, chunk = 4, 6, 10
+    rng, q, k, v = random_prompt(77, start + chunk)
+    k[:, :, 0] = 1.0 + 0.005 * rng.standard_normal(k.shape[:2])  # component 0 carries the large part
+    scale = math.sqrt(q.shape[2])
+    if case == "rows-at-plus-and-minus-1000":
+        q[start:, :, 0] = np.where(np.arange(chunk) % 2 == 0, 1000.0, -1000.0)[:, None] * scale
+    else:  # every query puts scale into component 0; the spike key, in the last block, 1000 there
+        q[:, :, 0] = scale
+        k[start + chunk - 2, :, 0] = 1000.0
+    k_cache, v_cache, table = paged_cache(rng, k, v, start + chunk, block_size)
+    expected = causal_prefill_f64(q[start:], k, v, start)
+    out = lab.paged_prefill_attention(q[start:], k_cache, v_cache, table, start, block_size)
+    check(out, expected, f"paged_prefill_attention, {case}")
+
+
+def test_streams_block_by_block(lab, monkeypatch):
+    """One streaming pass: np.exp never sees more than one block's scores for every row of the
+    chunk (num_queries x block_size values, per head), so no row's full score list ever exists.
+
+    Catches: gathering every key first and running an ordinary softmax over each row (right
+    numbers, not this lab's algorithm). Only np.exp is watched."""
+    block_size, start, chunk = 4, 24, 5
+    rng, q, k, v = random_prompt(31, start + chunk, num_heads=2, num_kv_heads=1)
+    k_cache, v_cache, table = paged_cache(rng, k, v, start + chunk, block_size)
+    expected = causal_prefill_f64(q[start:], k, v, start)
+    real_exp = np.exp
+    limit = chunk * block_size
+
+    def watched_exp(x, *args, **kwargs):
+        if np.size(x) > limit:
+            raise AssertionError(f"np.exp was handed {np.size(x)} values at once; one block's scores for every row "
+                                 f"of the chunk are {chunk} x {block_size} = {limit} (README step 2)")
+        return real_exp(x, *args, **kwargs)
+
+    monkeypatch.setattr(np, "exp", watched_exp)
+    out = lab.paged_prefill_attention(q[start:], k_cache, v_cache, table, start, block_size)
+    monkeypatch.undo()
+    check(out, expected, "paged_prefill_attention (streamed)")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+def test_reads_only_and_returns_float64(lab, dtype):
+    """paged_prefill_attention only reads: its inputs are handed over read-only (numpy raises on
+    a write), the result is float64 [M, num_heads, head_dim] for float64 and float32 inputs
+    alike, and an empty chunk gives an empty result.
+
+    Catches: scaling q in place (``q *= scale`` on the caller's float64 array), "masking" the
+    cache by overwriting slots, a float32 result."""
+    rng, q, k, v = random_prompt(5, 21)
+    k_cache, v_cache, table = paged_cache(rng, k, v, 21, 4)
+    q, k, v, k_cache, v_cache = (x.astype(dtype) for x in (q[9:], k, v, k_cache, v_cache))
+    expected = causal_prefill_f64(q, k, v, 9)
+    for x in (q, k_cache, v_cache, table):
+        x.flags.writeable = False
+    out = lab.paged_prefill_attention(q, k_cache, v_cache, table, 9, 4)
+    check(out, expected, f"paged_prefill_attention on read-only {np.dtype(dtype).name} inputs")
+    empty = lab.paged_prefill_attention(q[:0], k_cache, v_cache, table, 9, 4)
+    labkit.assert_close(empty, np.zeros((0, 4, 16)), atol=0, what="paged_prefill_attention of an empty chunk",
+                        dtype=np.float64)
+
+
+# --------------------------------------------------------------------------------------------
+# Step 3: write the chunk, then attend
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [[40], [8, 16, 16], [5, 11, 7, 17], [13, 1, 1, 25], [1] * 40],
+    ids=["one-shot", "on-block-boundaries", "inside-blocks", "single-tokens-between", "token-by-token"],
+)
+@pytest.mark.parametrize("kind", ["huge", "nan"])
+def test_chunked_equals_one_shot(lab, chunks, kind):
+    """A 40-token prompt prefilled chunk by chunk with prefill_chunk (blocks of 8, reserved up
+    front, every unwritten slot poisoned) gives, token for token, one-shot causal attention over
+    the whole prompt; afterwards the cache holds the prompt. Chunks start and end on block
+    boundaries and inside blocks; ``token-by-token`` is 40 decode-sized steps. Chunking changes
+    when the work is done, never what it computes.
+
+    Catches: attending before the chunk is written (its own keys are poison), ignoring
+    ``start`` in the slots or in the mask, a mask off by one, the prefix left out."""
+    assert sum(chunks) == 40
+    block_size = 8
+    rng, q, k, v = random_prompt(sum(c * c for c in chunks), 40)
+    k_cache, v_cache, table = paged_cache(rng, k, v, 0, block_size, kind=kind)
+    expected = causal_prefill_f64(q, k, v, 0)  # one shot, the whole prompt
+    start = 0
+    for chunk in chunks:
+        end = start + chunk
+        out = lab.prefill_chunk(q[start:end], k[start:end], v[start:end], k_cache, v_cache, table, start, block_size)
+        check(out, expected[start:end], f"prefill_chunk for tokens {start}..{end - 1} (chunks {chunks})")
+        start = end
+    axes = ("token", "kv_head", "dim")
+    labkit.assert_close(labkit.gather_f64(k_cache, table, 40), k, atol=0, axes=axes, what="K in the cache afterwards")
+    labkit.assert_close(labkit.gather_f64(v_cache, table, 40), v, atol=0, axes=axes, what="V in the cache afterwards")
+
+
+@pytest.mark.parametrize("prefix", [0, 7, 8, 19])
+def test_a_one_token_chunk_is_a_decode_step(lab, prefix):
+    """A chunk of one token at position ``prefix`` is what a decode step computes: single-query
+    attention over tokens 0 .. prefix, the new one included, for every head.
+
+    Catches: the new token left out of its own attention (written after the read, or a mask
+    with ``<``), a decode step that reads one slot too many."""
+    rng, q, k, v = random_prompt(prefix, prefix + 1, num_heads=6, num_kv_heads=2)
+    k_cache, v_cache, table = paged_cache(rng, k, v, prefix, 4, kind="nan")
+    expected = labkit.attention_f64(q[prefix], k, v)[None]  # the decode formula of labs 02-06 and 04-01
+    out = lab.prefill_chunk(q[prefix:], k[prefix:], v[prefix:], k_cache, v_cache, table, prefix, 4)
+    check(out, expected, f"prefill_chunk of one token at position {prefix}")
+
+
+def test_prefill_chunk_writes_only_the_chunks_slots(lab):
+    """prefill_chunk changes the caches at the chunk's slots and nowhere else (the prefix, the
+    reserved blocks, blocks of other sequences are left as they were), and its answer is right.
+
+    Catches: writes through a wrong slot formula, a write into a copy (the next chunk then
+    reads poison), writing new_k into the value cache."""
+    block_size, start, chunk = 4, 10, 7
+    rng, q, k, v = random_prompt(9, 30)
+    k_cache, v_cache, table = paged_cache(rng, k, v, start, block_size, kind="huge")
+    expected_k, expected_v = k_cache.copy(), v_cache.copy()
+    for t in range(start, start + chunk):
+        expected_k[table[t // block_size], t % block_size] = k[t]
+        expected_v[table[t // block_size], t % block_size] = v[t]
+    expected = causal_prefill_f64(q[start : start + chunk], k, v, start)
+    out = lab.prefill_chunk(q[start : start + chunk], k[start : start + chunk], v[start : start + chunk],
+                            k_cache, v_cache, table, start, block_size)
+    check(out, expected, "prefill_chunk")
+    axes = ("block", "slot", "kv_head", "dim")
+    labkit.assert_close(k_cache, expected_k, atol=0, axes=axes, what="k_cache after prefill_chunk")
+    labkit.assert_close(v_cache, expected_v, atol=0, axes=axes, what="v_cache after prefill_chunk")
+
+
+NUMPY_BAD_INPUTS = {
+    "negative start": ("start", lambda a: {**a, "start": -1}),
+    "start not an int": ("start", lambda a: {**a, "start": 2.0}),
+    "q not 3-D": ("q", lambda a: {**a, "q": a["q"][0]}),
+    "heads not a multiple of kv heads": ("num_heads", lambda a: {**a, "q": a["q"][:, :3]}),
+    "block_size disagrees with the cache": ("block_size", lambda a: {**a, "block_size": 8}),
+    "table too short": ("block_table", lambda a: {**a, "block_table": a["block_table"][:2]}),
+    "block id outside the cache": ("block_table", lambda a: {**a, "block_table": a["block_table"] + 100}),
+    "head_dim mismatch": ("head_dim", lambda a: {**a, "q": a["q"][..., :8]}),
+}
+
+
+@pytest.mark.parametrize("name", list(NUMPY_BAD_INPUTS) + ["new_k of another length"])
+def test_bad_input_gets_a_clear_error(lab, name):
+    """Bad arguments raise ValueError naming what is wrong, before anything is read or written
+    (never an IndexError from inside numpy, never a half-written cache).
+
+    Catches: missing input checks."""
+    rng, q, k, v = random_prompt(2, 12)
+    k_cache, v_cache, table = paged_cache(rng, k, v, 12, 4)
+    args = {"q": q[4:], "k_cache": k_cache, "v_cache": v_cache, "block_table": table, "start": 4, "block_size": 4}
+    if name == "new_k of another length":
+        before = k_cache.copy()
+        with pytest.raises(ValueError, match="new_k"):
+            lab.prefill_chunk(q[4:], k[4:11], v[4:], k_cache, v_cache, table, 4, 4)
+        labkit.assert_close(k_cache, before, atol=0, what="k_cache after a rejected prefill_chunk")
+        return
+    word, change = NUMPY_BAD_INPUTS[name]
+    with pytest.raises(ValueError, match=word):
+        lab.paged_prefill_attention(**change(args))
+
+
+# --------------------------------------------------------------------------------------------
+# Steps 4-6: the Triton kernel, a ragged batch of chunks (GPU, or CPU through the interpreter)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def torch():
+    """torch, or a skip with the install command when torch/triton are missing."""
+    torch, _ = triton_env.require_torch_and_triton()
+    return torch
+
+
+DEVICE = triton_env.device() if triton_env.has_torch_and_triton() else "cpu"
+ON_GPU = DEVICE == "cuda"
+DTYPE_NAMES = ["float16", "float32"] + (["bfloat16"] if ON_GPU else [])  # the interpreter gets bf16 wrong
+KERNEL_ATOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
+SENTINEL = 7.0  # what the padding rows of `out` hold before the call, and must hold after it
+triton_test = pytest.mark.triton
+
+
+@dataclass
+class Batch:
+    q: object  # [num_tokens (+ padding rows), num_heads, head_dim]
+    k_cache: object
+    v_cache: object
+    block_tables: object
+    query_start_loc: object
+    seq_lens: object
+    expected: np.ndarray  # float64 [query_start_loc[-1], num_heads, head_dim]
+
+    @property
+    def args(self):
+        return self.q, self.k_cache, self.v_cache, self.block_tables, self.query_start_loc, self.seq_lens
+
+
+def make_batch(torch, specs, *, num_heads=4, num_kv_heads=2, head_dim=32, block_size=16, dtype="float16",
+               seed=0, kind="huge", pad_rows=16, q_scale=1.0):
+    """A ragged batch: ``specs`` lists ``(context_len, query_len)`` per sequence.
+
+    Each sequence's ``context_len + query_len`` tokens are in the paged cache (the chunk's own
+    included, as vLLM writes them before attention), through a shuffled table with one padding
+    entry pointing at a poisoned block. Every other slot is poisoned with ``kind``. The chunks'
+    queries are packed into ``q``, followed by ``pad_rows`` NaN rows that belong to no sequence
+    (a batch padded to a CUDA graph's size; 16 by default, so that a kernel storing a whole
+    query tile past a chunk's end writes into padding the test checks, never past the tensor).
+    ``expected`` comes from the dtype-rounded values, computed here, before any call.
+    """
+    torch_dtype = getattr(torch, dtype)
+    rng = np.random.default_rng(seed)
+    lens = [c + n for c, n in specs]
+    need = [blocks_needed(n, block_size) for n in lens]
+    num_blocks = 2 * sum(need) + 2
+    pool = rng.permutation(num_blocks - 1)  # the last block is never used: the padding entries point at it
+    tables = np.full((len(specs), max(need + [0]) + 1), num_blocks - 1, dtype=np.int32)
+    used = 0
+    for s, n in enumerate(need):
+        tables[s, :n] = pool[used : used + n]
+        used += n
+    shape = (num_blocks, block_size, num_kv_heads, head_dim)
+    k_cache = torch.from_numpy(rng.standard_normal(shape)).to(torch_dtype)
+    v_cache = torch.from_numpy(rng.standard_normal(shape)).to(torch_dtype)
+    labkit.poison_unused_slots(k_cache, tables, lens, kind=kind)
+    labkit.poison_unused_slots(v_cache, tables, lens, kind=kind)
+    num_tokens = sum(n for _, n in specs)
+    q = torch.from_numpy(q_scale * rng.standard_normal((num_tokens + pad_rows, num_heads, head_dim))).to(torch_dtype)
+    q[num_tokens:] = float("nan")
+
+    expected, row = [], 0
+    for s, (context, query_len) in enumerate(specs):
+        k = labkit.gather_f64(k_cache, tables[s], context + query_len)
+        v = labkit.gather_f64(v_cache, tables[s], context + query_len)
+        expected.append(causal_prefill_f64(q[row : row + query_len], k, v, context))
+        row += query_len
+    starts = np.concatenate([[0], np.cumsum([n for _, n in specs])]).astype(np.int32)
+    return Batch(q.to(DEVICE), k_cache.to(DEVICE), v_cache.to(DEVICE), torch.from_numpy(tables).to(DEVICE),
+                 torch.from_numpy(starts).to(DEVICE), torch.tensor(lens, dtype=torch.int32, device=DEVICE),
+                 np.concatenate(expected) if expected else np.zeros((0, num_heads, head_dim)))
+
+
+def check_kernel(lab, torch, batch, what, **kwargs):
+    """Run paged_prefill on the batch; compare the chunks' rows with the truth, the padding rows
+    of ``out`` with the sentinel they held before the call."""
+    __tracebackhide__ = True
+    out = torch.full_like(batch.q, SENTINEL)
+    got = lab.paged_prefill(*batch.args, out=out, **kwargs)
+    assert got is out, f"{what}: paged_prefill must return the `out` it was given"
+    assert out.dtype == batch.q.dtype and out.device == batch.q.device, f"{what}: out changed dtype or device"
+    num_tokens = len(batch.expected)
+    dtype = str(batch.q.dtype).removeprefix("torch.")
+    labkit.assert_close(out[:num_tokens], batch.expected, atol=KERNEL_ATOL[dtype], axes=("token", "head", "dim"),
+                        what=what, dtype=batch.q.dtype)
+    labkit.assert_close(out[num_tokens:], np.full(out[num_tokens:].shape, SENTINEL), atol=0,
+                        axes=("padding row", "head", "dim"),
+                        what=f"{what}: rows of out past query_start_loc[-1] (padding, must not be written)")
+    return out
+
+
+@triton_test
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_kernel_one_prompt_from_scratch(lab, torch, dtype):
+    """One 45-token prompt from scratch (context 0): several query tiles and key tiles, the
+    causal diagonal crossing them, GQA 4/2, blocks of 16 in shuffled order.
+
+    Catches: no causal mask, a mask off by one, no scale, a running max not corrected, the
+    unmasked part of the key loop run up to the tile's last row instead of its first."""
+    batch = make_batch(torch, [(0, 45)], dtype=dtype, seed=1)
+    check_kernel(lab, torch, batch, f"paged_prefill, one prompt of 45 tokens ({dtype})")
+
+
+@triton_test
+@pytest.mark.parametrize("context, query_len", [(32, 16), (37, 20), (16, 1), (50, 3)],
+                         ids=["on-block-boundaries", "inside-blocks", "decode-on-boundary", "short-chunk"])
+def test_kernel_chunk_after_a_cached_prefix(lab, torch, context, query_len):
+    """A chunk after a cached prefix, starting on a block boundary and inside a block: query row
+    j sits at position context + j and sees the prefix and the chunk up to itself.
+
+    Catches: ignoring the prefix (positions counted from the chunk's start), the prefix length
+    taken as seq_lens itself, the key range stopping at the chunk's end."""
+    batch = make_batch(torch, [(context, query_len)], seed=context + query_len)
+    check_kernel(lab, torch, batch, f"paged_prefill, {query_len} tokens after a prefix of {context}")
+
+
+@triton_test
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_kernel_ragged_batch(lab, torch, dtype):
+    """A batch as vLLM schedules it: a prompt from scratch, a chunk after a prefix, two decode
+    tokens, a sequence with no token this step, packed in ``q`` by ``query_start_loc``, with 17
+    padding rows (NaN) after the last chunk whose output rows must stay as they were (every
+    kernel test has such rows; this one has more than a tile's worth). The inputs are left
+    unchanged.
+
+    Catches: rows of one chunk written into another's, padding rows of a query tile stored,
+    reading the table or the lengths of the wrong sequence, writing into the inputs."""
+    batch = make_batch(torch, [(0, 21), (19, 13), (40, 1), (5, 0), (33, 1), (3, 17)], dtype=dtype, seed=2,
+                       pad_rows=17)
+    before = [t.clone() for t in batch.args]
+    check_kernel(lab, torch, batch, f"paged_prefill, a ragged batch ({dtype})")
+    names = ["q", "k_cache", "v_cache", "block_tables", "query_start_loc", "seq_lens"]
+    for name, then, now in zip(names, before, batch.args, strict=True):
+        if then.is_floating_point():  # q's padding rows are NaN, and NaN != NaN
+            then, now = then.float().nan_to_num(0.5), now.float().nan_to_num(0.5)
+        assert torch.equal(then, now), f"paged_prefill modified its input {name}"
+
+
+@triton_test
+@pytest.mark.parametrize("kind", labkit.POISON_KINDS)
+def test_kernel_future_and_unused_slots_are_poison(lab, torch, kind):
+    """Huge, NaN or inf in every slot that holds no token: tails of last blocks (the lengths end
+    1, 7 and 15 tokens into a block), unused blocks, the block the table's padding points at.
+    NaN and inf catch a key that is read and only masked in the scores (0 * NaN is NaN).
+
+    Catches: the last block read to its end, loads not masked at the sequence's end, the table
+    read past a sequence's blocks."""
+    batch = make_batch(torch, [(10, 7), (0, 17), (20, 11)], seed=3, kind=kind)
+    check_kernel(lab, torch, batch, f"paged_prefill with {kind} poison")
+
+
+@triton_test
+@pytest.mark.parametrize("contexts", [[0, 5, 16, 31, 47]])
+def test_kernel_one_token_chunks_are_decode_steps(lab, torch, contexts):
+    """A batch of one-token chunks is a decode batch: each token attends to its whole sequence,
+    itself included (contexts 0, inside and on block boundaries).
+
+    Catches: a token that does not see itself, the tile's padding rows stored over other
+    sequences' rows."""
+    batch = make_batch(torch, [(c, 1) for c in contexts], seed=4)
+    check_kernel(lab, torch, batch, "paged_prefill, one-token chunks")
+
+
+@triton_test
+@pytest.mark.parametrize("num_heads, num_kv_heads", [(4, 4), (8, 2), (6, 2), (8, 1), (32, 1)],
+                         ids=["mha", "gqa4", "gqa3", "gqa8", "mqa32"])
+def test_kernel_grouped_query_heads(lab, torch, num_heads, num_kv_heads):
+    """The query heads of a group share a K/V tile: query head h reads KV head
+    h // (num_heads // num_kv_heads). Groups of 1, 4, 3 (rows of a 16-row tile left over:
+    padding), 8 and 32 (more heads than the tile's default rows).
+
+    Catches: interleaved groups (h % num_kv_heads), padding rows of the tile stored, a tile too
+    small for the group."""
+    batch = make_batch(torch, [(9, 12), (0, 5)], num_heads=num_heads, num_kv_heads=num_kv_heads,
+                       seed=num_heads + num_kv_heads)
+    check_kernel(lab, torch, batch, f"paged_prefill, {num_heads} query heads over {num_kv_heads} KV heads")
+
+
+@triton_test
+@pytest.mark.parametrize("block_size, head_dim", [(1, 16), (5, 32), (8, 32), (64, 16)])
+def test_kernel_block_sizes_and_head_dims(lab, torch, block_size, head_dim):
+    """Blocks of 1, 5 (not a power of two), 8 (a key tile spans several blocks) and 64 (a block
+    spans several key tiles), head_dim 16 and 32.
+
+    Catches: one block per key tile assumed, the slot stride confused with the block stride,
+    block ids looked up per tile instead of per key."""
+    batch = make_batch(torch, [(13, 9), (0, 20)], block_size=block_size, head_dim=head_dim, seed=block_size)
+    check_kernel(lab, torch, batch, f"paged_prefill, blocks of {block_size}, head_dim {head_dim}")
+
+
+@triton_test
+def test_kernel_large_logits(lab, torch):
+    """Scores near +-100 in float32 (exp overflows float32 past ~88): the running max must be
+    subtracted before exp, per row, in every key tile.
+
+    Catches: exp of raw scores, a max shared by the rows of a tile, a stale max."""
+    batch = make_batch(torch, [(20, 14), (0, 9)], dtype="float32", q_scale=35.0, seed=6)
+    check_kernel(lab, torch, batch, "paged_prefill with scores near +-100")
+
+
+@triton_test
+def test_kernel_max_query_len_given_or_found(lab, torch):
+    """``max_query_len`` may be given (as vLLM's metadata carries it) or left to the function:
+    the same answer either way, and a larger value than needed is harmless.
+
+    Catches: a grid sized from the first chunk's length instead of the longest."""
+    batch = make_batch(torch, [(4, 3), (0, 26), (11, 9)], seed=7)
+    check_kernel(lab, torch, batch, "paged_prefill(max_query_len=None)")
+    check_kernel(lab, torch, batch, "paged_prefill(max_query_len=40)", max_query_len=40)
+
+
+KERNEL_BAD_INPUTS = {
+    "q is 2-D": lambda a: {**a, "q": a["q"][0]},
+    "heads not a multiple of kv heads": lambda a: {**a, "q": a["q"][:, :3].contiguous()},
+    "block_tables int64": lambda a: {**a, "block_tables": a["block_tables"].long()},
+    "query_start_loc of another batch": lambda a: {**a, "query_start_loc": a["query_start_loc"][:-1]},
+    "seq_lens int64": lambda a: {**a, "seq_lens": a["seq_lens"].long()},
+    "v_cache of another dtype": lambda a: {**a, "v_cache": a["v_cache"].double()},
+    "head_dim 24": lambda a: {**a, "q": a["q"][..., :24].contiguous(), "k_cache": a["k_cache"][..., :24].contiguous(),
+                               "v_cache": a["v_cache"][..., :24].contiguous()},
+    "out of another shape": lambda a: {**a, "out": a["q"][:-1].clone()},
+    "max_query_len negative": lambda a: {**a, "max_query_len": -1},
+}
+VALUE_BAD_INPUTS = {  # checked only on the CPU: on a GPU the check would cost a synchronization
+    "chunk longer than seq_len": lambda a: {**a, "seq_lens": a["seq_lens"] - 5},  # [6, 3] for chunks of [6, 8]
+    "seq_len past the table": lambda a: {**a, "seq_lens": a["seq_lens"] + 100},
+    "query_start_loc decreasing": lambda a: {**a, "query_start_loc": a["query_start_loc"].flip(0).contiguous()},
+}
+
+
+@triton_test
+@pytest.mark.parametrize("name", list(KERNEL_BAD_INPUTS) + ([] if ON_GPU else list(VALUE_BAD_INPUTS)))
+def test_kernel_bad_input_gets_a_clear_error(lab, torch, name):
+    """Wrong shapes, dtypes and lengths raise ValueError or TypeError naming paged_prefill,
+    before any kernel runs (never a Triton traceback, an illegal address or a silent wrong
+    answer). Values inside the index tensors are checked only when they live on the CPU.
+
+    Catches: missing input checks."""
+    batch = make_batch(torch, [(5, 6), (0, 8)], seed=8)
+    args = dict(zip(["q", "k_cache", "v_cache", "block_tables", "query_start_loc", "seq_lens"], batch.args,
+                    strict=True))
+    args = {**KERNEL_BAD_INPUTS, **VALUE_BAD_INPUTS}[name](args)
+    with pytest.raises((ValueError, TypeError), match="paged_prefill"):
+        lab.paged_prefill(**args)
+
+
+@triton_test
+@pytest.mark.gpu
+def test_kernel_cache_beyond_2_31_elements(lab, torch):
+    """A cache of more than 2**31 elements per tensor, the sequences in its top blocks: element
+    offsets no longer fit in int32. Catches block ids multiplied by the block stride in int32
+    (the offset wraps around to another block or an illegal address)."""
+    if torch.cuda.get_device_properties(0).total_memory < 24 * 2**30:
+        pytest.skip("needs 24 GiB of GPU memory")
+    block_size, num_kv_heads, head_dim, num_heads = 16, 8, 128, 32
+    num_blocks = 2**31 // (block_size * num_kv_heads * head_dim) + 64
+    shape = (num_blocks, block_size, num_kv_heads, head_dim)
+    k_cache = torch.full(shape, 3.0e4, dtype=torch.float16, device="cuda")
+    v_cache = torch.full(shape, 3.0e4, dtype=torch.float16, device="cuda")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    specs = [(60, 40), (0, 77)]
+    top = (num_blocks - 2 - torch.randperm(30, generator=gen, device="cuda")).to(torch.int32)
+    tables = torch.full((2, 8), num_blocks - 1, dtype=torch.int32, device="cuda")
+    tables[0, :7] = top[:7]
+    tables[1, :5] = top[7:12]
+    expected, qs = [], []
+    for s, (context, query_len) in enumerate(specs):
+        n = context + query_len
+        blocks = tables[s, torch.arange(n, device="cuda") // block_size].long()
+        slots = torch.arange(n, device="cuda") % block_size
+        k_cache[blocks, slots] = torch.randn(n, num_kv_heads, head_dim, generator=gen, device="cuda").half()
+        v_cache[blocks, slots] = torch.randn(n, num_kv_heads, head_dim, generator=gen, device="cuda").half()
+        qs.append(torch.randn(query_len, num_heads, head_dim, generator=gen, device="cuda").half())
+        expected.append(causal_prefill_f64(qs[-1], k_cache[blocks, slots], v_cache[blocks, slots], context))
+    starts = torch.tensor([0, 40, 117], dtype=torch.int32, device="cuda")
+    lens = torch.tensor([100, 77], dtype=torch.int32, device="cuda")
+    out = lab.paged_prefill(torch.cat(qs), k_cache, v_cache, tables, starts, lens)
+    labkit.assert_close(out, np.concatenate(expected), atol=KERNEL_ATOL["float16"], axes=("token", "head", "dim"),
+                        what="paged_prefill on a 2**31+ element cache")
+
+
+# The CPU twin of the test above, in a child process: the cache is allocated with torch.empty and
+# only the blocks in use are written, so the operating system commits just those pages (the rest
+# is address space). A kernel with int32 offsets reads far outside the cache and may crash the
+# interpreter's process, which the parent turns into a failure with a message.
+_BIG_CACHE_CHILD = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from labkit import load_impl, triton_env
+    triton_env.select_backend()
+    import torch
+    lab = load_impl(sys.argv[2])
+    block_size, num_kv_heads, head_dim, num_heads, context, query_len = 16, 2, 32, 4, 21, 12
+    seq_len = context + query_len
+    num_blocks = 2**31 // (block_size * num_kv_heads * head_dim) + 64
+    try:
+        cache = torch.empty((num_blocks, block_size, num_kv_heads, head_dim), dtype=torch.float16)
+    except RuntimeError as err:
+        print("SKIP cannot reserve the address space of a 2**31-element cache:", err)
+        sys.exit(0)
+    gen = torch.Generator().manual_seed(0)
+    top = (num_blocks - 2 - torch.randperm(10, generator=gen)).to(torch.int32)
+    table = torch.full((1, 4), num_blocks - 1, dtype=torch.int32)
+    table[0, :3] = top[:3]
+    for j in range(4):  # the three blocks in use, and the padding block, poisoned below
+        cache[table[0, j]] = torch.randn(block_size, num_kv_heads, head_dim, generator=gen).half()
+    cache[num_blocks - 1] = 3.0e4
+    cache[table[0, 2], seq_len - 2 * block_size:] = 3.0e4
+    q = torch.randn(query_len, num_heads, head_dim, generator=gen).half()
+    starts = torch.tensor([0, query_len], dtype=torch.int32)
+    # K and V share the cache: one 4 GiB reservation instead of two.
+    out = lab.paged_prefill(q, cache, cache, table, starts, torch.tensor([seq_len], dtype=torch.int32))
+    kv = torch.cat([cache[table[0, j]] for j in range(3)])[:seq_len].double()
+    group = num_heads // num_kv_heads
+    worst = 0.0
+    for i in range(query_len):
+        for h in range(num_heads):
+            k = kv[: context + i + 1, h // group]
+            weights = torch.softmax(k @ q[i, h].double() / head_dim**0.5, 0)
+            worst = max(worst, (out[i, h].double() - weights @ k).abs().max().item())
+    print("MAXDIFF", worst)
+""")
+
+
+@triton_test
+@pytest.mark.skipif(ON_GPU, reason="on a GPU, test_kernel_cache_beyond_2_31_elements covers this")
+def test_kernel_cache_beyond_2_31_elements_on_cpu(lab, torch):
+    """The int32-offset check without a GPU: a float16 cache of more than 2**31 elements (4 GiB
+    of address space, of which only the blocks in use are touched), the sequence in its top
+    blocks. Catches block ids multiplied by the block stride in int32: the offset wraps around
+    and the kernel reads another block, or the process crashes."""
+    lab_dir = Path(__file__).resolve().parent
+    child = subprocess.run([sys.executable, "-c", _BIG_CACHE_CHILD, str(lab_dir.parents[2]), str(lab_dir)],
+                           capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "TRITON_INTERPRET": "1"})
+    if "NotImplementedError" in child.stderr:
+        raise NotImplementedError(child.stderr.strip().splitlines()[-1])
+    if child.stdout.startswith("SKIP"):
+        pytest.skip(child.stdout.strip())
+    assert child.returncode == 0, (
+        f"paged_prefill crashed (exit status {child.returncode}) on a cache of more than 2**31 elements with the "
+        "sequence in its top blocks: are element offsets computed in int32? (block ids must be widened to int64 "
+        f"before they multiply the block stride)\n{child.stderr[-2000:]}"
+    )
+    worst = float(child.stdout.split("MAXDIFF")[-1])
+    assert worst <= KERNEL_ATOL["float16"], (
+        f"paged_prefill on a cache of more than 2**31 elements: max |diff| {worst:.3g} from the float64 reference "
+        "(block ids multiplied by the block stride in int32 wrap around to another block)"
+    )

@@ -1,0 +1,41 @@
+"""labkit's benchmark helpers that can be checked without a GPU (the streaming read kernel runs
+through Triton's interpreter), and on a GPU the CUDA-graph timer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from labkit.testing import triton_env
+
+
+def test_stream_read_xors_every_word_of_each_block():
+    """The read-bandwidth kernel reads every word: one xor per block, the last block short."""
+    if not triton_env.has_torch_and_triton():
+        pytest.skip(f"needs torch and triton: {triton_env.INSTALL_HINT}")
+    triton_env.select_backend()
+    import torch
+
+    from labkit.testing import stream_read
+
+    rng = np.random.default_rng(0)
+    words = rng.integers(-(2**31), 2**31, size=3 * 64 + 5, dtype=np.int64).astype(np.int32)
+    data = torch.from_numpy(words).to(triton_env.device())
+    got = stream_read.xor_blocks(data, block=64).cpu().numpy()
+    padded = np.concatenate([words, np.zeros(64 - 5, dtype=np.int32)]).reshape(4, 64)
+    np.testing.assert_array_equal(got, np.bitwise_xor.reduce(padded, axis=1))
+    with pytest.raises(ValueError, match="xor_blocks"):
+        stream_read.xor_blocks(data.long())
+
+
+@pytest.mark.gpu
+def test_graph_time_us_times_a_replay():
+    """A graph replay of a 256 MiB copy takes about as long as the copy issued directly."""
+    import torch
+
+    from labkit.testing import bench
+
+    src = torch.ones(256 << 20, dtype=torch.int8, device="cuda")
+    dst = torch.empty_like(src)
+    graphed, direct = bench.graph_time_us(lambda: dst.copy_(src)), bench.time_us(lambda: dst.copy_(src))
+    assert 0.5 * direct < graphed < 1.5 * direct

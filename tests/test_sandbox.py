@@ -1,0 +1,178 @@
+"""The grading sandbox, tried from the inside: what a student's code can see, reach and use.
+
+One probe (tests/fixtures/sandbox_probe.py) runs in a sandbox like a student's and reports;
+each test below checks one promise of labkit/grader/sandbox.py. Needs bubblewrap (CI installs
+it); without it these skip with the install command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import site
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from labkit.course import registry
+from labkit.grader import sandbox as sandboxes
+
+if sandboxes.bwrap() is None:
+    pytest.skip(sandboxes.INSTALL, allow_module_level=True)
+
+PROBE = Path(__file__).parent / "fixtures" / "sandbox_probe.py"
+TMP_SIZE = 32 << 20
+RESOURCES = sandboxes.Resources(memory=4 << 30, processes=24, tmp_size=TMP_SIZE, cpu_seconds=60, open_files=64)
+SITE = site.getsitepackages()[0]
+LAB = registry.get("02-06")
+LOOK_FOR = [str(registry.ROOT), str(LAB.path / "solution.py"), str(Path.home() / ".cache")]
+WRITE_TARGETS = ["/grader/labkit/evil.py", "/submission/conftest.py", f"{SITE}/evil.pth", "/usr/evil",
+                 f"{sys.prefix}/evil", "/evil", "/dev/evil", "/etc/evil", "/home/evil", "/dev/shm/../evil"]
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    """The probe's report from a sandbox holding one student's files; a TCP server on the host's
+    loopback waits for a connection that must never come."""
+    student = tmp_path_factory.mktemp("student") / "files"
+    student.mkdir(mode=0o755)
+    (student / "starter.py").write_text("X = 1\n")
+    (student / "helper.py").write_text("Y = 2\n")
+    for path in (student, *student.iterdir()):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    with sandboxes.Sandbox(student, RESOURCES) as box:
+        code, out, err = box.run(["script", box.add_script(PROBE), str(port), str(TMP_SIZE), json.dumps(LOOK_FOR),
+                                  *WRITE_TARGETS], timeout=240)
+    server.close()
+    assert code == 0, err.decode(errors="replace")[-3000:]
+    return json.loads(out)
+
+
+def test_only_the_staged_labkit_and_the_students_own_files_are_visible(probe):
+    assert probe["submission"] == ["helper.py", "starter.py"]
+    assert probe["grader"] == sorted(["scripts/sandbox_probe.py", "scripts/.keep", *sandboxes.STAGED]), \
+        "the worker's files only: no lab folder, no labkit.testing.reference, no registry"
+    assert probe["forbidden"] == [], "a course file is visible inside the sandbox"
+    assert probe["files_seen"] > 1000, "the walk saw the interpreter's files, so it did look"
+    seen = [path for path, exists in probe["exists"].items() if exists]
+    assert seen == [], f"visible inside the sandbox: {seen}"
+
+
+def test_nothing_outside_tmp_is_writable(probe):
+    assert all(result in ("EROFS", "EACCES", "ENOENT", "EPERM") for result in probe["writes"].values()), \
+        probe["writes"]
+
+
+def test_tmp_is_private_and_size_limited(probe):
+    assert probe["cwd"] == "/tmp"
+    assert 0 < probe["tmp_filled"] <= TMP_SIZE
+
+
+def test_no_network_no_other_process_no_user_namespaces(probe):
+    assert probe["interfaces"] == ["lo"]
+    assert probe["connect_host"] != "connected", "reached a server on the host's loopback"
+    assert len(probe["pids"]) <= 4, f"processes outside the sandbox are visible: {probe['pids']}"
+    assert probe["user_namespace"] in ("ENOSPC", "EPERM", "EINVAL", "EUSERS")
+
+
+def test_an_unprivileged_user_and_an_environment_of_our_own(probe):
+    assert probe["uid"] == sandboxes.INSIDE_UID
+    assert set(probe["env"]) <= {"PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "LANG", "PYTHONPATH",
+                                 "PYTHONDONTWRITEBYTECODE", "XDG_CACHE_HOME", "TRITON_CACHE_DIR",
+                                 "TORCH_EXTENSIONS_DIR", "MPLCONFIGDIR", "LABS_IMPL_FILE", "PWD"}
+    assert all(not e or e.split("=")[0] in ("PATH", "PWD", "LC_CTYPE") for e in probe["pid1_environ"]), \
+        "bubblewrap's own environment (readable in /proc/1/environ) carries nothing of the grader's"
+    assert probe["fds"] == [0, 1, 2, 3], "only stdin/out/err (and the probe's own listing) are open"
+    bwraps = [c.split(" -- ")[0] for c in probe["cmdlines"] if c.split(" ")[0].endswith("bwrap")]
+    leaks = [c for c in bwraps for host in (str(registry.ROOT), "labs-sandbox-", "labs-grade-") if host in c]
+    assert bwraps and leaks == [], "bwrap's options, in /proc/1/cmdline, name folders of the host"
+
+
+def test_the_resource_limits_hold(probe):
+    limits = probe["limits"]
+    assert limits["RLIMIT_AS"][0] == RESOURCES.memory and limits["RLIMIT_NPROC"][0] == RESOURCES.processes
+    assert limits["RLIMIT_FSIZE"][0] == TMP_SIZE and limits["RLIMIT_NOFILE"][0] == RESOURCES.open_files
+    assert probe["memory"] == "MemoryError"
+    # Processes count per user and user namespace (ucounts): the limit must hold even when the
+    # grader runs as root, whose processes the kernel does not count.
+    assert 0 < probe["forks"] < RESOURCES.processes, probe["forks"]
+
+
+MARKER = "labs-sandbox-test-daemon-"
+
+DAEMON = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(120)", sys.argv[1]])
+    os._exit(0)
+time.sleep(120)
+"""
+
+
+def test_a_double_forked_process_dies_with_the_sandbox(tmp_path):
+    marker = f"{MARKER}{os.getpid()}-{time.time_ns()}"
+    script = tmp_path / "daemon.py"
+    script.write_text(DAEMON)
+    box = sandboxes.Sandbox(None, RESOURCES)
+    try:
+        proc = box.popen(["script", box.add_script(script), marker])
+        deadline = time.monotonic() + 60
+        while not _processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _processes_with(marker), "the daemon never started"
+        sandboxes.stop(proc)
+        deadline = time.monotonic() + 10
+        while _processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _processes_with(marker), "a process started in the sandbox outlived it"
+    finally:
+        box.close()
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_folder_the_view_includes_is_masked(tmp_path):
+    """A sensitive folder inside a folder the sandbox binds (here: one of site-packages) is hidden."""
+    hidden = Path(SITE) / "numpy"
+    box = sandboxes.Sandbox(None, RESOURCES, hide=(hidden,))
+    script = tmp_path / "look.py"
+    script.write_text(f"import os; print(sorted(os.listdir({str(hidden)!r})))\n")
+    try:
+        code, out, err = box.run(["script", box.add_script(script)], timeout=60)
+    finally:
+        box.close()
+    assert code == 0, err.decode()[-2000:]
+    assert out.decode().strip() == "[]"
+
+
+def test_check_names_the_install_command_without_bwrap(monkeypatch):
+    monkeypatch.setattr(sandboxes, "bwrap", lambda: None)
+    with pytest.raises(sandboxes.SandboxError, match="apt-get install bubblewrap"):
+        sandboxes.check()
+
+
+def test_no_sandbox_mode_runs_the_same_worker(tmp_path):
+    script = tmp_path / "hello.py"
+    script.write_text("import os, sys; print(os.getcwd(), os.environ['HOME'] == os.getcwd())\n")
+    box = sandboxes.Sandbox(None, RESOURCES, enabled=False)
+    try:
+        code, out, _ = box.run(["script", box.add_script(script)], timeout=60)
+    finally:
+        box.close()
+    assert code == 0 and out.decode().split()[1] == "True"
