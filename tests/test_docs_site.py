@@ -118,6 +118,20 @@ def test_lab_header_says_where_the_lab_runs_and_how():
     assert f"labs check {lab.id} --impl starter" in text
 
 
+@pytest.mark.parametrize("lab", [lab for lab in registry.LABS if (lab.path / "bench.py").is_file()],
+                         ids=lambda lab: lab.id)
+def test_lab_header_runs_scripts_as_the_readme_does(lab):
+    """The header's lab.py/bench.py commands are the README's own (a bench that needs `--out` gets it):
+    a header that invented them would print a usage error, or drift from the README."""
+    from labkit.docs.build import lab_header
+
+    readme = (lab.path / "README.md").read_text()
+    commands = re.findall(r"`(python \S+/(?:lab|bench)\.py[^`]*)`", lab_header(lab))
+    assert any(command.split()[1].endswith("bench.py") for command in commands), commands
+    for command in commands:
+        assert command in " ".join(readme.split()), f"{lab.id}: {command!r} is not a command of its README"
+
+
 # --------------------------------------------------------------------------- the build
 
 

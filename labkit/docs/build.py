@@ -165,10 +165,10 @@ def lab_header(lab: Lab) -> str:
         (f"labs hint {lab.id}", "the next hint"),
         (f"labs bugs {lab.id}", "the classic mistakes, and the tests that catch each"),
     ]
-    if (lab.path / "lab.py").is_file():
-        commands.append((f"python {lab.folder}/lab.py", "the demo"))
-    if (lab.path / "bench.py").is_file():
-        commands.append((f"python {lab.folder}/bench.py", "the benchmark (a CUDA GPU)"))
+    for script, what in (("lab.py", "the demo"), ("bench.py", "the GPU benchmark")):
+        if (lab.path / script).is_file():
+            fallback = [(f"python {lab.folder}/{script}", f"{what}: its README says how")]
+            commands += script_commands(lab, script, what) or fallback
     rows = "\n".join(f"    | `{command}` | {why} |" for command, why in commands)
     return (
         f'!!! info "Lab {lab.id} · runs on: {lab.runs_on} · {place}"\n\n'
@@ -176,6 +176,24 @@ def lab_header(lab: Lab) -> str:
         f"    | command | what it does |\n    |---|---|\n{rows}\n\n"
         f"    `labs` comes with `pip install -e .`; `python -m labkit.cli` is the same command without it.\n"
     )
+
+
+def script_commands(lab: Lab, script: str, what: str, limit: int = 2) -> list[tuple[str, str]]:
+    """The first ``python <lab folder>/<script> ...`` lines of the README's code blocks, with their
+    comments: the lab's own commands (``--dry``, ``--out``...), so the header never drifts from them."""
+    text = (lab.path / "README.md").read_text(encoding="utf-8")
+    prefix = f"python {lab.folder}/{script}"
+    found, fence = [], None
+    for line in text.split("\n"):
+        opened = _FENCE.match(line)
+        if opened:
+            fence = None if fence else opened.group(1)
+            continue
+        command, _, comment = line.strip().partition("#")
+        command = " ".join(command.split())
+        if fence and (command == prefix or command.startswith(prefix + " ")) and not command.endswith("\\"):
+            found.append((command, comment.strip() or what))
+    return found[:limit]
 
 
 def with_lab_header(text: str, lab: Lab) -> str:
