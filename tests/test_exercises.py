@@ -106,6 +106,28 @@ def p2_sharing_a_system_prompt():
     return listed(48 // 16, 50 // 16)
 
 
+def p2_blocks_a_gpu_gets():
+    gib = 2**30
+    available = int(0.9 * 80 * gib) - (16 + 2 + 1) * gib  # the utilization's share of the total, minus the rest
+    page = 2 * 16 * 8 * 128 * 2  # K and V, block_size, KV heads, head_dim, bf16 bytes: one block, one layer
+    blocks = available // page // 32
+    concurrency = blocks / math.ceil(8192 / 16)
+    lab = labkit.load_reference("02-03")
+    config = {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096,
+              "torch_dtype": "bfloat16"}
+    lab_available = lab.available_kv_memory(80 * gib, 79 * gib, 0.9, 16 * gib, 2 * gib, 1 * gib)
+    assert lab_available == available, "lab 02-03's available_kv_memory disagrees"
+    assert lab.num_gpu_blocks(lab_available, config, 16) == blocks, "lab 02-03's num_gpu_blocks disagrees"
+    assert lab.max_concurrency(blocks, 16, 8192) == concurrency, "lab 02-03's max_concurrency disagrees"
+    return listed(blocks, f"{concurrency:.1f}")
+
+
+def p2_the_same_prompt_twice():
+    n, block = 48, 16
+    hit_blocks = (n - 1) // block  # the last prompt token is always computed: it needs logits
+    return listed(hit_blocks, n - hit_blocks * block)
+
+
 # --------------------------------------------------------------------------- Phase 4
 
 
@@ -168,6 +190,25 @@ def p4_bytes_of_a_decode_step():
     return listed(kv_bytes, f"{kv_bytes / 3.00e12 * 1e6:.1f}")
 
 
+def p4_keys_seen_by_a_chunk():
+    start, count = 10, 3
+    seen = [sum(1 for t in range(start + count) if t <= start + i) for i in range(count)]
+    lab = labkit.load_reference("04-03").causal_mask(start, count, np.arange(start + count))
+    assert lab.sum(axis=1).tolist() == seen, "lab 04-03's causal_mask disagrees"
+    return f"{listed(*seen)}; {sum(seen)}"
+
+
+def p4_tokens_per_rank():
+    n, world = 10, 4
+    answers = []
+    for stripe in (1, 4):
+        counts = [sum(1 for t in range(n) if (t // stripe) % world == r) for r in range(world)]
+        lab = labkit.load_reference("04-07").local_seq_lens(np.array([n]), world, stripe)
+        assert lab[:, 0].tolist() == counts, f"lab 04-07's local_seq_lens disagrees for stripe {stripe}"
+        answers.append(listed(*counts))
+    return "; ".join(answers)
+
+
 CHECKS = {
     (P2, "W3"): p2_blocks_for_a_prompt,
     (P2, "C1"): p2_slot_mapping_by_hand,
@@ -175,6 +216,8 @@ CHECKS = {
     (P2, "C3"): p2_tokens_that_fit,
     (P2, "C4"): p2_which_kv_head,
     (P2, "C5"): p2_inside_the_key_cache,
+    (P2, "C7"): p2_blocks_a_gpu_gets,
+    (P2, "C8"): p2_the_same_prompt_twice,
     (P2, "D1"): p2_choosing_a_block_size,
     (P2, "D2"): p2_sharing_a_system_prompt,
     (P4, "W3"): p4_one_correction_factor,
@@ -184,6 +227,8 @@ CHECKS = {
     (P4, "C4"): p4_shared_memory_of_v1,
     (P4, "C5"): p4_partitions_of_a_sequence,
     (P4, "C6"): p4_bytes_of_a_decode_step,
+    (P4, "C8"): p4_keys_seen_by_a_chunk,
+    (P4, "C9"): p4_tokens_per_rank,
 }
 
 
