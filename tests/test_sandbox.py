@@ -149,8 +149,10 @@ def _processes_with(marker: str) -> list[int]:
 
 
 def test_a_folder_the_view_includes_is_masked(tmp_path):
-    """A sensitive folder inside a folder the sandbox binds (here: one of site-packages) is hidden."""
-    hidden = Path(SITE) / "numpy"
+    """A sensitive folder inside a folder the sandbox binds (here: numpy, in a site-packages) is hidden."""
+    import numpy
+
+    hidden = Path(numpy.__file__).resolve().parent
     box = sandboxes.Sandbox(None, RESOURCES, hide=(hidden,))
     script = tmp_path / "look.py"
     script.write_text(f"import os; print(sorted(os.listdir({str(hidden)!r})))\n")
@@ -205,3 +207,11 @@ def test_a_lab_loads_the_earlier_labs_it_builds_on_and_nothing_else(tmp_path):
     with sandboxes.Sandbox(None, RESOURCES, references=needs) as box:
         code, out, err = box.run(["script", box.add_script(script)], timeout=120)
     assert code == 0 and out.decode().strip() == "ok", err.decode(errors="replace")[-2000:]
+
+
+def test_an_interpreter_under_tmp_is_bound_again_over_the_private_tmp(monkeypatch):
+    """A virtual environment made in /tmp stays visible: the sandbox's own /tmp would hide it."""
+    venv = Path("/tmp/some-venv")
+    monkeypatch.setattr(sandboxes, "python_dirs", lambda: [Path("/usr"), venv, venv / "lib/site-packages"])
+    assert sandboxes._python_under_scratch() == ["--ro-bind", str(venv), str(venv), "--ro-bind",
+                                                 str(venv / "lib/site-packages"), str(venv / "lib/site-packages")]

@@ -244,6 +244,7 @@ class Sandbox:
                 "--proc", "/proc", "--dev", "/dev", *self._gpu_devices(),
                 "--perms", "1777", "--size", str(self.resources.tmp_size), "--tmpfs", "/tmp",
                 "--perms", "1777", "--size", str(self.resources.tmp_size), "--tmpfs", "/dev/shm",
+                *_python_under_scratch(),
                 # bwrap's root and /dev are tmpfs of the sandbox's user with no size limit: no writes there
                 "--remount-ro", "/dev", "--remount-ro", "/",
                 "--chdir", "/tmp", "--clearenv"]
@@ -255,7 +256,7 @@ class Sandbox:
         # started as nobody, makes the user namespace (see the module's docstring).
         outer = ["--die-with-parent", "--unshare-pid", "--cap-add", "CAP_SYS_ADMIN", "--cap-add",
                  "CAP_SETUID", "--cap-add", "CAP_SETGID", *self._view(), "--dev", "/dev", *self._gpu_devices(),
-                 "--dir", "/proc", "--tmpfs", "/tmp"]
+                 "--dir", "/proc", "--tmpfs", "/tmp", *_python_under_scratch()]
         return outer, ["--", PYTHON, "-S", "-c", _DROP, str(NOBODY), bwrap(), "--ro-bind", "/", "/", *jail, "--",
                        *command]
 
@@ -266,7 +267,7 @@ class Sandbox:
         if clash:
             raise SandboxError(f"{clash[0]} is needed inside the sandbox (the Python installation) but must be "
                                "hidden from it (the repository, the home or the temporary folder)")
-        hidden = [h for h in self.hide if any(_within(h, b) for b in binds)]
+        hidden = [h for h in self.hide if h.exists() and any(_within(h, b) for b in binds)]  # nothing to mask else
         ops = [(Path(d), ["--ro-bind", d, d]) for d in map(str, binds)]
         ops += [(h, ["--size", "4096", "--tmpfs", str(h), "--remount-ro", str(h)]) for h in hidden]
         ops.sort(key=lambda op: len(op[0].parts))  # a mask after the bind it sits in, before binds inside it
@@ -334,6 +335,17 @@ def python_dirs() -> list[Path]:
         if d.is_dir() and d not in found and d != Path("/"):
             found.append(d)
     return sorted(found)
+
+
+def _python_under_scratch() -> list[str]:
+    """Binds of the interpreter's folders that lie in /tmp or /dev/shm (a virtual environment made
+    there), made again after the sandbox's private /tmp and /dev/shm would hide them."""
+    scratch = (Path("/tmp"), Path("/dev/shm"))
+    args = []
+    for d in python_dirs():
+        if any(_within(d, s) and d != s for s in scratch):
+            args += ["--ro-bind", str(d), str(d)]
+    return args
 
 
 def gpu_dirs() -> list[Path]:
