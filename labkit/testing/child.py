@@ -1,8 +1,8 @@
 """A test's own child process that runs the implementation under test and sends back data only.
 
 Some checks need a process of their own (labs 02-04, 04-03 and 04-06 reserve a 4 GiB cache that
-must not live in the test process, nor cross the grader's pipe). The child is a real file of the lab folder, with a private name so that
-``LAB_IMPL`` never lists it (``_big_cache_child.py``)::
+must not live in the test process, nor cross the grader's pipe). The child is a real file of the
+lab folder, with a private name so that ``LAB_IMPL`` never lists it (``_big_cache_child.py``)::
 
     from labkit.testing import child
 
