@@ -73,8 +73,9 @@ class SandboxError(Exception):
 
 @dataclass(frozen=True)
 class Resources:
-    """Limits for every process in one sandbox (0: none). Defaults fit every lab's tests: lab
-    04-06 reserves (and barely touches) a 4.3 GB cache; torch and OpenBLAS start a thread per core."""
+    """Limits for every process in one sandbox (0: none). Defaults fit every lab's tests: the checks
+    of a cache past 2**31 elements (02-04, 04-03, 04-06) reserve a 4.3 GB cache (on the CPU, barely
+    touched); torch and OpenBLAS start a thread per core."""
 
     memory: int = 8 << 30  # bytes of address space (of private writable memory with a GPU)
     processes: int = max(128, 8 * (os.cpu_count() or 1))  # processes and threads

@@ -1,8 +1,8 @@
 """A test's own child process that runs the implementation under test and sends back data only.
 
-Some checks need a process of their own (lab 04-06 reserves a 4 GiB cache that must not live
-in the test process). The child is a real file of the lab folder, with a private name so that
-``LAB_IMPL`` never lists it (``_big_cache_child.py``)::
+Some checks need a process of their own (labs 02-04, 04-03 and 04-06 reserve a 4 GiB cache that
+must not live in the test process, nor cross the grader's pipe). The child is a real file of the
+lab folder, with a private name so that ``LAB_IMPL`` never lists it (``_big_cache_child.py``)::
 
     from labkit.testing import child
 
@@ -13,6 +13,12 @@ in the test process). The child is a real file of the lab folder, with a private
 and the test runs it, then computes its own expectation and compares::
 
     out = child.run(Path(__file__).with_name("_big_cache_child.py"))
+    inputs = child.script_module(Path(__file__).with_name("_big_cache_child.py")).inputs(torch)
+
+The labs' checks of a KV cache of more than 2**31 elements (02-04, 04-03, 04-06) share
+:func:`kv_cache_past_2_31`: the child builds the big cache where the kernels run and places
+the blocks that its ``inputs()`` drew in the top blocks; the test rebuilds the same small blocks
+with ``inputs()`` and computes the float64 expectation from them. Nothing here computes an answer.
 
 Normally the child is a plain subprocess and ``LAB_IMPL`` is passed on. Under ``labs grade`` the
 grader installs a runner (:func:`use_runner`): the same script runs inside the student's sandbox,
@@ -80,6 +86,17 @@ def run(script: Path | str, *args, timeout: float = 300.0, env: dict | None = No
         raise ChildFailed(f"the child process {script.name} sent no array ({type(err).__name__}: {err})") from None
 
 
+def script_module(script: Path | str):
+    """In the test: the child script loaded as a module (its constants and ``inputs()``), not run."""
+    import importlib.util
+
+    script = Path(script).resolve()
+    spec = importlib.util.spec_from_file_location(f"_child_{script.parent.name}_{script.stem}", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _run_plain(script: Path, args: list[str], env: dict, timeout: float):
     from labkit.testing.loader import impl_name
 
@@ -128,6 +145,40 @@ def skip(reason: str) -> None:
     """In the child: this check cannot run here (exit with SKIP_STATUS, the reason on stderr)."""
     print(reason, file=sys.stderr)
     sys.exit(SKIP_STATUS)
+
+
+def kv_cache_past_2_31(torch, k_blocks, v_blocks, block_tables, *, device: str, poison: float):
+    """In the child: the blocks ``k_blocks``, ``v_blocks`` ``[n, block_size, num_kv_heads, head_dim]``
+    (CPU tensors) placed in the top blocks of a key cache and a value cache of more than 2**31
+    elements each, on ``device``. Returns ``(k_cache, v_cache, block_tables)``, the tables (entries
+    0..n-1, indices into the given blocks) rewritten to the big caches' block ids.
+
+    Block ids start at ``ceil(2**31 / elements per block)``: every id in use times the block stride
+    is at least 2**31, so an offset computed in int32 wraps around (to another block, or far outside
+    the cache). The ids are shuffled. K and V are two views of one reservation, ``n`` blocks apart:
+    their values differ, yet the process reserves one tensor of 2**31 elements (4 GiB of float16),
+    not two (the grading sandbox allows 8 GiB of address space on the CPU). On a GPU the whole reservation is first
+    filled with ``poison``, so a read of any slot not in use is loud; on the CPU only the blocks in
+    use are written, so the operating system commits just their pages (the rest reads as zeros).
+    When the memory cannot be reserved, the child exits through :func:`skip`.
+    """
+    n, block_size, num_kv_heads, head_dim = k_blocks.shape
+    first = -(-(2**31) // (block_size * num_kv_heads * head_dim))
+    num_blocks = first + n  # each cache's blocks: 0 .. num_blocks - 1, the used ones at the top
+    ids = first + torch.randperm(n, generator=torch.Generator().manual_seed(2**31 - 1))
+    shape = (num_blocks + n, block_size, num_kv_heads, head_dim)
+    try:
+        if device == "cpu":
+            storage = torch.empty(shape, dtype=k_blocks.dtype)
+        else:
+            storage = torch.full(shape, poison, dtype=k_blocks.dtype, device=device)
+    except (RuntimeError, MemoryError) as err:  # torch.cuda.OutOfMemoryError is a RuntimeError
+        skip(f"cannot reserve a cache of more than 2**31 elements on {device}: {err}")
+    k_cache, v_cache = storage[:num_blocks], storage[n:]  # v_cache block b is storage block b + n
+    k_cache[ids.to(device)] = k_blocks.to(device)
+    v_cache[ids.to(device)] = v_blocks.to(device)
+    big_tables = ids.to(block_tables.dtype)[block_tables.long()]
+    return k_cache, v_cache, big_tables.to(device)
 
 
 def _claim_stdout() -> None:

@@ -1,12 +1,13 @@
-"""The child process of test_lab.py's 2**31-element cache check on the CPU (labkit.testing.child).
+"""The child process of test_lab.py's check of a cache of more than 2**31 elements (labkit.testing.child).
 
-It reserves a float16 cache of more than 2**31 elements with ``torch.empty`` (4 GiB of address
-space; only the blocks in use are written, so the operating system commits just those pages),
-places one sequence (21 tokens of context, then a 12-token chunk) in its top blocks, runs the
-implementation's ``paged_prefill`` and sends back its output, nothing else. The test rebuilds the
-same blocks with :func:`inputs` and computes the float64 expectation itself. A kernel whose offsets
-overflow int32 reads another block, or far outside the cache and crashes this process: either way
-the test fails, with a message.
+It picks the device (the GPU when there is one, else Triton's interpreter on the CPU), reserves
+a float16 key cache and value cache of more than 2**31 elements each there
+(``child.kv_cache_past_2_31``: on a GPU filled with poison, on the CPU only the blocks in use
+written), places the blocks drawn by :func:`inputs` in their top blocks, runs the implementation's
+``paged_prefill`` on a ragged batch of two chunks and sends back its output, nothing else. The test
+rebuilds the same blocks with :func:`inputs` and computes the float64 expectation itself. A kernel
+whose offsets overflow int32 reads another block, or far outside the cache and crashes this
+process: either way the test fails, with a message.
 """
 
 from __future__ import annotations
@@ -14,41 +15,46 @@ from __future__ import annotations
 from labkit import triton_env
 from labkit.testing import child
 
-BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM, NUM_HEADS, CONTEXT, QUERY_LEN = 16, 2, 32, 4, 21, 12
-SEQ_LEN = CONTEXT + QUERY_LEN
-NUM_BLOCKS = 2**31 // (BLOCK_SIZE * NUM_KV_HEADS * HEAD_DIM) + 64
-POISON = 3.0e4
+BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM, NUM_HEADS = 16, 2, 32, 4  # GQA: two query heads per KV head
+SPECS = [(21, 12), (0, 19)]  # (context_len, query_len): a chunk after a prefix, a prompt from scratch
+MAX_BLOCKS = 4  # table columns: 3 blocks and a padding entry, then 2 blocks and two padding entries
+POISON = 3.0e4  # huge for float16 (max 65504): a score or value it enters is far off
 
 
 def inputs(torch):
-    """The chunk's queries, the block table and the four blocks it names (three of the sequence,
-    then the padding block), from a fixed seed. Slots past SEQ_LEN and the padding block are poisoned."""
+    """The batch, from a fixed seed: ``(q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks)``.
+
+    The tables' entries index ``k_blocks``/``v_blocks`` [6, BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM]: the
+    sequences' five blocks in shuffled order, then block 5, all poison, for the padding entries. The
+    slots past each sequence's length in its last block are poison too; the cache already holds
+    the chunks' own keys and values, as paged_prefill expects."""
     gen = torch.Generator().manual_seed(0)
-    top = (NUM_BLOCKS - 2 - torch.randperm(10, generator=gen)).to(torch.int32)
-    table = torch.full((1, 4), NUM_BLOCKS - 1, dtype=torch.int32)
-    table[0, :3] = top[:3]
-    blocks = torch.randn(4, BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM, generator=gen).half()
-    blocks[3] = POISON
-    blocks[2, SEQ_LEN - 2 * BLOCK_SIZE :] = POISON
-    q = torch.randn(QUERY_LEN, NUM_HEADS, HEAD_DIM, generator=gen).half()
-    return q, table, blocks
+    order = torch.randperm(5, generator=gen)
+    block_tables = torch.full((len(SPECS), MAX_BLOCKS), 5, dtype=torch.int32)
+    block_tables[0, :3], block_tables[1, :2] = order[:3], order[3:]
+    k_blocks = torch.randn(6, BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM, generator=gen).half()
+    v_blocks = torch.randn(6, BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM, generator=gen).half()
+    seq_lens = torch.tensor([context + query_len for context, query_len in SPECS], dtype=torch.int32)
+    for blocks in (k_blocks, v_blocks):
+        blocks[5] = POISON
+        for s, n in enumerate(seq_lens.tolist()):
+            last = (n - 1) // BLOCK_SIZE
+            blocks[block_tables[s, last], n - last * BLOCK_SIZE :] = POISON
+    query_start_loc = torch.tensor([0, SPECS[0][1], SPECS[0][1] + SPECS[1][1]], dtype=torch.int32)
+    q = torch.randn(int(query_start_loc[-1]), NUM_HEADS, HEAD_DIM, generator=gen).half()
+    return q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks
 
 
 def main() -> None:
-    triton_env.select_backend()
+    device = triton_env.device()  # before torch and triton: the interpreter when there is no GPU
     import torch
 
-    q, table, blocks = inputs(torch)
-    try:
-        cache = torch.empty((NUM_BLOCKS, BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM), dtype=torch.float16)
-    except RuntimeError as err:
-        child.skip(f"cannot reserve the address space of a 2**31-element cache: {err}")
-    for j in range(4):
-        cache[table[0, j]] = blocks[j]
+    q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks = inputs(torch)
+    k_cache, v_cache, block_tables = child.kv_cache_past_2_31(torch, k_blocks, v_blocks, block_tables,
+                                                               device=device, poison=POISON)
     lab = child.implementation()
-    starts = torch.tensor([0, QUERY_LEN], dtype=torch.int32)
-    # K and V share the cache: one 4 GiB reservation instead of two.
-    out = lab.paged_prefill(q, cache, cache, table, starts, torch.tensor([SEQ_LEN], dtype=torch.int32))
+    out = lab.paged_prefill(q.to(device), k_cache, v_cache, block_tables, query_start_loc.to(device),
+                            seq_lens.to(device))
     child.send(out.detach().cpu().numpy())
 
 

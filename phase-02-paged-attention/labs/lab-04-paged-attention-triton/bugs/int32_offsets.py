@@ -2,7 +2,7 @@
 
 Symptom: right on every cache of fewer than 2**31 elements; on a larger one (4 GiB of fp16)
 the offset of a block near the end wraps around, and the kernel reads the wrong place or
-faults. Only the GPU test can build such a cache (on a CPU it skips).
+faults (on the CPU the interpreter wraps around too, and the child process of the test crashes).
 """
 
 CAUGHT_BY = ["test_offsets_past_2_31_elements"]
