@@ -99,7 +99,8 @@ def test_matches_dense_block_aligned(lab):
     assert max(maxima[1:]) > maxima[0], "test data: the running max should rise after block 0"
     q, k_cache, v_cache, table, expected = _paged(q, k, v, [3, 1, 7, 0], 8, 4)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, 16, 4)
-    _check(out, expected, what="paged_online_attention, 16 tokens over blocks [3, 1, 7, 0]")
+    _check(out, expected, what="paged_online_attention, 16 tokens over blocks [3, 1, 7, 0], "
+           "the running max rising after block 0")
 
 
 @pytest.mark.parametrize("order", ["rising", "falling", "peak-in-the-middle"])
