@@ -275,7 +275,9 @@ def test_merge_partials_of_no_keys_is_zeros(lab):
     with np.errstate(invalid="ignore", divide="ignore"):
         for count in (1, 3):
             out = lab.merge_partials([identity()] * count)
-            assert_output_close(out, np.zeros(D), what=f"merge_partials of {count} identities", atol=0.0)
+            assert_output_close(out, np.zeros(D), atol=0.0,
+                                what=f"merge_partials of {count} identit{'y' if count == 1 else 'ies'} "
+                                     "(no key seen: the merged denom is 0)")
         out = np.asarray(lab.merge_partials([]), dtype=np.float64)
     assert np.all(out == 0.0), f"merge_partials([]) = {out}, expected zeros"
 
