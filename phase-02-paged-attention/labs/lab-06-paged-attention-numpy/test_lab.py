@@ -439,5 +439,5 @@ def test_bad_input_gets_a_clear_message(lab, name):
         if isinstance(err, ValueError) and word in str(err):
             return
     else:
-        got = "nothing was raised"
+        got = "no exception"
     pytest.fail(f"{function} ({name}): expected a ValueError naming {word!r}, got {got}; {hint}")
