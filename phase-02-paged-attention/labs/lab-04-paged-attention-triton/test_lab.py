@@ -122,7 +122,11 @@ def test_triton_matches_dense(lab, block_size, length, table):
     missing online-softmax correction (``no_correction``)."""
     seq_len = LENGTHS[length](block_size)
     case = make_case(seq_len, block_size=block_size, seed=seq_len, table=table)
-    run(lab, "paged_attention_triton", case, f"paged_attention_triton (seq_len={seq_len}, block_size={block_size})")
+    blocks = blocks_needed(seq_len, block_size)
+    tail = seq_len - (blocks - 1) * block_size
+    run(lab, "paged_attention_triton", case,
+        f"paged_attention_triton (seq_len={seq_len} in {blocks} block(s) of {block_size}, {tail} token(s) in the "
+        f"last; {table} table; every unused slot poisoned)")
 
 
 @pytest.mark.parametrize("impl", BOTH)

@@ -214,7 +214,8 @@ def test_paged_matches_dense_exactly(lab, seq_len, block_size):
     Catches: no 1/sqrt(head_dim) scale, softmax over the wrong axis, reading the cache in
     physical instead of logical order, rows past seq_len (poisoned)."""
     case = _problem(seq_len, seq_len, block_size)
-    _check(_attend(lab, case), case.expected, what=f"paged_attention, seq_len={seq_len}, block_size={block_size}")
+    _check(_attend(lab, case), case.expected,
+           what=f"paged_attention, seq_len={seq_len}, block_size={block_size} (slots past seq_len hold 1e6)")
 
 
 @pytest.mark.parametrize("pad_columns", [0, 2], ids=["no-padding", "padded-with-null-block"])
@@ -438,5 +439,5 @@ def test_bad_input_gets_a_clear_message(lab, name):
         if isinstance(err, ValueError) and word in str(err):
             return
     else:
-        got = "nothing was raised"
+        got = "no exception"
     pytest.fail(f"{function} ({name}): expected a ValueError naming {word!r}, got {got}; {hint}")

@@ -99,7 +99,8 @@ def test_matches_dense_block_aligned(lab):
     assert max(maxima[1:]) > maxima[0], "test data: the running max should rise after block 0"
     q, k_cache, v_cache, table, expected = _paged(q, k, v, [3, 1, 7, 0], 8, 4)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, 16, 4)
-    _check(out, expected, what="paged_online_attention, 16 tokens over blocks [3, 1, 7, 0]")
+    _check(out, expected, what="paged_online_attention, 16 tokens over blocks [3, 1, 7, 0], "
+           "the running max rising after block 0")
 
 
 @pytest.mark.parametrize("order", ["rising", "falling", "peak-in-the-middle"])
@@ -340,5 +341,5 @@ def test_bad_input_gets_a_clear_message(lab, name):
         if isinstance(err, ValueError) and word in str(err):
             return
     else:
-        got = "nothing was raised"
+        got = "no exception"
     pytest.fail(f"{function} ({name}): expected a ValueError naming {word!r}, got {got}; {hint}")

@@ -138,7 +138,8 @@ def test_attend_partial_returns_the_unnormalized_triple(lab, n):
     q, k, v = random_qkv(seed=n, n=n)
     expected = summary_f64(q, k, v)
     q, k, v = read_only(q, k, v)
-    assert_summary_close(lab.attend_partial(q, k, v), expected, what=f"attend_partial over {n} keys")
+    assert_summary_close(lab.attend_partial(q, k, v), expected,
+                         what=f"attend_partial over {n} key{'' if n == 1 else 's'}")
 
 
 def test_attend_partial_of_zero_keys_is_the_identity(lab):
@@ -265,7 +266,8 @@ def test_merge_partials_matches_dense_attention(lab):
     expected = labkit.attention_f64(q, k, v)
     partials = chunk_summaries(q, k, v, (1, 5, 17, 40))
     partials = [identity(), partials[0], partials[1], identity(), partials[2], partials[3]]
-    assert_output_close(lab.merge_partials(partials), expected, what="merge_partials")
+    assert_output_close(lab.merge_partials(partials), expected,
+                        what="merge_partials of 4 chunk summaries and 2 identities (63 keys)")
 
 
 def test_merge_partials_of_no_keys_is_zeros(lab):
@@ -275,7 +277,9 @@ def test_merge_partials_of_no_keys_is_zeros(lab):
     with np.errstate(invalid="ignore", divide="ignore"):
         for count in (1, 3):
             out = lab.merge_partials([identity()] * count)
-            assert_output_close(out, np.zeros(D), what=f"merge_partials of {count} identities", atol=0.0)
+            assert_output_close(out, np.zeros(D), atol=0.0,
+                                what=f"merge_partials of {count} identit{'y' if count == 1 else 'ies'} "
+                                     "(no key seen: the merged denom is 0)")
         out = np.asarray(lab.merge_partials([]), dtype=np.float64)
     assert np.all(out == 0.0), f"merge_partials([]) = {out}, expected zeros"
 
@@ -309,7 +313,7 @@ def test_any_partition_count_matches_dense(lab, num_partitions):
     the remainder keys when the count does not divide 257."""
     q, k, v, expected = _dense_and_frozen(num_partitions, 257)
     assert_output_close(lab.partitioned_attention(q, k, v, num_partitions), expected,
-                        what=f"{num_partitions} partitions")
+                        what=f"partitioned_attention, 257 keys in {num_partitions} partitions")
 
 
 @pytest.mark.parametrize(("n", "num_partitions"), [(1, 4), (5, 8), (6, 64)])
@@ -491,5 +495,5 @@ def test_bad_input_gets_a_clear_message(lab, name):
         if isinstance(err, ValueError) and word in str(err):
             return
     else:
-        got = "nothing was raised"
+        got = "no exception"
     pytest.fail(f"{function} ({name}): expected a ValueError naming {word!r}, got {got}; {hint}")
