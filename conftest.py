@@ -7,7 +7,8 @@ Tests receive it as the ``lab`` fixture: ``lab.paged_attention(...)``.
 
 Read top to bottom: where Triton runs (decided before any test imports it), the
 run's header, then one hook per job at collection (an unknown ``LAB_IMPL``, the
-maintainers' checks, GPU tests without a GPU), then the fixture.
+maintainers' checks, GPU tests without a GPU), a write into a read-only input named as such, then
+the fixture.
 """
 
 from __future__ import annotations
@@ -64,6 +65,25 @@ def pytest_runtest_setup(item):
     """GPU tests skip, with the reason, on a machine without CUDA."""
     if item.get_closest_marker("gpu") and not item.config.stash[_HAS_CUDA]:
         pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)")
+
+
+# numpy's words for a write into an array whose flags.writeable is False.
+_READ_ONLY = ("output array is read-only", "assignment destination is read-only")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A write into an input that a test handed over read-only fails as what it is: numpy's bare
+    ValueError reads as if the test were at fault."""
+    try:
+        return (yield)
+    except ValueError as err:
+        if not any(words in str(err) for words in _READ_ONLY):
+            raise
+        raise AssertionError(
+            f"{err}: the code under test wrote into one of its inputs, which the tests hand over read-only "
+            "(flags.writeable = False) so that the expectation cannot change; compute into a new array"
+        ) from err
 
 
 def pytest_sessionstart(session):
