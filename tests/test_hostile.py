@@ -58,13 +58,6 @@ EXPECTED = {
     ("zz-honest", "02-06"): {"ok"},
     ("zz-honest", "04-04"): {"ok"},
 }
-# Attacks that today's lab tests do not catch yet: item 3 of issue 9 (tests that trust their inputs)
-# is being done in the lab test files. Expected to fail until that lands, then to pass (xfail, not strict).
-PENDING = {
-    ("a13-in-place", "02-06"): "02-06's attention tests compute the expectation from q after the call "
-                               "(_check_attention(out, q, k, v)): a submission that zeroes q in place is "
-                               "checked against uniform weights",
-}
 
 
 def _tree_hashes(root: Path) -> dict[str, str]:
@@ -172,8 +165,6 @@ def test_the_class_is_graded_and_reported(graded):
 def test_every_student_gets_what_they_deserve(graded, key):
     verdict = graded["verdicts"].get(key)
     assert verdict is not None, f"{key} is not in the report"
-    if key in PENDING and verdict["passed"]:
-        pytest.xfail(f"pending the lab tests' fix (issue 9, item 3): {PENDING[key]}")
     assert verdict["status"] in EXPECTED[key], verdict
     if EXPECTED[key] == {"ok"}:
         assert verdict["passed"] == verdict["total"] > 0, verdict
