@@ -9,7 +9,9 @@ or a function whose answer has vanished from the page, fails too.
 
 from __future__ import annotations
 
+import functools
 import math
+import random
 import re
 
 import numpy as np
@@ -19,7 +21,7 @@ import labkit
 from labkit.course import registry
 
 ROOT = registry.ROOT
-P2, P4 = "phase-02-paged-attention", "phase-04-attention-backends"
+P2, P4, P99 = "phase-02-paged-attention", "phase-04-attention-backends", "phase-99-capstone"
 
 
 def written_answers() -> dict[tuple[str, str], str]:
@@ -209,6 +211,176 @@ def p4_tokens_per_rank():
     return "; ".join(answers)
 
 
+# --------------------------------------------------------------------------- Phase 99
+
+CAPSTONE_BLOCK = 16  # the block size every Phase 99 exercise assumes
+
+
+@functools.cache
+def _capstone_lab_and_model():
+    """Lab 99-01's reference engine module and the lab's tiny random Llama (two layers, float32, CPU).
+    Loaded once: importing transformers takes seconds, a step of the tiny model milliseconds."""
+    labkit.triton_env.require_torch_and_triton()  # skips, naming the install command, without them
+    pytest.importorskip("transformers", minversion="5.0",
+                        reason='the capstone engine needs transformers >= 5: pip install -e ".[model]"')
+    lab = labkit.load_reference("99-01")
+    return lab, lab.build_model(lab.tiny_config())
+
+
+def _capstone_engine(**settings):
+    lab, model = _capstone_lab_and_model()
+    settings = {"num_gpu_blocks": 64, "block_size": CAPSTONE_BLOCK, "max_num_seqs": 8,
+                "max_num_batched_tokens": 256, **settings}
+    return lab, lab.Engine(model, **settings)
+
+
+def _tokens(seed: int, n: int) -> list[int]:
+    """``n`` random token ids of the tiny model's vocabulary (512): prompts of different seeds share no block."""
+    rng = random.Random(seed)
+    return [rng.randrange(512) for _ in range(n)]
+
+
+def _run(engine, steps: int | None = None) -> list:
+    """Step ``engine`` ``steps`` times, or until every request is finished; each step's SchedulerOutput.
+    One torch thread, as in the lab's tests: the model is so small that a second thread only waits."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        outputs = []
+        while engine.has_unfinished_requests() and len(outputs) != steps:
+            assert len(outputs) < 100, "the engine did not finish in 100 steps"
+            outputs.append(engine.step())
+    finally:
+        torch.set_num_threads(threads)
+    return outputs
+
+
+def p99_blocks_for_one_request():
+    prompt, answers = 40, []
+    for max_new_tokens in (10, 9):
+        written = prompt + max_new_tokens - 1  # the last output is sampled, never written back
+        blocks = math.ceil(written / CAPSTONE_BLOCK)
+        _, engine = _capstone_engine()
+        engine.add_request("r", _tokens(1, prompt), max_new_tokens)
+        held = sum(len(out.new_block_ids.get("r", [])) for out in _run(engine))  # never preempted: only grows
+        assert held == blocks, f"lab 99-01's engine gave the request {held} blocks, expected {blocks}"
+        answers.append(blocks)
+    return listed(*answers)
+
+
+def _budget_only_schedule(prompt_lens: dict, max_new_tokens: int, budget: int) -> list[int]:
+    """Tokens computed per step when only the budget limits who runs (roomy pool, seats for everyone,
+    no shared prefix): requests in arrival order, each computing as much of what it lacks as is left."""
+    num_tokens, computed, emitted = dict(prompt_lens), dict.fromkeys(prompt_lens, 0), dict.fromkeys(prompt_lens, 0)
+    alive, per_step = list(prompt_lens), []
+    while alive:
+        left = budget
+        for rid in alive:
+            k = min(num_tokens[rid] - computed[rid], left)
+            if k == 0:
+                break
+            computed[rid] += k
+            left -= k
+            if computed[rid] == num_tokens[rid]:  # the chunk reached its last token: one output
+                emitted[rid] += 1
+                num_tokens[rid] += 1
+        alive = [rid for rid in alive if emitted[rid] < max_new_tokens]
+        per_step.append(budget - left)
+    return per_step
+
+
+def p99_three_prompts_under_a_budget():
+    lens, budget = {"A": 40, "B": 10, "C": 20}, 32
+    per_step = _budget_only_schedule(lens, 3, budget)
+    _, engine = _capstone_engine(max_num_batched_tokens=budget)
+    for seed, (rid, n) in enumerate(lens.items()):
+        engine.add_request(rid, _tokens(10 + seed, n), 3)
+    ran = [out.total_num_scheduled_tokens for out in _run(engine)]
+    assert ran == per_step, f"lab 99-01's engine computed {ran} tokens per step, the brute force {per_step}"
+    return f"{len(per_step)}; {listed(*per_step)}"
+
+
+def p99_the_batch_of_a_mixed_step():
+    block = CAPSTONE_BLOCK
+    # id: (tokens computed, tokens in all, block table before the step, blocks new this step, tokens now)
+    batch = {"A": (40, 41, [3, 8, 5], [], 1), "B": (17, 18, [6, 2], [], 1), "C": (30, 60, [9, 4], [7], 5)}
+    computed, _, table, new, k = batch["C"]
+    table = table + new  # the table grows before any slot is computed
+    slots_c = [table[p // block] * block + p % block for p in range(computed, computed + k)]
+    starts = [0]
+    for *_, k in batch.values():
+        starts.append(starts[-1] + k)
+    seq_lens = [computed + k for computed, *_, k in batch.values()]
+    rows = [end - 1 for end in starts[1:]]
+
+    lab, engine = _capstone_engine(num_gpu_blocks=16)
+    requests = [lab.Request(rid, _tokens(20 + i, total), num_computed_tokens=computed, block_ids=list(table))
+                for i, (rid, (computed, total, table, _, _)) in enumerate(batch.items())]
+    out = lab.SchedulerOutput(scheduled_requests=requests,
+                              num_scheduled_tokens={rid: k for rid, (*_, k) in batch.items()},
+                              new_block_ids={rid: list(new) for rid, (_, _, _, new, _) in batch.items()})
+    inputs = engine.prepare_inputs(out)
+    assert inputs.slot_mapping[starts[2]:] == slots_c, "lab 99-01's prepare_inputs disagrees on C's slots"
+    assert (inputs.query_start_loc, inputs.seq_lens, inputs.logits_indices) == (starts, seq_lens, rows), \
+        "lab 99-01's prepare_inputs disagrees on the batch's offsets"
+    return "; ".join(listed(*values) for values in (slots_c, starts, seq_lens, rows))
+
+
+def p99_two_prompts_share_a_system_prompt():
+    block = CAPSTONE_BLOCK
+    system = _tokens(30, 40)
+    p1, p2 = system + _tokens(31, 10), system + _tokens(32, 30)
+    prompts = {"P2": p2, "P3": list(p1)}
+    # After step 0 the cache holds P1's full blocks, each keyed by every token up to its end.
+    cached = {tuple(p1[: block * (i + 1)]) for i in range(len(p1) // block)}
+
+    def hit_tokens(prompt):
+        hits = 0
+        while hits < (len(prompt) - 1) // block and tuple(prompt[: block * (hits + 1)]) in cached:
+            hits += 1
+        return hits * block
+
+    hits = {rid: hit_tokens(p) for rid, p in prompts.items()}
+    step1 = 1 + sum(len(p) - hits[rid] for rid, p in prompts.items())  # P1 decodes one token
+
+    _, engine = _capstone_engine()
+    engine.add_request("P1", p1, 4)
+    _run(engine, steps=1)
+    for rid, prompt in prompts.items():
+        engine.add_request(rid, prompt, 4)
+    ran = _run(engine, steps=1)[0].total_num_scheduled_tokens
+    got = {rid: engine.requests[rid].num_cached_tokens for rid in prompts}
+    assert got == hits and ran == step1, f"lab 99-01's engine: hits {got}, {ran} tokens in step 1"
+    return listed(hits["P2"], hits["P3"], step1)
+
+
+def p99_who_is_preempted():
+    block, usable = CAPSTONE_BLOCK, 6 - 1
+    arrivals = {"A": (16, 2), "B": (24, 4), "C": (30, 4)}  # id: (prompt tokens, max_new_tokens), in order
+    # Step 0 admits all three and fills the pool; in step 1 A's 17th token needs a second block.
+    assert sum(math.ceil(p / block) for p, _ in arrivals.values()) == usable
+    assert math.ceil((arrivals["A"][0] + 1) / block) == 2
+    victim = list(arrivals)[-1]  # the newest running request
+    back = arrivals[victim][0] + 1  # it comes back with its prompt and its first output
+    recompute = {True: back - block * ((back - 1) // block), False: back}  # its first full block still cached
+
+    answers = {}
+    for caching in (True, False):
+        _, engine = _capstone_engine(num_gpu_blocks=6, max_num_batched_tokens=128, enable_prefix_caching=caching)
+        for seed, (rid, (n, m)) in enumerate(arrivals.items()):
+            engine.add_request(rid, _tokens(40 + seed, n), m)
+        outputs = _run(engine)
+        preempted = [rid for out in outputs for rid in out.preempted_req_ids]
+        assert preempted == [victim], f"lab 99-01's engine preempted {preempted}, expected {[victim]}"
+        when = next(i for i, out in enumerate(outputs) if out.preempted_req_ids)
+        again = next(out for out in outputs[when + 1:] if victim in out.num_scheduled_tokens)
+        assert again.num_scheduled_tokens[victim] == recompute[caching], \
+            f"prefix caching {caching}: the victim recomputed {again.num_scheduled_tokens[victim]} tokens"
+        answers[caching] = recompute[caching]
+    return listed(victim, answers[True], answers[False])
+
+
 CHECKS = {
     (P2, "W3"): p2_blocks_for_a_prompt,
     (P2, "C1"): p2_slot_mapping_by_hand,
@@ -229,6 +401,11 @@ CHECKS = {
     (P4, "C6"): p4_bytes_of_a_decode_step,
     (P4, "C8"): p4_keys_seen_by_a_chunk,
     (P4, "C9"): p4_tokens_per_rank,
+    (P99, "W2"): p99_blocks_for_one_request,
+    (P99, "C1"): p99_three_prompts_under_a_budget,
+    (P99, "C2"): p99_the_batch_of_a_mixed_step,
+    (P99, "C3"): p99_two_prompts_share_a_system_prompt,
+    (P99, "C4"): p99_who_is_preempted,
 }
 
 
