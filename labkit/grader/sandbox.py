@@ -57,6 +57,7 @@ STAGED = {
     "labkit/grader/__init__.py": "",
     "labkit/grader/wire.py": LABKIT / "grader" / "wire.py",
     "labkit/grader/values.py": LABKIT / "grader" / "values.py",
+    "labkit/grader/objects.py": LABKIT / "grader" / "objects.py",
     "labkit/grader/worker.py": LABKIT / "grader" / "worker.py",
     "labkit/testing/__init__.py": "",
     "labkit/testing/triton_env.py": LABKIT / "testing" / "triton_env.py",
