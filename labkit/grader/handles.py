@@ -28,6 +28,7 @@ import types
 import weakref
 from pathlib import Path
 
+from labkit.grader.values import encode
 from labkit.grader.wire import ProtocolError
 
 MAX_HANDLES = 100_000  # handles alive at once, per worker: more is a protocol error (a crash)
@@ -51,32 +52,48 @@ class Handles:
         self.owner, self.alive = owner, True
         self.by_number = weakref.WeakValueDictionary()  # number -> its handle, while the test holds it
         self.dropped: set[int] = set()  # numbers whose handle died, for the next request to tell the worker
+        self.made: set[int] = set()  # numbers whose handle was made since the last request
 
-    def handle(self, number, type_name="object", *_):
-        """The handle for worker object ``number`` (the decoder's hook for "h")."""
+    def handle(self, number, type_name="object", fields=None, methods=None):
+        """The handle for worker object ``number`` (the decoder's hook for "h"), with the snapshot
+        that came with it, if any: ``fields`` [(name, encoded value)], ``methods`` [names]."""
         if type(number) is not int or type(type_name) is not str:
             raise ProtocolError("a malformed handle")
-        found = self.by_number.get(number)
-        if found is not None:
-            return found
-        if len(self.by_number) >= MAX_HANDLES:
-            raise ProtocolError(f"more than {MAX_HANDLES} of the submission's objects held at once")
-        h = object.__new__(Handle)
-        for slot, value in (("_table", self), ("_number", number), ("_type_name", type_name[:80])):
-            object.__setattr__(h, slot, value)
-        self.by_number[number] = h
-        self.dropped.discard(number)  # its old handle died, but the worker named the object again first
+        h = self.by_number.get(number)
+        if h is None:
+            if len(self.by_number) >= MAX_HANDLES:
+                raise ProtocolError(f"more than {MAX_HANDLES} of the submission's objects held at once")
+            h = object.__new__(Handle)
+            for slot, value in (("_table", self), ("_number", number), ("_type_name", type_name[:80]),
+                                ("_fields", None), ("_generation", -1), ("_methods", frozenset())):
+                object.__setattr__(h, slot, value)
+            self.by_number[number] = h
+            self.made.add(number)  # the worker holds it for us from the next request on (it may be in a snapshot)
+            self.dropped.discard(number)  # its old handle died, but the worker named the object again first
+        if fields is not None:
+            if type(fields) is not list or type(methods) is not list or len(fields) + len(methods) > 4096:
+                raise ProtocolError("a malformed snapshot")
+            snapshot = {}
+            for item in fields:
+                if type(item) is not tuple or len(item) != 2 or type(item[0]) is not str:
+                    raise ProtocolError("a malformed snapshot")
+                snapshot[item[0]] = item[1]  # decoded when read: a handle read from it is the one handle
+            object.__setattr__(h, "_fields", snapshot)
+            object.__setattr__(h, "_generation", self.owner._generation)
+            object.__setattr__(h, "_methods", frozenset(m for m in methods if type(m) is str))
         return h
 
-    def take_dropped(self) -> list[int]:
-        dropped, self.dropped = sorted(self.dropped), set()
-        return dropped
+    def take_changes(self) -> tuple[list[int], list[int]]:
+        """(numbers of the handles made, of those dropped) since the last request, for the worker."""
+        changes = (sorted(self.made - self.dropped), sorted(self.dropped))
+        self.made, self.dropped = set(), set()
+        return changes
 
 
 class Handle:
     """An object of the submission's, living in its worker. Every use is a request to the worker."""
 
-    __slots__ = ("_table", "_number", "_type_name", "__weakref__")
+    __slots__ = ("_table", "_number", "_type_name", "_fields", "_generation", "_methods", "__weakref__")
 
     def _ask(self, op, *args, **kwargs):
         return self._table.owner._op(op, self, *args, **kwargs)
@@ -84,6 +101,12 @@ class Handle:
     def __getattr__(self, name):
         if name.startswith("_"):  # dunder probes (numpy's __array__, copy's __deepcopy__...) stay here
             raise AttributeError(f"{name!r}: only public attributes of a submission's object are read")
+        owner = self._table.owner
+        # The snapshot holds while no code of the student's ran since it came (the generation did not move).
+        if self._fields is not None and self._generation == owner._generation and name in self._fields:
+            return owner._decode(self._fields[name])
+        if name in self._methods:  # obj.method(...) is one request, not a read and then a call
+            return RemoteMethod(self, name)
         return self._ask("getattr", name)
 
     def __setattr__(self, name, value):
@@ -134,6 +157,22 @@ class Handle:
         table = self._table
         if table.alive:
             table.dropped.add(self._number)
+            table.made.discard(self._number)
+
+
+class RemoteMethod:
+    """``handle.name``, a public method of the submission's object: calling it asks the worker."""
+
+    __slots__ = ("_subject", "__name__")
+
+    def __init__(self, subject: Handle, name: str):
+        self._subject, self.__name__ = subject, name
+
+    def __call__(self, *args, **kwargs):
+        return self._subject._table.owner._op("method", self._subject, self.__name__, *args, **kwargs)
+
+    def __repr__(self):
+        return f"<method {self.__name__} of a submission's {self._subject._type_name}>"
 
 
 def _items(owner, iterator):
@@ -238,3 +277,69 @@ def serve_lent(obj, op: str, args: tuple, kwargs: dict, iterator: bool):
     elif op in ("hash", "bool") and not args and not kwargs:
         return (hash(obj) if op == "hash" else bool(obj)), False
     raise ProtocolError(f"a malformed request for a test's object ({op!r})")
+
+
+# --------------------------------------------------------------------------- the lab's functions and kernels
+
+
+class RemoteFunction:
+    def __init__(self, owner, name: str):
+        self._owner, self.__name__, self.__qualname__ = owner, name, name
+
+    def __call__(self, *args, **kwargs):
+        return self._owner._call("call", self.__name__, f"{self.__name__}()", args, kwargs)
+
+    @property
+    def __globals__(self):
+        """The submission module's namespace, for tests that monkeypatch what a function calls."""
+        return RemoteGlobals(self._owner)
+
+    def __repr__(self):
+        return f"<submission function {self.__name__}>"
+
+
+class RemoteGlobals:
+    """The worker module's globals, as far as ``monkeypatch.setitem(fn.__globals__, name, f)`` needs:
+    reading gives the stand-in's API; writing a function makes the worker call it back."""
+
+    def __init__(self, owner):
+        self._owner = owner
+
+    def __getitem__(self, name):
+        try:
+            return self._owner._api[name]
+        except KeyError:
+            raise KeyError(name) from None
+
+    def get(self, name, default=None):
+        return self._owner._api.get(name, default)
+
+    def __contains__(self, name):
+        return name in self._owner._api
+
+    def __setitem__(self, name, value):
+        self._owner._set_global(name, value)
+
+    def __delitem__(self, name):
+        self._owner._call("delglobal", name, f"deleting {name}", (), {})
+
+
+class RemoteKernel:
+    """A ``@triton.jit`` kernel of the submission: ``kernel[grid](*args)`` launches it in the worker."""
+
+    def __init__(self, owner, name: str):
+        self._owner, self.__name__ = owner, name
+
+    def __getitem__(self, grid):
+        if callable(grid):
+            raise TypeError("labs grade launches kernels with a tuple grid only")
+        grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+
+        def launch(*args, **kwargs):
+            return self._owner._call("launch", (self.__name__, encode(grid)), f"{self.__name__}[{grid}]", args,
+                                     kwargs)
+
+        return launch
+
+    def __repr__(self):
+        return f"<submission kernel {self.__name__}>"

@@ -20,37 +20,105 @@ sent. Standard library only: this file is staged into the sandbox.
 
 from __future__ import annotations
 
+import inspect
 import operator
+import weakref
+
+SNAPSHOT_DEPTH = 2  # a handle's snapshot holds handles with snapshots of their own, one level down
+SNAPSHOT_ITEMS = 64  # fields per snapshot, and items of a container field (a larger one is asked for)
 
 
 class ObjectTable:
-    """The objects the grader holds handles to: number -> object, kept alive until released."""
+    """The objects the grader may name: number -> object. An object keeps its number as long as it
+    lives (numbers are never reused), so a handle named again, or read from a snapshot, is the same
+    handle. Held strongly while the grader holds a handle to it; otherwise only weakly, where the
+    object allows it (what a snapshot mentions, what the grader dropped), else strongly."""
 
     def __init__(self):
-        self.objects: dict[int, object] = {}
+        self.strong: dict[int, object] = {}  # number -> object the grader holds a handle to
+        self.weak: dict[int, weakref.ref] = {}  # number -> the object, while it lives
         self.numbers: dict[int, int] = {}  # id(object) -> number
         self.next_number = 1
 
-    def number(self, obj) -> int:
-        """The number of ``obj``, registered if new (the same object always gets the same one)."""
+    def number(self, obj, hold: bool = True) -> int:
+        """The number of ``obj``, registered if new; ``hold``: the grader gets a handle to it now."""
         n = self.numbers.get(id(obj))
         if n is None:
-            n, self.next_number = self.next_number, self.next_number + 1
-            self.objects[n], self.numbers[id(obj)] = obj, n
+            n, self.next_number, i = self.next_number, self.next_number + 1, id(obj)
+            self.numbers[i] = n
+            try:
+                self.weak[n] = weakref.ref(obj, lambda _, n=n, i=i: self._forget(n, i))
+            except TypeError:  # no weak references to it: kept, so that its number stays its own
+                hold = True
+        if hold:
+            self.strong[n] = obj
         return n
 
+    def _forget(self, n: int, i: int) -> None:
+        self.weak.pop(n, None)
+        if self.numbers.get(i) == n:
+            del self.numbers[i]
+
     def get(self, n):
-        try:
-            return self.objects[n]
-        except (KeyError, TypeError):
-            raise LookupError(f"no object number {n!r} in the worker (forgotten, or never handed out)") from None
+        obj = self.strong.get(n) if type(n) is int else None
+        if obj is None and type(n) is int and n in self.weak:
+            obj = self.weak[n]()
+        if obj is None:
+            raise LookupError(f"no object number {n!r} in the worker (forgotten, or never handed out)")
+        return obj
+
+    def hold(self, numbers) -> None:
+        """The grader made handles for these (read from snapshots): keep them alive."""
+        for n in numbers if type(numbers) is list else ():
+            ref = self.weak.get(n) if type(n) is int else None
+            obj = ref() if ref is not None else None
+            if obj is not None:
+                self.strong[n] = obj
 
     def release(self, numbers) -> None:
-        """Forget the objects whose handles the grader dropped (they may be freed now)."""
+        """The grader dropped its handles to these: they may be freed now (their numbers stay theirs)."""
         for n in numbers if type(numbers) is list else ():
-            obj = self.objects.pop(n, None) if type(n) is int else None
-            if obj is not None:
-                del self.numbers[id(obj)]
+            if type(n) is int and n in self.weak:
+                self.strong.pop(n, None)
+
+
+def methods_of(cls) -> frozenset:
+    """The public plain functions of ``cls`` (what ``obj.name(...)`` calls), looked up without running code."""
+    names = set()
+    for klass in reversed(inspect.getmro(cls)):
+        for name, value in vars(klass).items():
+            if not name.startswith("_"):
+                (names.add if inspect.isfunction(value) else names.discard)(name)
+    return frozenset(names)
+
+
+def plain_fields(obj) -> dict | None:
+    """The public entries of ``obj.__dict__`` that a read gives as they are (no property, no
+    ``__getattribute__`` of the class's own): what a snapshot may hold. None: no such dict."""
+    cls = type(obj)
+    if cls.__getattribute__ is not object.__getattribute__:
+        return None
+    try:
+        fields = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return None
+    if type(fields) is not dict:
+        return None
+    return {k: v for k, v in list(fields.items())[:SNAPSHOT_ITEMS]
+            if type(k) is str and not k.startswith("_") and not _data_descriptor(cls, k) and _small(v)}
+
+
+def _data_descriptor(cls, name) -> bool:
+    found = inspect.getattr_static(cls, name, None)
+    return hasattr(type(found), "__set__") or hasattr(type(found), "__delete__")
+
+
+def _small(value) -> bool:
+    if type(value) in (list, tuple, dict, set):
+        return False  # a container is asked for when read: copying it with every snapshot costs more than it saves
+    if type(value) in (str, bytes):
+        return len(value) <= 4096
+    return not hasattr(value, "__array_interface__") and not type(value).__module__.startswith(("numpy", "torch"))
 
 
 def _call(obj, *args, **kwargs):

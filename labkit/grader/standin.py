@@ -22,6 +22,7 @@ dead (using one is a :class:`SubmissionCrashed`).
 from __future__ import annotations
 
 import builtins
+import operator
 import os
 import subprocess
 import sys
@@ -31,7 +32,16 @@ from pathlib import Path
 
 from labkit.grader import sandbox as sandboxes
 from labkit.grader import wire
-from labkit.grader.handles import RESULT_TYPES, Handle, Handles, Lent, RemoteClass, serve_lent
+from labkit.grader.handles import (
+    RESULT_TYPES,
+    Handle,
+    Handles,
+    Lent,
+    RemoteClass,
+    RemoteFunction,
+    RemoteKernel,
+    serve_lent,
+)
 from labkit.grader.values import array_leaves, copy_into, decode, encode
 from labkit.grader.worker import WATCHED_MODULES
 
@@ -83,11 +93,14 @@ class Submission(types.ModuleType):
         self._call_timeout, self._deadline, self._import_timeout = call_timeout, deadline, import_timeout
         self._on_incident = on_incident or (lambda kind, message: None)
         self._worker: _Worker | None = None
+        self._generation = 0  # moves whenever the student's code may have run: snapshots of older ones are stale
         self._handles = Handles(self)  # the worker's objects the tests hold (a new table per worker)
         self._lent = Lent()  # the tests' objects the worker may use
         self._callbacks: list = []  # the trusted functions the worker may call back (monkeypatched globals)
         self._callback_index: dict[int, int] = {}
         self._baseline = watched_functions()  # numpy's functions as they were before any test patched one
+        self._baseline_tuples = {m: (operator.itemgetter(*f) if f else None, tuple(f.values()))
+                                 for m, f in self._baseline.items()}
         self._api: dict[str, object] = {}
         ready = self._start()
         try:
@@ -111,9 +124,9 @@ class Submission(types.ModuleType):
             if kind == "class" and expected in ("callable", "any"):
                 found[name] = RemoteClass(name, owner=self)
             elif kind == "function" and expected in ("callable", "any"):
-                found[name] = _RemoteFunction(self, name)
+                found[name] = RemoteFunction(self, name)
             elif kind == "kernel" and expected == "callable":
-                found[name] = _RemoteKernel(self, name)
+                found[name] = RemoteKernel(self, name)
             elif kind == "value" and expected in ("value", "any"):
                 found[name] = self._decode(payload)
         return found
@@ -164,9 +177,9 @@ class Submission(types.ModuleType):
                 raise self._incident(SubmissionCrashed, "crashed", "an object of a worker that was stopped after a "
                                      "timeout or crash was used: its objects died with it")
             return ("h", obj._number)
-        if isinstance(obj, (_RemoteFunction, RemoteClass)) and self._api.get(obj.__name__) is obj:
+        if isinstance(obj, (RemoteFunction, RemoteClass)) and self._api.get(obj.__name__) is obj:
             return ("api", obj.__name__)  # the submission's own class or function
-        if callable(obj) and not isinstance(obj, (type, RemoteClass, _RemoteKernel)):
+        if callable(obj) and not isinstance(obj, (type, RemoteClass, RemoteKernel)):
             if id(obj) not in self._callback_index:  # trusted code (a test's wrapper): the worker calls back
                 if not lend:
                     raise TypeError("a function the test did not pass cannot be handed to a submission")
@@ -191,6 +204,12 @@ class Submission(types.ModuleType):
         for module_name, originals in self._baseline.items():
             module = sys.modules.get(module_name)
             current = vars(module) if module else {}
+            getter, values = self._baseline_tuples[module_name]
+            try:  # the common case, nothing patched: one comparison of tuples in C (each call costs it)
+                if getter(current) == values:
+                    continue
+            except (KeyError, TypeError):  # a function deleted, or none watched
+                pass
             for attr in [a for a, f in originals.items() if current.get(a, f) is not f]:
                 patched[f"{module_name}:{attr}"] = current[attr]
         return patched
@@ -243,18 +262,24 @@ class Submission(types.ModuleType):
         if self._worker is None:  # the last call timed out or crashed: a fresh import
             self._start()
         payload = (kind, target, self._encode_arg(args), self._encode_arg(kwargs), self._encode_arg(self._patches()),
-                   self._handles.take_dropped())
+                   self._handles.take_changes())
         wait = self._seconds_left(self._call_timeout)
         if wait <= 0:
             self._stop()
             raise self._incident(SubmissionTimeout, "timeout", f"{what}: the lab's time limit was reached")
         worker, deadline = self._worker, time.monotonic() + wait
+        generation = self._generation
+        self._generation += 1  # the student's code may run: what the handles' snapshots say is stale now
         try:
             worker.send(payload)
             reply = worker.recv(deadline)
+            reverse = False
             while _tag(reply) == "reverse":  # the submission uses a test's function or object, which may call back in
                 worker.send(self._serve_reverse(reply))
-                reply = worker.recv(deadline)
+                reply, reverse = worker.recv(deadline), True
+            # A plain read ran no code: the snapshots still hold. Otherwise code ran, maybe after a callback.
+            pure = type(reply) is tuple and len(reply) == 5 and reply[3] is True and not reverse
+            self._generation = generation if pure else self._generation + 1
             return self._unpack(reply, leaves, what)
         except TimeoutError:
             self._stop()
@@ -276,7 +301,7 @@ class Submission(types.ModuleType):
             cls = _builtin_exception(str(builtin_name))
             text = str(message) if qualname == builtin_name else f"({qualname}) {message}"
             raise (cls or RemoteError)(text)
-        if tag != "ok" or len(reply) != 3 or type(reply[2]) is not list:
+        if tag != "ok" or len(reply) != 5 or type(reply[2]) is not list:
             raise ProtocolError("a malformed reply")
         for item in reply[2]:
             if type(item) is not tuple or len(item) != 2 or type(item[0]) is not int:
@@ -288,6 +313,8 @@ class Submission(types.ModuleType):
             if type(new).__name__ not in ("ndarray", "Tensor") or tuple(new.shape) != tuple(leaves[index].shape):
                 raise ProtocolError("an in-place update of the wrong kind or shape")
             copy_into(leaves[index], new)
+        if reply[4] is not None:  # the subject of an operation, with its snapshot renewed
+            self._decode(reply[4])
         # After the copies: a result that is one of the arguments is the caller's (updated) array.
         return self._decode(reply[1], leaves)
 
@@ -296,6 +323,7 @@ class Submission(types.ModuleType):
             self._worker.kill()
             self._worker = None
             self._handles.alive = False  # its objects are gone: every handle to one is dead
+            self._generation += 1
             self._handles = Handles(self)
 
     def close(self) -> None:
@@ -322,69 +350,6 @@ def _describe(reply) -> str:
     parts = [str(p) for p in reply[2:5]] if len(reply) >= 5 else ["?", "?", "?"]
     _, qualname, message = parts
     return f"{qualname}: {message}" if message else qualname
-
-
-class _RemoteFunction:
-    def __init__(self, owner: Submission, name: str):
-        self._owner, self.__name__, self.__qualname__ = owner, name, name
-
-    def __call__(self, *args, **kwargs):
-        return self._owner._call("call", self.__name__, f"{self.__name__}()", args, kwargs)
-
-    @property
-    def __globals__(self):
-        """The submission module's namespace, for tests that monkeypatch what a function calls."""
-        return _RemoteGlobals(self._owner)
-
-    def __repr__(self):
-        return f"<submission function {self.__name__}>"
-
-
-class _RemoteGlobals:
-    """The worker module's globals, as far as ``monkeypatch.setitem(fn.__globals__, name, f)`` needs:
-    reading gives the stand-in's API; writing a function makes the worker call it back."""
-
-    def __init__(self, owner: Submission):
-        self._owner = owner
-
-    def __getitem__(self, name):
-        try:
-            return self._owner._api[name]
-        except KeyError:
-            raise KeyError(name) from None
-
-    def get(self, name, default=None):
-        return self._owner._api.get(name, default)
-
-    def __contains__(self, name):
-        return name in self._owner._api
-
-    def __setitem__(self, name, value):
-        self._owner._set_global(name, value)
-
-    def __delitem__(self, name):
-        self._owner._call("delglobal", name, f"deleting {name}", (), {})
-
-
-class _RemoteKernel:
-    """A ``@triton.jit`` kernel of the submission: ``kernel[grid](*args)`` launches it in the worker."""
-
-    def __init__(self, owner: Submission, name: str):
-        self._owner, self.__name__ = owner, name
-
-    def __getitem__(self, grid):
-        if callable(grid):
-            raise TypeError("labs grade launches kernels with a tuple grid only")
-        grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-
-        def launch(*args, **kwargs):
-            return self._owner._call("launch", (self.__name__, encode(grid)), f"{self.__name__}[{grid}]", args,
-                                     kwargs)
-
-        return launch
-
-    def __repr__(self):
-        return f"<submission kernel {self.__name__}>"
 
 
 class _Worker:

@@ -32,7 +32,16 @@ import sys
 from pathlib import Path
 
 from labkit.grader import wire
-from labkit.grader.objects import OPS, GraderIterator, GraderMethod, GraderObject, ObjectTable
+from labkit.grader.objects import (
+    OPS,
+    SNAPSHOT_DEPTH,
+    GraderIterator,
+    GraderMethod,
+    GraderObject,
+    ObjectTable,
+    methods_of,
+    plain_fields,
+)
 from labkit.grader.values import array_leaves, decode, encode
 
 WATCHED_MODULES = ("numpy", "numpy.linalg", "math")  # a test may patch their functions (04-01 wraps np.exp)
@@ -110,7 +119,8 @@ class _Session:
         self.module, self.read_fd, self.write_fd = module, read_fd, write_fd
         self.originals = dict(vars(module))  # calls go to these, whatever a test patched in since
         self.objects = ObjectTable()
-        self.grader_objects: dict[int, GraderObject] = {}
+        self.grader_objects: dict = {}  # index (or ("iter", index)) -> the stand-in of a test's object
+        self.depth, self.methods = 0, {}  # snapshot nesting; class -> its public method names
         self.api = {}  # id() of a public class or function of the module -> its name
         for name, value in self.originals.items():
             if not name.startswith("_") and (inspect.isclass(value) or inspect.isroutine(value)):
@@ -126,7 +136,28 @@ class _Session:
         name = self.api.get(id(obj))
         if name is not None and self.originals.get(name) is obj:
             return ("api", name)  # one of the lab's classes or functions: the grader has a stand-in for it
-        return ("h", self.objects.number(obj), type(obj).__name__[:80])
+        ref = ("h", self.objects.number(obj, hold=self.depth == 0), type(obj).__name__[:80])
+        if self.depth >= SNAPSHOT_DEPTH:
+            return ref
+        return ref + self.snapshot(obj)
+
+    def snapshot(self, obj) -> tuple:
+        """``(fields, methods)`` of ``obj`` as it is now: its plain public fields (encoded) and the names
+        of its public methods. The grader answers reads from them until the student's code runs again."""
+        self.depth += 1
+        try:
+            fields = []
+            for key, value in (plain_fields(obj) or {}).items():
+                try:
+                    fields.append((key, self.encode(value)))
+                except TypeError:
+                    pass
+            methods = self.methods.get(type(obj))
+            if methods is None:
+                methods = self.methods[type(obj)] = methods_of(type(obj))
+            return (fields, sorted(methods - {k for k, _ in fields}))
+        finally:
+            self.depth -= 1
 
     def decode(self, data):
         return decode(data, hooks={"h": lambda n, *_: self.objects.get(n), "tobj": self._grader_object,
@@ -192,9 +223,11 @@ class _Session:
     # -- the grader's requests
     def handle(self, request) -> tuple:
         try:
-            if type(request) is not tuple or len(request) != 6:
+            if type(request) is not tuple or len(request) != 6 or type(request[5]) is not tuple:
                 raise wire.ProtocolError("bad request")
-            kind, target, args, kwargs, patches, released = request
+            kind, target, args, kwargs, patches, (held, released) = request
+            pure, subject = False, None
+            self.objects.hold(held)
             self.objects.release(released)
             args, kwargs, patches = self.decode(args), self.decode(kwargs), self.decode(patches)
             if kind == "call":
@@ -204,6 +237,8 @@ class _Session:
                 op, subject = target
                 fn, subject = OPS[op], self.decode(subject)
                 call = lambda: fn(subject, *args, **kwargs)
+                # A read of a plain field runs none of the student's code: the grader's snapshots still hold.
+                pure = op == "getattr" and len(args) == 1 and str(args[0]) in (plain_fields(subject) or {})
             elif kind == "launch":
                 name, grid = target
                 kernel, grid = self.originals[name], self.decode(grid)
@@ -220,7 +255,8 @@ class _Session:
                 result = call()
             aliases = {id(leaf): i for i, leaf in enumerate(leaves)}  # a result that is an argument stays one
             changed = [(i, encode(leaf)) for i, leaf in enumerate(leaves) if _digest(leaf) != before[i]]
-            return ("ok", self.encode(result, arguments=aliases), changed)
+            refreshed = self.encode(subject) if kind == "op" else None  # the subject's snapshot, renewed
+            return ("ok", self.encode(result, arguments=aliases), changed, pure, refreshed)
         except BaseException as exc:
             return _error(exc)
 
