@@ -607,3 +607,104 @@ def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
         if (verdict.passed, verdict.total) != (run.passed, run.total) or verdict.status != status:
             wrong.append(f"{lab.id} {bug.name}: pytest {run.passed}/{run.total}, grader {verdict}")
     assert not wrong, "\n".join(wrong)
+
+
+# --------------------------------------------------------------------------- objects that stay in the worker
+
+CLASSES = """
+import random
+
+
+class Block:
+    def __init__(self, block_id):
+        self.block_id, self.next = block_id, None
+
+    def bump(self, by=1):
+        self.block_id += by
+        return self
+
+
+class Chain:
+    def __init__(self, blocks):
+        self.blocks = list(blocks)
+        for a, b in zip(self.blocks, self.blocks[1:]):
+            a.next = b
+        self.head = self.blocks[0] if self.blocks else None
+
+    def __len__(self):
+        return len(self.blocks)
+
+    def __iter__(self):
+        return iter(self.blocks)
+
+    def ids(self):
+        return [b.block_id for b in self.blocks]
+
+
+class Engine:
+    '''A capstone-like engine: built from a config dict and a seed, stepped by method calls.'''
+
+    def __init__(self, config, seed=0):
+        self.vocab, self.rng = config["vocab"], random.Random(seed)
+
+    def step(self, n):
+        return [self.rng.randrange(self.vocab) for _ in range(n)]
+
+
+def crash():
+    import os
+    os._exit(1)
+"""
+CLASSES_API = {"Block": "callable", "Chain": "callable", "Engine": "callable", "crash": "callable"}
+
+
+class _TestsBlock:
+    """A test's own duck-typed block, lent to the submission: it counts reads of ``next`` here."""
+
+    def __init__(self, block_id, counts):
+        self._counts, self.block_id, self.next = counts, block_id, None
+
+    def __getattribute__(self, name):
+        if name == "next":
+            object.__getattribute__(self, "_counts")["next"] += 1
+        return object.__getattribute__(self, name)
+
+
+@needs_bwrap
+def test_objects_stay_in_the_worker_behind_handles(submission):
+    sub = submission(CLASSES, CLASSES_API, call_timeout=5)
+    blocks = [sub.Block(i) for i in range(3)]
+    chain = sub.Chain(blocks)
+    assert chain.head is blocks[0] and chain.head.next is blocks[1], "one handle per worker object"
+    assert isinstance(blocks[0], sub.Block) and not isinstance(blocks[0], sub.Chain)
+    assert len(chain) == 3 and [b.block_id for b in chain] == [0, 1, 2] and chain.ids() == [0, 1, 2]
+    assert blocks[1].bump(by=5) is blocks[1] and chain.ids() == [0, 6, 2], "a call's effect is seen at once"
+    blocks[2].block_id = 9
+    assert chain.blocks[2].block_id == 9 and chain.ids() == [0, 6, 9]
+    assert blocks[0] != 0 and blocks[0] == blocks[0], "a handle equals only handles, never data"
+    with pytest.raises(AttributeError):
+        blocks[0].__dict__  # noqa: B018
+    with pytest.raises(TypeError, match="cannot be subclassed"):
+        type("Mine", (sub.Block,), {})
+    # The capstone's pattern: an engine built in the worker from a config dict, stepped by method calls.
+    engine = sub.Engine({"vocab": 50}, seed=3)
+    tokens = engine.step(4) + engine.step(2)
+    assert len(tokens) == 6 and all(type(t) is int and 0 <= t < 50 for t in tokens)
+    assert sub.Engine({"vocab": 50}, seed=3).step(6) == tokens, "the same seed gives the same tokens"
+
+
+@needs_bwrap
+def test_a_tests_own_objects_are_lent_and_handles_die_with_their_worker(submission):
+    sub = submission(CLASSES, CLASSES_API, call_timeout=5)
+    counts = {"next": 0}
+    mine = [_TestsBlock(i, counts) for i in range(3)]
+    chain = sub.Chain(iter(mine))  # an iterator the test passes is read item by item, in the worker
+    assert chain.head is mine[0] and mine[0].next is mine[1], "the worker linked the test's own objects"
+    assert chain.ids() == [0, 1, 2] and counts["next"] == 1  # the test's own read; the worker's writes
+    assert chain.blocks[0] is mine[0], "a lent object comes back as itself"
+    old = sub.Block(1)
+    with pytest.raises(standin.SubmissionCrashed):
+        sub.crash()
+    with pytest.raises(standin.SubmissionCrashed, match="died with it"):
+        old.bump()
+    assert sub.Block(2).block_id == 2, "a fresh worker"
