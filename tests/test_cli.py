@@ -14,7 +14,10 @@ import pytest
 from rich.console import Console
 
 from labkit import cli
+from labkit.cli import check as cli_check
 from labkit.cli import commands as cli_main
+from labkit.cli import common as cli_common
+from labkit.cli import gallery as cli_gallery
 from labkit.course import bugs as bugs_mod
 from labkit.course import hints as hints_mod
 from labkit.course import registry, runner
@@ -51,7 +54,7 @@ def _run(capsys, *argv):
 def _run_at(monkeypatch, width: int, *argv) -> tuple[int, str]:
     """Run the command with its output ``width`` columns wide, as plain text (no colours)."""
     out = io.StringIO()
-    monkeypatch.setattr(cli_main, "console", Console(file=out, width=width, color_system=None, force_terminal=False))
+    monkeypatch.setattr(cli_common, "console", Console(file=out, width=width, color_system=None, force_terminal=False))
     code = cli.main(list(argv))
     return code, out.getvalue()
 
@@ -215,16 +218,17 @@ def test_board_wraps_the_first_failure_and_keeps_its_key_part(monkeypatch, canne
 def test_failure_lines_keep_the_explanation_and_drop_pytests_advice():
     """The first line whole, then its indented explanation; pytest's rewritten ``assert`` after the
     test's own message and its "Use -v" advice are left out; only a monstrous line is cut."""
-    assert cli_main.failure_lines(LONG_CLOSE) == [
+    assert cli_check.failure_lines(LONG_CLOSE) == [
         LONG_CLOSE.splitlines()[0], "  there: got nan, expected 0.405741", "  heads that differ: 0, 1, 2, 3 (of 4)"]
-    assert cli_main.failure_lines("AssertionError: merge_two: m is 3, expected 4\nassert 3 == 4\n  +  where 3 = f()") \
+    assert cli_check.failure_lines("AssertionError: merge_two: m is 3, expected 4\nassert 3 == 4\n  +  where 3 = f()") \
         == ["AssertionError: merge_two: m is 3, expected 4"]
-    assert cli_main.failure_lines("assert [1, 2] == [1, 3]\n  \n  At index 1 diff: 2 != 3\n  Use -v to get more diff") \
+    diff = "assert [1, 2] == [1, 3]\n  \n  At index 1 diff: 2 != 3\n  Use -v to get more diff"
+    assert cli_check.failure_lines(diff) \
         == ["assert [1, 2] == [1, 3]", "  At index 1 diff: 2 != 3"]
     long = "ValueError: " + "x" * 300 + " the end"
-    assert cli_main.failure_lines(long) == [long]
-    assert len(cli_main.failure_lines("E " + "y " * 1000)[0]) <= 600
-    assert cli_main.failure_lines("") == []
+    assert cli_check.failure_lines(long) == [long]
+    assert len(cli_check.failure_lines("E " + "y " * 1000)[0]) <= 600
+    assert cli_check.failure_lines("") == []
 
 
 def test_a_bugs_summary_is_its_first_sentence_whole():
@@ -282,8 +286,8 @@ def test_compact_bugs_board_keeps_each_tick_with_its_test(monkeypatch):
              "[green]caught; CAUGHT_BY agrees[/]")]
     for width in range(56, 101):
         out = io.StringIO()
-        monkeypatch.setattr(cli_main, "console", Console(file=out, width=width, color_system=None))
-        cli_main._bugs_compact(rows, width)
+        monkeypatch.setattr(cli_common, "console", Console(file=out, width=width, color_system=None))
+        cli_gallery._bugs_compact(rows, width)
         lines = out.getvalue().splitlines()
         for test in marked:
             assert any(test in line for line in lines), f"width {width}: {test!r} split:\n{out.getvalue()}"
@@ -293,6 +297,7 @@ def test_a_lab_can_be_named_by_its_folder():
     lab = registry.LABS[0]
     assert cli_main.resolve_lab(lab.folder) == lab
     assert cli_main.resolve_lab("2-6") == registry.get("02-06")
+    assert cli_main.resolve_lab("99-1") == cli_main.resolve_lab("99-01") == registry.get("99-01")
 
 
 def test_a_missing_folder_is_named(capsys, with_fake_lab):

@@ -50,6 +50,8 @@ def test_plain_data_and_arrays_cross_unchanged():
         "empty": np.zeros((0, 4)),
         "dtype": np.dtype(np.int64),
         "dtype_class": np.float32,
+        "set": {"FLASH_ATTN", ("a", 1)},
+        "frozenset": frozenset({2, 3}),
     }
     back = _round_trip(value)
     assert back.keys() == value.keys()
@@ -59,6 +61,8 @@ def test_plain_data_and_arrays_cross_unchanged():
     assert back["text"] == ["a", b"b", "é\u2603"]
     assert back["scalar"] == np.float32(1.5) and back["scalar"].dtype == np.float32
     assert back["dtype"] == np.dtype(np.int64) and back["dtype_class"] == np.dtype(np.float32)
+    assert back["set"] == {"FLASH_ATTN", ("a", 1)} and type(back["set"]) is set
+    assert back["frozenset"] == frozenset({2, 3}) and type(back["frozenset"]) is frozenset
 
 
 def test_read_only_arrays_stay_read_only():
@@ -94,7 +98,7 @@ def test_records_and_named_tuples_keep_their_fields():
     assert summary.m == 1.0 and summary.denom == 2.0 and np.array_equal(summary.acc, np.ones(3))
 
 
-@pytest.mark.parametrize("value", [object(), np.array([object()]), lambda: 0, {1, 2}], ids=str)
+@pytest.mark.parametrize("value", [object(), np.array([object()]), lambda: 0, {1, object()}], ids=str)
 def test_anything_else_is_refused_with_a_type_error(value):
     with pytest.raises(TypeError, match="cannot be passed"):
         values.encode(value)
@@ -565,8 +569,6 @@ def _standalone(lab, bug) -> str | None:
     if "load_sibling" in text or re.search(r"^from _\w+ import", text, re.M):
         return None
     text = re.sub(r"^from __future__ import annotations\n", "", text, flags=re.M)
-    text = re.sub(r"^from labkit\.bugs import solution_with\n", "", text, flags=re.M)
-    text = re.sub(r"^globals\(\)\.update\(solution_with\(.*?\)\)\n?", "", text, flags=re.M | re.S)
     return (lab.path / "solution.py").read_text() + "\n\n# the classic mistake\n" + text
 
 

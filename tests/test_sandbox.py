@@ -55,7 +55,8 @@ def probe(tmp_path_factory):
 
 def test_only_the_staged_labkit_and_the_students_own_files_are_visible(probe):
     assert probe["submission"] == ["helper.py", "starter.py"]
-    assert probe["grader"] == sorted(["scripts/sandbox_probe.py", "scripts/.keep", *sandboxes.STAGED]), \
+    assert probe["grader"] == sorted(["scripts/sandbox_probe.py", "scripts/.keep", "references/.keep",
+                                      *sandboxes.STAGED]), \
         "the worker's files only: no lab folder, no labkit.testing.reference, no registry"
     assert probe["forbidden"] == [], "a course file is visible inside the sandbox"
     assert probe["files_seen"] > 1000, "the walk saw the interpreter's files, so it did look"
@@ -176,3 +177,31 @@ def test_no_sandbox_mode_runs_the_same_worker(tmp_path):
     finally:
         box.close()
     assert code == 0 and out.decode().split()[1] == "True"
+
+
+def test_a_lab_loads_the_earlier_labs_it_builds_on_and_nothing_else(tmp_path):
+    """Lab 02-05's starter takes 02-01's reference (``labkit.load_reference``): under grading the
+    staged copy answers, the same module each time; any other lab's reference, the graded lab's
+    own above all, is not there."""
+    from labkit.grader import references
+
+    needs = references.needed(registry.get("02-05").path)
+    assert needs == {"02-01": registry.get("02-01").path / "solution.py"}
+    assert "02-05" not in references.needed(registry.get("02-05").path)
+    assert set(references.needed(registry.get("04-03").path)) == {"02-06"}
+    script = tmp_path / "uses_references.py"
+    script.write_text(
+        "import labkit\n"
+        "first = labkit.load_reference('02-01')\n"
+        "assert first is labkit.load_reference('02-01') and hasattr(first, 'BlockPool')\n"
+        "for other in ('02-05', '04-06', '../02-01', 'x'):\n"
+        "    try:\n"
+        "        labkit.load_reference(other)\n"
+        "    except ImportError as err:\n"
+        "        assert 'earlier labs it builds on' in str(err), err\n"
+        "    else:\n"
+        "        raise SystemExit(f'{other} loaded')\n"
+        "print('ok')\n")
+    with sandboxes.Sandbox(None, RESOURCES, references=needs) as box:
+        code, out, err = box.run(["script", box.add_script(script)], timeout=120)
+    assert code == 0 and out.decode().strip() == "ok", err.decode(errors="replace")[-2000:]

@@ -1,4 +1,8 @@
-"""The ``labs`` command (``labs list | check | hint | bugs | grade``); see :mod:`labkit.cli.commands`."""
+"""The ``labs`` command (``labs list | check | hint | bugs | grade``).
+
+:mod:`labkit.cli.commands` holds the parser, ``list`` and ``hint``; ``check``, ``bugs`` and
+``grade`` have a module each; :mod:`labkit.cli.common` what they share (the consoles, finding a lab).
+"""
 
 from labkit.cli.commands import build_parser, main
 

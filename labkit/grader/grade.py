@@ -35,7 +35,7 @@ from pathlib import Path
 
 from labkit.course.registry import ROOT, Lab
 from labkit.course.runner import LabRun, run_in_parallel, run_lab_tests
-from labkit.grader import report
+from labkit.grader import references, report
 from labkit.grader.sandbox import Resources
 from labkit.text import clean
 
@@ -181,7 +181,8 @@ def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits, re
         return Verdict(clean(student), lab.id, 0, 0, "syntax error", clean(error), 0.0)
     settings = {"file": str(work_file), "call": limits.call, "imports": limits.imports,
                 "deadline": time.time() + limits.lab, "triton": "triton" in lab.tags, "sandbox": sandbox,
-                "resources": asdict(resources or Resources()), "hide": [str(h) for h in hide]}
+                "resources": asdict(resources or Resources()), "hide": [str(h) for h in hide],
+                "references": {i: str(f) for i, f in references.needed(lab.path).items()}}
     # The trusted pytest process writes no bytecode: the fingerprint then sees any change to __pycache__.
     env = {"LABS_GRADING": json.dumps(settings), "PYTHONDONTWRITEBYTECODE": "1"}
     run = run_lab_tests(lab.path, impl="starter", env=env, timeout=limits.lab + STARTUP_GRACE, cwd=ROOT,

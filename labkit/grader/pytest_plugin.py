@@ -62,7 +62,8 @@ class _Grader:
             s = self.settings
             gpu = bool(s.get("triton")) and s.get("sandbox", True) and triton_env.cuda_available()
             self._box = Sandbox(self.file.parent, Resources(**s.get("resources", {})), gpu=gpu,
-                                enabled=s.get("sandbox", True), hide=tuple(s.get("hide", ())))
+                                enabled=s.get("sandbox", True), hide=tuple(s.get("hide", ())),
+                                references=s.get("references", {}))
         return self._box
 
     def lab_module(self, lab_dir: Path):

@@ -50,8 +50,10 @@ INSTALL = ("labs grade runs each student's code in a bubblewrap sandbox, and `bw
            "sudo pacman -S bubblewrap (Arch). No bubblewrap on macOS or Windows: grade in a Linux VM or "
            "container (SETUP.md), or pass --no-sandbox to grade without one, trusting every submission.")
 # The staged labkit: path under /grader -> the checkout's file, or the text to write.
-_INIT = '"""labkit as the grading sandbox holds it: the worker\'s files and the Triton switch."""\n' \
-        "from labkit.testing import triton_env  # noqa: F401  (starters do `from labkit import triton_env`)\n"
+_INIT = ('"""labkit as the grading sandbox holds it: the worker\'s files, the Triton switch and the earlier '
+         'labs\' references."""\n'
+         "from labkit.grader.references import load_reference  # noqa: F401  (labs that build on earlier ones)\n"
+         "from labkit.testing import triton_env  # noqa: F401  (starters do `from labkit import triton_env`)\n")
 STAGED = {
     "labkit/__init__.py": _INIT,
     "labkit/grader/__init__.py": "",
@@ -59,6 +61,7 @@ STAGED = {
     "labkit/grader/values.py": LABKIT / "grader" / "values.py",
     "labkit/grader/objects.py": LABKIT / "grader" / "objects.py",
     "labkit/grader/worker.py": LABKIT / "grader" / "worker.py",
+    "labkit/grader/references.py": LABKIT / "grader" / "references.py",
     "labkit/testing/__init__.py": "",
     "labkit/testing/triton_env.py": LABKIT / "testing" / "triton_env.py",
     "labkit/testing/child.py": LABKIT / "testing" / "child.py",
@@ -111,11 +114,12 @@ class Sandbox:
 
     ``student_dir``: the folder of the student's files (read-only at /submission). ``hide``:
     host folders that must stay invisible inside (the repository, home and temporary folder
-    always). ``enabled=False`` (``labs grade --no-sandbox``) starts the same processes without
-    bubblewrap: limits and a scratch folder, no isolation."""
+    always). ``references``: earlier labs' reference solutions the lab loads (lab id -> file,
+    :func:`labkit.grader.references.needed`). ``enabled=False`` (``labs grade --no-sandbox``)
+    starts the same processes without bubblewrap: limits and a scratch folder, no isolation."""
 
     def __init__(self, student_dir: Path | None, resources: Resources = Resources(), *, gpu: bool = False,
-                 enabled: bool = True, hide: tuple = ()):
+                 enabled: bool = True, hide: tuple = (), references: dict | None = None):
         self.student_dir = Path(student_dir) if student_dir else None
         self.resources, self.gpu, self.enabled = resources, gpu, enabled
         from labkit.course.registry import ROOT
@@ -123,7 +127,9 @@ class Sandbox:
         self.hide = [Path(p).resolve() for p in (ROOT, Path.home(), tempfile.gettempdir(), *hide)]
         self.staging = Path(tempfile.mkdtemp(prefix="labs-sandbox-"))
         self._scratch: list[Path] = []
-        for rel, source in {**STAGED, "scripts/.keep": ""}.items():
+        staged = {**STAGED, "scripts/.keep": "", "references/.keep": "",
+                  **{f"references/{lab_id}.py": Path(file) for lab_id, file in (references or {}).items()}}
+        for rel, source in staged.items():
             path = self.staging / "grader" / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(source.read_bytes() if isinstance(source, Path) else source.encode())

@@ -46,6 +46,8 @@ def encode(value, on_object=None, arguments: dict | None = None, _depth: int = 0
         return ("v", value)
     if kind in (tuple, list):
         return ("t" if kind is tuple else "l", [inner(v) for v in value])
+    if kind in (set, frozenset):
+        return ("s" if kind is set else "fs", [inner(v) for v in value])
     if kind is dict:
         return ("d", [(inner(k), inner(v)) for k, v in value.items()])
     if kind is complex:
@@ -176,6 +178,20 @@ class _Decoder:
 
     def tag_l(self, depth, items):
         return [self.value(v, depth) for v in _as_list(items)]
+
+    def tag_s(self, depth, items):
+        return set(self._members(depth, items))
+
+    def tag_fs(self, depth, items):
+        return frozenset(self._members(depth, items))
+
+    def _members(self, depth, items) -> list:
+        members = [self.value(v, depth) for v in _as_list(items)]
+        try:
+            frozenset(members)
+        except TypeError:
+            raise ProtocolError("a set with an unhashable member") from None
+        return members
 
     def tag_d(self, depth, items):
         return {self.value(k, depth): self.value(v, depth) for k, v in _as_list(items)}

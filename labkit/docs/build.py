@@ -1,0 +1,334 @@
+"""Build the site: copy the pages into a build folder, run MkDocs (strict), typeset the math.
+
+Pages are read from where they live in the repository and written, under the same relative
+paths, to ``<out>/src``, so every relative link between them means what it means on GitHub.
+Only what a static site needs is changed, in the copy:
+
+- a link to a folder goes to the folder's ``README.md`` (MkDocs does not resolve folders);
+- a link to a source file (``starter.py``, ``LICENSE``) goes to a generated code page beside it
+  (``starter.py.md``), highlighted, searchable, and inside the site, so it works offline;
+- a linked image is copied; a linked Markdown file becomes a page even if the nav does not list it;
+- a lab's README gets a header after its title: where it runs (from the registry), its place in
+  study order, links to its starter and tests, and the commands that run them.
+
+A link whose target does not exist is left as it is: the strict build then fails and names it.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from labkit.course import registry
+from labkit.course.registry import ROOT, Lab
+from labkit.docs import book
+
+DEFAULT_OUT = ROOT / "build" / "docs"
+SETTINGS = ROOT / "docs" / "mkdocs.yml"
+ASSETS = ROOT / "docs" / "assets"
+MATH_FONT = "STIXTwoMath-Regular.ttf"
+
+IMAGES = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp"}
+LANGUAGES = {".py": "python", ".toml": "toml", ".json": "json", ".yml": "yaml", ".yaml": "yaml",
+             ".sh": "bash", ".cu": "cuda", ".cuh": "cuda", ".cfg": "ini", ".txt": "text"}
+CODE_PAGE_LIMIT = 1_000_000  # bytes: a bigger file is copied as it is, not rendered
+
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_INLINE_CODE = re.compile(r"(`+).*?\1")
+_LINK = re.compile(r"(\]\(\s*<?)([^)\s>]+)")  # [text](target  or  ![alt](target
+_REFERENCE = re.compile(r"^(\s{0,3}\[[^\]]+\]:\s*<?)(\S+?)(>?(\s|$))")
+
+
+class BuildError(Exception):
+    """The site cannot be built: a page is missing, or MkDocs failed (its log is in the message)."""
+
+
+# --------------------------------------------------------------------------- links
+
+
+def _outside_code(text: str):
+    """Yield (line number, line with inline code blanked) for every line outside fenced code."""
+    fence = None
+    for number, line in enumerate(text.split("\n")):
+        opened = _FENCE.match(line)
+        if fence is None and opened:
+            fence = opened.group(1)
+        elif fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+        else:
+            yield number, _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line)
+
+
+def rewrite_links(text: str, rewrite) -> str:
+    """``text`` with every Markdown link target outside code replaced by ``rewrite(target)``."""
+    lines = text.split("\n")
+    for number, visible in _outside_code(text):
+        spans = [(m.start(2), m.end(2)) for m in _LINK.finditer(visible)]
+        ref = _REFERENCE.match(visible)
+        if ref:
+            spans.append((ref.start(2), ref.end(2)))
+        line = lines[number]
+        for start, end in sorted(spans, reverse=True):
+            line = line[:start] + rewrite(line[start:end]) + line[end:]
+        lines[number] = line
+    return "\n".join(lines)
+
+
+class Site:
+    """The pages being copied into ``src``, and the files their links pull in."""
+
+    def __init__(self, src: Path):
+        self.src = src
+        self.queue: list[str] = []  # pages (repository paths) still to copy
+        self.seen: set[str] = set()
+
+    def add_page(self, rel: str) -> None:
+        if rel not in self.seen:
+            self.seen.add(rel)
+            self.queue.append(rel)
+
+    def target(self, page: str, target: str) -> str:
+        """Where a link of ``page`` should point in the site; pulls the target into the site."""
+        if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith(("#", "/")):
+            return target  # a URL, an anchor on the same page, or an absolute path (the build warns)
+        path, _, fragment = target.partition("#")
+        fragment = f"#{fragment}" if fragment else ""
+        found = (ROOT / page).parent.joinpath(path).resolve()
+        if not found.exists() or (found != ROOT and ROOT not in found.parents):
+            return target  # dead or outside the repository: the strict build names it
+        rel = found.relative_to(ROOT).as_posix()
+        if found.is_dir():
+            if not (found / "README.md").is_file():
+                return target  # a folder without a README: the strict build names it
+            self.add_page((found / "README.md").relative_to(ROOT).as_posix())
+            return f"{path.rstrip('/')}/README.md{fragment}"
+        if found.suffix == ".md":
+            self.add_page(rel)
+        elif found.suffix.lower() in IMAGES or found.stat().st_size > CODE_PAGE_LIMIT or not _is_text(found):
+            self.copy(rel)
+        else:
+            self.write(f"{rel}.md", code_page(rel))
+            return f"{path}.md{fragment}"
+        return target
+
+    def copy(self, rel: str) -> None:
+        dest = self.src / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / rel, dest)
+
+    def write(self, rel: str, text: str) -> None:
+        dest = self.src / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
+
+
+def _is_text(path: Path) -> bool:
+    try:
+        path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- generated text
+
+
+def code_page(rel: str) -> str:
+    """A page that shows a repository file as highlighted code."""
+    path = ROOT / rel
+    text = path.read_text(encoding="utf-8")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    language = LANGUAGES.get(path.suffix.lower(), "text")
+    return (
+        f"# {path.name}\n\n`{rel}` in the repository, as it was when this site was built.\n\n"
+        f"{fence}{language}\n{text.rstrip()}\n{fence}\n"
+    )
+
+
+def lab_header(lab: Lab) -> str:
+    """What a lab page shows under its title: where it runs, study order, files, commands."""
+    order = [entry.id for entry in registry.LABS]
+    place = f"{order.index(lab.id) + 1} of {len(order)} in study order"
+    files = [("your file", "starter.py"), ("its tests", "test_lab.py"), ("demo", "lab.py"),
+             ("figures", "figures.py"), ("GPU benchmark", "bench.py")]
+    links = [f"{what}: [`{name}`]({name})" for what, name in files if (lab.path / name).is_file()]
+    commands = [
+        (f"labs check {lab.id} --impl starter", "your work against the tests, one line per test"),
+        (f"LAB_IMPL=starter pytest -q {lab.folder}", "the same with pytest's full messages"),
+        (f"labs hint {lab.id}", "the next hint"),
+        (f"labs bugs {lab.id}", "the classic mistakes, and the tests that catch each"),
+    ]
+    for script, what in (("lab.py", "the demo"), ("bench.py", "the GPU benchmark")):
+        if (lab.path / script).is_file():
+            fallback = [(f"python {lab.folder}/{script}", f"{what}: its README says how")]
+            commands += script_commands(lab, script, what) or fallback
+    rows = "\n".join(f"    | `{command}` | {why} |" for command, why in commands)
+    return (
+        f'!!! info "Lab {lab.id} · runs on: {lab.runs_on} · {place}"\n\n'
+        f"    {' · '.join(links)}\n\n"
+        f"    | command | what it does |\n    |---|---|\n{rows}\n\n"
+        f"    `labs` comes with `pip install -e .`; `python -m labkit.cli` is the same command without it.\n"
+    )
+
+
+def script_commands(lab: Lab, script: str, what: str, limit: int = 2) -> list[tuple[str, str]]:
+    """The first ``python <lab folder>/<script> ...`` lines of the README's code blocks, with their
+    comments: the lab's own commands (``--dry``, ``--out``...), so the header never drifts from them."""
+    text = (lab.path / "README.md").read_text(encoding="utf-8")
+    prefix = f"python {lab.folder}/{script}"
+    found, fence = [], None
+    for line in text.split("\n"):
+        opened = _FENCE.match(line)
+        if opened:
+            fence = None if fence else opened.group(1)
+            continue
+        command, _, comment = line.strip().partition("#")
+        command = " ".join(command.split())
+        if fence and (command == prefix or command.startswith(prefix + " ")) and not command.endswith("\\"):
+            found.append((command, comment.strip() or what))
+    return found[:limit]
+
+
+def with_lab_header(text: str, lab: Lab) -> str:
+    """A lab README with its header placed right after the title (the first ``# `` line)."""
+    lines = text.split("\n")
+    for number, visible in _outside_code(text):
+        if visible.startswith("# "):
+            return "\n".join(lines[: number + 1] + ["", lab_header(lab)] + lines[number + 1 :])
+    return lab_header(lab) + "\n" + text
+
+
+# --------------------------------------------------------------------------- the build
+
+
+def assemble(src: Path) -> None:
+    """Copy every page (the nav's, and every Markdown file they link to) into ``src``."""
+    if src.exists():
+        shutil.rmtree(src)
+    src.mkdir(parents=True)
+    site = Site(src)
+    for rel in book.pages():
+        if not (ROOT / rel).is_file():
+            raise BuildError(f"the navigation lists {rel}, which does not exist")
+        site.add_page(rel)
+    readmes = book.lab_readmes()
+    for lab in registry.LABS:  # the header links to these: make them pages even if the README does not
+        for name in book.LAB_SOURCES:
+            if (lab.path / name).is_file():
+                site.target(f"{lab.folder}/README.md", name)
+    while site.queue:
+        rel = site.queue.pop(0)
+        text = (ROOT / rel).read_text(encoding="utf-8")
+        if rel in readmes:
+            text = with_lab_header(text, readmes[rel])
+        site.write(rel, rewrite_links(text, lambda target, rel=rel: site.target(rel, target)))
+    shutil.copytree(ASSETS, src / "assets")
+    copy_math_font(src / "assets" / "fonts")
+
+
+def copy_math_font(dest: Path) -> None:
+    """STIX Two Math (SIL Open Font License), as the ziamath package ships it, for the MathML.
+
+    Browsers draw MathML with an OpenType math font when the system has one; many Linux systems do
+    not, and the fallback is cramped. Serving the font with the site makes every reader's
+    formulas look alike, and keeps them offline.
+    """
+    from importlib.resources import files
+
+    font = files("ziamath") / "fonts" / MATH_FONT
+    if not font.is_file():
+        raise BuildError(f"the ziamath package has no fonts/{MATH_FONT} to serve the formulas with")
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / MATH_FONT).write_bytes(font.read_bytes())
+
+
+def nav_yaml(entries: tuple[book.Entry, ...]) -> list:
+    """The navigation in mkdocs.yml's form: ``[{title: path}, path, {title: [...]}]``."""
+    out = []
+    for entry in entries:
+        value = entry.path if entry.path else nav_yaml(entry.children)
+        out.append({entry.title: value} if entry.title else value)
+    return out
+
+
+def write_config(out: Path) -> Path:
+    """docs/mkdocs.yml, plus the folders and the navigation generated from the registry."""
+    import yaml  # the docs extra, like latex2mathml and ziamath below: imported where it is used
+    generated = {"docs_dir": "src", "site_dir": "site", "nav": nav_yaml(book.nav())}
+    config = out / "mkdocs.yml"
+    config.write_text(
+        SETTINGS.read_text(encoding="utf-8")
+        + "\n# ---- generated by labkit.docs.build from labkit/course/registry.py\n"
+        + yaml.safe_dump(generated, sort_keys=False, allow_unicode=True),
+        encoding="utf-8",
+    )
+    return config
+
+
+def run_mkdocs(config: Path) -> None:
+    """``mkdocs build --strict``: any warning (a dead link, a missing page) fails the build."""
+    run = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-f", str(config)],
+        capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    if run.returncode != 0:
+        raise BuildError("mkdocs build --strict failed:\n" + (run.stdout + run.stderr).strip())
+
+
+# --------------------------------------------------------------------------- math
+
+_INLINE_MATH = re.compile(r'<span class="arithmatex">\\\((.*?)\\\)</span>', re.S)
+_BLOCK_MATH = re.compile(r'<div class="arithmatex">\\\[(.*?)\\\]</div>', re.S)
+_RAW_AMPERSAND = re.compile(r"&(?!#x?[0-9a-fA-F]+;|[a-zA-Z]+;)")
+
+
+def typeset_math(site: Path) -> int:
+    """Replace the TeX that ``pymdownx.arithmatex`` left in the pages by MathML; return the count.
+
+    MathML is rendered by the browser itself (Chromium, Firefox, Safari): no script, no font
+    download, nothing fetched when a page opens. A formula latex2mathml cannot read fails the build.
+    """
+    from latex2mathml.converter import convert
+
+    count = 0
+
+    def mathml(match: re.Match, display: str, page: Path) -> str:
+        nonlocal count
+        tex = html.unescape(match.group(1)).strip()
+        try:
+            converted = convert(tex, display=display)
+        except Exception as err:  # latex2mathml raises several exception types
+            raise BuildError(f"{page.relative_to(site)}: cannot typeset ${tex}$: {err}") from err
+        # latex2mathml makes infinity an operator, which browsers space like one: "( − ∞ ,".
+        converted = converted.replace("<mo>&#x0221E;</mo>", "<mi>&#x0221E;</mi>")
+        # latex2mathml passes what it does not know through as text (`\foo`, a bare `&`): refuse it.
+        if "\\" in converted or _RAW_AMPERSAND.search(converted):
+            raise BuildError(f"{page.relative_to(site)}: ${tex}$ uses TeX that latex2mathml does not know")
+        count += 1
+        tag = "div" if display == "block" else "span"
+        return f'<{tag} class="arithmatex">{converted}</{tag}>'
+
+    for page in site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if "arithmatex" not in text:
+            continue
+        text = _BLOCK_MATH.sub(lambda m, page=page: mathml(m, "block", page), text)
+        text = _INLINE_MATH.sub(lambda m, page=page: mathml(m, "inline", page), text)
+        page.write_text(text, encoding="utf-8")
+    return count
+
+
+def build(out: Path = DEFAULT_OUT) -> Path:
+    """Build the site into ``out/site`` and return that folder."""
+    out = Path(out).resolve()
+    assemble(out / "src")
+    run_mkdocs(write_config(out))
+    typeset_math(out / "site")
+    return out / "site"

@@ -1,0 +1,437 @@
+"""Lab 04-07's rank launcher: one child process that starts ``world_size`` ranks and sends back their outputs.
+
+test_lab.py runs this file as a child (``labkit.testing.child``) and receives data only:
+
+    python _ranks.py suite gloo    every case of CASES on 1, 2 and 4 ranks: each rank's output of
+                                   both combines, and three checks per output, as one float64 array
+    python _ranks.py crash gloo    4 ranks (nccl: up to 4 GPUs), of which rank 1 raises between two
+                                   collectives: the child fails with a message naming that rank and
+                                   its exception
+
+Each rank builds its shard of a case with :func:`build_case` (fixed seeds), runs the implementation
+under test (``rank_summaries``, then ``combine_all_reduce`` and ``combine_all_gather``) and returns
+what it got. The test rebuilds the same cases with the same function and computes the float64 truth
+itself, from the sequences' keys and values, never from the ranks' shards.
+
+:func:`launch` is the launcher that lab.py and bench.py use too: every rank is a process of its own,
+joined by ``torch.distributed.init_process_group`` (a file store in a private folder, so no port can
+clash); the first rank that fails takes the whole group down at once, with its exception in the
+message, and no rank outlives the launcher. On Linux with ``gloo`` the ranks are forked from the
+launcher (torch is imported once); otherwise, and always with ``nccl``, each starts afresh (spawn).
+
+Only the standard library, numpy and torch are imported here, plus the child helper: under ``labs
+grade`` this script runs in the student's sandbox, where the rest of labkit is not.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import multiprocessing
+import multiprocessing.connection
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from labkit.testing import child
+
+WORLD_SIZES = (1, 2, 4)  # the suite's groups: no communication at all, then 2 and 4 ranks
+COMBINES = ("combine_all_reduce", "combine_all_gather")
+CHECKS = ("shape", "dtype", "inputs unchanged")  # three numbers after each output: 1.0 when it holds
+CRASH_WORLD_SIZE, CRASH_RANK = 4, 1  # with nccl, as many ranks as GPUs, up to 4
+CRASH_MESSAGE = f"rank {CRASH_RANK} fails on purpose between two collectives (the crash test)"
+TIMEOUT_S = 120.0  # a group that takes longer is stuck (seconds are enough): its ranks are killed
+# NVLink multicast stays off on the shared GPU machines: in every process the launcher starts.
+NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+POISON = {"huge": 1.0e6, "nan": math.nan, "inf": math.inf}  # as labkit.poison_value gives for float64
+
+
+# ---------------------------------------------------------------------------------------------
+# The cases: the sequences, and every rank's shard of them.
+
+
+@dataclass(frozen=True)
+class Spec:
+    seq_lens: tuple[int, ...]
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    block_size: int
+    layout: str | int  # "block" (stripe = block_size), "token" (stripe 1), "contiguous", or a stripe
+    poison: str  # what every slot that holds no token contains: "huge", "nan" or "inf"
+    pad_columns: int  # table columns past the blocks in use, pointing at a poisoned block
+    scores: str = "normal"  # "hot_rank": near +1000 on the last rank's tokens only; "all_negative": near -1000
+
+
+CASES = {
+    "ragged_gqa_block_interleaved": Spec((37, 5, 64, 13), 4, 2, 16, 4, "block", "huge", 2),
+    "mqa_token_interleaved": Spec((9, 30, 2), 4, 1, 8, 4, "token", "nan", 0),
+    "contiguous_short_and_empty": Spec((3, 70, 0, 17), 2, 2, 8, 4, "contiguous", "inf", 1),
+    "stripe_of_three_tokens": Spec((23, 50), 4, 2, 8, 4, 3, "inf", 2),
+    "huge_logits_on_one_rank": Spec((40, 19), 4, 2, 16, 4, "block", "huge", 1, "hot_rank"),
+    "all_logits_near_minus_1000": Spec((33, 6), 2, 1, 16, 4, "token", "nan", 0, "all_negative"),
+}
+
+
+@dataclass
+class Shard:
+    """One rank's part of a case: its own pool, tables and token counts."""
+
+    k_cache: np.ndarray  # [num_blocks, block_size, num_kv_heads, head_dim] float64
+    v_cache: np.ndarray
+    block_tables: np.ndarray  # [batch, max_blocks] int32
+    seq_lens: np.ndarray  # [batch] int64
+
+
+@dataclass
+class Case:
+    name: str
+    spec: Spec
+    world_size: int
+    stripe: int
+    q: np.ndarray  # [batch, num_heads, head_dim]
+    keys: list[np.ndarray]  # per sequence, [seq_len, num_kv_heads, head_dim]: the logical K
+    values: list[np.ndarray]
+    shards: list[Shard]
+
+
+def stripe_of(layout, block_size: int, world_size: int, max_seq_len: int) -> int:
+    """Tokens per stripe for a named layout: "block" deals logical blocks, "token" single tokens,
+    "contiguous" gives each rank one run of ``ceil(max_seq_len / world_size)`` tokens; an int is a stripe."""
+    if layout == "block":
+        return block_size
+    if layout == "token":
+        return 1
+    if layout == "contiguous":
+        return max(1, -(-max_seq_len // world_size))
+    return int(layout)
+
+
+def deal(seq_len: int, world_size: int, stripe: int) -> list[tuple[int, int]]:
+    """``(rank, local position)`` of every token, by dealing stripes round robin: a simulation."""
+    owners, counts = [], [0] * world_size
+    for start in range(0, seq_len, stripe):
+        rank = (start // stripe) % world_size
+        for _ in range(start, min(start + stripe, seq_len)):
+            owners.append((rank, counts[rank]))
+            counts[rank] += 1
+    return owners
+
+
+def build_case(name: str, world_size: int) -> Case:
+    """The case ``name`` split over ``world_size`` ranks, the same numbers on every call."""
+    spec = CASES[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 1000 * world_size)
+    batch, d = len(spec.seq_lens), spec.head_dim
+    stripe = stripe_of(spec.layout, spec.block_size, world_size, max(spec.seq_lens))
+    owners = [deal(n, world_size, stripe) for n in spec.seq_lens]
+    q = rng.standard_normal((batch, spec.num_heads, d))
+    keys = [rng.standard_normal((n, spec.num_kv_heads, d)) for n in spec.seq_lens]
+    values = [rng.standard_normal((n, spec.num_kv_heads, d)) for n in spec.seq_lens]
+    if spec.scores != "normal":
+        # q = sqrt(d) e_0 (d = 16: exact) makes each score exactly the key's first coordinate.
+        q[:] = 0.0
+        q[..., 0] = math.sqrt(d)
+        for b, k in enumerate(keys):
+            if spec.scores == "all_negative":
+                k[..., 0] = -1000.0 + rng.uniform(0.0, 3.0, k.shape[:2])
+            else:  # "hot_rank": the last rank's tokens near +1000, every other token near 0
+                hot = np.array([rank == world_size - 1 for rank, _ in owners[b]], dtype=bool)
+                k[hot, :, 0] = 1000.0 + rng.uniform(0.0, 4.0, (int(hot.sum()), spec.num_kv_heads))
+    shards = [_shard(rng, spec, rank, owners, keys, values) for rank in range(world_size)]
+    return Case(name, spec, world_size, stripe, q, keys, values, shards)
+
+
+def _shard(rng, spec: Spec, rank: int, owners, keys, values) -> Shard:
+    """Rank ``rank``'s pool (twice the blocks it needs, shuffled), its tables, its tokens written
+    at their local positions, and every other slot poisoned."""
+    bs = spec.block_size
+    lens = np.array([sum(1 for r, _ in seq if r == rank) for seq in owners], dtype=np.int64)
+    need = [-(-int(n) // bs) for n in lens]
+    num_blocks = 2 * sum(need) + 2  # spare blocks exist: the padding points at one
+    ids = rng.permutation(num_blocks)
+    spare = int(ids[-1])  # never in use: poisoned
+    tables = np.full((len(lens), max(max(need, default=0) + spec.pad_columns, 1)), spare, dtype=np.int32)
+    start = 0
+    for b, n in enumerate(need):
+        tables[b, :n] = ids[start:start + n]
+        start += n
+    shape = (num_blocks, bs, spec.num_kv_heads, spec.head_dim)
+    k_cache, v_cache = rng.standard_normal(shape), rng.standard_normal(shape)
+    valid = np.zeros((num_blocks, bs), dtype=bool)
+    for b, seq in enumerate(owners):
+        for t, (r, local) in enumerate(seq):
+            if r == rank:
+                block, offset = tables[b, local // bs], local % bs
+                k_cache[block, offset], v_cache[block, offset] = keys[b][t], values[b][t]
+                valid[block, offset] = True
+    k_cache[~valid] = POISON[spec.poison]
+    v_cache[~valid] = POISON[spec.poison]
+    return Shard(k_cache, v_cache, tables, lens)
+
+
+def result_layout(world_size: int) -> list[tuple[str, str, tuple[int, int, int]]]:
+    """What each rank returns, in order: ``(case, combine, output shape)``; each output is followed
+    by the three CHECKS."""
+    return [(name, combine, (len(spec.seq_lens), spec.num_heads, spec.head_dim))
+            for name, spec in CASES.items() for combine in COMBINES]
+
+
+def rank_result_size(world_size: int) -> int:
+    return sum(math.prod(shape) + len(CHECKS) for _, _, shape in result_layout(world_size))
+
+
+# ---------------------------------------------------------------------------------------------
+# What each rank runs.
+
+
+def suite_rank(rank: int, world_size: int, backend: str) -> np.ndarray:
+    """Every case on this rank: its summaries, then both combines, recorded as data."""
+    import torch
+
+    lab = child.implementation()
+    device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
+    pieces = []
+    for name in CASES:
+        summaries = _summaries(lab, build_case(name, world_size), rank, torch, device)
+        for combine in COMBINES:
+            pieces.append(_record(getattr(lab, combine), summaries, result_layout(world_size), name, combine))
+    return np.concatenate(pieces)
+
+
+def crash_rank(rank: int, world_size: int, backend: str) -> np.ndarray:
+    """One combine on every rank, then rank CRASH_RANK raises while the others enter the next one."""
+    import torch
+
+    lab = child.implementation()
+    device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
+    summaries = _summaries(lab, build_case(next(iter(CASES)), world_size), rank, torch, device)
+    lab.combine_all_reduce(*summaries)
+    if rank == CRASH_RANK:
+        raise RuntimeError(CRASH_MESSAGE)
+    lab.combine_all_reduce(*summaries)  # waits for a rank that never comes: the launcher must end it
+    return np.zeros(1)
+
+
+def _summaries(lab, case: Case, rank: int, torch, device):
+    """The implementation's summaries of this rank's shard, its inputs read-only, as torch tensors."""
+    shard = case.shards[rank]
+    inputs = [case.q.copy(), shard.k_cache.copy(), shard.v_cache.copy(), shard.block_tables.copy(),
+              shard.seq_lens.copy()]
+    for array in inputs:
+        array.flags.writeable = False  # a rank_summaries that writes into its inputs raises
+    return tuple(torch.from_numpy(np.array(x, dtype=np.float64)).to(device) for x in lab.rank_summaries(*inputs))
+
+
+def _record(combine, summaries, layout, name, combine_name) -> np.ndarray:
+    """``combine``'s output flattened, then 1.0/0.0 for each of CHECKS."""
+    shape = next(s for n, c, s in layout if (n, c) == (name, combine_name))
+    before = [t.clone() for t in summaries]
+    out = combine(*summaries)
+    same_shape = hasattr(out, "shape") and tuple(out.shape) == shape
+    same_dtype = getattr(out, "dtype", None) == summaries[0].dtype
+    unchanged = all(bool(((a == b) | (a.isnan() & b.isnan())).all()) for a, b in zip(before, summaries, strict=True))
+    values = out.detach().cpu().double().numpy().ravel() if same_shape else np.full(math.prod(shape), np.nan)
+    return np.concatenate([values, [float(same_shape), float(same_dtype), float(unchanged)]])
+
+
+# ---------------------------------------------------------------------------------------------
+# The launcher.
+
+
+class RanksFailed(RuntimeError):
+    """A rank raised, died or hung; the message names it and what it raised."""
+
+
+def set_rank_environment(backend: str) -> None:
+    """What every rank's process needs in its environment (set before any rank starts): NVLink
+    multicast off, one CPU thread per rank, and gloo on the loopback interface."""
+    os.environ.update(NO_MULTICAST)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if backend == "gloo" and sys.platform.startswith("linux"):
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+
+
+def launch(fn, world_size: int, *, args=(), backend: str = "gloo", timeout: float = TIMEOUT_S) -> list[np.ndarray]:
+    """Run ``fn(rank, world_size, *args)`` in ``world_size`` processes joined in one process group
+    (``backend`` "gloo" or "nccl"; with nccl, rank ``r`` uses GPU ``r``). Returns what each rank
+    returned, as numpy arrays in rank order. Raises RanksFailed as soon as one rank fails (the
+    others are killed then), or after ``timeout`` seconds; no rank survives this call.
+
+    ``fn`` must be a module-level function (with spawn, each rank imports it afresh)."""
+    set_rank_environment(backend)
+    method = "fork" if backend == "gloo" and sys.platform.startswith("linux") else "spawn"
+    context = multiprocessing.get_context(method)
+    workdir = tempfile.mkdtemp(prefix="labs-ranks-")
+    ranks = []
+    try:
+        for rank in range(world_size):
+            process = context.Process(target=_rank_main, name=f"rank {rank}", daemon=True,
+                                      args=(fn, rank, world_size, backend, workdir, timeout, os.getpid(), args))
+            process.start()
+            ranks.append(process)
+        _wait_for(ranks, workdir, timeout)
+        return [np.load(os.path.join(workdir, f"rank{rank}.npy"), allow_pickle=False) for rank in range(world_size)]
+    finally:
+        for process in ranks:
+            if process.is_alive():
+                process.kill()
+        for process in ranks:
+            process.join(10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _wait_for(ranks, workdir: str, timeout: float) -> None:
+    """Return when every rank has exited cleanly; RanksFailed at the first failure or at the timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        codes = [process.exitcode for process in ranks]
+        if all(code == 0 for code in codes):
+            return
+        if any(code not in (None, 0) for code in codes):
+            for process in ranks:  # the group cannot finish without it: end it now
+                if process.is_alive():
+                    process.kill()
+            raise RanksFailed(_failure(ranks, workdir))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            stuck = [r for r, process in enumerate(ranks) if process.is_alive()]
+            raise RanksFailed(f"{len(ranks)} ranks: timed out after {timeout:.0f} s, ranks {stuck} still running")
+        alive = [process.sentinel for process in ranks if process.exitcode is None]
+        multiprocessing.connection.wait(alive, timeout=min(left, 1.0))
+
+
+def _failure(ranks, workdir: str) -> str:
+    """The message for a failed group: the first rank that raised (its traceback above it), or the
+    first that died without raising. Ranks that failed later, in a collective with it, come after."""
+    world_size = len(ranks)
+    errors = []
+    for rank in range(world_size):
+        path = os.path.join(workdir, f"rank{rank}.error")
+        if os.path.exists(path):  # complete: written under another name, then renamed
+            with open(path, encoding="utf-8") as f:
+                errors.append((json.load(f), rank))
+    if errors:
+        first, rank = min(errors, key=lambda item: item[0]["time"])
+        return (f"{first['traceback'].rstrip()}\n"
+                f"rank {rank} of {world_size} failed: {first['type']}: {' '.join(first['message'].split())}")
+    dead = [(rank, process.exitcode) for rank, process in enumerate(ranks) if process.exitcode not in (None, 0)]
+    rank, code = dead[0]
+    how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+    return f"rank {rank} of {world_size} {how} without raising an exception"
+
+
+def _rank_main(fn, rank, world_size, backend, workdir, timeout, launcher_pid, args) -> None:
+    """One rank: join the group, run ``fn``, save its array; on any exception, record it and exit
+    at once (the launcher ends the others)."""
+    os.dup2(2, 1)  # the launcher's stdout carries its answer to the test: a rank's prints go to stderr
+    _die_with(launcher_pid)
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size))
+    try:
+        import torch
+        import torch.distributed as dist
+
+        torch.set_num_threads(1)
+        if backend == "nccl":
+            torch.cuda.set_device(rank)  # one GPU per rank, by local rank
+        dist.init_process_group(backend, init_method="file://" + os.path.join(workdir, "store"), rank=rank,
+                                world_size=world_size, timeout=datetime.timedelta(seconds=timeout))
+        result = np.asarray(fn(rank, world_size, *args))
+        partial = os.path.join(workdir, f"rank{rank}.partial.npy")
+        np.save(partial, result, allow_pickle=False)
+        os.replace(partial, os.path.join(workdir, f"rank{rank}.npy"))
+        dist.destroy_process_group()
+    except BaseException as err:  # any failure of a rank is the group's failure, KeyboardInterrupt included
+        record = {"time": time.time(), "type": type(err).__name__, "message": str(err),
+                  "traceback": traceback.format_exc()}
+        # Written whole, then renamed: the launcher may kill this rank at any moment once another
+        # rank has failed, and must never read half a record.
+        partial = os.path.join(workdir, f"rank{rank}.error.partial")
+        with open(partial, "w", encoding="utf-8") as f:
+            json.dump(record, f)
+        os.replace(partial, os.path.join(workdir, f"rank{rank}.error"))
+        sys.stderr.write(record["traceback"])
+        sys.stderr.flush()
+        os._exit(1)  # no clean-up: a process group with a dead peer may block in it
+
+
+def _die_with(launcher_pid: int) -> None:
+    """End this rank when the launcher is gone, whatever the rank is doing."""
+    try:  # Linux: the kernel sends SIGKILL when the parent dies
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+    if os.getppid() != launcher_pid:  # it died before the line above
+        os._exit(70)
+
+    def watch():
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != launcher_pid:
+                os._exit(70)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+# ---------------------------------------------------------------------------------------------
+# The child's commands.
+
+
+def run_suite(backend: str) -> np.ndarray:
+    """Every world size of WORLD_SIZES in turn: ``[1.0, rank 0's array, rank 1's, ...]`` for a group
+    that ran, ``[0.0]`` for one that cannot run here (nccl with fewer GPUs than ranks)."""
+    parts = []
+    for world_size in WORLD_SIZES:
+        if backend == "nccl" and world_size > _gpu_count():
+            parts.append(np.zeros(1))
+            continue
+        outputs = launch(suite_rank, world_size, args=(backend,), backend=backend)
+        parts.append(np.concatenate([np.ones(1), *outputs]))
+    return np.concatenate(parts)
+
+
+def _gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] not in ("suite", "crash") or argv[1] not in ("gloo", "nccl"):
+        print(f"usage: python {Path(__file__).name} suite|crash gloo|nccl", file=sys.stderr)
+        return 2
+    command, backend = argv
+    needed = 1 if command == "suite" else 2
+    if backend == "nccl" and _gpu_count() < needed:
+        child.skip(f"{command} with nccl needs {needed} CUDA GPU(s), this machine has {_gpu_count()}")
+    import torch  # noqa: F401 - imported once here, so that forked ranks start without importing it
+
+    try:
+        if command == "suite":
+            child.send(run_suite(backend))
+        else:
+            world_size = CRASH_WORLD_SIZE if backend == "gloo" else min(CRASH_WORLD_SIZE, _gpu_count())
+            launch(crash_rank, world_size, args=(backend,), backend=backend)
+            print(f"no rank failed, but rank {CRASH_RANK} should have", file=sys.stderr)
+            return 1
+    except RanksFailed as err:
+        print(err, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

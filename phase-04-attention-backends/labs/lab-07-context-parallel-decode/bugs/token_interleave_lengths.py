@@ -1,0 +1,14 @@
+"""Every rank's length from the token-interleaved formula: n // W, plus 1 for the first n % W ranks.
+
+That is what vLLM v0.10.2 computes for its stripe-1 layout; with stripes of several tokens the
+remainder is dealt a stripe at a time, not a token at a time. Symptom: right for stripe 1 only.
+"""
+
+CAUGHT_BY = [
+    "test_local_seq_lens_count_each_ranks_tokens",
+]
+
+EDIT = (
+    '    return full_rounds * stripe + np.clip(rest - ranks * stripe, 0, stripe)\n',
+    '    return seq_lens // world_size + (ranks < seq_lens % world_size)\n',
+)

@@ -1,0 +1,77 @@
+"""The figures of lab 04-07's README, drawn from the lab's own functions (the reference solution).
+
+    python phase-04-attention-backends/labs/lab-07-context-parallel-decode/figures.py
+
+writes ``figures/layouts.png`` (which rank holds each token, and where, for four stripes) and
+``figures/combine_bytes.png`` (bytes per decode step of the two combines against the rank count).
+Needs matplotlib (the ``bench`` extra) and torch (the solution imports it).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2]))
+
+import numpy as np  # noqa: E402
+
+from labkit import figures, load_sibling  # noqa: E402
+
+RANK_COLORS = (figures.COLORS["valid"], figures.COLORS["query"], figures.COLORS["accent"])
+TOKENS, WORLD_SIZE, BLOCK_SIZE = 24, 3, 4
+
+
+def layouts(lab, path: Path) -> None:
+    rows = [("contiguous (stripe 8)", 8), ("block-interleaved (stripe 4 = block)", BLOCK_SIZE),
+            ("stripe of 3 tokens", 3), ("token-interleaved (stripe 1, vLLM v0.10.2)", 1)]
+    plt = figures.pyplot()
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    for row, (name, stripe) in enumerate(rows):
+        ranks, local = lab.token_owner(np.arange(TOKENS), WORLD_SIZE, stripe)
+        y = len(rows) - 1 - row
+        for t in range(TOKENS):
+            ax.add_patch(plt.Rectangle((t, y), 0.94, 0.8, color=RANK_COLORS[ranks[t]]))
+            ax.text(t + 0.47, y + 0.4, str(local[t]), ha="center", va="center", fontsize=7,
+                    color=figures.COLORS["text"])
+        ax.text(-0.4, y + 0.4, name, ha="right", va="center", fontsize=8)
+    for t in range(0, TOKENS + 1, BLOCK_SIZE):  # logical block boundaries of the sequence
+        ax.axvline(t - 0.03, color=figures.COLORS["null"], linewidth=0.6, linestyle=":")
+    for rank, color in enumerate(RANK_COLORS):
+        ax.add_patch(plt.Rectangle((0, 0), 0, 0, color=color, label=f"rank {rank}"))
+    ax.set_xlim(-0.2, TOKENS)
+    ax.set_ylim(-0.2, len(rows))
+    ax.set_xticks(np.arange(TOKENS) + 0.47, [str(t) for t in range(TOKENS)], fontsize=7)
+    ax.set_yticks([])
+    ax.set_xlabel(f"token position t in the sequence (dotted: logical blocks of {BLOCK_SIZE}); "
+                  "cell text: its position among the rank's tokens")
+    ax.spines["left"].set_visible(False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 1.18), ncol=WORLD_SIZE, fontsize=8, frameon=False)
+    figures.save(fig, path)
+
+
+def combine_bytes(lab, path: Path) -> None:
+    plt = figures.pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    sizes = [1, 2, 4, 8, 16]
+    for method, marker in (("all_gather", "o"), ("all_reduce", "s")):
+        kib = [lab.combine_bytes(method, w, 1, 32, 128) / 1024 for w in sizes]
+        ax.plot(sizes, kib, marker=marker, label=method.replace("_", "-"))
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [str(w) for w in sizes])
+    ax.set_xlabel("ranks")
+    ax.set_ylabel("KiB per decode step, all ranks together")
+    ax.set_title("batch 1, 32 query heads of 128, float32 summaries", fontsize=9)
+    ax.legend(fontsize=8)
+    figures.save(fig, path)
+
+
+def main() -> None:
+    lab = load_sibling(__file__)
+    layouts(lab, HERE / "figures" / "layouts.png")
+    combine_bytes(lab, HERE / "figures" / "combine_bytes.png")
+
+
+if __name__ == "__main__":
+    main()

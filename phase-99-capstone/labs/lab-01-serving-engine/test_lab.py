@@ -1,0 +1,578 @@
+"""Lab 99-01: a serving engine over the course's paged cache, checked against transformers' ``generate``.
+
+The truth is the same model run by transformers' own ``model.generate`` (greedy, its own dense KV
+cache, eager attention), one request at a time, computed before the engine under test runs. The model
+is built here from a config with random weights (nothing downloaded), float32 on the CPU, two layers:
+small enough that every engine run takes a fraction of a second.
+
+What is compared:
+- tokens, one for one, for ragged batches (shared prefixes, chunked prefills, different output
+  lengths, requests joining late, a pool too small for everyone);
+- the logits of every output token, within ``LOGIT_ATOL`` (see there why);
+- the engine's bookkeeping, against numbers worked out by hand or recomputed by brute force in the
+  test: prefix-cache hits, tokens computed, every block back in the pool, the scheduler's invariants,
+  and each step's batch (positions, slots, tables, offsets).
+
+The block pool and KV-cache manager are labs 02-01 and 02-05's reference solutions: their state
+(ref counts, free count, block tables) is trusted here.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass
+
+import pytest
+
+from labkit import triton_env
+
+torch, triton = triton_env.require_torch_and_triton()
+# transformers 5 (tested: 5.17, 5.23): its attention interface passes the engine's metadata to every layer.
+transformers = pytest.importorskip("transformers", minversion="5.0",
+                                   reason='needs transformers >= 5: pip install -e ".[model]"')
+
+pytestmark = pytest.mark.triton
+
+BS = 16  # tokens per block: the smallest the decode kernels take
+# A Llama-shaped model: 2 layers, 4 query heads sharing 2 KV heads (grouped-query), head_dim 16. No
+# special token (generation stops only at max_new_tokens). Weights drawn wider than the default 0.02, so
+# a random model's next token depends on its context: a wrong key, position or slot changes the tokens.
+CONFIG = dict(
+    vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, head_dim=16, max_position_embeddings=256, initializer_range=0.1,
+    bos_token_id=None, eos_token_id=None, pad_token_id=None, tie_word_embeddings=False,
+)
+MAX_MODEL_LEN = CONFIG["max_position_embeddings"]
+VOCAB = CONFIG["vocab_size"]
+
+# Logits: the engine and generate run the same float32 weights; they differ in how sums are ordered
+# (attention over a paged cache, in float64 numpy for prefill chunks and float32 torch for decode
+# tokens, against transformers' float32 softmax; matrix products over a batch of another shape). Each
+# logit sits at the end of ~10 float32 reductions of at most 128 terms of magnitude ~3: a few units of
+# 128 * 2**-24 * 3 ~ 2e-5 at worst, 2e-6 measured. 1e-4 leaves room; a wrong position, slot or
+# sequence length moves logits by ~0.1 to 1 (they spread over ~+-3).
+LOGIT_ATOL = 1e-4
+
+
+# --------------------------------------------------------------------------------------------
+# The truth: transformers' generate on a twin of the model
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_cpu_thread():
+    """One torch thread while this module runs: the model is so small that a second thread only waits
+    for the first (on a busy machine, 30 times slower). Restored afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def make_model(seed: int = 0, dtype=torch.float32, device: str = "cpu"):
+    """The model, built here (not by the lab): LlamaForCausalLM with weights from ``seed``."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**CONFIG))
+    return model.to(device=device, dtype=dtype).eval()
+
+
+@pytest.fixture(scope="module")
+def model():
+    """The model the engines run (each engine switches its attention to the lab's)."""
+    return make_model()
+
+
+@pytest.fixture(scope="module")
+def truth(model):
+    """``truth(prompt, n)``: (tokens, logits [n, vocab]) of ``generate`` on a dense twin of ``model``."""
+    dense = copy.deepcopy(model)
+    dense.set_attn_implementation("eager")
+    memo = {}
+
+    def generate(prompt, n):
+        key = (tuple(prompt), n)
+        if key not in memo:
+            ids = torch.tensor([prompt])
+            with torch.no_grad():
+                out = dense.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False,
+                                     output_logits=True, return_dict_in_generate=True)
+            tokens = out.sequences[0, len(prompt):].tolist()
+            logits = torch.stack(out.logits)[:, 0].float()
+            assert len(tokens) == n, "generate stopped early: the config must have no EOS token"
+            top2 = logits.topk(2, dim=-1).values
+            # Greedy equality is decisive only if no step is a near-tie: with every logit within
+            # LOGIT_ATOL, a gap above 2 * LOGIT_ATOL cannot flip. (Choose another seed if this fails.)
+            assert bool(((top2[:, 0] - top2[:, 1]) > 2 * LOGIT_ATOL).all()), f"near-tie in the truth for {key}"
+            memo[key] = tokens, logits
+        return memo[key]
+
+    return generate
+
+
+def prompts_of(seed: int, lengths) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [[rng.randrange(VOCAB) for _ in range(n)] for n in lengths]
+
+
+# A shared "system prompt" of 40 tokens: two full blocks (0-15, 16-31) and a partial one.
+SYSTEM, ALPHA, BETA, GAMMA, DELTA = prompts_of(1, (40, 6, 20, 9, 50))
+# A ragged batch: shared prefixes of 40, 40, 33 tokens and an identical prompt; prompts of 9 to 60
+# tokens; 1 to 12 new tokens.
+WORKLOAD = {
+    "a": (SYSTEM + ALPHA, 7),
+    "b": (SYSTEM + BETA, 3),
+    "c": (GAMMA, 12),
+    "d": (SYSTEM[:33] + [7, 9], 1),
+    "e": (DELTA, 5),
+    "f": (SYSTEM + ALPHA, 4),  # the same prompt as "a"
+}
+
+
+def expected_outputs(truth, workload) -> dict[str, list[int]]:
+    return {rid: truth(prompt, n)[0] for rid, (prompt, n) in workload.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Driving an engine step by step, recording what each step did
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StepRecord:
+    step: int
+    output: object  # the SchedulerOutput
+    inputs: object  # engine.last_inputs: the batch that ran (None when nothing ran)
+    before: dict  # request id -> (num_computed_tokens, token ids, number of outputs, status name) before it
+    after: dict  # request id -> (status name, num_computed_tokens, runner's block table, number of outputs)
+    tables_after: dict  # request id -> its block table in the KV-cache manager after the step
+    shared_after: set  # ids of the blocks held by more than one request after the step
+    waiting: list  # request ids, after the step
+    running: list
+    finished: list
+
+
+def new_engine(lab, model, **settings):
+    settings = {"num_gpu_blocks": 64, "block_size": BS, "max_num_seqs": 8, "max_num_batched_tokens": 24,
+                **settings}
+    return lab.Engine(model, **settings)
+
+
+def drive(engine, workload=None, arrivals=None, max_steps=300) -> list[StepRecord]:
+    """Add ``workload`` ({id: (prompt, n)}) now and ``arrivals`` ({step: workload}) before those steps;
+    step until every request is finished. Fails, instead of hanging, after ``max_steps`` steps."""
+    for rid, (prompt, n) in (workload or {}).items():
+        engine.add_request(rid, prompt, n)
+    arrivals = dict(arrivals or {})
+    records = []
+    while engine.has_unfinished_requests() or arrivals:
+        step = len(records)
+        for rid, (prompt, n) in arrivals.pop(step, {}).items():
+            engine.add_request(rid, prompt, n)
+        assert step < max_steps, f"still unfinished after {max_steps} steps: {len(engine.waiting)} waiting, " \
+                                 f"{len(engine.running)} running"
+        before = {rid: (r.num_computed_tokens, list(r.all_token_ids), len(r.output_token_ids), r.status.name)
+                  for rid, r in engine.requests.items()}
+        output = engine.step()
+        mgr = engine.kv_manager
+        records.append(StepRecord(
+            step, output, engine.last_inputs if output.scheduled_requests else None, before,
+            {rid: (r.status.name, r.num_computed_tokens, list(r.block_ids), len(r.output_token_ids))
+             for rid, r in engine.requests.items()},
+            {rid: mgr.get_block_ids(rid) for rid in engine.requests},
+            {b.block_id for b in mgr.block_pool.blocks if b.ref_cnt > 1},
+            [r.request_id for r in engine.waiting], [r.request_id for r in engine.running], list(engine.finished),
+        ))
+    return records
+
+
+def outputs(engine) -> dict[str, list[int]]:
+    return {rid: list(r.output_token_ids) for rid, r in engine.requests.items()}
+
+
+def assert_tokens_equal(engine, expected):
+    got = outputs(engine)
+    for rid in expected:
+        assert got[rid] == expected[rid], (f"request {rid!r}: the engine generated {got[rid]}, generate "
+                                           f"{expected[rid]}")
+
+
+def assert_pool_whole(engine):
+    """Every block is back: free count = pool size - the null block; every ref count 0; no table left."""
+    pool = engine.kv_manager.block_pool
+    held = [b.block_id for b in pool.blocks if b.ref_cnt != 0 and not b.is_null]
+    assert held == [], f"blocks still held after the last request finished: {held}"
+    assert pool.get_num_free_blocks() == pool.num_gpu_blocks - 1, \
+        f"{pool.get_num_free_blocks()} free blocks, expected {pool.num_gpu_blocks - 1}"
+    tables = {rid: engine.kv_manager.get_block_ids(rid) for rid in engine.requests}
+    assert all(t == [] for t in tables.values()), f"block tables left behind: {tables}"
+
+
+# --------------------------------------------------------------------------------------------
+# Tokens and logits
+# --------------------------------------------------------------------------------------------
+
+
+def test_tokens_match_generate(lab, model, truth):
+    """Six requests at once (shared prefixes, an identical prompt, prompts longer than the token budget
+    of 24, 1 to 12 new tokens) give, token for token, what ``generate`` gives each alone.
+
+    Catches: anything that changes what the model sees: a position restarting at 0, a slot in the wrong
+    block, a stale block table, a decode that does not see its own token, a sample taken from the wrong
+    row or from a partial prefill chunk, hits whose blocks are recomputed wrongly."""
+    expected = expected_outputs(truth, WORKLOAD)
+    engine = new_engine(lab, model)
+    drive(engine, WORKLOAD)
+    assert_tokens_equal(engine, expected)
+
+
+def test_logits_match_generate_within_float32_tolerance(lab, model, truth):
+    """The logits behind every output token are ``generate``'s within LOGIT_ATOL (module docstring of
+    the constant: float32 sums in other orders); the largest difference seen here is ~2e-6.
+
+    Catches: errors too small to flip a token on this run, and the same bugs as the token test."""
+    expected = {rid: truth(prompt, n)[1] for rid, (prompt, n) in WORKLOAD.items()}
+    engine = new_engine(lab, model, keep_logits=True)
+    drive(engine, WORKLOAD)
+    for rid, want in expected.items():
+        got = engine.requests[rid].logits
+        assert len(got) == len(want), f"request {rid!r}: {len(got)} sampled logits rows, expected {len(want)}"
+        diff = (torch.stack(got) - want).abs().max().item()
+        assert diff <= LOGIT_ATOL, f"request {rid!r}: logits differ from generate's by {diff:.3g} > {LOGIT_ATOL}"
+
+
+@pytest.mark.parametrize("budget", [5, 16, 256])
+def test_chunk_size_changes_nothing(lab, model, truth, budget):
+    """Token budgets of 5 (every prompt in chunks, several requests per step), 16 (one block per step)
+    and 256 (every prompt at once): the same tokens. Chunking changes when tokens are computed, never
+    what comes out.
+
+    Catches: a chunk whose positions restart at 0, a chunk that samples before its prompt is complete,
+    a budget check that drops or repeats tokens at a chunk boundary."""
+    expected = expected_outputs(truth, WORKLOAD)
+    engine = new_engine(lab, model, max_num_batched_tokens=budget)
+    records = drive(engine, WORKLOAD)
+    assert_tokens_equal(engine, expected)
+    assert max(r.output.total_num_scheduled_tokens for r in records) <= budget
+
+
+# --------------------------------------------------------------------------------------------
+# Prefix caching and blocks
+# --------------------------------------------------------------------------------------------
+
+
+def test_prefix_cache_hits_as_predicted(lab, model, truth):
+    """Hits, worked out by hand (blocks of 16; SYSTEM is 40 tokens, so its blocks 0 and 1 are shareable):
+
+    - step 0, A = SYSTEM + 6 (46 tokens): empty cache, 0 hits. Its full blocks 0, 1 are cached.
+    - step 1, B = SYSTEM + 20 (60): blocks 0, 1 hit (32 tokens); its block 2 mixes SYSTEM and B's own
+      tokens: a miss. C = A's prompt (46): its full blocks are 0, 1: 32; a hit never covers the last
+      prompt token (its logits give the first output). D = 30 other tokens: 0.
+    - step 8 (A, B, C, D finished; their blocks free but still cached, the pool is roomy):
+      E = SYSTEM + 3 (43): 32. F = B's prompt (60): blocks 0, 1, 2 (48 tokens; 59 // 16 = 3 allowed).
+    Tokens computed = sum of (prompt - hits) + (new tokens - 1) decodes. The same run without prefix
+    caching computes every prompt token, and gives the same tokens.
+
+    Catches: hits not looked up, hits counted but recomputed (more tokens computed than predicted),
+    hits not shared (B's first two blocks are A's), a full hit that skips the last prompt token."""
+    a, b, c, d, e, f = (SYSTEM + ALPHA, SYSTEM + BETA, SYSTEM + ALPHA, GAMMA + DELTA[:21], SYSTEM[:40] + [5, 6, 7],
+                        SYSTEM + BETA)
+    n = {"A": 4, "B": 3, "C": 5, "D": 2, "E": 3, "F": 2}
+    arrivals = {0: {"A": (a, n["A"])}, 1: {"B": (b, n["B"]), "C": (c, n["C"]), "D": (d, n["D"])},
+                8: {"E": (e, n["E"]), "F": (f, n["F"])}}
+    hits = {"A": 0, "B": 32, "C": 32, "D": 0, "E": 32, "F": 48}
+    lengths = {"A": 46, "B": 60, "C": 46, "D": 30, "E": 43, "F": 60}
+    expected = {rid: truth(p, n[rid])[0] for wave in arrivals.values() for rid, (p, _) in wave.items()}
+
+    for caching in (True, False):
+        engine = new_engine(lab, model, max_num_batched_tokens=256, enable_prefix_caching=caching)
+        records = drive(engine, arrivals=arrivals)
+        assert all(not engine.requests[r].num_preemptions for r in n), "a roomy pool must never preempt"
+        got_hits = {rid: engine.requests[rid].num_cached_tokens for rid in n}
+        want_hits = hits if caching else dict.fromkeys(n, 0)
+        assert got_hits == want_hits, f"prefix caching {caching}: hits {got_hits}, expected {want_hits}"
+        computed = sum(r.output.total_num_scheduled_tokens for r in records)
+        predicted = sum(lengths[r] - want_hits[r] + n[r] - 1 for r in n)
+        assert computed == predicted, f"prefix caching {caching}: {computed} tokens computed, expected {predicted}"
+        assert_tokens_equal(engine, expected)
+        if caching:
+            step1 = records[1].tables_after
+            assert step1["B"][:2] == step1["A"][:2] == step1["C"][:2], f"blocks not shared at step 1: {step1}"
+
+
+def test_every_block_returns_to_the_pool(lab, model, truth):
+    """After the workload the pool is whole again: ``num_gpu_blocks - 1`` blocks free (block 0 is the null
+    block), every ref count 0, no block table left; and each request's blocks leave the step it finishes.
+
+    Catches: a finished request whose blocks are not freed (or freed only at the very end), a preempted
+    request that keeps its blocks."""
+    engine = new_engine(lab, model)
+    records = drive(engine, WORKLOAD)
+    for r in records:
+        for rid in r.finished:
+            assert r.tables_after[rid] == [], f"step {r.step}: finished request {rid!r} still holds blocks " \
+                                              f"{r.tables_after[rid]}"
+    assert_pool_whole(engine)
+    assert_tokens_equal(engine, expected_outputs(truth, WORKLOAD))
+
+
+# --------------------------------------------------------------------------------------------
+# A pool too small for everyone
+# --------------------------------------------------------------------------------------------
+
+# Six requests of 30 to 40 prompt tokens and 10 to 20 new ones: each needs 3 or 4 blocks, 20 in all.
+CROWD = {f"r{i}": (p, n) for i, (p, n) in enumerate(zip(prompts_of(2, (30, 38, 31, 40, 33, 35)),
+                                                          (20, 12, 16, 10, 18, 14), strict=True))}
+
+
+def test_small_pool_makes_requests_wait_not_fail(lab, model, truth):
+    """A pool of 8 blocks (7 usable, 112 tokens) for requests that need 20 blocks in all: requests wait
+    in the queue, running ones are preempted when the pool runs dry (and recomputed later), and every
+    request still gets ``generate``'s tokens. Requests start in arrival order, and the pool is whole at
+    the end.
+
+    Catches: a preempted request that keeps its computed-token count (its recomputed keys land after
+    garbage), keeps its blocks or its block table; admission that skips the queue's head; a finished
+    request's blocks not freed (the crowd then never fits: the run stops at its step limit)."""
+    expected = expected_outputs(truth, CROWD)
+    engine = new_engine(lab, model, num_gpu_blocks=8, max_num_batched_tokens=64)
+    records = drive(engine, CROWD)
+    assert any(r.waiting and r.running for r in records), "no request ever waited while others ran"
+    assert sum(len(r.output.preempted_req_ids) for r in records) > 0, "the crowd never forced a preemption"
+    first_step = {}
+    for r in records:
+        for req in r.output.scheduled_requests:
+            first_step.setdefault(req.request_id, r.step)
+    order = sorted(first_step, key=lambda rid: (first_step[rid], int(rid[1:])))
+    assert order == list(CROWD), f"requests started in the order {order}, not first come first served"
+    assert_tokens_equal(engine, expected)
+    assert_pool_whole(engine)
+
+
+# --------------------------------------------------------------------------------------------
+# Bad requests
+# --------------------------------------------------------------------------------------------
+
+
+def test_bad_requests_rejected_and_engine_stays_usable(lab, model, truth):
+    """Each bad request raises a ValueError naming what is wrong and leaves the queues as they were;
+    then the engine serves good requests (including one with a rejected request's id) correctly.
+
+    Catches: a bad request that half-enters the engine (queued, or its id taken) or breaks it."""
+    prompt, n = WORKLOAD["c"]
+    expected = truth(prompt, n)[0]
+    engine = new_engine(lab, model, num_gpu_blocks=8)  # 7 usable blocks: 112 tokens
+    engine.add_request("ok", prompt, n)
+    bad = [
+        (("empty", [], 3), "prompt_token_ids"),
+        (("long", [1] * (MAX_MODEL_LEN - 2), 3), "max_model_len"),  # 254 + 3 > 256
+        (("zero", [1, 2, 3], 0), "max_new_tokens"),
+        (("neg", [1, 2, 3], -1), "max_new_tokens"),
+        (("vocab", [1, VOCAB], 3), "prompt_token_ids"),
+        (("text", "hello", 3), "prompt_token_ids"),
+        (("huge", [1] * 100, 20), "blocks"),  # 119 tokens to cache need 8 blocks; 7 exist
+        (("ok", [1, 2, 3], 2), "request_id"),  # already taken
+        ((7, [1, 2, 3], 2), "request_id"),
+    ]
+    for args, word in bad:
+        with pytest.raises(ValueError, match=word):
+            engine.add_request(*args)
+        assert [r.request_id for r in engine.waiting] == ["ok"] and not engine.running, f"{args[0]!r} was queued"
+    engine.add_request("empty", prompt, n)  # the id of a rejected request is still free
+    drive(engine)
+    assert outputs(engine) == {"ok": expected, "empty": expected}
+    assert_pool_whole(engine)
+
+
+# --------------------------------------------------------------------------------------------
+# The scheduler's invariants and each step's batch
+# --------------------------------------------------------------------------------------------
+
+# A busy run: the crowd, plus late arrivals that share the crowd's prefixes, a pool that preempts, a
+# budget of 20 tokens that chunks every prompt, at most 3 requests running.
+LATE = {7: {"x": (CROWD["r0"][0][:32] + [3, 1, 4], 6)}, 12: {"y": (CROWD["r1"][0], 5), "z": ([11] * 17, 9)}}
+
+
+def busy_run(lab, model):
+    engine = new_engine(lab, model, num_gpu_blocks=10, max_num_seqs=3, max_num_batched_tokens=20)
+    return engine, drive(engine, CROWD, arrivals=LATE)
+
+
+def test_scheduling_invariants_hold_every_step(lab, model, truth):
+    """After every step of a busy run (preemptions, chunked prompts, late arrivals):
+
+    - the step computed at most ``max_num_batched_tokens`` tokens, at least one per scheduled request,
+      and at most ``max_num_seqs`` requests run; a step that preempted admitted nobody;
+    - every request added is in exactly one of waiting, running, finished, with the matching status;
+    - a waiting request has computed nothing and holds no block; a running one's block table (the
+      runner's copy) is the KV-cache manager's;
+    - a running request advanced by exactly its scheduled tokens, and every scheduled request emitted a
+      token exactly when its chunk reached its last token.
+
+    Catches: the budget exceeded, the seat limit ignored, admission in a step that preempted, a finished
+    request left running, a preempted request that keeps its progress or blocks, a block table not
+    extended, a token sampled from a partial prefill chunk or not sampled at all."""
+    engine, records = busy_run(lab, model)
+    queue_status = {"waiting": {"WAITING", "PREEMPTED"}, "running": {"RUNNING"}, "finished": {"FINISHED"}}
+    for r in records:
+        where = f"step {r.step}"
+        sched = r.output.num_scheduled_tokens
+        assert sum(sched.values()) <= engine.max_num_batched_tokens, f"{where}: {sum(sched.values())} tokens"
+        assert all(v >= 1 for v in sched.values()), f"{where}: a request scheduled with no token: {sched}"
+        assert len(r.running) <= engine.max_num_seqs, f"{where}: {len(r.running)} running"
+        if r.output.preempted_req_ids:  # memory is short: nobody gets in, the victims least of all
+            admitted = [q.request_id for q in r.output.scheduled_requests
+                        if r.before[q.request_id][3] != "RUNNING" or q.request_id in r.output.preempted_req_ids]
+            assert not admitted, f"{where}: preempted {r.output.preempted_req_ids} and admitted {admitted}"
+        queues = {"waiting": r.waiting, "running": r.running, "finished": r.finished}
+        seen = [rid for ids in queues.values() for rid in ids]
+        assert sorted(seen) == sorted(r.before), f"{where}: every request in exactly one queue, got {queues}"
+        for queue, ids in queues.items():
+            for rid in ids:
+                status, computed, runner_table, _ = r.after[rid]
+                assert status in queue_status[queue], f"{where}: {rid!r} is {status} in the {queue} queue"
+                if queue == "waiting":
+                    assert computed == 0 and r.tables_after[rid] == [], \
+                        f"{where}: waiting {rid!r} has {computed} computed tokens, blocks {r.tables_after[rid]}"
+                if queue == "running":
+                    assert runner_table == r.tables_after[rid], \
+                        f"{where}: {rid!r}'s block table {runner_table} is not the manager's {r.tables_after[rid]}"
+        for req in r.output.scheduled_requests:
+            rid, n = req.request_id, sched[req.request_id]
+            computed, tokens, emitted, _ = r.before[rid]
+            _, computed_after, _, emitted_after = r.after[rid]
+            if computed:  # it was running with a cache: it advances by its chunk
+                assert computed_after == computed + n, f"{where}: {rid!r} computed {computed} + {n}, " \
+                                                       f"reports {computed_after}"
+            reached_end = computed_after == len(tokens)
+            assert emitted_after == emitted + reached_end, \
+                f"{where}: {rid!r} emitted {emitted_after - emitted} tokens; its chunk " \
+                f"{'did' if reached_end else 'did not'} reach its last token"
+    assert_tokens_equal(engine, expected_outputs(truth, {**CROWD, **LATE[7], **LATE[12]}))
+
+
+def test_step_inputs_match_brute_force(lab, model, truth):
+    """Every step's batch, recomputed from the request's tokens and the KV-cache manager's block table:
+    sequences in the scheduled order, rows ``query_start_loc[s] .. query_start_loc[s + 1] - 1`` holding
+    the request's tokens ``start .. start + n - 1`` at those positions, each written to slot
+    ``table[p // 16] * 16 + p % 16``, ``seq_lens = start + n``, the last row of each chunk sampled. A slot
+    is never in a block another request holds: shared blocks are full and cached, never rewritten.
+
+    Catches: positions restarting at 0, the slot computed from the logical block, a block table not
+    extended before the write, a decode reading the previous step's ``seq_len``, hits recomputed into
+    shared blocks, sampling the chunk's first row."""
+    engine, records = busy_run(lab, model)
+    for r in records:
+        if r.inputs is None:
+            continue
+        inputs, where = r.inputs, f"step {r.step}"
+        loc = [0]
+        for req in r.output.scheduled_requests:
+            loc.append(loc[-1] + r.output.num_scheduled_tokens[req.request_id])
+        assert list(inputs.query_start_loc) == loc, f"{where}: query_start_loc {inputs.query_start_loc}, want {loc}"
+        assert list(inputs.logits_indices) == [x - 1 for x in loc[1:]], f"{where}: logits_indices"
+        for s, req in enumerate(r.output.scheduled_requests):
+            rid, n = req.request_id, r.output.num_scheduled_tokens[req.request_id]
+            computed, tokens, _, _ = r.before[rid]
+            start = r.after[rid][1] - n  # after the step the request has computed start + n tokens
+            if computed:  # it was running: the chunk continues where its cache ended
+                assert start == computed, f"{where}: {rid!r} starts at {start}, its cache ended at {computed}"
+            rows = slice(loc[s], loc[s + 1])
+            assert inputs.positions[rows] == list(range(start, start + n)), f"{where}: {rid!r} positions"
+            assert inputs.input_ids[rows] == tokens[start:start + n], f"{where}: {rid!r} input_ids"
+            assert inputs.seq_lens[s] == start + n, f"{where}: {rid!r} seq_len {inputs.seq_lens[s]}, want {start + n}"
+            table = r.tables_after[rid]
+            if not table:
+                continue  # finished in this step: its table is gone (checked in the other steps)
+            assert list(inputs.block_tables[s]) == table, f"{where}: {rid!r} block table {inputs.block_tables[s]}"
+            want = [table[p // BS] * BS + p % BS for p in range(start, start + n)]
+            assert inputs.slot_mapping[rows] == want, f"{where}: {rid!r} slots {inputs.slot_mapping[rows]}"
+            shared = sorted({slot // BS for slot in want} & r.shared_after)
+            assert not shared, f"{where}: {rid!r} writes into blocks {shared}, which other requests hold"
+
+
+def test_requests_join_and_leave_between_steps(lab, model, truth):
+    """Requests arriving while others decode join the very next step, in the same batch as the decodes
+    (a step mixes one-token decodes and prefill chunks), and a request leaves the batch the step it
+    finishes; every request still gets ``generate``'s tokens.
+
+    Catches: a scheduler that drains the running batch before admitting (static batching), a finished
+    request that keeps running, arrivals that disturb the running requests' caches."""
+    first = {"p": (GAMMA, 12), "q": (SYSTEM + ALPHA, 3)}
+    arrivals = {3: {"s": (SYSTEM + BETA, 4)}, 5: {"t": (DELTA[:17], 6), "u": (SYSTEM[:20], 2)}}
+    expected = expected_outputs(truth, {**first, **arrivals[3], **arrivals[5]})
+    engine = new_engine(lab, model, max_num_batched_tokens=64)
+    records = drive(engine, first, arrivals=arrivals)
+    for step, wave in arrivals.items():
+        scheduled = {req.request_id for req in records[step].output.scheduled_requests}
+        assert set(wave) <= scheduled, f"step {step}: arrivals {sorted(wave)} not scheduled (got {sorted(scheduled)})"
+        assert "p" in scheduled and records[step].output.num_scheduled_tokens["p"] == 1, \
+            f"step {step}: the decoding request 'p' is not in the arrivals' batch"
+    for r in records:
+        for rid in r.finished:
+            later = [x.step for x in records[r.step + 1:] if rid in x.output.num_scheduled_tokens]
+            assert not later, f"request {rid!r} finished at step {r.step} but ran again at steps {later}"
+            assert rid not in r.running, f"step {r.step}: finished request {rid!r} is still running"
+    assert_tokens_equal(engine, expected)
+
+
+# --------------------------------------------------------------------------------------------
+# The Triton kernels: through the interpreter on a CPU, on the GPU for real
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(triton_env.device() == "cuda", reason="with a GPU, Triton runs no interpreter: the kernels run "
+                    "for real in test_gpu_kernels_match_generate")
+def test_triton_kernels_through_the_interpreter(lab, model, truth):
+    """The runner's Triton backend (lab 04-03's prefill and lab 04-06's decode kernels, the write as
+    an indexed copy) on a tiny batch, float32: ``generate``'s tokens and logits. Slow in the
+    interpreter, so two short requests.
+
+    Catches: the engine's batch (offsets, lengths, tables) in a form the kernels read differently
+    from the CPU references (a query_start_loc that does not start at 0...)."""
+    work = {"i": (GAMMA, 3), "j": (SYSTEM[:18], 2)}
+    expected = {rid: truth(p, n) for rid, (p, n) in work.items()}
+    engine = new_engine(lab, model, backend="triton", max_num_batched_tokens=64, keep_logits=True)
+    drive(engine, work)
+    for rid, (tokens, logits) in expected.items():
+        assert engine.requests[rid].output_token_ids == tokens, rid
+        diff = (torch.stack(engine.requests[rid].logits) - logits).abs().max().item()
+        assert diff <= LOGIT_ATOL, f"request {rid!r}: logits differ by {diff:.3g}"
+
+
+@pytest.mark.gpu
+def test_gpu_kernels_match_generate(lab, truth):
+    """On a GPU, float32: the Triton kernels behind the whole workload and the crowd give ``generate``'s
+    tokens (computed on the CPU twin), and logits within 1e-3 (cuBLAS and the kernels order their float32
+    sums differently again; no TF32: full-precision dots)."""
+    gpu_model = make_model(device="cuda")
+    for work, settings in ((WORKLOAD, {}), (CROWD, {"num_gpu_blocks": 8, "max_num_batched_tokens": 64})):
+        expected = {rid: truth(p, n) for rid, (p, n) in work.items()}
+        engine = new_engine(lab, gpu_model, keep_logits=True, **settings)
+        assert engine.runner.backend == "triton"
+        drive(engine, work)
+        for rid, (tokens, logits) in expected.items():
+            assert engine.requests[rid].output_token_ids == tokens, rid
+            diff = (torch.stack(engine.requests[rid].logits).cpu() - logits).abs().max().item()
+            assert diff <= 1e-3, f"request {rid!r}: logits differ by {diff:.3g}"
+        assert_pool_whole(engine)
+
+
+@pytest.mark.gpu
+def test_gpu_cuda_graphs_match_generate(lab, truth):
+    """On a GPU, float32, decode-only steps replayed from CUDA graphs captured for batches of 1, 2, 4 and
+    8 (a batch of 3 replays the graph of 4, its padding row writing into the null block and reading
+    nothing): ``generate``'s tokens, logits within 1e-3, and graphs were replayed."""
+    gpu_model = make_model(device="cuda")
+    work = {**WORKLOAD, **CROWD}
+    expected = {rid: truth(p, n) for rid, (p, n) in work.items()}
+    engine = new_engine(lab, gpu_model, num_gpu_blocks=128, max_num_batched_tokens=256, keep_logits=True)
+    engine.runner.capture_decode_graphs([1, 2, 4, 8])
+    drive(engine, work)
+    assert engine.runner.num_graph_replays > 0, "no step replayed a graph"
+    for rid, (tokens, logits) in expected.items():
+        assert engine.requests[rid].output_token_ids == tokens, rid
+        diff = (torch.stack(engine.requests[rid].logits).cpu() - logits).abs().max().item()
+        assert diff <= 1e-3, f"request {rid!r}: logits differ by {diff:.3g}"
+    assert_pool_whole(engine)

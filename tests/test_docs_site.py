@@ -1,0 +1,421 @@
+"""The course's site (``python -m labkit.docs build``), built strictly and read in a real browser.
+
+Maintainer checks (``pytest -m maintainer``; .ci/run runs them). The build needs the ``docs``
+extra; the browser checks drive the system's Chromium (Debian: ``apt-get install -y chromium``)
+with Playwright from PyPI (the ``dev`` extra), never a browser Playwright downloads. Each part
+skips, saying what to install, when its tools are missing.
+
+The browser loads the site from a local HTTP server and fails on any request that leaves it; it
+checks that the home page and every lab page render, that formulas are typeset, that figures load,
+that search finds each lab by a word of its README, and that the navigation is the registry's
+study order. A screenshot of a lab page is left in ``.ci/artifacts/`` (or ``$DOCS_ARTIFACTS``).
+"""
+
+from __future__ import annotations
+
+import functools
+import html.parser
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from labkit.course import registry
+
+pytestmark = pytest.mark.maintainer
+
+ROOT = registry.ROOT
+ARTIFACTS = Path(os.environ.get("DOCS_ARTIFACTS", ROOT / ".ci" / "artifacts"))
+CHROMIUM_FLAGS = [  # a closed network: nothing that phones home, no QUIC, no sync, no component updates
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def _require_docs_tools():
+    for module in ("mkdocs", "material", "pymdownx", "latex2mathml", "ziamath"):
+        pytest.importorskip(module, reason=f'the site needs {module}: pip install -e ".[docs]"')
+
+
+def _page(lab: registry.Lab) -> str:
+    """A lab's page in the built site (MkDocs makes README.md its folder's index.html)."""
+    return f"{lab.folder}/index.html"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    _require_docs_tools()
+    from labkit.docs import build
+
+    return build.build(tmp_path_factory.mktemp("docs"))
+
+
+# --------------------------------------------------------------------------- the pieces
+
+
+def test_navigation_is_the_registry_in_study_order():
+    """The nav is generated: its lab sections are the registry's labs, in order, README first."""
+    from labkit.docs import book
+
+    labs = next(entry for entry in book.nav() if entry.title == "Labs in study order").children
+    assert [section.title for section in labs] == [book.lab_title(lab) for lab in registry.LABS]
+    assert [section.children[0].path for section in labs] == [f"{lab.folder}/README.md" for lab in registry.LABS]
+    phases = next(entry for entry in book.nav() if entry.title == "Phases").children
+    assert [section.title for section in phases] == list(registry.PHASES.values())
+
+
+def test_links_are_rewritten_outside_code_only():
+    from labkit.docs.build import rewrite_links
+
+    text = "\n".join([
+        "See [the lab](lab/) and ![a plot](results.png), `[not](a-link)`.",
+        "```python",
+        "x = d[\"key\"](arg)  # [looks](like-a-link)",
+        "```",
+        "[ref]: starter.py",
+    ])
+    out = rewrite_links(text, lambda target: f"<{target}>")
+    assert out.splitlines()[0] == "See [the lab](<lab/>) and ![a plot](<results.png>), `[not](a-link)`."
+    assert out.splitlines()[1:4] == text.splitlines()[1:4], "a link inside fenced code was rewritten"
+    assert out.splitlines()[4] == "[ref]: <starter.py>"
+
+
+def test_link_targets_in_the_site(tmp_path):
+    """A folder goes to its README, a source file to its code page, an image is copied, and a dead
+    link is left dead for the strict build to name."""
+    from labkit.docs.build import Site
+
+    lab = registry.LABS[0]
+    page = f"{lab.folder}/README.md"
+    site = Site(tmp_path)
+    assert site.target(page, "starter.py#L3") == "starter.py.md#L3"
+    assert (tmp_path / lab.folder / "starter.py.md").read_text().startswith("# starter.py\n")
+    assert site.target(page, "../../README.md") == "../../README.md"
+    assert site.target(page, "../..") == "../../README.md"
+    assert site.target(page, "no-such-file.md") == "no-such-file.md"
+    assert site.target(page, "https://example.org/x.py") == "https://example.org/x.py"
+    assert site.target(page, "#steps") == "#steps"
+    phase_readme = (ROOT / lab.phase / "README.md").relative_to(ROOT).as_posix()
+    assert phase_readme in site.seen
+
+
+def test_lab_header_says_where_the_lab_runs_and_how():
+    from labkit.docs.build import with_lab_header
+
+    lab = registry.LABS[-1]
+    text = with_lab_header("# Title\n\nBody.\n", lab)
+    title, blank, header = text.splitlines()[:3]
+    assert (title, blank) == ("# Title", "")
+    assert f"Lab {lab.id}" in header and f"runs on: {lab.runs_on}" in header
+    assert f"{len(registry.LABS)} of {len(registry.LABS)} in study order" in header
+    assert "[`starter.py`](starter.py)" in text and "[`test_lab.py`](test_lab.py)" in text
+    assert f"labs check {lab.id} --impl starter" in text
+
+
+@pytest.mark.parametrize("lab", [lab for lab in registry.LABS if (lab.path / "bench.py").is_file()],
+                         ids=lambda lab: lab.id)
+def test_lab_header_runs_scripts_as_the_readme_does(lab):
+    """The header's lab.py/bench.py commands are the README's own (a bench that needs `--out` gets it):
+    a header that invented them would print a usage error, or drift from the README."""
+    from labkit.docs.build import lab_header
+
+    readme = (lab.path / "README.md").read_text()
+    commands = re.findall(r"`(python \S+/(?:lab|bench)\.py[^`]*)`", lab_header(lab))
+    assert any(command.split()[1].endswith("bench.py") for command in commands), commands
+    for command in commands:
+        assert command in " ".join(readme.split()), f"{lab.id}: {command!r} is not a command of its README"
+
+
+# --------------------------------------------------------------------------- the build
+
+
+def test_strict_build_fails_on_a_dead_link_and_a_missing_page(tmp_path):
+    """The build's own settings turn a link to a page that does not exist, a link to a heading
+    that does not exist, and a navigation entry whose file is gone into a failed build."""
+    _require_docs_tools()
+    from labkit.docs import build
+
+    build.assemble(tmp_path / "src")
+    home = tmp_path / "src" / "README.md"
+    home.write_text(home.read_text() + "\n[gone](no-such-page.md) [nowhere](CONTRIBUTING.md#no-such-heading)\n")
+    (tmp_path / "src" / "SETUP.md").unlink()
+    with pytest.raises(build.BuildError) as failed:
+        build.run_mkdocs(build.write_config(tmp_path))
+    log = str(failed.value)
+    for culprit in ("no-such-page.md", "no-such-heading", "SETUP.md"):
+        assert culprit in log, f"the failed build does not name {culprit}:\n{log[-2000:]}"
+
+
+class _Assets(html.parser.HTMLParser):
+    """Every URL a page makes the browser load by itself: scripts, stylesheets, icons, images."""
+
+    def __init__(self):
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag in ("script", "img", "iframe", "source", "audio", "video") and attrs.get("src"):
+            self.urls.append(attrs["src"])
+        if tag == "link" and attrs.get("href"):
+            self.urls.append(attrs["href"])
+
+
+def test_no_page_loads_anything_from_the_network(site):
+    """No <script src>, <link href>, <img src>... and no CSS url() points off the site: the site
+    works with no network (a CDN script for the math, a web font, would not)."""
+    external = []
+    for page in site.rglob("*.html"):
+        parser = _Assets()
+        parser.feed(page.read_text(encoding="utf-8"))
+        external += [f"{page.relative_to(site)}: {url}" for url in parser.urls if re.match(r"(https?:)?//", url)]
+    for sheet in site.rglob("*.css"):
+        for url in re.findall(r"url\(\s*['\"]?((?:https?:)?//[^'\")]+)", sheet.read_text(encoding="utf-8")):
+            external.append(f"{sheet.relative_to(site)}: {url}")
+    assert not external, "assets loaded from the network:\n" + "\n".join(external[:20])
+
+
+def test_every_figure_is_on_the_site(site):
+    """Each image a phase keeps (a lab's results.png, the figures/*.png of a figures.py) is shown
+    by some page of the site: an image that no page links to never reaches a reader."""
+    from labkit.docs.build import IMAGES
+
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", "phase-*"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    images = [path for path in listed if Path(path).suffix.lower() in IMAGES]
+    assert images, "no image in any phase folder"
+    missing = [path for path in images if not (site / path).is_file()]
+    assert not missing, f"images no page links to: {missing}"
+
+
+def test_every_phase_has_a_cheatsheet_and_exercises():
+    """Each phase of the registry has its one-page summary and its graded questions."""
+    missing = [f"{phase}/{name}" for phase in registry.PHASES for name in ("CHEATSHEET.md", "EXERCISES.md")
+               if not (ROOT / phase / name).is_file()]
+    assert not missing, f"missing (docs/README.md, 'Adding to the site'): {missing}"
+
+
+class _VisibleText(html.parser.HTMLParser):
+    """The text of a page's article, outside code, MathML, scripts and styles."""
+
+    SKIP = {"code", "pre", "math", "script", "style"}
+
+    def __init__(self):
+        super().__init__()
+        self.depth = 0  # inside how many skipped elements
+        self.inside_article = False
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "article":
+            self.inside_article = True
+        if tag in self.SKIP:
+            self.depth += 1
+
+    def handle_endtag(self, tag):
+        if tag in self.SKIP and self.depth > 0:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.inside_article and not self.depth:
+            self.text.append(data)
+
+
+RAW_TEX = re.compile(r"\$[^\s$][^$\n]*\$|\\\(|\\\[|\\[a-zA-Z]+\{")
+
+
+def test_formulas_are_mathml_in_the_built_pages(site):
+    """Every formula became MathML at build time; no page shows `$...$`, `\\(`, `\\[` or a TeX
+    command as text (outside code)."""
+    formulas, raw = 0, []
+    for page in site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        formulas += text.count("<math")
+        parser = _VisibleText()
+        parser.feed(text)
+        raw += [f"{page.relative_to(site)}: {m.group(0)!r}" for m in RAW_TEX.finditer("\n".join(parser.text))]
+    assert not raw, "TeX left as text:\n" + "\n".join(raw[:20])
+    assert formulas >= 10, f"only {formulas} typeset formulas in the whole site"
+
+
+# --------------------------------------------------------------------------- in a browser
+
+
+def _chromium() -> str:
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        pytest.skip("no chromium on this machine: apt-get install -y chromium (Debian)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    """The built site on a local port, for the length of the module."""
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as httpd:
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+        httpd.shutdown()
+        thread.join(timeout=10)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser(server, tmp_path_factory):
+    """One Chromium page for the module, with a fresh profile; every request it makes is recorded."""
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason='the browser checks need Playwright: pip install -e ".[dev]" '
+        "(it drives the system's chromium; `playwright install` is not needed)")
+    executable = _chromium()
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=executable, headless=True,
+            args=CHROMIUM_FLAGS, viewport={"width": 1280, "height": 900}, service_workers="block",
+        )
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        requests: list[str] = []
+        page.on("request", lambda request: requests.append(request.url))
+        yield page, requests
+        context.close()
+    offsite = [url for url in requests if not url.startswith((server, "data:", "blob:", "about:"))]
+    assert not offsite, f"the browser asked the network for {offsite[:10]}"
+
+
+def _open(page, server: str, path: str):
+    response = page.goto(f"{server}/{path}", wait_until="load")
+    assert response is not None and response.ok, f"{path}: HTTP {response and response.status}"
+    return response
+
+
+def _first_heading(markdown_file: Path) -> str:
+    line = next(line for line in markdown_file.read_text().splitlines() if line.startswith("# "))
+    return line[2:].strip()
+
+
+def _heading(page) -> str:
+    """The page's title as shown, without the permalink sign the build adds to headings."""
+    return page.locator("article h1").first.inner_text().strip().rstrip("¶").strip()
+
+
+def test_home_page_renders(browser, server):
+    page, _ = browser
+    _open(page, server, "index.html")
+    assert _heading(page) == _first_heading(ROOT / "README.md")
+    # The README's lab map (tests/test_repo.py checks it against the registry) links to lab pages that exist.
+    targets = page.locator("article table a[href*='/labs/lab-']").evaluate_all("links => links.map(a => a.href)")
+    assert targets, "the home page shows no lab map"
+    for url in targets:
+        assert page.request.get(url).ok, f"the lab map links to {url}, which does not load"
+
+
+@pytest.mark.parametrize("lab", registry.LABS, ids=lambda lab: lab.id)
+def test_lab_page_renders_with_its_header(browser, server, lab):
+    """The README's title, then the header the build adds: where the lab runs (from the registry),
+    its commands, and links to its starter and tests that open their code pages."""
+    page, _ = browser
+    _open(page, server, _page(lab))
+    assert _heading(page) == _first_heading(lab.path / "README.md")
+    header = page.locator("article .admonition").first
+    text = header.inner_text()
+    assert f"runs on: {lab.runs_on}" in text, text
+    assert f"labs check {lab.id} --impl starter" in text, text
+    for name in ("starter.py", "test_lab.py"):
+        link = header.locator(f"a[href='{name}.html']")
+        assert link.count() == 1, f"{lab.id}: the header has no link to {name}"
+        code = _open(page, server, f"{lab.folder}/{name}.html")
+        assert code.ok
+        assert page.locator("article pre code").count() >= 1, f"{lab.id}: {name}'s page shows no code"
+        page.go_back(wait_until="load")
+    if lab is registry.LABS[0]:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shot = ARTIFACTS / "docs-lab-page.png"
+        page.screenshot(path=str(shot))
+        print(f"screenshot of lab {lab.id}'s page: {shot}")
+
+
+def test_formulas_are_typeset(browser, server, site):
+    """Every page with formulas, in the browser: the MathML has a size, the math font the site
+    serves is the one in use, and no `$...$` or `\\(...\\)` is left as text."""
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if "<math" in p.read_text())
+    assert pages, "no page of the site has a formula"
+    page, _ = browser
+    for path in pages:
+        _open(page, server, path)
+        page.evaluate("document.fonts.ready")
+        box = page.locator("article math >> visible=true").first.bounding_box()  # answers are folded
+        assert box and box["width"] > 0 and box["height"] > 0, f"{path}: a formula with no size"
+        assert page.evaluate("document.fonts.check('16px \"STIX Two Math\"')"), f"{path}: no math font"
+        text = page.locator("article").evaluate(
+            "article => { const c = article.cloneNode(true);"
+            " c.querySelectorAll('code, pre, math, script, style').forEach(e => e.remove());"
+            " return c.textContent; }")
+        assert not RAW_TEX.search(text), f"{path}: TeX left as text: {RAW_TEX.search(text).group(0)!r}"
+
+
+def test_figures_load(browser, server):
+    """Every image on the lab pages loads (naturalWidth > 0); there is at least one."""
+    page, _ = browser
+    seen = 0
+    for lab in registry.LABS:
+        _open(page, server, _page(lab))
+        for image in page.locator("article img").all():
+            image.scroll_into_view_if_needed()
+            width = image.evaluate("img => img.complete ? img.naturalWidth : new Promise(done => "
+                                   "{ img.onload = () => done(img.naturalWidth); img.onerror = () => done(0); })")
+            assert width > 0, f"lab {lab.id}: {image.get_attribute('src')} did not load"
+            seen += 1
+    assert seen > 0, "no figure on any lab page"
+
+
+def _distinctive_word(lab: registry.Lab, site_source: Path) -> str:
+    """A word of the lab's README whose first six letters start no word of any other page (search
+    stems words and matches prefixes), the most frequent such word."""
+    words = lambda text: re.findall(r"[a-z]{6,}", text.lower())  # noqa: E731
+    elsewhere = set()
+    for page in site_source.rglob("*.md"):
+        if page != site_source / lab.folder / "README.md":
+            elsewhere.update(word[:6] for word in words(page.read_text()))
+    own = Counter(w for w in words((lab.path / "README.md").read_text()) if w[:6] not in elsewhere)
+    assert own, f"lab {lab.id}'s README has no word of its own"
+    return own.most_common(1)[0][0]
+
+
+@pytest.mark.parametrize("lab", registry.LABS, ids=lambda lab: lab.id)
+def test_search_finds_the_lab_by_a_word_of_its_readme(browser, server, site, lab):
+    page, _ = browser
+    word = _distinctive_word(lab, site.parent / "src")
+    _open(page, server, "index.html")
+    page.locator("input.md-search__input").click()
+    page.locator("input.md-search__input").fill(word)
+    results = page.locator(".md-search-result__item a")
+    results.first.wait_for()
+    targets = [a.get_attribute("href") or "" for a in results.all()]
+    assert any(f"{lab.folder}/index.html" in href for href in targets), (
+        f"searching {word!r} does not find lab {lab.id}; results: {targets[:8]}")
+
+
+def test_navigation_follows_the_registry_study_order(browser, server):
+    """The site's navigation lists the labs exactly in the registry's order."""
+    page, _ = browser
+    _open(page, server, "index.html")
+    hrefs = page.locator("nav.md-nav--primary a.md-nav__link[href]").evaluate_all(
+        "links => links.map(a => new URL(a.href).pathname)")
+    folders = [lab.folder for lab in registry.LABS]
+    in_nav = []
+    for href in hrefs:
+        found = next((f for f in folders if href.rstrip("/").endswith(f"{f}/index.html")), None)
+        if found and found not in in_nav:
+            in_nav.append(found)
+    assert in_nav == folders, f"navigation order {in_nav} differs from the registry's {folders}"

@@ -1,0 +1,248 @@
+"""The phases' exercise pages cannot drift from the code: every written answer is recomputed.
+
+An exercise whose answer is a number or a short list writes it as ``**Answer: ...**`` under its
+heading (``### C1. ...``) in ``phase-*/EXERCISES.md``. Each such answer has a function here that
+recomputes it from first principles (float64 or exact integers), and, where a lab implements the
+same quantity, checks that the lab's reference solution agrees. An answer with no function here,
+or a function whose answer has vanished from the page, fails too.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+import labkit
+from labkit.course import registry
+
+ROOT = registry.ROOT
+P2, P4 = "phase-02-paged-attention", "phase-04-attention-backends"
+
+
+def written_answers() -> dict[tuple[str, str], str]:
+    """{(phase folder, exercise id): the answer as written} for every page that has answers."""
+    found = {}
+    for page in sorted(ROOT.glob("phase-*/EXERCISES.md")):
+        exercise = None
+        for line in page.read_text(encoding="utf-8").splitlines():
+            heading = re.match(r"###\s+([A-Z]\d+)\.", line)
+            if heading:
+                exercise = heading.group(1)
+            answer = re.search(r"\*\*Answer: (.+?)\*\*", line)
+            if answer:
+                assert exercise, f"{page}: an answer before any '### X1.' heading: {line}"
+                key = (page.parent.name, exercise)
+                assert key not in found, f"{page}: exercise {exercise} has two written answers"
+                found[key] = answer.group(1).strip()
+    return found
+
+
+def listed(*values) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+# --------------------------------------------------------------------------- Phase 2
+
+
+def p2_blocks_for_a_prompt():
+    n, block = 1000, 16
+    blocks = math.ceil(n / block)
+    assert blocks == labkit.cases.blocks_needed(n, block)
+    return listed(blocks, blocks * block - n)
+
+
+def p2_slot_mapping_by_hand():
+    table, block, start, count = [7, 2, 9], 4, 5, 5
+    slots = [table[t // block] * block + t % block for t in range(start, start + count)]
+    lab = labkit.load_reference("02-06").build_slot_mapping(np.array(table), block, start, count)
+    assert lab.tolist() == slots, "lab 02-06's build_slot_mapping disagrees with the formula"
+    return listed(*slots)
+
+
+def _bytes_per_token(layers=32, kv_heads=8, head_dim=128, dtype=np.float16):
+    return 2 * layers * kv_heads * head_dim * np.dtype(dtype).itemsize  # K and V, every layer
+
+
+def p2_bytes_per_token():
+    return listed(_bytes_per_token(), _bytes_per_token() * 16)
+
+
+def p2_tokens_that_fit():
+    tokens = 40 * 2**30 // _bytes_per_token()
+    return listed(tokens, tokens // 16)
+
+
+def p2_which_kv_head():
+    heads, kv_heads, head = 32, 8, 13
+    # Ask the float64 reference which KV head it reads: one token, each KV head's value is its index.
+    q = np.zeros((heads, 4))
+    k = np.zeros((1, kv_heads, 4))
+    v = np.broadcast_to(np.arange(kv_heads, dtype=np.float64)[None, :, None], (1, kv_heads, 4))
+    read = labkit.attention_f64(q, k, v)[head, 0]
+    assert read == head // (heads // kv_heads)
+    return listed(int(read), head % kv_heads)
+
+
+def p2_inside_the_key_cache():
+    kv_heads, head_size, block_size, itemsize = 8, 128, 16, 2
+    x = 16 // itemsize
+    shape = (10, kv_heads, head_size // x, block_size, x)
+    block, head, row, component = 3, 2, 5, 37
+    return listed(np.ravel_multi_index((block, head, component // x, row, component % x), shape))
+
+
+def p2_choosing_a_block_size():
+    n, sizes = 1000, (1, 16, 256)
+    entries = [math.ceil(n / b) for b in sizes]
+    waste = [e * b - n for e, b in zip(entries, sizes, strict=True)]
+    return listed(*entries) + "; " + listed(*waste)
+
+
+def p2_sharing_a_system_prompt():
+    # Only full blocks are hashed and cached, so only whole blocks of the shared prompt are shared.
+    return listed(48 // 16, 50 // 16)
+
+
+def p2_blocks_a_gpu_gets():
+    gib = 2**30
+    available = int(0.9 * 80 * gib) - (16 + 2 + 1) * gib  # the utilization's share of the total, minus the rest
+    page = 2 * 16 * 8 * 128 * 2  # K and V, block_size, KV heads, head_dim, bf16 bytes: one block, one layer
+    blocks = available // page // 32
+    concurrency = blocks / math.ceil(8192 / 16)
+    lab = labkit.load_reference("02-03")
+    config = {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096,
+              "torch_dtype": "bfloat16"}
+    lab_available = lab.available_kv_memory(80 * gib, 79 * gib, 0.9, 16 * gib, 2 * gib, 1 * gib)
+    assert lab_available == available, "lab 02-03's available_kv_memory disagrees"
+    assert lab.num_gpu_blocks(lab_available, config, 16) == blocks, "lab 02-03's num_gpu_blocks disagrees"
+    assert lab.max_concurrency(blocks, 16, 8192) == concurrency, "lab 02-03's max_concurrency disagrees"
+    return listed(blocks, f"{concurrency:.1f}")
+
+
+def p2_the_same_prompt_twice():
+    n, block = 48, 16
+    hit_blocks = (n - 1) // block  # the last prompt token is always computed: it needs logits
+    return listed(hit_blocks, n - hit_blocks * block)
+
+
+# --------------------------------------------------------------------------- Phase 4
+
+
+def p4_one_correction_factor():
+    return f"{math.exp(2 - 3):.4f}"
+
+
+def p4_online_softmax_by_hand():
+    s, v = np.array([1.0, 3.0, 2.0]), np.array([10.0, 20.0, 30.0])
+    weights = np.exp(s - s.max())
+    truth = weights @ v / weights.sum()
+    # Lab 04-01 streams the same three tokens (head_dim 1, so the scale is 1) one block at a time.
+    k_cache, v_cache = s.reshape(3, 1, 1), v.reshape(3, 1, 1)
+    lab = labkit.load_reference("04-01").paged_online_attention(np.ones(1), k_cache, v_cache, [0, 1, 2], 3, 1)
+    assert abs(lab[0] - truth) < 1e-12
+    return f"{truth:.4f}"
+
+
+def p4_merging_two_partitions():
+    (m1, l1, a1), (m2, l2, a2) = (1.0, 2.0, 6.0), (3.0, 1.0, 5.0)
+    m = max(m1, m2)
+    merged = (a1 * math.exp(m1 - m) + a2 * math.exp(m2 - m)) / (l1 * math.exp(m1 - m) + l2 * math.exp(m2 - m))
+    _, denom, acc = labkit.load_reference("04-04").merge_two((m1, l1, np.array([a1])), (m2, l2, np.array([a2])))
+    assert abs(acc[0] / denom - merged) < 1e-12
+    return listed(f"{merged:.4f}", f"{(a1 / l1 + a2 / l2) / 2:.4f}")
+
+
+PARTITION_SIZE = 512  # vllm/attention/ops/paged_attn.py, _PARTITION_SIZE at v0.10.1
+
+
+def _uses_v1(max_seq_len: int, num_seqs: int, num_heads: int) -> bool:
+    """PagedAttention.forward_decode's choice at v0.10.1 (use_v1)."""
+    partitions = math.ceil(max_seq_len / PARTITION_SIZE)
+    return max_seq_len <= 8192 and (partitions == 1 or num_seqs * num_heads > 512)
+
+
+def p4_v1_or_v2():
+    cases = [(4096, 1, 32), (4096, 64, 32), (10000, 64, 32)]
+    return listed(*("v1" if _uses_v1(*case) else "v2" for case in cases))
+
+
+def p4_shared_memory_of_v1():
+    head_size, num_warps, block_size = 128, 128 // 32, 16
+
+    def dynamic_bytes(max_seq_len):  # paged_attention_v1.cu: max(logits_size, outputs_size)
+        padded = math.ceil(max_seq_len / block_size) * block_size
+        return max(padded * 4, (num_warps // 2) * head_size * 4)
+
+    return listed(dynamic_bytes(8192), dynamic_bytes(16384))
+
+
+def p4_partitions_of_a_sequence():
+    n = 3000
+    partitions = math.ceil(n / PARTITION_SIZE)
+    return listed(partitions, n - (partitions - 1) * PARTITION_SIZE)
+
+
+def p4_bytes_of_a_decode_step():
+    kv_bytes = 2 * 32768 * 8 * 128 * np.dtype(np.float16).itemsize
+    return listed(kv_bytes, f"{kv_bytes / 3.00e12 * 1e6:.1f}")
+
+
+def p4_keys_seen_by_a_chunk():
+    start, count = 10, 3
+    seen = [sum(1 for t in range(start + count) if t <= start + i) for i in range(count)]
+    lab = labkit.load_reference("04-03").causal_mask(start, count, np.arange(start + count))
+    assert lab.sum(axis=1).tolist() == seen, "lab 04-03's causal_mask disagrees"
+    return f"{listed(*seen)}; {sum(seen)}"
+
+
+def p4_tokens_per_rank():
+    n, world = 10, 4
+    answers = []
+    for stripe in (1, 4):
+        counts = [sum(1 for t in range(n) if (t // stripe) % world == r) for r in range(world)]
+        lab = labkit.load_reference("04-07").local_seq_lens(np.array([n]), world, stripe)
+        assert lab[:, 0].tolist() == counts, f"lab 04-07's local_seq_lens disagrees for stripe {stripe}"
+        answers.append(listed(*counts))
+    return "; ".join(answers)
+
+
+CHECKS = {
+    (P2, "W3"): p2_blocks_for_a_prompt,
+    (P2, "C1"): p2_slot_mapping_by_hand,
+    (P2, "C2"): p2_bytes_per_token,
+    (P2, "C3"): p2_tokens_that_fit,
+    (P2, "C4"): p2_which_kv_head,
+    (P2, "C5"): p2_inside_the_key_cache,
+    (P2, "C7"): p2_blocks_a_gpu_gets,
+    (P2, "C8"): p2_the_same_prompt_twice,
+    (P2, "D1"): p2_choosing_a_block_size,
+    (P2, "D2"): p2_sharing_a_system_prompt,
+    (P4, "W3"): p4_one_correction_factor,
+    (P4, "C1"): p4_online_softmax_by_hand,
+    (P4, "C2"): p4_merging_two_partitions,
+    (P4, "C3"): p4_v1_or_v2,
+    (P4, "C4"): p4_shared_memory_of_v1,
+    (P4, "C5"): p4_partitions_of_a_sequence,
+    (P4, "C6"): p4_bytes_of_a_decode_step,
+    (P4, "C8"): p4_keys_seen_by_a_chunk,
+    (P4, "C9"): p4_tokens_per_rank,
+}
+
+
+def test_every_written_answer_has_a_check_and_every_check_an_answer():
+    written = set(written_answers())
+    assert written - set(CHECKS) == set(), "answers on an EXERCISES.md page that no check here recomputes"
+    assert set(CHECKS) - written == set(), "checks here whose answer is no longer on its page"
+
+
+@pytest.mark.parametrize("key", sorted(CHECKS), ids=lambda key: f"{key[0][:8]}-{key[1]}")
+def test_written_answer_is_what_the_code_computes(key):
+    """The answer on the page equals the recomputed one: catches a page edited without the code,
+    and a lab whose reference changed behaviour under a page that still describes the old one."""
+    written = written_answers().get(key)
+    assert written is not None, f"{key[0]}/EXERCISES.md has no written answer for {key[1]}"
+    expected = CHECKS[key]()
+    assert written == expected, f"{key[0]}/EXERCISES.md, {key[1]}: the page says {written!r}, the code {expected!r}"
