@@ -298,7 +298,7 @@ wire.send(_fd, ("ready", {
     "_call_timeout": ("value", values.encode(1e9)), "_deadline": ("value", values.encode(None)),
     "_api": ("value", values.encode({})), "__class__": ("value", values.encode(1)),
     "double": ("value", values.encode(5)), "SCALE": ("function", None),
-}))
+}, ([], [], [])))
 
 def double(x):
     while True:

@@ -33,6 +33,9 @@ from labkit.grader.wire import ProtocolError
 
 MAX_HANDLES = 100_000  # handles alive at once, per worker: more is a protocol error (a crash)
 MAX_REPR = 2000  # characters of a worker's repr that are kept
+MAX_SNAPSHOTS = 50_000  # snapshots kept at once (the worker keeps at most 4096 current; the rest must be gone)
+SNAPSHOT_FIELDS = 64  # fields of one snapshot
+MAX_TYPES = 10_000  # classes of the submission's objects, per worker
 
 # Answers the worker must give for the protocol's own operations (Python would refuse others too).
 RESULT_TYPES = {"len": int, "hash": int, "bool": bool, "isinstance": bool, "issubclass": bool, "contains": bool,
@@ -46,54 +49,89 @@ def public_name(name) -> str:
 
 
 class Handles:
-    """The handles to one worker's objects (one table per worker process, dead with it)."""
+    """The handles to one worker's objects, and their snapshots (one table per worker process, dead with it).
+
+    ``snapshots``: number -> {field name: encoded value, or None for a field that must be asked for},
+    as the worker sent them (:class:`labkit.grader.objects.Snapshots`), kept current by the worker at
+    the end of every request: a handle answers a read from its snapshot whenever no request is in flight."""
 
     def __init__(self, owner):
         self.owner, self.alive = owner, True
         self.by_number = weakref.WeakValueDictionary()  # number -> its handle, while the test holds it
-        self.dropped: set[int] = set()  # numbers whose handle died, for the next request to tell the worker
-        self.made: set[int] = set()  # numbers whose handle was made since the last request
+        self.snapshots: dict[int, dict | None] = {}
+        self.types: dict[int, tuple[str, frozenset]] = {}  # type id -> (class name, public method names)
+        # ("made" | "dropped", number) in the order they happened, for the next request to tell the worker.
+        # Swapped, never cleared: a handle's __del__ (which the garbage collector may run at any allocation)
+        # appends to the old list or to the new one, and is never lost.
+        self.events: list = []
 
-    def handle(self, number, type_name="object", fields=None, methods=None):
-        """The handle for worker object ``number`` (the decoder's hook for "h"), with the snapshot
-        that came with it, if any: ``fields`` [(name, encoded value)], ``methods`` [names]."""
-        if type(number) is not int or type(type_name) is not str:
+    def handle(self, number, type_id):
+        """The handle for worker object ``number`` (the decoder's hook for "h")."""
+        if type(number) is not int or type(type_id) is not int or type_id not in self.types:
             raise ProtocolError("a malformed handle")
         h = self.by_number.get(number)
         if h is None:
             if len(self.by_number) >= MAX_HANDLES:
                 raise ProtocolError(f"more than {MAX_HANDLES} of the submission's objects held at once")
             h = object.__new__(Handle)
-            for slot, value in (("_table", self), ("_number", number), ("_type_name", type_name[:80]),
-                                ("_fields", None), ("_generation", -1), ("_methods", frozenset())):
+            for slot, value in (("_table", self), ("_number", number), ("_type", type_id)):
                 object.__setattr__(h, slot, value)
             self.by_number[number] = h
-            self.made.add(number)  # the worker holds it for us from the next request on (it may be in a snapshot)
-            self.dropped.discard(number)  # its old handle died, but the worker named the object again first
-        if fields is not None:
-            if type(fields) is not list or type(methods) is not list or len(fields) + len(methods) > 4096:
-                raise ProtocolError("a malformed snapshot")
-            snapshot = {}
-            for item in fields:
-                if type(item) is not tuple or len(item) != 2 or type(item[0]) is not str:
-                    raise ProtocolError("a malformed snapshot")
-                snapshot[item[0]] = item[1]  # decoded when read: a handle read from it is the one handle
-            object.__setattr__(h, "_fields", snapshot)
-            object.__setattr__(h, "_generation", self.owner._generation)
-            object.__setattr__(h, "_methods", frozenset(m for m in methods if type(m) is str))
+            self.events.append(("made", number))  # the worker holds it for us from the next request on
         return h
+
+    def update(self, updates) -> None:
+        """Apply a message's ``(new types, [(number, fields or None)], gone numbers)``."""
+        if type(updates) is not tuple or len(updates) != 3 or not all(type(u) is list for u in updates):
+            raise ProtocolError("malformed snapshot updates")
+        types, snaps, gone = updates
+        self.add_types(types)
+        for item in snaps:
+            if type(item) is not tuple or len(item) != 2 or type(item[0]) is not int:
+                raise ProtocolError("a malformed snapshot")
+            number, fields = item
+            if fields is not None and (type(fields) is not list or len(fields) > SNAPSHOT_FIELDS or not all(
+                    type(f) is tuple and len(f) == 2 and type(f[0]) is str for f in fields)):
+                raise ProtocolError("a malformed snapshot")
+            # Values are decoded when read: a handle read from a snapshot is the one handle of its number.
+            self.snapshots[number] = None if fields is None else dict(fields)
+        for number in gone:
+            self.snapshots.pop(number, None)
+        if len(self.snapshots) > MAX_SNAPSHOTS:
+            raise ProtocolError(f"more than {MAX_SNAPSHOTS} snapshots of the submission's objects")
+
+    def add_types(self, types) -> None:
+        if type(types) is not list or len(self.types) + len(types) > MAX_TYPES:
+            raise ProtocolError("malformed or too many types")
+        for item in types:
+            if type(item) is not tuple or len(item) != 3 or type(item[0]) is not int or type(item[1]) is not str \
+                    or type(item[2]) is not list:
+                raise ProtocolError("a malformed type")
+            self.types[item[0]] = (item[1][:80], frozenset(m for m in item[2] if type(m) is str))
 
     def take_changes(self) -> tuple[list[int], list[int]]:
         """(numbers of the handles made, of those dropped) since the last request, for the worker."""
-        changes = (sorted(self.made - self.dropped), sorted(self.dropped))
-        self.made, self.dropped = set(), set()
-        return changes
+        events = self.events
+        self.events = []
+        last = {n: what for what, n in events}
+        return (sorted(n for n, what in last.items() if what == "made"),
+                sorted(n for n, what in last.items() if what == "dropped"))
+
+    def value(self, encoded):
+        """A snapshot's field, decoded (plain values and handles without the general decoder)."""
+        if type(encoded) is tuple and len(encoded) == 2 and encoded[0] == "v" and \
+                type(encoded[1]) in (type(None), bool, int, float, str, bytes):
+            return encoded[1]
+        if type(encoded) is tuple and len(encoded) == 3 and encoded[0] == "h":
+            return self.handle(encoded[1], encoded[2])
+        return self.owner._decode(encoded)
 
 
 class Handle:
-    """An object of the submission's, living in its worker. Every use is a request to the worker."""
+    """An object of the submission's, living in its worker. Reads of plain fields are answered from
+    its snapshot; every other use is a request to the worker."""
 
-    __slots__ = ("_table", "_number", "_type_name", "_fields", "_generation", "_methods", "__weakref__")
+    __slots__ = ("_table", "_number", "_type", "__weakref__")
 
     def _ask(self, op, *args, **kwargs):
         return self._table.owner._op(op, self, *args, **kwargs)
@@ -101,11 +139,13 @@ class Handle:
     def __getattr__(self, name):
         if name.startswith("_"):  # dunder probes (numpy's __array__, copy's __deepcopy__...) stay here
             raise AttributeError(f"{name!r}: only public attributes of a submission's object are read")
-        owner = self._table.owner
-        # The snapshot holds while no code of the student's ran since it came (the generation did not move).
-        if self._fields is not None and self._generation == owner._generation and name in self._fields:
-            return owner._decode(self._fields[name])
-        if name in self._methods:  # obj.method(...) is one request, not a read and then a call
+        table = self._table
+        # Current whenever no request is in flight (in a callback, the student's code is half-way through one).
+        fields = table.snapshots.get(self._number) if not table.owner._busy and table.alive else None
+        if fields is not None and name in fields:
+            encoded = fields[name]
+            return self._ask("getattr", name) if encoded is None else table.value(encoded)
+        if name in table.types[self._type][1]:  # obj.method(...) is one request, not a read and then a call
             return RemoteMethod(self, name)
         return self._ask("getattr", name)
 
@@ -156,8 +196,7 @@ class Handle:
     def __del__(self):
         table = self._table
         if table.alive:
-            table.dropped.add(self._number)
-            table.made.discard(self._number)
+            table.events.append(("dropped", self._number))
 
 
 class RemoteMethod:
@@ -172,7 +211,8 @@ class RemoteMethod:
         return self._subject._table.owner._op("method", self._subject, self.__name__, *args, **kwargs)
 
     def __repr__(self):
-        return f"<method {self.__name__} of a submission's {self._subject._type_name}>"
+        subject = self._subject
+        return f"<method {self.__name__} of a submission's {subject._table.types[subject._type][0]}>"
 
 
 def _items(owner, iterator):

@@ -20,25 +20,31 @@ sent. Standard library only: this file is staged into the sandbox.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import math
 import operator
 import weakref
 
-SNAPSHOT_DEPTH = 2  # a handle's snapshot holds handles with snapshots of their own, one level down
-SNAPSHOT_ITEMS = 64  # fields per snapshot, and items of a container field (a larger one is asked for)
+SNAPSHOT_ITEMS = 64  # fields of one snapshot, and items of a container field (a larger one is asked for)
+WATCH_MAX = 4096  # objects whose snapshots the worker keeps current (more are asked for, read by read)
+PREFETCH = 256  # objects a reply may add snapshots of (those its result names, then those their fields name)
+ASK = None  # in a snapshot: a public field that is not plain (the grader asks for it when it is read)
 
 
 class ObjectTable:
     """The objects the grader may name: number -> object. An object keeps its number as long as it
     lives (numbers are never reused), so a handle named again, or read from a snapshot, is the same
     handle. Held strongly while the grader holds a handle to it; otherwise only weakly, where the
-    object allows it (what a snapshot mentions, what the grader dropped), else strongly."""
+    object allows it (what a snapshot mentions, what the grader dropped), else strongly.
+    ``on_death(n)`` is told when a weakly held object dies."""
 
-    def __init__(self):
+    def __init__(self, on_death=lambda n: None):
         self.strong: dict[int, object] = {}  # number -> object the grader holds a handle to
         self.weak: dict[int, weakref.ref] = {}  # number -> the object, while it lives
         self.numbers: dict[int, int] = {}  # id(object) -> number
         self.next_number = 1
+        self.on_death = on_death
 
     def number(self, obj, hold: bool = True) -> int:
         """The number of ``obj``, registered if new; ``hold``: the grader gets a handle to it now."""
@@ -58,11 +64,17 @@ class ObjectTable:
         self.weak.pop(n, None)
         if self.numbers.get(i) == n:
             del self.numbers[i]
+        self.on_death(n)
+
+    def peek(self, n):
+        """Object ``n`` if it lives, else None."""
+        obj = self.strong.get(n)
+        if obj is None and n in self.weak:
+            obj = self.weak[n]()
+        return obj
 
     def get(self, n):
-        obj = self.strong.get(n) if type(n) is int else None
-        if obj is None and type(n) is int and n in self.weak:
-            obj = self.weak[n]()
+        obj = self.peek(n) if type(n) is int else None
         if obj is None:
             raise LookupError(f"no object number {n!r} in the worker (forgotten, or never handed out)")
         return obj
@@ -93,32 +105,158 @@ def methods_of(cls) -> frozenset:
 
 
 def plain_fields(obj) -> dict | None:
-    """The public entries of ``obj.__dict__`` that a read gives as they are (no property, no
-    ``__getattribute__`` of the class's own): what a snapshot may hold. None: no such dict."""
-    cls = type(obj)
-    if cls.__getattribute__ is not object.__getattribute__:
+    """``obj.__dict__`` when a read of its public entries gives them as they are (the class has no
+    ``__getattribute__`` of its own), else None. Data descriptors are left to :class:`Snapshots`."""
+    if type(obj).__getattribute__ is not object.__getattribute__:
         return None
     try:
         fields = object.__getattribute__(obj, "__dict__")
     except AttributeError:
         return None
-    if type(fields) is not dict:
-        return None
-    return {k: v for k, v in list(fields.items())[:SNAPSHOT_ITEMS]
-            if type(k) is str and not k.startswith("_") and not _data_descriptor(cls, k) and _small(v)}
+    return fields if type(fields) is dict else None
 
 
-def _data_descriptor(cls, name) -> bool:
-    found = inspect.getattr_static(cls, name, None)
-    return hasattr(type(found), "__set__") or hasattr(type(found), "__delete__")
+class _NotPlain(Exception):
+    """A value a snapshot does not hold (an array, a set, a large container...): the grader asks for it."""
 
 
-def _small(value) -> bool:
-    if type(value) in (list, tuple, dict, set):
-        return False  # a container is asked for when read: copying it with every snapshot costs more than it saves
-    if type(value) in (str, bytes):
-        return len(value) <= 4096
-    return not hasattr(value, "__array_interface__") and not type(value).__module__.startswith(("numpy", "torch"))
+class Snapshots:
+    """What the grader knows of the submission's objects, kept current.
+
+    With every handle the grader may get a **snapshot**: the object's public instance fields that are
+    plain (numbers, strings, None; references to objects; lists, tuples and dicts of those, small),
+    from which it answers reads without asking. The worker remembers what it sent (``sent``: number
+    -> a comparison key of the fields) and, at the end of every request that may have run the
+    student's code (a call, a method, a write; an exception too), compares every watched object with
+    it and sends the ones that changed. So whenever the grader is not waiting for a reply, each of
+    its snapshots equals its object, as a read would give it. Objects that a reply names for the first
+    time (its result, and what the new snapshots' fields name, breadth first) get snapshots too, up to
+    ``PREFETCH`` a reply and ``WATCH_MAX`` in all; the others are asked for, read by read. A snapshot
+    stays until its object dies (``gone``)."""
+
+    def __init__(self, table: ObjectTable, refer):
+        self.table, self.refer = table, refer  # refer(obj) -> ("tobj"/"titer"/"api", ...) or None
+        self.sent: dict[int, tuple | None] = {}  # number -> key of the fields sent (None: not snapshotted)
+        self.pending: list = []  # (number, object) named since the last reply
+        self.type_ids: dict[type, int] = {}
+        self.new_types: list = []  # (type id, name, public method names) the grader has not been told
+        self.gone: list[int] = []
+        self.slots: dict[type, frozenset] = {}  # class -> names shadowed by its data descriptors
+
+    def reference(self, obj, hold: bool) -> tuple:
+        """``("h", number, type id)`` for ``obj``; it gets a snapshot with the next reply."""
+        n = self.table.number(obj, hold=hold)
+        cls = type(obj)
+        tid = self.type_ids.get(cls)
+        if tid is None:
+            tid = self.type_ids[cls] = len(self.type_ids) + 1
+            self.new_types.append((tid, cls.__name__[:80], sorted(methods_of(cls))))
+        if n not in self.sent:
+            self.pending.append((n, obj))
+        return ("h", n, tid)
+
+    def died(self, n: int) -> None:
+        if self.sent.pop(n, 0) != 0:
+            self.gone.append(n)
+
+    def take_types(self) -> list:
+        types, self.new_types = self.new_types, []
+        return types
+
+    def updates(self, full: bool) -> tuple:
+        """``(new types, [(number, fields or None)], gone numbers)`` for the reply. ``full``: compare every
+        watched object (the student's code may have run); else only add what the reply named."""
+        snaps = []
+        if full:
+            for n, key in list(self.sent.items()):
+                obj = self.table.peek(n)
+                if obj is not None and key is not None:
+                    new_key, wire = self.fields(obj)
+                    if new_key != key:
+                        self.sent[n] = new_key
+                        snaps.append((n, wire))
+        budget, i = PREFETCH, 0
+        while i < len(self.pending) and budget > 0 and len(self.sent) < WATCH_MAX:
+            n, obj = self.pending[i]
+            i += 1
+            if n not in self.sent:
+                self.sent[n], wire = self.fields(obj)
+                snaps.append((n, wire))
+                budget -= 1
+        self.pending = []
+        gone, self.gone = self.gone, []
+        return (self.take_types(), snaps, gone)
+
+    def fields(self, obj) -> tuple:
+        """(comparison key, [(name, encoded value or ASK)]) of ``obj``'s public instance fields; (None, None)
+        when reads of it cannot be answered from a snapshot (its class reads attributes its own way)."""
+        fields = plain_fields(obj)
+        if fields is None:
+            return None, None
+        shadowed = self.shadowed(type(obj))
+        keys, wire = [], []
+        for name, value in list(fields.items())[:SNAPSHOT_ITEMS]:
+            if type(name) is not str or name.startswith("_") or name in shadowed:
+                continue
+            try:
+                key, encoded = self.leaf(value, 0)
+            except _NotPlain:
+                key, encoded = ASK, ASK
+            keys.append((name, key))
+            wire.append((name, encoded))
+        return tuple(keys), wire
+
+    def shadowed(self, cls) -> frozenset:
+        """Names whose reads ``cls``'s data descriptors (properties, slots) answer, not the instance's dict."""
+        names = self.slots.get(cls)
+        if names is None:
+            names = self.slots[cls] = frozenset(
+                name for klass in inspect.getmro(cls) for name, value in vars(klass).items()
+                if hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"))
+        return names
+
+    def leaf(self, value, depth: int) -> tuple:
+        """(comparison key, encoding) of one field value. The key tells apart what ``==`` would not
+        (1 and True, 0.0 and -0.0) and names objects by number, so comparing keys runs no student code."""
+        kind = type(value)
+        if value is None or kind in (bool, int, str, bytes):
+            if kind in (str, bytes) and len(value) > 4096:
+                raise _NotPlain
+            return (kind, value), ("v", value)
+        if kind is float:
+            return (float, value, math.copysign(1.0, value)), ("v", value)
+        if kind in (list, tuple, dict):
+            if depth >= 2 or len(value) > SNAPSHOT_ITEMS:
+                raise _NotPlain
+            if kind is dict:
+                pairs = [(self.leaf(k, depth + 1), self.leaf(v, depth + 1)) for k, v in list(value.items())]
+                return ((dict, tuple((k[0], v[0]) for k, v in pairs)),
+                        ("d", [(k[1], v[1]) for k, v in pairs]))
+            items = [self.leaf(v, depth + 1) for v in list(value)]
+            return (kind, tuple(k for k, _ in items)), ("t" if kind is tuple else "l", [e for _, e in items])
+        ref = self.refer(value)
+        if ref is not None:
+            return ref, ref
+        if not _is_object(kind):
+            raise _NotPlain
+        ref = self.reference(value, hold=False)
+        return ref[:2], ref
+
+
+_OBJECT_KINDS: dict[type, bool] = {}
+
+
+def _is_object(kind: type) -> bool:
+    """Whether a value of this class crosses as a reference (an object of the student's, a bound
+    method...) rather than as data: what a snapshot may name by number."""
+    found = _OBJECT_KINDS.get(kind)
+    if found is None:
+        data = (list, tuple, dict, set, frozenset, complex, bool, int, float, str, bytes, type)
+        module = getattr(kind, "__module__", None) or ""
+        frozen = dataclasses.is_dataclass(kind) and getattr(kind, "__dataclass_params__", None) is not None \
+            and kind.__dataclass_params__.frozen
+        found = _OBJECT_KINDS[kind] = not (issubclass(kind, data) or frozen or module.startswith(("numpy", "torch")))
+    return found
 
 
 def _call(obj, *args, **kwargs):

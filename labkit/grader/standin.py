@@ -93,7 +93,7 @@ class Submission(types.ModuleType):
         self._call_timeout, self._deadline, self._import_timeout = call_timeout, deadline, import_timeout
         self._on_incident = on_incident or (lambda kind, message: None)
         self._worker: _Worker | None = None
-        self._generation = 0  # moves whenever the student's code may have run: snapshots of older ones are stale
+        self._busy = 0  # requests in flight (more than one: a test's callback asked in turn): snapshots may be old
         self._handles = Handles(self)  # the worker's objects the tests hold (a new table per worker)
         self._lent = Lent()  # the tests' objects the worker may use
         self._callbacks: list = []  # the trusted functions the worker may call back (monkeypatched globals)
@@ -159,9 +159,14 @@ class Submission(types.ModuleType):
         if _tag(reply) == "error":
             worker.kill()
             raise self._incident(SubmissionCrashed, "crashed", f"importing {name} raised {_describe(reply)}")
-        if _tag(reply) != "ready" or len(reply) != 2 or type(reply[1]) is not dict:
+        if _tag(reply) != "ready" or len(reply) != 3 or type(reply[1]) is not dict:
             worker.kill()
             raise self._incident(SubmissionCrashed, "crashed", "the worker broke the protocol at import")
+        try:
+            self._handles.update(reply[2])
+        except ProtocolError as err:
+            worker.kill()
+            raise self._incident(SubmissionCrashed, "crashed", f"the worker's ready message: {err}") from None
         self._worker = worker
         return {k: v for k, v in reply[1].items() if type(k) is str and type(v) is tuple and len(v) == 2}
 
@@ -217,7 +222,8 @@ class Submission(types.ModuleType):
     def _serve_reverse(self, message) -> tuple:
         """Run what the worker asked of a trusted callback or lent object; the reply to send back."""
         try:
-            _, op, index, args, kwargs = message
+            _, op, index, args, kwargs, types = message
+            self._handles.add_types(types)  # the classes of the objects the arguments name
             args, kwargs = self._decode(args), self._decode(kwargs)
             if type(args) is not tuple or type(kwargs) is not dict or not all(type(k) is str for k in kwargs):
                 raise TypeError("arguments")
@@ -247,7 +253,8 @@ class Submission(types.ModuleType):
 
     def _op(self, op: str, subject, *args, **kwargs):
         """``op`` (:data:`labkit.grader.objects.OPS`) on ``subject`` in the worker: a handle's use."""
-        name = getattr(subject, "_type_name", None) or getattr(subject, "__name__", None) or type(subject).__name__
+        name = subject._table.types[subject._type][0] if type(subject) is Handle else \
+            getattr(subject, "__name__", None) or type(subject).__name__
         what = f"{op}{'(.' + str(args[0]) + ')' if op in ('getattr', 'setattr', 'method') else '()'} on a {name}"
         result = self._call("op", (op, self._encode_arg(subject)), what, args, kwargs)
         expected = RESULT_TYPES.get(op)
@@ -268,18 +275,13 @@ class Submission(types.ModuleType):
             self._stop()
             raise self._incident(SubmissionTimeout, "timeout", f"{what}: the lab's time limit was reached")
         worker, deadline = self._worker, time.monotonic() + wait
-        generation = self._generation
-        self._generation += 1  # the student's code may run: what the handles' snapshots say is stale now
+        self._busy += 1  # the student's code may run: until its reply, no snapshot is read
         try:
             worker.send(payload)
             reply = worker.recv(deadline)
-            reverse = False
             while _tag(reply) == "reverse":  # the submission uses a test's function or object, which may call back in
                 worker.send(self._serve_reverse(reply))
-                reply, reverse = worker.recv(deadline), True
-            # A plain read ran no code: the snapshots still hold. Otherwise code ran, maybe after a callback.
-            pure = type(reply) is tuple and len(reply) == 5 and reply[3] is True and not reverse
-            self._generation = generation if pure else self._generation + 1
+                reply = worker.recv(deadline)
             return self._unpack(reply, leaves, what)
         except TimeoutError:
             self._stop()
@@ -290,19 +292,24 @@ class Submission(types.ModuleType):
             message = f"{what}: {worker.death(err)}"
             self._stop()
             raise self._incident(SubmissionCrashed, "crashed", message) from None
+        finally:
+            self._busy -= 1
 
     def _unpack(self, reply, leaves: list, what: str):
         tag = _tag(reply)
         if tag == "error":
             _, kind, builtin_name, qualname, message = (reply + ("",) * 5)[:5]
-            if kind != "exception":
+            if kind == "exception" and len(reply) == 6:
+                self._handles.update(reply[5])  # what the student's code changed before it raised
+            if kind != "exception" or len(reply) != 6:
                 self._stop()
                 raise self._incident(SubmissionCrashed, "crashed", f"{what} raised {_describe(reply)}")
             cls = _builtin_exception(str(builtin_name))
             text = str(message) if qualname == builtin_name else f"({qualname}) {message}"
             raise (cls or RemoteError)(text)
-        if tag != "ok" or len(reply) != 5 or type(reply[2]) is not list:
+        if tag != "ok" or len(reply) != 4 or type(reply[2]) is not list:
             raise ProtocolError("a malformed reply")
+        self._handles.update(reply[3])
         for item in reply[2]:
             if type(item) is not tuple or len(item) != 2 or type(item[0]) is not int:
                 raise ProtocolError("a malformed in-place update")
@@ -313,8 +320,6 @@ class Submission(types.ModuleType):
             if type(new).__name__ not in ("ndarray", "Tensor") or tuple(new.shape) != tuple(leaves[index].shape):
                 raise ProtocolError("an in-place update of the wrong kind or shape")
             copy_into(leaves[index], new)
-        if reply[4] is not None:  # the subject of an operation, with its snapshot renewed
-            self._decode(reply[4])
         # After the copies: a result that is one of the arguments is the caller's (updated) array.
         return self._decode(reply[1], leaves)
 
@@ -323,7 +328,6 @@ class Submission(types.ModuleType):
             self._worker.kill()
             self._worker = None
             self._handles.alive = False  # its objects are gone: every handle to one is dead
-            self._generation += 1
             self._handles = Handles(self)
 
     def close(self) -> None:

@@ -34,12 +34,11 @@ from pathlib import Path
 from labkit.grader import wire
 from labkit.grader.objects import (
     OPS,
-    SNAPSHOT_DEPTH,
     GraderIterator,
     GraderMethod,
     GraderObject,
     ObjectTable,
-    methods_of,
+    Snapshots,
     plain_fields,
 )
 from labkit.grader.values import array_leaves, decode, encode
@@ -119,8 +118,9 @@ class _Session:
         self.module, self.read_fd, self.write_fd = module, read_fd, write_fd
         self.originals = dict(vars(module))  # calls go to these, whatever a test patched in since
         self.objects = ObjectTable()
+        self.snapshots = Snapshots(self.objects, self._special)
+        self.objects.on_death = self.snapshots.died
         self.grader_objects: dict = {}  # index (or ("iter", index)) -> the stand-in of a test's object
-        self.depth, self.methods = 0, {}  # snapshot nesting; class -> its public method names
         self.api = {}  # id() of a public class or function of the module -> its name
         for name, value in self.originals.items():
             if not name.startswith("_") and (inspect.isclass(value) or inspect.isroutine(value)):
@@ -130,34 +130,17 @@ class _Session:
     def encode(self, value, arguments: dict | None = None):
         return encode(value, on_object=self._reference, arguments=arguments)
 
-    def _reference(self, obj):
+    def _special(self, obj):
+        """The reference of a test's object or of one of the lab's classes and functions, else None."""
         if type(obj) in (GraderObject, GraderIterator):
             return ("tobj" if type(obj) is GraderObject else "titer", obj._index)
         name = self.api.get(id(obj))
         if name is not None and self.originals.get(name) is obj:
-            return ("api", name)  # one of the lab's classes or functions: the grader has a stand-in for it
-        ref = ("h", self.objects.number(obj, hold=self.depth == 0), type(obj).__name__[:80])
-        if self.depth >= SNAPSHOT_DEPTH:
-            return ref
-        return ref + self.snapshot(obj)
+            return ("api", name)  # the grader has a stand-in for it
+        return None
 
-    def snapshot(self, obj) -> tuple:
-        """``(fields, methods)`` of ``obj`` as it is now: its plain public fields (encoded) and the names
-        of its public methods. The grader answers reads from them until the student's code runs again."""
-        self.depth += 1
-        try:
-            fields = []
-            for key, value in (plain_fields(obj) or {}).items():
-                try:
-                    fields.append((key, self.encode(value)))
-                except TypeError:
-                    pass
-            methods = self.methods.get(type(obj))
-            if methods is None:
-                methods = self.methods[type(obj)] = methods_of(type(obj))
-            return (fields, sorted(methods - {k for k, _ in fields}))
-        finally:
-            self.depth -= 1
+    def _reference(self, obj):
+        return self._special(obj) or self.snapshots.reference(obj, hold=True)
 
     def decode(self, data):
         return decode(data, hooks={"h": lambda n, *_: self.objects.get(n), "tobj": self._grader_object,
@@ -210,7 +193,8 @@ class _Session:
 
     def ask(self, op: str, index: int, *args, **kwargs):
         """Ask the grader to run ``op`` on its callback or object ``index``; serve requests meanwhile."""
-        wire.send(self.write_fd, ("reverse", op, index, self.encode(args), self.encode(kwargs)))
+        message = ("reverse", op, index, self.encode(args), self.encode(kwargs))
+        wire.send(self.write_fd, message + (self.snapshots.take_types(),))
         reply = self.serve(until_callback_returns=True)
         if reply[0] == "cbret":
             return self.decode(reply[1])
@@ -222,11 +206,13 @@ class _Session:
 
     # -- the grader's requests
     def handle(self, request) -> tuple:
+        """The reply to one request: ``("ok", result, in-place updates, snapshot updates)`` or an error
+        with the snapshot updates last (the student's code may have changed objects before it raised)."""
+        pure = False
         try:
             if type(request) is not tuple or len(request) != 6 or type(request[5]) is not tuple:
                 raise wire.ProtocolError("bad request")
             kind, target, args, kwargs, patches, (held, released) = request
-            pure, subject = False, None
             self.objects.hold(held)
             self.objects.release(released)
             args, kwargs, patches = self.decode(args), self.decode(kwargs), self.decode(patches)
@@ -237,8 +223,10 @@ class _Session:
                 op, subject = target
                 fn, subject = OPS[op], self.decode(subject)
                 call = lambda: fn(subject, *args, **kwargs)
-                # A read of a plain field runs none of the student's code: the grader's snapshots still hold.
-                pure = op == "getattr" and len(args) == 1 and str(args[0]) in (plain_fields(subject) or {})
+                # A read of an instance field runs none of the student's code: no snapshot can have changed.
+                fields = plain_fields(subject) if op == "getattr" and len(args) == 1 and not kwargs else None
+                pure = fields is not None and type(args[0]) is str and args[0] in fields and \
+                    args[0] not in self.snapshots.shadowed(type(subject))
             elif kind == "launch":
                 name, grid = target
                 kernel, grid = self.originals[name], self.decode(grid)
@@ -255,10 +243,13 @@ class _Session:
                 result = call()
             aliases = {id(leaf): i for i, leaf in enumerate(leaves)}  # a result that is an argument stays one
             changed = [(i, encode(leaf)) for i, leaf in enumerate(leaves) if _digest(leaf) != before[i]]
-            refreshed = self.encode(subject) if kind == "op" else None  # the subject's snapshot, renewed
-            return ("ok", self.encode(result, arguments=aliases), changed, pure, refreshed)
+            reply = ("ok", self.encode(result, arguments=aliases), changed)
         except BaseException as exc:
-            return _error(exc)
+            reply = _error(exc)
+        try:
+            return reply + (self.snapshots.updates(full=not pure),)
+        except BaseException as exc:  # a snapshot could not be taken: the grader cannot trust its copies
+            return _error(exc, kind="snapshot")
 
     def serve(self, until_callback_returns: bool = False):
         """Answer requests; inside a callback, until its result comes back."""
@@ -298,7 +289,8 @@ def serve(read_fd: int, write_fd: int, file: Path, backend: str) -> int:
 
             triton_env.select_backend()
         session = _Session(import_file(file), read_fd, write_fd)
-        wire.send(write_fd, ("ready", session.describe()))
+        names = session.describe()
+        wire.send(write_fd, ("ready", names, session.snapshots.updates(full=False)))
     except BaseException as exc:
         wire.send(write_fd, _error(exc, kind="import"))
         return 1
