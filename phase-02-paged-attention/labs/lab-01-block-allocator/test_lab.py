@@ -584,7 +584,24 @@ class _Model:
         return self.index[key][0] if key in self.index else None
 
 
-def _check_against_model(pool, model, sequences, seen_keys, where):
+def _index_of(pool) -> dict[bytes, tuple[int, ...]]:
+    """The pool's prefix-cache index as plain data, {key: block ids in the index's own order}; checks
+    that every entry is the pool's own block under its own id."""
+    index = {}
+    for key, same_hash in pool.cached_block_hash_to_block.items():
+        for block_id, block in same_hash.items():
+            assert block is pool.blocks[block_id], f"the index holds another object as block {block_id}"
+        index[key] = tuple(same_hash)
+    return index
+
+
+def _check_against_model(pool, model, sequences, seen_keys, where, looked_up, sweep):
+    """The pool equals the model: the queue (both ways), the free count, every block's id, ref count and
+    hash, every request's block table, the whole index (one read), and every lookup.
+
+    A lookup reads its own index entry only, so ``get_cached_block(key)`` is asked again only when the
+    key's entry (in the pool or in the model) is not what it was when it was last asked
+    (``looked_up``: key -> those entries), and for every key ever seen when ``sweep``."""
     queue_ids = _queue_ids(pool.free_block_queue)
     assert queue_ids == model.free, f"{where}: free queue {queue_ids}, expected {model.free}"
     assert pool.get_num_free_blocks() == len(model.free), f"{where}: get_num_free_blocks()"
@@ -598,11 +615,18 @@ def _check_against_model(pool, model, sequences, seen_keys, where):
     for seq in sequences:
         assert all(b is pool.blocks[i] for b, i in zip(seq["blocks"], seq["ids"], strict=True)), (
             f"{where}: a request's block table changed under it (invariant 2)")
+    index = _index_of(pool)
+    as_sets = {key: sorted(ids) for key, ids in index.items()}
+    expected = {key: sorted(ids) for key, ids in model.index.items()}
+    assert as_sets == expected, f"{where}: the prefix-cache index is {as_sets}, expected {expected}"
     for key in seen_keys:
-        got = pool.get_cached_block(key)
-        expected = model.lookup(key)
-        assert (None if got is None else got.block_id) == expected, (
-            f"{where}: get_cached_block finds block {None if got is None else got.block_id}, expected {expected}")
+        entries = (index.get(key), tuple(model.index.get(key, ())))
+        if sweep or looked_up.get(key) != entries:
+            got = pool.get_cached_block(key)
+            assert (None if got is None else got.block_id) == model.lookup(key), (
+                f"{where}: get_cached_block finds block {None if got is None else got.block_id}, "
+                f"expected {model.lookup(key)}")
+            looked_up[key] = entries
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -612,7 +636,9 @@ def test_random_interleavings_keep_the_invariants(lab, seed):
     up their cached prefix, touch it, allocate the rest and cache their full blocks; running requests
     grow by a few tokens; finished ones free their blocks tail first. After every step the pool must
     equal the brute-force model exactly: queue order (read from the links, both ways), free count,
-    every ref count and hash, every lookup, and every request's block table.
+    every ref count and hash, the whole prefix-cache index, every request's block table, and every
+    lookup (``get_cached_block`` of each key whose index entry changed, and of every key ever seen each
+    25 steps and at the end: a lookup that reads only its own entry cannot change otherwise).
 
     Catches: any of the gallery's bugs that a directed test might let through, in any combination
     of states (a touched block that was just evicted, two copies of a key, a full pool)."""
@@ -620,6 +646,7 @@ def test_random_interleavings_keep_the_invariants(lab, seed):
     block_size, num_blocks = rng.choice([1, 2, 4]), rng.choice([9, 16, 24])
     pool, model = lab.BlockPool(num_blocks), _Model(num_blocks)
     sequences, prompts, seen_keys = [], [[rng.randrange(4) for _ in range(12)]], set()
+    looked_up = {}  # key -> its index entries (pool, model) when get_cached_block(key) was last checked
 
     def cache_full(seq):
         keys = lab.hash_request_tokens(seq["tokens"], block_size)
@@ -672,4 +699,5 @@ def test_random_interleavings_keep_the_invariants(lab, seed):
             seq = sequences.pop(rng.randrange(len(sequences)))
             pool.free_blocks(reversed(seq["blocks"]))
             model.free_(reversed(seq["ids"]))
-        _check_against_model(pool, model, sequences, seen_keys, f"seed {seed}, step {step} ({action})")
+        _check_against_model(pool, model, sequences, seen_keys, f"seed {seed}, step {step} ({action})", looked_up,
+                             sweep=step % 25 == 24)
