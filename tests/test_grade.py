@@ -9,6 +9,8 @@ student and lab) is a maintainer check (``pytest -m maintainer``). The hostile c
 from __future__ import annotations
 
 import csv
+import gc
+import importlib.util
 import io
 import json
 import os
@@ -710,3 +712,101 @@ def test_a_tests_own_objects_are_lent_and_handles_die_with_their_worker(submissi
     with pytest.raises(standin.SubmissionCrashed, match="died with it"):
         old.bump()
     assert sub.Block(2).block_id == 2, "a fresh worker"
+
+
+# --------------------------------------------------------------------------- snapshots are never stale
+
+STATEFUL = """
+class Node:
+    def __init__(self, x, child=None):
+        self.x, self.child, self.items, self.table = x, child, [], {}
+
+    def poke(self, other, value):
+        other.x = value             # another object than the one called changes
+        return None
+
+    def half_then_fail(self):
+        self.x += 1                 # changed, then an exception: the test sees the change
+        raise ValueError("half done")
+
+    def grow(self):
+        self.items.append(len(self.items))   # a container changed in place
+        self.table[len(self.table)] = self.child
+
+    def kinds(self, n):
+        self.x = [1, True, 0.0, -0.0, 1.0][n]   # values that == would confuse
+
+    def tell_twice(self, watcher):
+        watcher.seen(self)          # the test's code reads this object, in a callback...
+        self.x += 10                # ...then this object changes...
+        watcher.again()             # ...and the test reads it again, in the same call
+        return self.x
+
+
+def build():
+    shared = Node(0)
+    return Node(1, shared), Node(2, shared)
+"""
+STATEFUL_API = {"Node": "callable", "build": "callable"}
+
+
+class _Watcher:
+    """A test's object lent to the submission: records what it reads of the node it is shown."""
+
+    def __init__(self):
+        self.log, self.node = [], None
+
+    def seen(self, node):
+        self.node = node
+        self.log.append(node.x)
+
+    def again(self):
+        self.log.append(self.node.x)
+
+
+def _stateful_scenario(lab) -> list:
+    """What a test observes of STATEFUL's objects; the same list in one process and under the grader."""
+    seen = []
+    a, b = lab.build()
+    seen += [a.x, b.x, a.child is b.child, a.child.x]
+    a.poke(b.child, 5)  # b.child is a.child: one object, two paths
+    seen += [a.child.x, b.child.x]
+    try:
+        b.half_then_fail()
+    except ValueError as err:
+        seen.append(str(err))
+    seen.append(b.x)
+    for _ in range(3):
+        a.grow()
+    seen += [a.items, sorted(a.table), a.table[2] is a.child]
+    for n in range(5):
+        a.kinds(n)
+        seen.append((type(a.x).__name__, repr(a.x)))
+    a.x = 7
+    watcher = _Watcher()
+    seen += [a.tell_twice(watcher), watcher.log, a.x]
+    child = a.child
+    del a, child  # handles dropped, then the same objects reached again through another path
+    gc.collect()
+    seen += [b.child.x, b.child.child]
+    return seen
+
+
+def _import_as_module(source: str, tmp_path: Path):
+    path = tmp_path / "one_process.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("one_process", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@needs_bwrap
+def test_what_a_test_reads_is_what_one_process_would_read(submission, tmp_path):
+    """Snapshots are never stale: a change through another path (two handles, one object), an
+    exception after a change, a container changed in place, values that == confuses (1 and True,
+    0.0 and -0.0), a change between two callbacks of one call (the generation-counter design read the
+    second from a snapshot taken in the first), handles dropped and found again."""
+    expected = _stateful_scenario(_import_as_module(STATEFUL, tmp_path))
+    got = _stateful_scenario(submission(STATEFUL, STATEFUL_API, call_timeout=5))
+    assert got == expected
