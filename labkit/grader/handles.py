@@ -28,7 +28,7 @@ import types
 import weakref
 from pathlib import Path
 
-from labkit.grader.values import encode
+from labkit.grader.values import encode, module_bytes
 from labkit.grader.wire import ProtocolError
 
 MAX_HANDLES = 100_000  # handles alive at once, per worker: more is a protocol error (a crash)
@@ -60,6 +60,7 @@ class Handles:
         self.by_number = weakref.WeakValueDictionary()  # number -> its handle, while the test holds it
         self.snapshots: dict[int, dict | None] = {}
         self.types: dict[int, tuple[str, frozenset]] = {}  # type id -> (class name, public method names)
+        self.modules: dict[int, tuple[int, object]] = {}  # id() of a test's torch module -> (index, module)
         # ("made" | "dropped", number) in the order they happened, for the next request to tell the worker.
         # Swapped, never cleared: a handle's __del__ (which the garbage collector may run at any allocation)
         # appends to the old list or to the new one, and is never lost.
@@ -116,6 +117,16 @@ class Handles:
         last = {n: what for what, n in events}
         return (sorted(n for n, what in last.items() if what == "made"),
                 sorted(n for n, what in last.items() if what == "dropped"))
+
+    def module(self, module, lend: bool) -> tuple:
+        """``("ptmod", index, bytes)`` the first time a test passes this torch module to this worker, then
+        ``("ptmod", index, b"")``: the worker keeps one copy of it, as one process keeps one object."""
+        if id(module) not in self.modules:
+            if not lend:
+                raise TypeError("a torch module the test did not pass cannot be handed to a submission")
+            self.modules[id(module)] = (len(self.modules), module)  # kept alive: its id stays its own
+            return ("ptmod", len(self.modules) - 1, module_bytes(module))
+        return ("ptmod", self.modules[id(module)][0], b"")
 
     def value(self, encoded):
         """A snapshot's field, decoded (plain values and handles without the general decoder)."""

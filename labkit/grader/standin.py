@@ -22,10 +22,8 @@ dead (using one is a :class:`SubmissionCrashed`).
 from __future__ import annotations
 
 import builtins
-import operator
 import os
 import subprocess
-import sys
 import time
 import types
 from pathlib import Path
@@ -42,8 +40,8 @@ from labkit.grader.handles import (
     RemoteKernel,
     serve_lent,
 )
-from labkit.grader.values import array_leaves, copy_into, decode, encode
-from labkit.grader.worker import WATCHED_MODULES
+from labkit.grader.patches import Patches
+from labkit.grader.values import array_leaves, copy_into, decode, encode, is_torch_module
 
 MAX_REPLY = 1 << 28  # bytes (256 MiB): a larger reply is refused before it is read
 ProtocolError = wire.ProtocolError
@@ -62,16 +60,6 @@ class SubmissionCrashed(BaseException):
 
 class RemoteError(Exception):
     """The submission raised an exception that is not one of Python's built-in ones."""
-
-
-def watched_functions() -> dict[str, dict[str, object]]:
-    """The public functions of the modules a test may patch (numpy, math), as they are now."""
-    functions = {}
-    for name in WATCHED_MODULES:
-        module = sys.modules.get(name)
-        functions[name] = {attr: value for attr, value in (vars(module).items() if module else ())
-                           if callable(value) and not attr.startswith("_")}
-    return functions
 
 
 class Submission(types.ModuleType):
@@ -98,9 +86,7 @@ class Submission(types.ModuleType):
         self._lent = Lent()  # the tests' objects the worker may use
         self._callbacks: list = []  # the trusted functions the worker may call back (monkeypatched globals)
         self._callback_index: dict[int, int] = {}
-        self._baseline = watched_functions()  # numpy's functions as they were before any test patched one
-        self._baseline_tuples = {m: (operator.itemgetter(*f) if f else None, tuple(f.values()))
-                                 for m, f in self._baseline.items()}
+        self._patches = Patches()  # numpy's functions as they were before any test patched one
         self._api: dict[str, object] = {}
         ready = self._start()
         try:
@@ -184,6 +170,8 @@ class Submission(types.ModuleType):
             return ("h", obj._number)
         if isinstance(obj, (RemoteFunction, RemoteClass)) and self._api.get(obj.__name__) is obj:
             return ("api", obj.__name__)  # the submission's own class or function
+        if is_torch_module(obj):
+            return self._handles.module(obj, lend)  # a test's model: a copy for the worker (99-01's engine)
         if callable(obj) and not isinstance(obj, (type, RemoteClass, RemoteKernel)):
             if id(obj) not in self._callback_index:  # trusted code (a test's wrapper): the worker calls back
                 if not lend:
@@ -202,22 +190,6 @@ class Submission(types.ModuleType):
         if type(name) is not str or name not in self._api:
             raise ProtocolError("a reference to a name that is not in the lab's API")
         return self._api[name]
-
-    def _patches(self) -> dict:
-        """The watched functions a test has replaced since this stand-in was made: "module:name" -> function."""
-        patched = {}
-        for module_name, originals in self._baseline.items():
-            module = sys.modules.get(module_name)
-            current = vars(module) if module else {}
-            getter, values = self._baseline_tuples[module_name]
-            try:  # the common case, nothing patched: one comparison of tuples in C (each call costs it)
-                if getter(current) == values:
-                    continue
-            except (KeyError, TypeError):  # a function deleted, or none watched
-                pass
-            for attr in [a for a, f in originals.items() if current.get(a, f) is not f]:
-                patched[f"{module_name}:{attr}"] = current[attr]
-        return patched
 
     def _serve_reverse(self, message) -> tuple:
         """Run what the worker asked of a trusted callback or lent object; the reply to send back."""
@@ -268,8 +240,8 @@ class Submission(types.ModuleType):
         leaves = array_leaves((args, kwargs))
         if self._worker is None:  # the last call timed out or crashed: a fresh import
             self._start()
-        payload = (kind, target, self._encode_arg(args), self._encode_arg(kwargs), self._encode_arg(self._patches()),
-                   self._handles.take_changes())
+        args_, kwargs_, patches = (self._encode_arg(x) for x in (args, kwargs, self._patches.current()))
+        payload = (kind, target, args_, kwargs_, patches, self._handles.take_changes())
         wait = self._seconds_left(self._call_timeout)
         if wait <= 0:
             self._stop()

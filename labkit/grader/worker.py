@@ -41,7 +41,7 @@ from labkit.grader.objects import (
     Snapshots,
     plain_fields,
 )
-from labkit.grader.values import array_leaves, decode, encode
+from labkit.grader.values import array_leaves, decode, encode, load_module
 
 WATCHED_MODULES = ("numpy", "numpy.linalg", "math")  # a test may patch their functions (04-01 wraps np.exp)
 
@@ -121,6 +121,7 @@ class _Session:
         self.snapshots = Snapshots(self.objects, self._special)
         self.objects.on_death = self.snapshots.died
         self.grader_objects: dict = {}  # index (or ("iter", index)) -> the stand-in of a test's object
+        self.modules: dict = {}  # index -> a test's torch module (a copy)
         self.api = {}  # id() of a public class or function of the module -> its name
         for name, value in self.originals.items():
             if not name.startswith("_") and (inspect.isclass(value) or inspect.isroutine(value)):
@@ -144,8 +145,16 @@ class _Session:
 
     def decode(self, data):
         return decode(data, hooks={"h": lambda n, *_: self.objects.get(n), "tobj": self._grader_object,
-                                   "titer": self._grader_iterator,
+                                   "titer": self._grader_iterator, "ptmod": self._module,
                                    "api": self.originals.__getitem__, "cb": self._callback_stub, "dc": self._record})
+
+    def _module(self, index, raw):
+        """A test's torch module, loaded the first time it comes (with its bytes), the same object after."""
+        if index not in self.modules:
+            if type(index) is not int or not raw:
+                raise wire.ProtocolError("a torch module that was never sent")
+            self.modules[index] = load_module(raw)
+        return self.modules[index]
 
     def describe(self) -> dict:
         """The module's public names, for the "ready" message: (kind, value or None)."""
