@@ -554,7 +554,8 @@ def test_labs_grade_writes_the_report(tmp_path):
 
 # --------------------------------------------------------------------------- the grader agrees with pytest (slow)
 
-SPECIAL_BUGS = {"04-01": ["two_pass_gather"], "02-01": ["remove_walks_the_queue"], "04-04": ["merge_in_place", "drops_remainder_keys"]}
+SPECIAL_BUGS = {"04-01": ["two_pass_gather"], "02-01": ["remove_walks_the_queue"],
+                "04-04": ["merge_in_place", "drops_remainder_keys"]}
 
 
 def _standalone(lab, bug) -> str | None:
