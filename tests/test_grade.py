@@ -9,6 +9,8 @@ student and lab) is a maintainer check (``pytest -m maintainer``). The hostile c
 from __future__ import annotations
 
 import csv
+import gc
+import importlib.util
 import io
 import json
 import os
@@ -298,7 +300,7 @@ wire.send(_fd, ("ready", {
     "_call_timeout": ("value", values.encode(1e9)), "_deadline": ("value", values.encode(None)),
     "_api": ("value", values.encode({})), "__class__": ("value", values.encode(1)),
     "double": ("value", values.encode(5)), "SCALE": ("function", None),
-}))
+}, ([], [], [])))
 
 def double(x):
     while True:
@@ -552,7 +554,8 @@ def test_labs_grade_writes_the_report(tmp_path):
 
 # --------------------------------------------------------------------------- the grader agrees with pytest (slow)
 
-SPECIAL_BUGS = {"04-01": ["two_pass_gather"], "04-04": ["merge_in_place", "drops_remainder_keys"]}
+SPECIAL_BUGS = {"04-01": ["two_pass_gather"], "02-01": ["remove_walks_the_queue"],
+                "04-04": ["merge_in_place", "drops_remainder_keys"]}
 
 
 def _standalone(lab, bug) -> str | None:
@@ -597,6 +600,8 @@ def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
         folder = tmp_path / "class" / f"{lab.id}-{bug.name}" / lab.folder
         folder.mkdir(parents=True)
         (folder / "starter.py").write_text(_standalone(lab, bug))
+        for helper in lab.path.glob("_*.py"):  # the lab's given modules (99-01's _runner.py), as a student has them
+            shutil.copy(helper, folder / helper.name)
     verdicts, warnings = grade.grade(tmp_path / "class", sorted({lab for lab, _ in cases}, key=lambda x: x.id),
                                      grade.Limits(call=60, lab=400, imports=120), jobs=2)
     got = {v.student: v for v in verdicts if v.status != "missing"}
@@ -609,3 +614,202 @@ def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
         if (verdict.passed, verdict.total) != (run.passed, run.total) or verdict.status != status:
             wrong.append(f"{lab.id} {bug.name}: pytest {run.passed}/{run.total}, grader {verdict}")
     assert not wrong, "\n".join(wrong)
+
+
+# --------------------------------------------------------------------------- objects that stay in the worker
+
+CLASSES = """
+import random
+
+
+class Block:
+    def __init__(self, block_id):
+        self.block_id, self.next = block_id, None
+
+    def bump(self, by=1):
+        self.block_id += by
+        return self
+
+
+class Chain:
+    def __init__(self, blocks):
+        self.blocks = list(blocks)
+        for a, b in zip(self.blocks, self.blocks[1:]):
+            a.next = b
+        self.head = self.blocks[0] if self.blocks else None
+
+    def __len__(self):
+        return len(self.blocks)
+
+    def __iter__(self):
+        return iter(self.blocks)
+
+    def ids(self):
+        return [b.block_id for b in self.blocks]
+
+
+class Engine:
+    '''A capstone-like engine: built from a config dict and a seed, stepped by method calls.'''
+
+    def __init__(self, config, seed=0):
+        self.vocab, self.rng = config["vocab"], random.Random(seed)
+
+    def step(self, n):
+        return [self.rng.randrange(self.vocab) for _ in range(n)]
+
+
+def crash():
+    import os
+    os._exit(1)
+"""
+CLASSES_API = {"Block": "callable", "Chain": "callable", "Engine": "callable", "crash": "callable"}
+
+
+class _TestsBlock:
+    """A test's own duck-typed block, lent to the submission: it counts reads of ``next`` here."""
+
+    def __init__(self, block_id, counts):
+        self._counts, self.block_id, self.next = counts, block_id, None
+
+    def __getattribute__(self, name):
+        if name == "next":
+            object.__getattribute__(self, "_counts")["next"] += 1
+        return object.__getattribute__(self, name)
+
+
+@needs_bwrap
+def test_objects_stay_in_the_worker_behind_handles(submission):
+    sub = submission(CLASSES, CLASSES_API, call_timeout=5)
+    blocks = [sub.Block(i) for i in range(3)]
+    chain = sub.Chain(blocks)
+    assert chain.head is blocks[0] and chain.head.next is blocks[1], "one handle per worker object"
+    assert isinstance(blocks[0], sub.Block) and not isinstance(blocks[0], sub.Chain)
+    assert len(chain) == 3 and [b.block_id for b in chain] == [0, 1, 2] and chain.ids() == [0, 1, 2]
+    assert blocks[1].bump(by=5) is blocks[1] and chain.ids() == [0, 6, 2], "a call's effect is seen at once"
+    blocks[2].block_id = 9
+    assert chain.blocks[2].block_id == 9 and chain.ids() == [0, 6, 9]
+    assert blocks[0] != 0 and blocks[0] == blocks[0], "a handle equals only handles, never data"
+    with pytest.raises(AttributeError):
+        blocks[0].__dict__  # noqa: B018
+    with pytest.raises(TypeError, match="cannot be subclassed"):
+        type("Mine", (sub.Block,), {})
+    # The capstone's pattern: an engine built in the worker from a config dict, stepped by method calls.
+    engine = sub.Engine({"vocab": 50}, seed=3)
+    tokens = engine.step(4) + engine.step(2)
+    assert len(tokens) == 6 and all(type(t) is int and 0 <= t < 50 for t in tokens)
+    assert sub.Engine({"vocab": 50}, seed=3).step(6) == tokens, "the same seed gives the same tokens"
+
+
+@needs_bwrap
+def test_a_tests_own_objects_are_lent_and_handles_die_with_their_worker(submission):
+    sub = submission(CLASSES, CLASSES_API, call_timeout=5)
+    counts = {"next": 0}
+    mine = [_TestsBlock(i, counts) for i in range(3)]
+    chain = sub.Chain(iter(mine))  # an iterator the test passes is read item by item, in the worker
+    assert chain.head is mine[0] and mine[0].next is mine[1], "the worker linked the test's own objects"
+    assert chain.ids() == [0, 1, 2] and counts["next"] == 1  # the test's own read; the worker's writes
+    assert chain.blocks[0] is mine[0], "a lent object comes back as itself"
+    old = sub.Block(1)
+    with pytest.raises(standin.SubmissionCrashed):
+        sub.crash()
+    with pytest.raises(standin.SubmissionCrashed, match="died with it"):
+        old.bump()
+    assert sub.Block(2).block_id == 2, "a fresh worker"
+
+
+# --------------------------------------------------------------------------- snapshots are never stale
+
+STATEFUL = """
+class Node:
+    def __init__(self, x, child=None):
+        self.x, self.child, self.items, self.table = x, child, [], {}
+
+    def poke(self, other, value):
+        other.x = value             # another object than the one called changes
+        return None
+
+    def half_then_fail(self):
+        self.x += 1                 # changed, then an exception: the test sees the change
+        raise ValueError("half done")
+
+    def grow(self):
+        self.items.append(len(self.items))   # a container changed in place
+        self.table[len(self.table)] = self.child
+
+    def kinds(self, n):
+        self.x = [1, True, 0.0, -0.0, 1.0][n]   # values that == would confuse
+
+    def tell_twice(self, watcher):
+        watcher.seen(self)          # the test's code reads this object, in a callback...
+        self.x += 10                # ...then this object changes...
+        watcher.again()             # ...and the test reads it again, in the same call
+        return self.x
+
+
+def build():
+    shared = Node(0)
+    return Node(1, shared), Node(2, shared)
+"""
+STATEFUL_API = {"Node": "callable", "build": "callable"}
+
+
+class _Watcher:
+    """A test's object lent to the submission: records what it reads of the node it is shown."""
+
+    def __init__(self):
+        self.log, self.node = [], None
+
+    def seen(self, node):
+        self.node = node
+        self.log.append(node.x)
+
+    def again(self):
+        self.log.append(self.node.x)
+
+
+def _stateful_scenario(lab) -> list:
+    """What a test observes of STATEFUL's objects; the same list in one process and under the grader."""
+    seen = []
+    a, b = lab.build()
+    seen += [a.x, b.x, a.child is b.child, a.child.x]
+    a.poke(b.child, 5)  # b.child is a.child: one object, two paths
+    seen += [a.child.x, b.child.x]
+    try:
+        b.half_then_fail()
+    except ValueError as err:
+        seen.append(str(err))
+    seen.append(b.x)
+    for _ in range(3):
+        a.grow()
+    seen += [a.items, sorted(a.table), a.table[2] is a.child]
+    for n in range(5):
+        a.kinds(n)
+        seen.append((type(a.x).__name__, repr(a.x)))
+    a.x = 7
+    watcher = _Watcher()
+    seen += [a.tell_twice(watcher), watcher.log, a.x]
+    child = a.child
+    del a, child  # handles dropped, then the same objects reached again through another path
+    gc.collect()
+    seen += [b.child.x, b.child.child]
+    return seen
+
+
+def _import_as_module(source: str, tmp_path: Path):
+    path = tmp_path / "one_process.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("one_process", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@needs_bwrap
+def test_what_a_test_reads_is_what_one_process_would_read(submission, tmp_path):
+    """Snapshots are never stale: a change through another path (two handles, one object), an
+    exception after a change, a container changed in place, values that == confuses (1 and True,
+    0.0 and -0.0), a change between two callbacks of one call (the generation-counter design read the
+    second from a snapshot taken in the first), handles dropped and found again."""
+    expected = _stateful_scenario(_import_as_module(STATEFUL, tmp_path))
+    got = _stateful_scenario(submission(STATEFUL, STATEFUL_API, call_timeout=5))
+    assert got == expected

@@ -85,7 +85,7 @@ def test_an_unprivileged_user_and_an_environment_of_our_own(probe):
     assert probe["uid"] == sandboxes.INSIDE_UID
     assert set(probe["env"]) <= {"PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "LANG", "PYTHONPATH",
                                  "PYTHONDONTWRITEBYTECODE", "XDG_CACHE_HOME", "TRITON_CACHE_DIR",
-                                 "TORCH_EXTENSIONS_DIR", "MPLCONFIGDIR", "LABS_IMPL_FILE", "PWD"}
+                                 "TORCH_EXTENSIONS_DIR", "MPLCONFIGDIR", "OMP_NUM_THREADS", "LABS_IMPL_FILE", "PWD"}
     assert all(not e or e.split("=")[0] in ("PATH", "PWD", "LC_CTYPE") for e in probe["pid1_environ"]), \
         "bubblewrap's own environment (readable in /proc/1/environ) carries nothing of the grader's"
     assert probe["fds"] == [0, 1, 2, 3], "only stdin/out/err (and the probe's own listing) are open"

@@ -22,14 +22,16 @@ from labkit.text import one_line
 
 def starter_api(lab_dir: Path) -> dict[str, str]:
     """The lab's public names, read (never run) from the repository's own ``starter.py``:
-    name -> "callable" (a function or class) or "value" (a module-level assignment)."""
+    name -> "callable" (a function or class), "value" (a module-level assignment of a value), or
+    "any" (an assignment of another name: ``BlockPool = _allocator.BlockPool`` re-exports a class)."""
     api = {}
     for node in ast.parse((Path(lab_dir) / "starter.py").read_text(encoding="utf-8")).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             api[node.name] = "callable"
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            api.update({t.id: "value" for t in targets if isinstance(t, ast.Name)})
+            kind = "any" if isinstance(node.value, (ast.Name, ast.Attribute)) else "value"
+            api.update({t.id: kind for t in targets if isinstance(t, ast.Name)})
     return {name: kind for name, kind in api.items() if not name.startswith("_")}
 
 

@@ -23,12 +23,13 @@ STAGED_DIR = Path(__file__).resolve().parents[2] / "references"  # /grader/refer
 
 def needed(lab_dir: Path) -> dict[str, Path]:
     """lab id -> reference solution file, for every earlier lab the lab at ``lab_dir`` loads
-    (through its starter or solution, or through those labs' own solutions), never its own."""
+    (through its starter, its solution or a helper module next to them, such as 99-01's ``_runner.py``,
+    or through those labs' own solutions), never its own."""
     from labkit.course import registry
 
     own = next((lab.id for lab in registry.LABS if lab.path.resolve() == Path(lab_dir).resolve()), None)
     found: dict[str, Path] = {}
-    todo = [Path(lab_dir) / "starter.py", Path(lab_dir) / "solution.py"]
+    todo = [f for f in sorted(Path(lab_dir).glob("*.py")) if not f.name.startswith("test_")]
     while todo:
         file = todo.pop()
         text = file.read_text(encoding="utf-8") if file.is_file() else ""

@@ -59,6 +59,7 @@ STAGED = {
     "labkit/grader/__init__.py": "",
     "labkit/grader/wire.py": LABKIT / "grader" / "wire.py",
     "labkit/grader/values.py": LABKIT / "grader" / "values.py",
+    "labkit/grader/objects.py": LABKIT / "grader" / "objects.py",
     "labkit/grader/worker.py": LABKIT / "grader" / "worker.py",
     "labkit/grader/references.py": LABKIT / "grader" / "references.py",
     "labkit/testing/__init__.py": "",
@@ -228,7 +229,10 @@ class Sandbox:
         env = {"PATH": os.pathsep.join(path), "HOME": tmp, "TMPDIR": tmp, "USER": "student",
                "LOGNAME": "student", "LANG": "C.UTF-8", "PYTHONPATH": self.grader_dir, "PYTHONDONTWRITEBYTECODE": "1",
                "XDG_CACHE_HOME": f"{tmp}/.cache", "TRITON_CACHE_DIR": f"{tmp}/.triton",
-               "TORCH_EXTENSIONS_DIR": f"{tmp}/torch_extensions", "MPLCONFIGDIR": f"{tmp}/.matplotlib"}
+               "TORCH_EXTENSIONS_DIR": f"{tmp}/torch_extensions", "MPLCONFIGDIR": f"{tmp}/.matplotlib",
+               # One compute thread (torch's and BLAS's): students are graded in parallel (--jobs), and on a
+               # shared core a second thread of a small model only spins (99-01: 10x the CPU time).
+               "OMP_NUM_THREADS": "1"}
         if self.student_dir is not None:
             env["LABS_IMPL_FILE"] = self.inside(self.student_dir / "starter.py")
         if self.gpu:

@@ -1,19 +1,22 @@
 """A student's module, run in a sandboxed worker and called from the grader's trusted process.
 
 The instructor's tests run in a trusted pytest process against a :class:`Submission`: a
-stand-in module whose functions forward each call to a worker (``python -m
+stand-in module whose functions and classes forward each call to a worker (``python -m
 labkit.grader.worker serve``) that imported the student's file inside the student's sandbox
 (:mod:`labkit.grader.sandbox`). The worker sends back the result and any array argument it
 changed in place (``write_kv`` scatters into the cache); the stand-in copies those changes into
-the caller's arrays, so the tests cannot tell the difference.
+the caller's arrays, so the tests cannot tell the difference. A result that is not data (an
+object of the student's class) stays in the worker, and the test gets a handle to it; an object of
+the test's own that it passes in stays here, lent (:mod:`labkit.grader.handles`).
 
 The trusted side believes nothing it is told. Replies are size-limited before they are read and
-decoded by the call's deadline (:mod:`labkit.grader.wire`); only plain data crosses
+decoded by the call's deadline (:mod:`labkit.grader.wire`); only plain data and references cross
 (:mod:`labkit.grader.values`). Of the names the worker's "ready" message lists, only those of the
 lab's public API (its ``starter.py``) are taken, kept in a table of their own: nothing a worker
 says can set an attribute of the stand-in. A call that does not return within its time limit, or
 a worker that dies or breaks the protocol, ends that call with :class:`SubmissionTimeout` or
-:class:`SubmissionCrashed`; the next call starts a fresh worker.
+:class:`SubmissionCrashed`; the next call starts a fresh worker, and the old worker's handles are
+dead (using one is a :class:`SubmissionCrashed`).
 """
 
 from __future__ import annotations
@@ -21,15 +24,24 @@ from __future__ import annotations
 import builtins
 import os
 import subprocess
-import sys
 import time
 import types
 from pathlib import Path
 
 from labkit.grader import sandbox as sandboxes
 from labkit.grader import wire
-from labkit.grader.values import array_leaves, copy_into, decode, encode
-from labkit.grader.worker import WATCHED_MODULES
+from labkit.grader.handles import (
+    RESULT_TYPES,
+    Handle,
+    Handles,
+    Lent,
+    RemoteClass,
+    RemoteFunction,
+    RemoteKernel,
+    serve_lent,
+)
+from labkit.grader.patches import Patches
+from labkit.grader.values import array_leaves, copy_into, decode, encode, is_torch_module
 
 MAX_REPLY = 1 << 28  # bytes (256 MiB): a larger reply is refused before it is read
 ProtocolError = wire.ProtocolError
@@ -50,22 +62,11 @@ class RemoteError(Exception):
     """The submission raised an exception that is not one of Python's built-in ones."""
 
 
-def watched_functions() -> dict[tuple[str, str], object]:
-    """The public functions of the modules a test may patch (numpy, math), as they are now."""
-    functions = {}
-    for name in WATCHED_MODULES:
-        module = sys.modules.get(name)
-        for attr, value in vars(module).items() if module else ():
-            if callable(value) and not attr.startswith("_"):
-                functions[name, attr] = value
-    return functions
-
-
 class Submission(types.ModuleType):
     """A stand-in module for a student's file that lives in a sandboxed worker process.
 
     ``file``: the student's file (in ``box.student_dir``). ``api``: the lab's public names, from
-    its ``starter.py`` (name -> "callable" or "value"). ``box``: the student's sandbox.
+    its ``starter.py`` (name -> "callable", "value" or "any"). ``box``: the student's sandbox.
     ``triton``: select the Triton backend before the import. ``call_timeout``: seconds one call
     may take. ``deadline``: a ``time.time()`` after which every call fails at once (the lab's
     limit). ``import_timeout``: seconds the import may take. ``on_incident(kind, message)``: told
@@ -80,9 +81,12 @@ class Submission(types.ModuleType):
         self._call_timeout, self._deadline, self._import_timeout = call_timeout, deadline, import_timeout
         self._on_incident = on_incident or (lambda kind, message: None)
         self._worker: _Worker | None = None
+        self._busy = 0  # requests in flight (more than one: a test's callback asked in turn): snapshots may be old
+        self._handles = Handles(self)  # the worker's objects the tests hold (a new table per worker)
+        self._lent = Lent()  # the tests' objects the worker may use
         self._callbacks: list = []  # the trusted functions the worker may call back (monkeypatched globals)
         self._callback_index: dict[int, int] = {}
-        self._baseline = watched_functions()  # numpy's functions as they were before any test patched one
+        self._patches = Patches()  # numpy's functions as they were before any test patched one
         self._api: dict[str, object] = {}
         ready = self._start()
         try:
@@ -98,16 +102,19 @@ class Submission(types.ModuleType):
         raise AttributeError(f"the submission has no {name!r} (or it is not part of the lab's API)")
 
     def _public_names(self, ready: dict) -> dict:
-        """The stand-ins for the API names the worker reported, each of the kind the starter has."""
+        """The stand-ins for the API names the worker reported, each of the kind the starter has
+        ("any": the starter re-exports another name, which may be a class, a function or a value)."""
         found = {}
         for name, expected in self._api_kinds.items():
             kind, payload = ready.get(name, (None, None))
-            if expected == "callable" and kind in ("function", "class"):
-                found[name] = _RemoteFunction(self, name)
-            elif expected == "callable" and kind == "kernel":
-                found[name] = _RemoteKernel(self, name)
-            elif expected == "value" and kind == "value":
-                found[name] = decode(payload)
+            if kind == "class" and expected in ("callable", "any"):
+                found[name] = RemoteClass(name, owner=self)
+            elif kind == "function" and expected in ("callable", "any"):
+                found[name] = RemoteFunction(self, name)
+            elif kind == "kernel" and expected == "callable":
+                found[name] = RemoteKernel(self, name)
+            elif kind == "value" and expected in ("value", "any"):
+                found[name] = self._decode(payload)
         return found
 
     # -- time budget
@@ -138,66 +145,114 @@ class Submission(types.ModuleType):
         if _tag(reply) == "error":
             worker.kill()
             raise self._incident(SubmissionCrashed, "crashed", f"importing {name} raised {_describe(reply)}")
-        if _tag(reply) != "ready" or len(reply) != 2 or type(reply[1]) is not dict:
+        if _tag(reply) != "ready" or len(reply) != 3 or type(reply[1]) is not dict:
             worker.kill()
             raise self._incident(SubmissionCrashed, "crashed", "the worker broke the protocol at import")
+        try:
+            self._handles.update(reply[2])
+        except ProtocolError as err:
+            worker.kill()
+            raise self._incident(SubmissionCrashed, "crashed", f"the worker's ready message: {err}") from None
         self._worker = worker
         return {k: v for k, v in reply[1].items() if type(k) is str and type(v) is tuple and len(v) == 2}
 
-    def _encode_arg(self, value):
-        return encode(value, on_callable=self._callable_tag)
+    # -- references: what crosses for what is not data
+    def _encode_arg(self, value, lend: bool = True):
+        """``value`` for the worker. Objects of the test's own classes are lent to the submission when
+        ``lend`` (arguments); in the answers to the worker's questions only those already lent may cross."""
+        return encode(value, on_object=lambda obj: self._reference(obj, lend))
 
-    def _callable_tag(self, fn):
-        if isinstance(fn, _RemoteFunction) and fn._owner is self:
-            return ("fn", fn.__name__)  # the submission's own function
-        if id(fn) not in self._callback_index:  # trusted code (a test's wrapper): the worker calls back
-            self._callback_index[id(fn)] = len(self._callbacks)
-            self._callbacks.append(fn)  # kept alive, so its id is never reused
-        return ("cb", self._callback_index[id(fn)])
+    def _reference(self, obj, lend: bool) -> tuple:
+        if type(obj) is Handle:
+            if obj._table is not self._handles or not obj._table.alive:
+                raise self._incident(SubmissionCrashed, "crashed", "an object of a worker that was stopped after a "
+                                     "timeout or crash was used: its objects died with it")
+            return ("h", obj._number)
+        if isinstance(obj, (RemoteFunction, RemoteClass)) and self._api.get(obj.__name__) is obj:
+            return ("api", obj.__name__)  # the submission's own class or function
+        if is_torch_module(obj):
+            return self._handles.module(obj, lend)  # a test's model: a copy for the worker (99-01's engine)
+        if callable(obj) and not isinstance(obj, (type, RemoteClass, RemoteKernel)):
+            if id(obj) not in self._callback_index:  # trusted code (a test's wrapper): the worker calls back
+                if not lend:
+                    raise TypeError("a function the test did not pass cannot be handed to a submission")
+                self._callback_index[id(obj)] = len(self._callbacks)
+                self._callbacks.append(obj)  # kept alive, so its id is never reused
+            return ("cb", self._callback_index[id(obj)])
+        return self._lent.tag(obj, lend)
 
-    def _patches(self) -> dict:
-        """The watched functions a test has replaced since this stand-in was made: "module:name" -> function."""
-        patched = {}
-        for (module, attr), original in self._baseline.items():
-            current = getattr(sys.modules.get(module), attr, original)
-            if current is not original:
-                patched[f"{module}:{attr}"] = current
-        return patched
+    def _decode(self, data, leaves: list = ()):
+        hooks = {"h": self._handles.handle, "tobj": self._lent.get, "titer": self._lent.get, "api": self._api_object,
+                 "arg": lambda i: leaves[_index(i, leaves)]}
+        return decode(data, hooks=hooks)
 
-    def _run_callback(self, message) -> tuple:
-        """Run a trusted callback the worker asked for; the reply to send back."""
+    def _api_object(self, name):
+        if type(name) is not str or name not in self._api:
+            raise ProtocolError("a reference to a name that is not in the lab's API")
+        return self._api[name]
+
+    def _serve_reverse(self, message) -> tuple:
+        """Run what the worker asked of a trusted callback or lent object; the reply to send back."""
         try:
-            _, index, args, kwargs = message
-            fn = self._callbacks[index]
-            args, kwargs = decode(args), decode(kwargs)
+            _, op, index, args, kwargs, types = message
+            self._handles.add_types(types)  # the classes of the objects the arguments name
+            args, kwargs = self._decode(args), self._decode(kwargs)
             if type(args) is not tuple or type(kwargs) is not dict or not all(type(k) is str for k in kwargs):
                 raise TypeError("arguments")
+            if op == "call" and type(index) is int and 0 <= index < len(self._callbacks):
+                fn = self._callbacks[index]
+                run = lambda: (fn(*args, **kwargs), False)  # noqa: E731
+            elif op != "call":
+                obj, iterator = self._lent.get(index), index in self._lent.iterators
+                run = lambda: serve_lent(obj, op, args, kwargs, iterator)  # noqa: E731
+            else:
+                raise IndexError("no such callback")
         except (ValueError, TypeError, IndexError, ProtocolError) as err:
             raise ProtocolError(f"a malformed callback: {err}") from None
         try:
-            return ("cbret", self._encode_arg(fn(*args, **kwargs)))
-        except Exception as err:  # the test's code raised: the submission sees it raised
+            result, is_method = run()
+            # An iterator's items are the test's arguments too (lent); other answers only what is lent already.
+            lend = op == "next"
+            return ("cbmethod",) if is_method else ("cbret", self._encode_arg(result, lend=lend))
+        except ProtocolError:
+            raise
+        except Exception as err:  # the test's code raised, or refused: the submission sees it raised
             return ("cberr", type(err).__name__, str(err))
 
     def _set_global(self, name: str, value) -> None:
         """``module.name = value`` inside the worker (monkeypatching through ``__globals__``)."""
-        self._call(("setglobal", name), f"setting {name}", (value,), {})
+        self._call("setglobal", name, f"setting {name}", (value,), {})
 
-    def _call(self, request: tuple, what: str, args: tuple, kwargs: dict):
+    def _op(self, op: str, subject, *args, **kwargs):
+        """``op`` (:data:`labkit.grader.objects.OPS`) on ``subject`` in the worker: a handle's use."""
+        name = subject._table.types[subject._type][0] if type(subject) is Handle else \
+            getattr(subject, "__name__", None) or type(subject).__name__
+        what = f"{op}{'(.' + str(args[0]) + ')' if op in ('getattr', 'setattr', 'method') else '()'} on a {name}"
+        result = self._call("op", (op, self._encode_arg(subject)), what, args, kwargs)
+        expected = RESULT_TYPES.get(op)
+        if expected is not None and type(result) is not expected:
+            self._stop()
+            raise self._incident(SubmissionCrashed, "crashed", f"{what}: the worker answered a "
+                                 f"{type(result).__name__}, not a {expected.__name__}")
+        return result
+
+    def _call(self, kind: str, target, what: str, args: tuple, kwargs: dict):
         leaves = array_leaves((args, kwargs))
-        payload = (*request, self._encode_arg(args), self._encode_arg(kwargs), self._encode_arg(self._patches()))
         if self._worker is None:  # the last call timed out or crashed: a fresh import
             self._start()
+        args_, kwargs_, patches = (self._encode_arg(x) for x in (args, kwargs, self._patches.current()))
+        payload = (kind, target, args_, kwargs_, patches, self._handles.take_changes())
         wait = self._seconds_left(self._call_timeout)
         if wait <= 0:
             self._stop()
             raise self._incident(SubmissionTimeout, "timeout", f"{what}: the lab's time limit was reached")
         worker, deadline = self._worker, time.monotonic() + wait
+        self._busy += 1  # the student's code may run: until its reply, no snapshot is read
         try:
             worker.send(payload)
             reply = worker.recv(deadline)
-            while _tag(reply) == "callback":  # the submission calls a test's function, which may call back in
-                worker.send(self._run_callback(reply))
+            while _tag(reply) == "reverse":  # the submission uses a test's function or object, which may call back in
+                worker.send(self._serve_reverse(reply))
                 reply = worker.recv(deadline)
             return self._unpack(reply, leaves, what)
         except TimeoutError:
@@ -209,19 +264,24 @@ class Submission(types.ModuleType):
             message = f"{what}: {worker.death(err)}"
             self._stop()
             raise self._incident(SubmissionCrashed, "crashed", message) from None
+        finally:
+            self._busy -= 1
 
     def _unpack(self, reply, leaves: list, what: str):
         tag = _tag(reply)
         if tag == "error":
             _, kind, builtin_name, qualname, message = (reply + ("",) * 5)[:5]
-            if kind != "exception":
+            if kind == "exception" and len(reply) == 6:
+                self._handles.update(reply[5])  # what the student's code changed before it raised
+            if kind != "exception" or len(reply) != 6:
                 self._stop()
                 raise self._incident(SubmissionCrashed, "crashed", f"{what} raised {_describe(reply)}")
             cls = _builtin_exception(str(builtin_name))
             text = str(message) if qualname == builtin_name else f"({qualname}) {message}"
             raise (cls or RemoteError)(text)
-        if tag != "ok" or len(reply) != 3 or type(reply[2]) is not list:
+        if tag != "ok" or len(reply) != 4 or type(reply[2]) is not list:
             raise ProtocolError("a malformed reply")
+        self._handles.update(reply[3])
         for item in reply[2]:
             if type(item) is not tuple or len(item) != 2 or type(item[0]) is not int:
                 raise ProtocolError("a malformed in-place update")
@@ -233,12 +293,14 @@ class Submission(types.ModuleType):
                 raise ProtocolError("an in-place update of the wrong kind or shape")
             copy_into(leaves[index], new)
         # After the copies: a result that is one of the arguments is the caller's (updated) array.
-        return decode(reply[1], hooks={"arg": lambda i: leaves[_index(i, leaves)]})
+        return self._decode(reply[1], leaves)
 
     def _stop(self) -> None:
         if self._worker is not None:
             self._worker.kill()
             self._worker = None
+            self._handles.alive = False  # its objects are gone: every handle to one is dead
+            self._handles = Handles(self)
 
     def close(self) -> None:
         """Stop the worker (idempotent)."""
@@ -264,69 +326,6 @@ def _describe(reply) -> str:
     parts = [str(p) for p in reply[2:5]] if len(reply) >= 5 else ["?", "?", "?"]
     _, qualname, message = parts
     return f"{qualname}: {message}" if message else qualname
-
-
-class _RemoteFunction:
-    def __init__(self, owner: Submission, name: str):
-        self._owner, self.__name__, self.__qualname__ = owner, name, name
-
-    def __call__(self, *args, **kwargs):
-        return self._owner._call(("call", self.__name__), f"{self.__name__}()", args, kwargs)
-
-    @property
-    def __globals__(self):
-        """The submission module's namespace, for tests that monkeypatch what a function calls."""
-        return _RemoteGlobals(self._owner)
-
-    def __repr__(self):
-        return f"<submission function {self.__name__}>"
-
-
-class _RemoteGlobals:
-    """The worker module's globals, as far as ``monkeypatch.setitem(fn.__globals__, name, f)`` needs:
-    reading gives the stand-in's API; writing a function makes the worker call it back."""
-
-    def __init__(self, owner: Submission):
-        self._owner = owner
-
-    def __getitem__(self, name):
-        try:
-            return self._owner._api[name]
-        except KeyError:
-            raise KeyError(name) from None
-
-    def get(self, name, default=None):
-        return self._owner._api.get(name, default)
-
-    def __contains__(self, name):
-        return name in self._owner._api
-
-    def __setitem__(self, name, value):
-        self._owner._set_global(name, value)
-
-    def __delitem__(self, name):
-        self._owner._call(("delglobal", name), f"deleting {name}", (), {})
-
-
-class _RemoteKernel:
-    """A ``@triton.jit`` kernel of the submission: ``kernel[grid](*args)`` launches it in the worker."""
-
-    def __init__(self, owner: Submission, name: str):
-        self._owner, self.__name__ = owner, name
-
-    def __getitem__(self, grid):
-        if callable(grid):
-            raise TypeError("labs grade launches kernels with a tuple grid only")
-        grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-
-        def launch(*args, **kwargs):
-            return self._owner._call(("launch", self.__name__, encode(grid)), f"{self.__name__}[{grid}]", args,
-                                     kwargs)
-
-        return launch
-
-    def __repr__(self):
-        return f"<submission kernel {self.__name__}>"
 
 
 class _Worker:

@@ -1,11 +1,13 @@
 """What a call's arguments and results become on the pipe: plain values, tagged by kind.
 
 :func:`encode` turns numbers, strings, containers, numpy arrays and scalars, torch tensors,
-dtypes, dataclass instances and named tuples into tagged tuples of plain values (arrays as
+dtypes, frozen dataclass instances and named tuples into tagged tuples of plain values (arrays as
 dtype, shape and raw bytes), which :mod:`labkit.grader.wire` writes as bytes; :func:`decode`
-builds them back. Anything else (an object array, an arbitrary class, a function) is refused
-with a TypeError. Decoding trusts nothing: names must be identifiers, shapes must match the
-bytes that came with them, and a tensor without its data is never allocated.
+builds them back. Anything else (an object of a class, a function, a mutable dataclass
+instance) is handed to the caller's ``on_object``, which turns it into a reference (a handle to
+an object that stays in the worker, a test's own object, a callback), or refused with a
+TypeError. Decoding trusts nothing: names must be identifiers, shapes must match the bytes that
+came with them, and a tensor without its data is never allocated.
 
 Standard library at import time (numpy and torch are imported when an array arrives): this file
 is staged into the sandbox, where the worker uses it too.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import sys
 
 from labkit.grader.wire import ProtocolError
 
@@ -24,48 +27,66 @@ _NUMPY_KINDS = set("biufc")  # bool, signed, unsigned, float, complex
 _TORCH_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
 
 
-def encode(value, on_callable=None, arguments: dict | None = None, _depth: int = 0):
+def encode(value, on_object=None, arguments: dict | None = None, _depth: int = 0):
     """``value`` as nested tuples of plain values, tagged by kind.
 
-    ``on_callable(fn)`` may turn a function into a tag (the trusted side's callbacks);
-    ``arguments`` maps ``id()`` of the call's array arguments to their index: a result that
-    *is* one of them crosses as ``("arg", index)`` and comes back as the caller's own array."""
+    ``on_object(obj)`` turns what is not data into a reference tag (a handle, a callback);
+    without it such a value is a TypeError. ``arguments`` maps ``id()`` of the call's array
+    arguments to their index: a result that *is* one of them crosses as ``("arg", index)`` and
+    comes back as the caller's own array."""
     if _depth > MAX_NESTING:
         raise TypeError("nested too deeply")
     if arguments and id(value) in arguments:
         return ("arg", arguments[id(value)])
 
     def inner(v):
-        return encode(v, on_callable, arguments, _depth + 1)
+        return encode(v, on_object, arguments, _depth + 1)
 
     kind = type(value)
     if value is None or kind in (bool, int, float, str, bytes):
         return ("v", value)
-    if kind is complex:
-        return ("c", value.real, value.imag)
     if kind in (tuple, list):
         return ("t" if kind is tuple else "l", [inner(v) for v in value])
     if kind in (set, frozenset):
         return ("s" if kind is set else "fs", [inner(v) for v in value])
     if kind is dict:
         return ("d", [(inner(k), inner(v)) for k, v in value.items()])
+    if kind is complex:
+        return ("c", value.real, value.imag)
     if isinstance(value, Record):
         return ("dc", value._name, [(k, inner(v)) for k, v in value._fields.items()])
     if isinstance(value, tuple) and isinstance(getattr(kind, "_fields", None), tuple):  # a named tuple
         return ("nt", kind.__name__, [str(f) for f in kind._fields], [inner(v) for v in value])
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if _is_record(value, mutable_too=on_object is None):  # a value: its fields; a mutable one is an object
         return ("dc", kind.__name__, [(f.name, inner(getattr(value, f.name))) for f in dataclasses.fields(value)])
     module = kind.__module__ or ""
-    if module.startswith("numpy") or isinstance(value, type) and (value.__module__ or "").startswith("numpy"):
-        return _encode_numpy(value)  # arrays, scalars, dtypes (np.float32 is a class)
-    if module.startswith("torch"):
-        return _encode_torch(value)
-    if on_callable is not None and callable(value):
-        return on_callable(value)
+    try:
+        if module.startswith("numpy") or isinstance(value, type) and (value.__module__ or "").startswith("numpy"):
+            return _encode_numpy(value)  # arrays, scalars, dtypes (np.float32 is a class)
+        if module.startswith("torch"):
+            return _encode_torch(value)
+    except _NotData:
+        if on_object is None:
+            raise
+        return on_object(value)  # a torch module, a random generator...: an object, not data
     for base in (bool, int, float, str):  # a subclass of a plain type: keep only the plain value
         if isinstance(value, base):
             return ("v", base(value))
+    if on_object is not None:
+        return on_object(value)
     raise TypeError(f"a {kind.__qualname__} cannot be passed between the grader and a submission")
+
+
+def _is_record(value, mutable_too: bool) -> bool:
+    """A dataclass instance that crosses by value: a frozen one (a value has no identity to keep),
+    or any one where no object can stay behind (no ``on_object``)."""
+    if isinstance(value, type) or not dataclasses.is_dataclass(value):
+        return False
+    return mutable_too or bool(getattr(getattr(type(value), "__dataclass_params__", None), "frozen", False))
+
+
+class _NotData(TypeError):
+    """An object of numpy or torch that is not an array, a scalar or a dtype (a module, a generator)."""
 
 
 def _encode_numpy(value):
@@ -79,7 +100,7 @@ def _encode_numpy(value):
         _checked_numpy_dtype(value.dtype)
         return ("nd", value.dtype.str, tuple(int(n) for n in value.shape), np.ascontiguousarray(value).tobytes(),
                 bool(value.flags.writeable))
-    raise TypeError(f"a {type(value).__qualname__} cannot be passed between the grader and a submission")
+    raise _NotData(f"a {type(value).__qualname__} cannot be passed between the grader and a submission")
 
 
 def _checked_numpy_dtype(dtype):
@@ -102,7 +123,7 @@ def _encode_torch(value):
         t = value.detach().to("cpu").contiguous()
         raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
         return ("pt", name, tuple(int(n) for n in t.shape), value.device.type, raw)
-    raise TypeError(f"a {type(value).__qualname__} cannot be passed between the grader and a submission")
+    raise _NotData(f"a {type(value).__qualname__} cannot be passed between the grader and a submission")
 
 
 def _torch_dtype_name(dtype) -> str:
@@ -118,8 +139,10 @@ def _torch_dtype_name(dtype) -> str:
 def decode(data, hooks: dict | None = None):
     """The inverse of :func:`encode`; ProtocolError on anything malformed.
 
-    ``hooks`` maps the tags only one side accepts ("cb", "fn", "arg", and "dc" in the worker) to
-    functions of the payload; without a hook "dc" gives a :class:`Record` and the others are refused."""
+    ``hooks`` maps the tags only one side accepts (references: "h" a worker's object, "api" a name
+    of the lab's API, "cb" a callback, "tobj" a test's object, "arg" an argument; and "dc" in the
+    worker) to functions of the payload; without a hook "dc" gives a :class:`Record` and the others
+    are refused."""
     try:
         return _Decoder(hooks or {}).value(data, 0)
     except ProtocolError:
@@ -310,6 +333,35 @@ def _device(kind):
 
         return "cuda" if torch.cuda.is_available() else "cpu"
     return "cpu"
+
+
+# --------------------------------------------------------------------------- a test's torch modules
+
+
+def is_torch_module(obj) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.nn.Module)
+
+
+def module_bytes(module) -> bytes:
+    """A test's ``torch.nn.Module`` (a model an engine is built on), saved whole for the worker. Only
+    the worker loads such bytes (pickle: never from the worker into the grader, which has no "ptmod")."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(module, buffer)
+    return buffer.getvalue()
+
+
+def load_module(raw: bytes):
+    """In the worker: the module :func:`module_bytes` saved (its class must be importable there)."""
+    import io
+
+    import torch
+
+    return torch.load(io.BytesIO(_as_bytes(raw)), weights_only=False)
 
 
 # --------------------------------------------------------------------------- in-place changes

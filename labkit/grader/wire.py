@@ -80,63 +80,66 @@ def _pack(value, out: list, depth: int) -> None:
 def unpack(data: bytes, deadline: float | None = None):
     """The value in ``data``; ProtocolError if it is malformed, has bytes left over, or is still
     being decoded at ``deadline`` (a ``time.monotonic()`` value)."""
-    reader = _Reader(memoryview(data), deadline)
+    reader = _Reader(bytes(data), deadline)
     value = reader.value(0)
     if reader.pos != len(data):
         raise ProtocolError(f"{len(data) - reader.pos} bytes after the value")
     return value
 
 
-class _Reader:
-    def __init__(self, data: memoryview, deadline: float | None):
-        self.data, self.pos, self.deadline = data, 0, deadline
+# The tags as byte values (indexing bytes gives ints): one comparison each, no slicing.
+_N, _T, _F, _i, _I, _f, _s, _b, _t, _l, _d = b"NTFiIfsbtld"
 
-    def take(self, n: int) -> memoryview:
-        if n > len(self.data) - self.pos:
-            raise ProtocolError("truncated message")
-        chunk = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return chunk
+
+class _Reader:
+    """Reads one value from ``data`` at ``pos``. Every read is checked against the end first;
+    tags are compared as byte values, numbers read with ``struct.unpack_from``, in place."""
+
+    def __init__(self, data: bytes, deadline: float | None):
+        self.data, self.pos, self.deadline = data, 0, deadline
 
     def length(self) -> int:
         """A length or count; never more than the bytes left (each item takes at least one)."""
-        (n,) = _LEN.unpack(self.take(8))
-        if n > len(self.data) - self.pos:
-            raise ProtocolError(f"a length of {n} with {len(self.data) - self.pos} bytes left")
+        data, pos = self.data, self.pos
+        if pos + 8 > len(data):
+            raise ProtocolError("truncated message")
+        (n,) = _LEN.unpack_from(data, pos)
+        self.pos = pos = pos + 8
+        if n > len(data) - pos:
+            raise ProtocolError(f"a length of {n} with {len(data) - pos} bytes left")
         return n
 
+    def chunk(self) -> bytes:
+        n = self.length()
+        start = self.pos
+        self.pos = start + n
+        return self.data[start : start + n]
+
     def value(self, depth: int):
-        if depth > MAX_DEPTH:
-            raise ProtocolError("nested too deeply")
-        tag = bytes(self.take(1))
-        if tag == b"N":
+        data, pos = self.data, self.pos
+        if pos >= len(data):
+            raise ProtocolError("truncated message")
+        tag = data[pos]
+        self.pos = pos = pos + 1
+        if tag == _N:
             return None
-        if tag in (b"T", b"F"):
-            return tag == b"T"
-        if tag == b"i":
-            return _INT.unpack(self.take(8))[0]
-        if tag == b"f":
-            return _FLOAT.unpack(self.take(8))[0]
-        if tag == b"I":
-            text = bytes(self.take(self.length()))
+        if tag == _i or tag == _f:
+            if pos + 8 > len(data):
+                raise ProtocolError("truncated message")
+            self.pos = pos + 8
+            return (_INT if tag == _i else _FLOAT).unpack_from(data, pos)[0]
+        if tag == _s:
             try:
-                if len(text) > MAX_INT_DIGITS:
-                    raise ValueError
-                return int(text)
-            except ValueError:
-                raise ProtocolError("malformed integer") from None
-        if tag == b"s":
-            try:
-                return str(self.take(self.length()), "utf-8", "surrogatepass")
+                return str(self.chunk(), "utf-8", "surrogatepass")
             except UnicodeDecodeError:
                 raise ProtocolError("malformed text") from None
-        if tag == b"b":
-            return bytes(self.take(self.length()))
-        if tag in (b"t", b"l", b"d"):
+        if tag == _t or tag == _l or tag == _d:
+            if depth > MAX_DEPTH:
+                raise ProtocolError("nested too deeply")
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise ProtocolError("still decoding at the deadline")
             n = self.length()
-            if tag == b"d":
+            if tag == _d:
                 items = {}
                 for _ in range(n):
                     key = self.value(depth + 1)
@@ -145,8 +148,20 @@ class _Reader:
                     items[key] = self.value(depth + 1)
                 return items
             items = [self.value(depth + 1) for _ in range(n)]
-            return tuple(items) if tag == b"t" else items
-        raise ProtocolError(f"unknown tag {tag!r}")
+            return tuple(items) if tag == _t else items
+        if tag == _T or tag == _F:
+            return tag == _T
+        if tag == _b:
+            return self.chunk()
+        if tag == _I:
+            text = self.chunk()
+            try:
+                if len(text) > MAX_INT_DIGITS:
+                    raise ValueError
+                return int(text)
+            except ValueError:
+                raise ProtocolError("malformed integer") from None
+        raise ProtocolError(f"unknown tag {bytes([tag])!r}")
 
 
 # --------------------------------------------------------------------------- framing

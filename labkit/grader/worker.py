@@ -32,7 +32,16 @@ import sys
 from pathlib import Path
 
 from labkit.grader import wire
-from labkit.grader.values import array_leaves, decode, encode
+from labkit.grader.objects import (
+    OPS,
+    GraderIterator,
+    GraderMethod,
+    GraderObject,
+    ObjectTable,
+    Snapshots,
+    plain_fields,
+)
+from labkit.grader.values import array_leaves, decode, encode, load_module
 
 WATCHED_MODULES = ("numpy", "numpy.linalg", "math")  # a test may patch their functions (04-01 wraps np.exp)
 
@@ -88,25 +97,6 @@ def _error(exc: BaseException, kind: str = "exception") -> tuple:
     return ("error", kind, base, type(exc).__qualname__, message[:2000])
 
 
-def _describe(module) -> dict:
-    names = {}
-    for name, value in vars(module).items():
-        if name.startswith("_") or inspect.ismodule(value):
-            continue
-        if type(value).__module__.startswith("triton"):
-            names[name] = ("kernel", None)
-        elif inspect.isclass(value):
-            names[name] = ("class", None)
-        elif callable(value):
-            names[name] = ("function", None)
-        else:
-            try:
-                names[name] = ("value", encode(value))
-            except TypeError:
-                names[name] = ("other", None)
-    return names
-
-
 def import_file(file: Path, name: str = "submission"):
     """Import the student's ``file``; modules next to it (their own helpers) import too."""
     spec = importlib.util.spec_from_file_location(name, file)
@@ -127,49 +117,133 @@ class _Session:
     def __init__(self, module, read_fd: int, write_fd: int):
         self.module, self.read_fd, self.write_fd = module, read_fd, write_fd
         self.originals = dict(vars(module))  # calls go to these, whatever a test patched in since
+        self.objects = ObjectTable()
+        self.snapshots = Snapshots(self.objects, self._special)
+        self.objects.on_death = self.snapshots.died
+        self.grader_objects: dict = {}  # index (or ("iter", index)) -> the stand-in of a test's object
+        self.modules: dict = {}  # index -> a test's torch module (a copy)
+        self.api = {}  # id() of a public class or function of the module -> its name
+        for name, value in self.originals.items():
+            if not name.startswith("_") and (inspect.isclass(value) or inspect.isroutine(value)):
+                self.api.setdefault(id(value), name)
+
+    # -- values both ways: data by value, objects by reference
+    def encode(self, value, arguments: dict | None = None):
+        return encode(value, on_object=self._reference, arguments=arguments)
+
+    def _special(self, obj):
+        """The reference of a test's object or of one of the lab's classes and functions, else None."""
+        if type(obj) in (GraderObject, GraderIterator):
+            return ("tobj" if type(obj) is GraderObject else "titer", obj._index)
+        name = self.api.get(id(obj))
+        if name is not None and self.originals.get(name) is obj:
+            return ("api", name)  # the grader has a stand-in for it
+        return None
+
+    def _reference(self, obj):
+        return self._special(obj) or self.snapshots.reference(obj, hold=True)
 
     def decode(self, data):
-        return decode(data, hooks={"cb": self._callback_stub, "fn": self.originals.__getitem__, "dc": self._record})
+        return decode(data, hooks={"h": lambda n, *_: self.objects.get(n), "tobj": self._grader_object,
+                                   "titer": self._grader_iterator, "ptmod": self._module,
+                                   "api": self.originals.__getitem__, "cb": self._callback_stub, "dc": self._record})
+
+    def _module(self, index, raw):
+        """A test's torch module, loaded the first time it comes (with its bytes), the same object after."""
+        if index not in self.modules:
+            if type(index) is not int or not raw:
+                raise wire.ProtocolError("a torch module that was never sent")
+            self.modules[index] = load_module(raw)
+        return self.modules[index]
+
+    def describe(self) -> dict:
+        """The module's public names, for the "ready" message: (kind, value or None)."""
+        names = {}
+        for name, value in vars(self.module).items():
+            if name.startswith("_") or inspect.ismodule(value):
+                continue
+            if type(value).__module__.startswith("triton"):
+                names[name] = ("kernel", None)
+            elif inspect.isclass(value):
+                names[name] = ("class", None)
+            elif callable(value):
+                names[name] = ("function", None)
+            else:
+                try:
+                    names[name] = ("value", self.encode(value))
+                except TypeError:
+                    names[name] = ("other", None)
+        return names
 
     def _record(self, name, fields):
         cls = self.originals[name]  # the submission's dataclass, rebuilt from its fields
         return cls(**{k: self.decode(v) for k, v in fields})
 
+    # -- calls into the grader: a test's functions and objects
+    def _grader_object(self, index):
+        if type(index) is not int:
+            raise wire.ProtocolError("malformed reference")
+        if index not in self.grader_objects:
+            self.grader_objects[index] = GraderObject(self.ask, index)
+        return self.grader_objects[index]
+
+    def _grader_iterator(self, index):
+        if type(index) is not int:
+            raise wire.ProtocolError("malformed reference")
+        return self.grader_objects.setdefault(("iter", index), GraderIterator(self.ask, index))
+
     def _callback_stub(self, index):
         """A function that runs the grader's callback ``index`` (a test's recording wrapper)."""
 
         def callback(*args, **kwargs):
-            wire.send(self.write_fd, ("callback", index, encode(args), encode(kwargs)))
-            reply = self.serve(until_callback_returns=True)
-            if reply[0] == "cbret":
-                return self.decode(reply[1])
-            cls = getattr(builtins, str(reply[1]), None)
-            cls = cls if isinstance(cls, type) and issubclass(cls, Exception) else RuntimeError
-            raise cls(str(reply[2]))
+            return self.ask("call", index, *args, **kwargs)
 
         return callback
 
+    def ask(self, op: str, index: int, *args, **kwargs):
+        """Ask the grader to run ``op`` on its callback or object ``index``; serve requests meanwhile."""
+        message = ("reverse", op, index, self.encode(args), self.encode(kwargs))
+        wire.send(self.write_fd, message + (self.snapshots.take_types(),))
+        reply = self.serve(until_callback_returns=True)
+        if reply[0] == "cbret":
+            return self.decode(reply[1])
+        if reply[0] == "cbmethod":
+            return GraderMethod(self.ask, index, str(args[0]))
+        cls = getattr(builtins, str(reply[1]), None)
+        cls = cls if isinstance(cls, type) and issubclass(cls, Exception) else RuntimeError
+        raise cls(str(reply[2]))
+
+    # -- the grader's requests
     def handle(self, request) -> tuple:
+        """The reply to one request: ``("ok", result, in-place updates, snapshot updates)`` or an error
+        with the snapshot updates last (the student's code may have changed objects before it raised)."""
+        pure = False
         try:
-            if type(request) is not tuple or len(request) < 2:
+            if type(request) is not tuple or len(request) != 6 or type(request[5]) is not tuple:
                 raise wire.ProtocolError("bad request")
-            request, patches = request[:-1], self.decode(request[-1])
-            kind = request[0]
+            kind, target, args, kwargs, patches, (held, released) = request
+            self.objects.hold(held)
+            self.objects.release(released)
+            args, kwargs, patches = self.decode(args), self.decode(kwargs), self.decode(patches)
             if kind == "call":
-                _, name, args, kwargs = request
-                fn, args, kwargs = self.originals[name], self.decode(args), self.decode(kwargs)
+                fn = self.originals[target]
                 call = lambda: fn(*args, **kwargs)
+            elif kind == "op":
+                op, subject = target
+                fn, subject = OPS[op], self.decode(subject)
+                call = lambda: fn(subject, *args, **kwargs)
+                # A read of an instance field runs none of the student's code: no snapshot can have changed.
+                fields = plain_fields(subject) if op == "getattr" and len(args) == 1 and not kwargs else None
+                pure = fields is not None and type(args[0]) is str and args[0] in fields and \
+                    args[0] not in self.snapshots.shadowed(type(subject))
             elif kind == "launch":
-                _, name, grid, args, kwargs = request
+                name, grid = target
                 kernel, grid = self.originals[name], self.decode(grid)
-                args, kwargs = self.decode(args), self.decode(kwargs)
                 call = lambda: kernel[grid](*args, **kwargs)
-            elif kind in ("setglobal", "delglobal"):
-                _, name, args, _kwargs = request
-                value = self.decode(args)[0] if kind == "setglobal" else None
-                args, kwargs = (), {}
-                call = (lambda: setattr(self.module, name, value)) if kind == "setglobal" else \
-                    (lambda: delattr(self.module, name))
+            elif kind == "setglobal":
+                call = lambda: setattr(self.module, target, args[0])
+            elif kind == "delglobal":
+                call = lambda: delattr(self.module, target)
             else:
                 raise wire.ProtocolError(f"unknown request {kind!r}")
             leaves = array_leaves((args, kwargs))
@@ -178,9 +252,13 @@ class _Session:
                 result = call()
             aliases = {id(leaf): i for i, leaf in enumerate(leaves)}  # a result that is an argument stays one
             changed = [(i, encode(leaf)) for i, leaf in enumerate(leaves) if _digest(leaf) != before[i]]
-            return ("ok", encode(result, arguments=aliases), changed)
+            reply = ("ok", self.encode(result, arguments=aliases), changed)
         except BaseException as exc:
-            return _error(exc)
+            reply = _error(exc)
+        try:
+            return reply + (self.snapshots.updates(full=not pure),)
+        except BaseException as exc:  # a snapshot could not be taken: the grader cannot trust its copies
+            return _error(exc, kind="snapshot")
 
     def serve(self, until_callback_returns: bool = False):
         """Answer requests; inside a callback, until its result comes back."""
@@ -189,7 +267,7 @@ class _Session:
                 request = wire.recv(self.read_fd)
             except EOFError:
                 os._exit(0)
-            if type(request) is tuple and request and request[0] in ("cbret", "cberr"):
+            if type(request) is tuple and request and request[0] in ("cbret", "cberr", "cbmethod"):
                 if until_callback_returns:
                     return request
                 raise wire.ProtocolError("a callback result outside a callback")
@@ -219,12 +297,13 @@ def serve(read_fd: int, write_fd: int, file: Path, backend: str) -> int:
             from labkit.testing import triton_env
 
             triton_env.select_backend()
-        module = import_file(file)
-        wire.send(write_fd, ("ready", _describe(module)))
+        session = _Session(import_file(file), read_fd, write_fd)
+        names = session.describe()
+        wire.send(write_fd, ("ready", names, session.snapshots.updates(full=False)))
     except BaseException as exc:
         wire.send(write_fd, _error(exc, kind="import"))
         return 1
-    _Session(module, read_fd, write_fd).serve()
+    session.serve()
     return 0
 
 

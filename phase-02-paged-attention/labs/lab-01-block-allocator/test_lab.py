@@ -13,19 +13,15 @@ this file, not ``get_all_free_blocks``, says what the queue holds.
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-import labkit
+from labkit.testing import child
 
 LINKS = ("prev_free_block", "next_free_block")
-ROOT = Path(labkit.__file__).resolve().parents[1]
 
 
 # --- helpers: the test's own view of the queue -------------------------------------------------
@@ -86,33 +82,26 @@ def _full_pool_cycle(lab, num_blocks=8, block_size=4):
 
 # --- step 1: block hashes ----------------------------------------------------------------------
 
-_HASH_CHILD = """
-import sys
-from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-import labkit
-lab = labkit.load_impl(Path(sys.argv[2]))
-print(lab.hash_block_tokens(None, [1, 2, 3, 4]).hex())
-print(" ".join(h.hex() for h in lab.hash_request_tokens(list(range(40, 52)), 4)))
-"""
+HASH_CHILD = Path(__file__).with_name("_hash_child.py")
 
 
 def test_hash_is_the_same_in_every_process(lab):
     """The key of a block is the same in another process, whatever PYTHONHASHSEED is: two engines
-    (or one engine after a restart) must agree on which tokens a key stands for.
+    (or one engine after a restart) must agree on which tokens a key stands for. The child
+    (``_hash_child.py``) sends back the raw bytes of its keys; the comparison is made here.
 
     Catches: Python's ``hash()`` of a str or bytes (salted per process unless PYTHONHASHSEED is set),
     ``hash(None)`` (its address on Python < 3.12), ``id()``."""
-    here = [lab.hash_block_tokens(None, [1, 2, 3, 4]).hex(),
-            " ".join(h.hex() for h in lab.hash_request_tokens(list(range(40, 52)), 4))]
+    first_block, sequence, block_size = [1, 2, 3, 4], list(range(40, 52)), 4
+    keys = [lab.hash_block_tokens(None, first_block), *lab.hash_request_tokens(sequence, block_size)]
+    assert all(isinstance(k, bytes) and len(k) == 32 for k in keys), "keys must be 32-byte bytes objects"
+    here = b"".join(keys)
+    args = [",".join(map(str, first_block)), ",".join(map(str, sequence)), block_size]
     for seed in ("0", "12345"):
-        env = {**os.environ, "PYTHONHASHSEED": seed, "LAB_IMPL": labkit.impl_name()}
-        run = subprocess.run([sys.executable, "-c", _HASH_CHILD, str(ROOT), str(Path(__file__).parent)],
-                             env=env, capture_output=True, text=True, timeout=120)
-        assert run.returncode == 0, f"the child process failed:\n{run.stderr[-2000:]}"
-        assert run.stdout.split("\n")[:2] == here, (
+        there = child.run(HASH_CHILD, *args, timeout=120, env={"PYTHONHASHSEED": seed}).tobytes()
+        assert there == here, (
             f"with PYTHONHASHSEED={seed} another process computes other keys for the same tokens: "
-            f"{run.stdout.split()[:1]} vs {here[:1]}")
+            f"{there[:32].hex()} vs {here[:32].hex()}")
 
 
 def test_hash_covers_the_tokens_and_the_parent(lab):
@@ -228,33 +217,41 @@ def test_popleft_and_append_keep_fifo_order(lab):
     assert _queue_ids(queue) == [2]
 
 
-def _counting_blocks(lab, counts, n):
-    """n blocks that count every read and write of their links and every == comparison."""
+class _CountingBlock:
+    """A block of the test's own with the public attributes of ``KVCacheBlock`` (duck-typed, not a
+    subclass of the implementation's class), that counts every read and write of its two links and
+    every ``==`` comparison in ``counts``. The counting is the test's code: under ``labs grade`` the
+    blocks stay in the test's process, and the implementation reaches them through the grader."""
 
-    class CountingBlock(lab.KVCacheBlock):
-        def __getattribute__(self, name):
-            if name in LINKS:
-                counts["link reads"] += 1
-            return object.__getattribute__(self, name)
+    def __init__(self, block_id, counts):
+        object.__setattr__(self, "_counts", counts)
+        self.block_id, self.ref_cnt, self.block_hash, self.is_null = block_id, 0, None, False
+        self.prev_free_block = self.next_free_block = None
 
-        def __setattr__(self, name, value):
-            if name in LINKS:
-                counts["link writes"] += 1
-            object.__setattr__(self, name, value)
+    def __getattribute__(self, name):
+        if name in LINKS:
+            object.__getattribute__(self, "_counts")["link reads"] += 1
+        return object.__getattribute__(self, name)
 
-        def __eq__(self, other):  # a list or deque search compares every element it passes
-            counts["comparisons"] += 1
-            return self is other
+    def __setattr__(self, name, value):
+        if name in LINKS:
+            self._counts["link writes"] += 1
+        object.__setattr__(self, name, value)
 
-        __hash__ = object.__hash__
+    def __eq__(self, other):  # a list or deque search compares every element it passes
+        self._counts["comparisons"] += 1
+        return self is other
 
-    return [CountingBlock(i) for i in range(n)]
+    __hash__ = object.__hash__
+
+    def reset_hash(self):
+        self.block_hash = None
 
 
 def _cost(lab, n, operation):
     """Link reads + writes + comparisons that ``operation(queue, blocks)`` makes on a queue of n blocks."""
     counts = {"link reads": 0, "link writes": 0, "comparisons": 0}
-    blocks = _counting_blocks(lab, counts, n)
+    blocks = [_CountingBlock(i, counts) for i in range(n)]
     queue = lab.FreeKVCacheBlockQueue(blocks)
     for key in counts:
         counts[key] = 0
@@ -587,7 +584,24 @@ class _Model:
         return self.index[key][0] if key in self.index else None
 
 
-def _check_against_model(pool, model, sequences, seen_keys, where):
+def _index_of(pool) -> dict[bytes, tuple[int, ...]]:
+    """The pool's prefix-cache index as plain data, {key: block ids in the index's own order}; checks
+    that every entry is the pool's own block under its own id."""
+    index = {}
+    for key, same_hash in pool.cached_block_hash_to_block.items():
+        for block_id, block in same_hash.items():
+            assert block is pool.blocks[block_id], f"the index holds another object as block {block_id}"
+        index[key] = tuple(same_hash)
+    return index
+
+
+def _check_against_model(pool, model, sequences, seen_keys, where, looked_up, sweep):
+    """The pool equals the model: the queue (both ways), the free count, every block's id, ref count and
+    hash, every request's block table, the whole index (one read), and every lookup.
+
+    A lookup reads its own index entry only, so ``get_cached_block(key)`` is asked again only when the
+    key's entry (in the pool or in the model) is not what it was when it was last asked
+    (``looked_up``: key -> those entries), and for every key ever seen when ``sweep``."""
     queue_ids = _queue_ids(pool.free_block_queue)
     assert queue_ids == model.free, f"{where}: free queue {queue_ids}, expected {model.free}"
     assert pool.get_num_free_blocks() == len(model.free), f"{where}: get_num_free_blocks()"
@@ -601,11 +615,18 @@ def _check_against_model(pool, model, sequences, seen_keys, where):
     for seq in sequences:
         assert all(b is pool.blocks[i] for b, i in zip(seq["blocks"], seq["ids"], strict=True)), (
             f"{where}: a request's block table changed under it (invariant 2)")
+    index = _index_of(pool)
+    as_sets = {key: sorted(ids) for key, ids in index.items()}
+    expected = {key: sorted(ids) for key, ids in model.index.items()}
+    assert as_sets == expected, f"{where}: the prefix-cache index is {as_sets}, expected {expected}"
     for key in seen_keys:
-        got = pool.get_cached_block(key)
-        expected = model.lookup(key)
-        assert (None if got is None else got.block_id) == expected, (
-            f"{where}: get_cached_block finds block {None if got is None else got.block_id}, expected {expected}")
+        entries = (index.get(key), tuple(model.index.get(key, ())))
+        if sweep or looked_up.get(key) != entries:
+            got = pool.get_cached_block(key)
+            assert (None if got is None else got.block_id) == model.lookup(key), (
+                f"{where}: get_cached_block finds block {None if got is None else got.block_id}, "
+                f"expected {model.lookup(key)}")
+            looked_up[key] = entries
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -615,7 +636,9 @@ def test_random_interleavings_keep_the_invariants(lab, seed):
     up their cached prefix, touch it, allocate the rest and cache their full blocks; running requests
     grow by a few tokens; finished ones free their blocks tail first. After every step the pool must
     equal the brute-force model exactly: queue order (read from the links, both ways), free count,
-    every ref count and hash, every lookup, and every request's block table.
+    every ref count and hash, the whole prefix-cache index, every request's block table, and every
+    lookup (``get_cached_block`` of each key whose index entry changed, and of every key ever seen each
+    25 steps and at the end: a lookup that reads only its own entry cannot change otherwise).
 
     Catches: any of the gallery's bugs that a directed test might let through, in any combination
     of states (a touched block that was just evicted, two copies of a key, a full pool)."""
@@ -623,6 +646,7 @@ def test_random_interleavings_keep_the_invariants(lab, seed):
     block_size, num_blocks = rng.choice([1, 2, 4]), rng.choice([9, 16, 24])
     pool, model = lab.BlockPool(num_blocks), _Model(num_blocks)
     sequences, prompts, seen_keys = [], [[rng.randrange(4) for _ in range(12)]], set()
+    looked_up = {}  # key -> its index entries (pool, model) when get_cached_block(key) was last checked
 
     def cache_full(seq):
         keys = lab.hash_request_tokens(seq["tokens"], block_size)
@@ -675,4 +699,5 @@ def test_random_interleavings_keep_the_invariants(lab, seed):
             seq = sequences.pop(rng.randrange(len(sequences)))
             pool.free_blocks(reversed(seq["blocks"]))
             model.free_(reversed(seq["ids"]))
-        _check_against_model(pool, model, sequences, seen_keys, f"seed {seed}, step {step} ({action})")
+        _check_against_model(pool, model, sequences, seen_keys, f"seed {seed}, step {step} ({action})", looked_up,
+                             sweep=step % 25 == 24)

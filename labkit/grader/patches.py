@@ -1,0 +1,42 @@
+"""Which of numpy's and math's functions a test has patched, for the worker to patch the same way.
+
+Lab 04-01's test wraps ``np.exp`` (``monkeypatch.setattr(np, "exp", watched)``) to see how the
+student's code calls it. The student's code runs in the worker, so each call tells the worker which
+watched functions are replaced at that moment (``"numpy:exp"`` -> the test's wrapper, which the
+worker calls back). Trusted side only.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+
+from labkit.grader.worker import WATCHED_MODULES
+
+
+class Patches:
+    """The watched modules' public functions as they were when made; :meth:`current` names those replaced since."""
+
+    def __init__(self):
+        self.baseline = {}
+        for name in WATCHED_MODULES:
+            module = sys.modules.get(name)
+            self.baseline[name] = {attr: value for attr, value in (vars(module).items() if module else ())
+                                   if callable(value) and not attr.startswith("_")}
+        self.tuples = {m: (operator.itemgetter(*f) if f else None, tuple(f.values())) for m, f in self.baseline.items()}
+
+    def current(self) -> dict:
+        """The watched functions a test has replaced: "module:name" -> function."""
+        patched = {}
+        for module_name, originals in self.baseline.items():
+            module = sys.modules.get(module_name)
+            current = vars(module) if module else {}
+            getter, values = self.tuples[module_name]
+            try:  # the common case, nothing patched: one comparison of tuples in C (each call costs it)
+                if getter(current) == values:
+                    continue
+            except (KeyError, TypeError):  # a function deleted, or none watched
+                pass
+            for attr in [a for a, f in originals.items() if current.get(a, f) is not f]:
+                patched[f"{module_name}:{attr}"] = current[attr]
+        return patched
