@@ -91,8 +91,12 @@ def script_module(script: Path | str):
     import importlib.util
 
     script = Path(script).resolve()
-    spec = importlib.util.spec_from_file_location(f"_child_{script.parent.name}_{script.stem}", script)
+    name = f"_child_{script.parent.name}_{script.stem}".replace("-", "_")
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, script)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses of the script look their module up
     spec.loader.exec_module(module)
     return module
 

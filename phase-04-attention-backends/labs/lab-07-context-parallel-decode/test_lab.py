@@ -30,7 +30,6 @@ below what any classic bug changes (>= 1e-3).
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import re
@@ -43,6 +42,7 @@ import numpy as np
 import pytest
 
 import labkit
+from labkit.testing import child
 from labkit.testing.cases import random_block_tables, random_paged_cache
 
 torch = pytest.importorskip("torch", reason='needs torch: pip install -e ".[torch]" (CPU build: see SETUP.md)')
@@ -56,17 +56,8 @@ BACKEND = os.environ.get("LAB_DIST_BACKEND", "gloo")
 METHODS = ("all_gather", "all_reduce")
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 # The launcher script: its case builder (fixed seeds) and result layout; and the child helper it uses.
-ranks_script = _load("lab_04_07_ranks_script", HERE / "_ranks.py")
-child = ranks_script.child
+ranks_script = child.script_module(HERE / "_ranks.py")
 
 
 # ------------------------------------------------------------------------------------------
@@ -704,7 +695,7 @@ def test_bench_summaries_match_float64(monkeypatch):
     always, and lab 04-06's ``split_summaries`` merged over its splits when that lab has it (Triton's
     interpreter here), against ``summary_f64``; an empty shard gives the identity. float32, so
     1e-5 relative. (Importing bench.py sets its NVLink-multicast variables in this process.)"""
-    bench = _load("lab_04_07_bench", HERE / "bench.py")
+    bench = child.script_module(HERE / "bench.py")
     heads, kv_heads, head_dim, n = 4, 2, 16, 150
     for name, value in (("NUM_HEADS", heads), ("NUM_KV_HEADS", kv_heads), ("HEAD_DIM", head_dim)):
         monkeypatch.setattr(bench, name, value)
