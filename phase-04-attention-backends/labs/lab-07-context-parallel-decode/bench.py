@@ -393,6 +393,11 @@ def plot(results_md: Path, path: Path) -> None:
         ax.set_xlabel("context (tokens)")
         ax.legend(fontsize=8)
     left.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    left.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    left.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    left.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     left.set_ylabel("time per decode step, one layer (µs)")
     left.set_title("CUDA-graph replay: batch 1, 32/8 heads of 128, fp16")
     right.set_ylabel("speedup over one GPU (×)")
