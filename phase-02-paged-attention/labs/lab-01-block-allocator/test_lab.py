@@ -138,9 +138,10 @@ def test_hash_covers_the_tokens_and_the_parent(lab):
     or sum (order lost), a str/hex digest instead of bytes."""
     tokens = [5, 17, 9, 3]
     key = lab.hash_block_tokens(None, tokens)
-    assert isinstance(key, bytes) and len(key) == 32, (
-        f"hash_block_tokens(None, {tokens}): expected a 32-byte bytes key (the SHA-256 digest, not its hex "
-        f"string), got a {type(key).__name__} of length {len(key)}")
+    if not (isinstance(key, bytes) and len(key) == 32):
+        raise AssertionError(
+            f"hash_block_tokens(None, {tokens}): expected a 32-byte bytes key (the SHA-256 digest, not its hex "
+            f"string), got a {type(key).__name__} of length {len(key)}")
     again = lab.hash_block_tokens(None, list(tokens))
     if again != key:
         raise AssertionError(f"hash_block_tokens(None, {tokens}) twice: the same tokens gave another key")
@@ -417,7 +418,8 @@ def test_null_block_is_reserved(lab):
     Catches: leaving block 0 in the free queue (some request gets it and its table entry means
     "no block"), marking another block null."""
     pool = lab.BlockPool(8)
-    assert pool.null_block is pool.blocks[0], "pool.null_block is not pool.blocks[0]"
+    if pool.null_block is not pool.blocks[0]:
+        raise AssertionError("pool.null_block is not pool.blocks[0]")
     _expect([i for i, b in enumerate(pool.blocks) if b.is_null], [0], "the blocks marked is_null")
     _expect(_queue_ids(pool.free_block_queue), [1, 2, 3, 4, 5, 6, 7], "the free queue of a fresh pool of 8")
     _expect(pool.get_num_free_blocks(), 7, "get_num_free_blocks() of a fresh pool of 8")
@@ -441,7 +443,8 @@ def test_get_new_blocks_takes_the_front(lab):
     a = pool.get_new_blocks(3)
     _expect(_ids(a), [1, 2, 3], "get_new_blocks(3) on a fresh pool of 10")
     _expect([b.ref_cnt for b in a], [1, 1, 1], "ref_cnt of the blocks handed out")
-    assert all(b is pool.blocks[b.block_id] for b in a), "get_new_blocks returned copies, not the pool's blocks"
+    if not all(b is pool.blocks[b.block_id] for b in a):
+        raise AssertionError("get_new_blocks returned copies, not the pool's blocks")
     b = pool.get_new_blocks(2)
     _expect(_ids(b), [4, 5], "the next get_new_blocks(2)")
     _expect(_queue_ids(pool.free_block_queue), [6, 7, 8, 9], "the free queue after handing out 1..5")
@@ -643,11 +646,13 @@ def test_cached_block_survives_free_until_reused(lab):
 
     reused = pool.get_new_blocks(5)  # 5, 6, 7, then 4 (never cached) and 3 (cached: evicted now)
     _expect(_ids(reused), [5, 6, 7, 4, 3], "get_new_blocks(5)")
-    assert blocks[2].block_hash is None, "block 3 was handed out again but kept its old hash"
+    if blocks[2].block_hash is not None:
+        raise AssertionError("block 3 was handed out again but kept its old hash")
     _expect(_found(pool.get_cached_block(keys[2])), None,
             "get_cached_block(key 2) once block 3 is handed out again (its index entry must go with the hash)")
-    assert keys[2] not in pool.cached_block_hash_to_block, (
-        "key 2 is still in cached_block_hash_to_block (an empty entry?) after its only block was evicted")
+    if keys[2] in pool.cached_block_hash_to_block:
+        raise AssertionError(
+            "key 2 is still in cached_block_hash_to_block (an empty entry?) after its only block was evicted")
     _expect([_found(pool.get_cached_block(k)) for k in keys[:2]], [1, 2], "get_cached_block of keys 0 and 1")
 
 
@@ -687,8 +692,8 @@ def test_block_ids_are_stable(lab):
     table = list(second)
     pool.cache_full_blocks(first, keys, 0, 1)
     pool.cache_full_blocks(table, keys, 0, 1)
-    assert table == second and table[0].block_id == 2, (
-        f"cache_full_blocks changed the caller's block table: {_ids(second)} -> {_ids(table)}")
+    if _ids(table) != [2]:
+        raise AssertionError(f"cache_full_blocks changed the caller's block table: [2] -> {_ids(table)}")
     _expect([b.block_id for b in pool.blocks], list(range(6)), "the ids of pool.blocks")
     _expect(sorted(pool.cached_block_hash_to_block.get(keys[0], {})), [1, 2],
             "the blocks indexed under key 0 (both copies: no de-duplication)")
@@ -768,7 +773,8 @@ def _index_of(pool) -> dict[bytes, tuple[int, ...]]:
     index = {}
     for key, same_hash in pool.cached_block_hash_to_block.items():
         for block_id, block in same_hash.items():
-            assert block is pool.blocks[block_id], f"the index holds another object as block {block_id}"
+            if block is not pool.blocks[block_id]:
+                raise AssertionError(f"the index holds another object as block {block_id}")
         index[key] = tuple(same_hash)
     return index
 
@@ -791,15 +797,15 @@ def _check_against_model(pool, model, sequences, key_names, where, looked_up, sw
     for i, block in enumerate(pool.blocks):
         assert block.block_id == i, f"{where}: pool.blocks[{i}] has id {block.block_id} (invariant 2)"
         assert block.ref_cnt == model.ref[i], f"{where}: block {i} ref_cnt {block.ref_cnt}, expected {model.ref[i]}"
-        assert block.block_hash == model.hash[i], (
-            f"{where}: block {i} holds {name(block.block_hash)}, expected {name(model.hash[i])}")
+        if block.block_hash != model.hash[i]:
+            raise AssertionError(f"{where}: block {i} holds {name(block.block_hash)}, expected {name(model.hash[i])}")
     in_queue = set(queue_ids)
     should_be = {i for i, r in model.ref.items() if r == 0 and i != 0}
     assert in_queue == should_be, (
         f"{where}: invariant 1 broken: in the queue {sorted(in_queue)}, with ref_cnt 0 {sorted(should_be)}")
     for seq in sequences:
-        assert all(b is pool.blocks[i] for b, i in zip(seq["blocks"], seq["ids"], strict=True)), (
-            f"{where}: a request's block table {seq['ids']} changed under it (invariant 2)")
+        if not all(b is pool.blocks[i] for b, i in zip(seq["blocks"], seq["ids"], strict=True)):
+            raise AssertionError(f"{where}: a request's block table {seq['ids']} changed under it (invariant 2)")
     index = _index_of(pool)
     as_sets = {key: sorted(ids) for key, ids in index.items()}
     expected = {key: sorted(ids) for key, ids in model.index.items()}
@@ -843,7 +849,19 @@ def test_random_interleavings_keep_the_invariants(lab, seed):
         assert len(keys) == n // block_size, (
             f"{n} tokens in blocks of {block_size} got {len(keys)} keys, expected {n // block_size} (invariant 3)")
         new = range(seq["num_cached"], len(keys))
-        pool.cache_full_blocks(seq["blocks"], keys, seq["num_cached"], len(keys))
+        try:
+            pool.cache_full_blocks(seq["blocks"], keys, seq["num_cached"], len(keys))
+        except ValueError as err:
+            ids = [seq["ids"][i] for i in new]
+            hashed = [i for i in ids if pool.blocks[i].block_hash is not None]
+            why = (f"the pool has a hash on {hashed}: a block handed out again must lose its hash (lazy eviction, "
+                   f"in get_new_blocks)" if hashed else
+                   "the pool has none on them either: only blocks num_cached_blocks <= i < num_full_blocks are to "
+                   "be cached, the ones before are cached already")
+            raise AssertionError(
+                f"seed {seed}, step {step}: cache_full_blocks(table {seq['ids']}, its keys, {seq['num_cached']}, "
+                f"{len(keys)}) raised ValueError ({err}); the model says blocks {ids} hold no hash yet, and {why}"
+            ) from err
         model.cache([seq["ids"][i] for i in new], [keys[i] for i in new])
         for i, key in enumerate(keys):
             key_names.setdefault(key, f"the key of block {i} of tokens {seq['tokens'][:(i + 1) * block_size]}")

@@ -203,8 +203,9 @@ def test_a_fully_cached_prompt_recomputes_its_last_block(lab):
     _admit(mgr, a, ([], 0, [1, 2]), "A, 8 tokens")
     _admit(mgr, b, ([1], 4, [3]), "B, the same 8 tokens (a hit is capped at (8 - 1) // 4 = 1 block)")
     key = mgr.block_pool.blocks[2].block_hash
-    assert key is not None and mgr.block_pool.blocks[3].block_hash == key, (
-        "B's recomputed block 3 must be cached too, under the key of block 2 (the same tokens 4-7)")
+    if not (key is not None and mgr.block_pool.blocks[3].block_hash == key):
+        raise AssertionError(
+            "B's recomputed block 3 must be cached too, under the key of block 2 (the same tokens 4-7)")
     _expect(sorted(mgr.block_pool.cached_block_hash_to_block.get(key, {})), [2, 3],
             "the blocks cached under the key of tokens 0-7 (two copies)")
 
