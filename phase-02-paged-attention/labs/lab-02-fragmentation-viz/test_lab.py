@@ -80,8 +80,9 @@ def test_blocks_needed_is_a_ceiling(lab):
     for n, b, want in cases:
         got = lab.blocks_needed(n, b)
         assert type(got) is int or isinstance(got, np.integer), (
-            f"blocks_needed({n}, {b}) returned a {type(got).__name__}, expected an int (count in integers)")
-        assert got == want, f"blocks_needed({n}, {b}) = {got}, expected {want}"
+            f"blocks_needed({n}, {b}) returned {got!r}, of type {type(got).__name__}: expected an int (count in "
+            f"integers)")
+        assert got == want, f"blocks_needed({n}, {b}) = {got}, expected {want} (ceil(num_tokens / block_size), exactly)"
 
 
 def test_internal_fragmentation_is_the_tail_of_the_last_block(lab):

@@ -27,7 +27,8 @@ def expect_bytes(got, want: int, call: str, why: str = "") -> None:
     """An integer number of bytes, exactly ``want``; the message says both in KiB/MiB/GiB too."""
     __tracebackhide__ = True
     if isinstance(got, bool) or not isinstance(got, int):
-        raise AssertionError(f"{call} returned a {type(got).__name__} ({got!r}): memory sizes are integers of bytes")
+        raise AssertionError(
+            f"{call} returned {got!r}, of type {type(got).__name__}: memory sizes are integers of bytes")
     if got != want:
         raise AssertionError(f"{call} = {_size(got)}, expected {_size(want)}" + (f": {why}" if why else ""))
 
@@ -36,7 +37,7 @@ def expect_count(got, want: int, call: str, why: str = "") -> None:
     """An integer count (blocks), exactly ``want``."""
     __tracebackhide__ = True
     if isinstance(got, bool) or not isinstance(got, int):
-        raise AssertionError(f"{call} returned a {type(got).__name__} ({got!r}), expected an int")
+        raise AssertionError(f"{call} returned {got!r}, of type {type(got).__name__}, expected an int")
     if got != want:
         raise AssertionError(f"{call} = {got}, expected {want}" + (f": {why}" if why else ""))
 
@@ -281,7 +282,7 @@ def test_max_concurrency(lab):
         call = f"max_concurrency({num_blocks}, {block_size}, {max_model_len})"
         got = lab.max_concurrency(num_blocks, block_size, max_model_len)
         assert isinstance(got, float), (
-            f"{call} returned a {type(got).__name__} ({got!r}), expected a float: vLLM logs a fraction (54.50x)")
+            f"{call} returned {got!r}, of type {type(got).__name__}, expected a float: vLLM logs a fraction (54.50x)")
         assert got == pytest.approx(want, rel=1e-12), f"{call} = {got}, expected {want} ({why})"
 
 
