@@ -202,8 +202,8 @@ class EngineBase:
         return bool(self.waiting or self.running)
 
     def step(self) -> SchedulerOutput:
-        """One engine step: schedule, prepare the batch, run the model, sample, update. After
-        ``schedule`` and after ``update_from_output`` the engine's state is checked (``EngineStateError``
+        """One engine step: schedule, prepare the batch, run the model, sample, update. After ``schedule``,
+        ``prepare_inputs`` and ``update_from_output`` the engine's state is checked (``EngineStateError``
         names what went wrong, where)."""
         try:
             scheduler_output = self.schedule()
@@ -213,10 +213,14 @@ class EngineBase:
         self._check_schedule(scheduler_output)
         if not scheduler_output.scheduled_requests:
             if self.has_unfinished_requests():
+                victims = scheduler_output.preempted_req_ids
+                why = (f"; it preempted {victims} and scheduled no one with the blocks they gave back (after a "
+                       f"preemption the allocation that failed is tried again)" if victims else "")
                 raise EngineStateError(f"step {self.num_steps}: nothing was scheduled although {len(self.waiting)} "
-                                       f"requests wait and {len(self.running)} run")
+                                       f"requests wait and {len(self.running)} run{why}")
             return scheduler_output
         inputs = self.prepare_inputs(scheduler_output)
+        self._check_inputs(scheduler_output, inputs)
         logits = self.runner.execute_model(inputs)
         sampled = self.runner.sample(logits)
         emitted_before = [len(r.output_token_ids) for r in scheduler_output.scheduled_requests]
@@ -299,6 +303,28 @@ class EngineBase:
             self._fail(phase, f"{len(self.running)} requests running, more than max_num_seqs={self.max_num_seqs}")
         self._check_queues(phase, after_update=False)
 
+    def _check_inputs(self, output: SchedulerOutput, inputs) -> None:
+        """The batch's shape against the schedule: one sequence per scheduled request, with that request's
+        number of rows, and one input id, position and slot per scheduled token (the runner checks the rest)."""
+        phase = "after prepare_inputs"
+        if not isinstance(inputs, StepInputs):
+            self._fail(phase, f"prepare_inputs returned {type(inputs).__name__}, expected a StepInputs")
+        total, ids = output.total_num_scheduled_tokens, [r.request_id for r in output.scheduled_requests]
+        for name in ("input_ids", "positions", "slot_mapping"):
+            if len(getattr(inputs, name)) != total:
+                self._fail(phase, f"StepInputs.{name} has {len(getattr(inputs, name))} entries, expected one per "
+                                  f"scheduled token: {total} ({output.num_scheduled_tokens})")
+        for name in ("block_tables", "seq_lens", "logits_indices"):
+            if len(getattr(inputs, name)) != len(ids):
+                self._fail(phase, f"StepInputs.{name} has {len(getattr(inputs, name))} entries, expected one per "
+                                  f"scheduled request: {len(ids)} ({ids})")
+        loc = list(inputs.query_start_loc)
+        rows = [b - a for a, b in zip(loc, loc[1:], strict=False)]
+        want = [output.num_scheduled_tokens[rid] for rid in ids]
+        if loc[:1] != [0] or rows != want:
+            self._fail(phase, f"StepInputs.query_start_loc {loc} gives the sequences {rows} rows; the scheduled "
+                              f"requests {ids} have {want} tokens (query_start_loc starts at 0)")
+
     def _check_queues(self, phase: str, after_update: bool) -> None:
         """Every request in exactly one queue with the status of that queue; a waiting or finished request
         holds no block and a waiting one has computed nothing. After an update, a running request holds
@@ -334,8 +360,9 @@ class EngineBase:
                         self._fail(phase, f"running request {rid!r} has computed {request.num_computed_tokens} tokens, "
                                           f"which fill {need} blocks, but holds {held}")
                     if len(request.output_token_ids) >= request.max_new_tokens:
-                        self._fail(phase, f"running request {rid!r} has its {request.max_new_tokens} outputs "
-                                          f"(max_new_tokens): it should have finished")
+                        self._fail(phase, f"running request {rid!r} has {len(request.output_token_ids)} outputs "
+                                          f"for max_new_tokens={request.max_new_tokens}: it should have finished "
+                                          f"in the step that appended its last one")
                     if request.num_computed_tokens >= request.num_tokens:
                         self._fail(phase, f"running request {rid!r} has computed all its {request.num_tokens} tokens "
                                           f"and has {len(request.output_token_ids)} of {request.max_new_tokens} "

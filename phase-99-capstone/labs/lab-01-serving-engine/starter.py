@@ -18,9 +18,9 @@ Everything else is given, imported below:
   the class your ``Engine`` extends: its ``__init__`` (the settings ``block_size``, ``max_num_seqs``,
   ``max_num_batched_tokens``; the queues ``waiting``, ``running``, ``finished``; ``requests`` by id;
   ``kv_manager``, lab 02-05's KV-cache manager over lab 02-01's block pool; ``runner``), ``add_request``,
-  ``step``, ``generate`` and ``_add_to_batch``. ``step`` checks the engine's state after your
-  ``schedule`` and ``update_from_output``: a mistake stops there with an ``EngineStateError`` that names
-  the step, the request and what was expected.
+  ``step``, ``generate`` and ``_add_to_batch``. ``step`` checks the engine's state after each of your
+  ``schedule``, ``prepare_inputs`` and ``update_from_output``: a mistake stops there with an
+  ``EngineStateError`` that names the step, the request and what was expected.
 - from ``_runner.py``: the model side (``build_model``, ``tiny_config``, ``StepInputs``, ``ModelRunner``).
 
 Write the stubs below in the README's order, then run
