@@ -215,7 +215,9 @@ class EngineBase:
             if self.has_unfinished_requests():
                 victims = scheduler_output.preempted_req_ids
                 why = (f"; it preempted {victims} and scheduled no one with the blocks they gave back (after a "
-                       f"preemption the allocation that failed is tried again)" if victims else "")
+                       f"preemption the allocation that failed is tried again)" if victims else
+                       "; a running request that finds no block preempts the newest running request"
+                       if self.running else "")
                 raise EngineStateError(f"step {self.num_steps}: nothing was scheduled although {len(self.waiting)} "
                                        f"requests wait and {len(self.running)} run{why}")
             return scheduler_output
@@ -358,7 +360,8 @@ class EngineBase:
                     held, need = len(self._manager_blocks(request)), -(-request.num_computed_tokens // self.block_size)
                     if held != need:
                         self._fail(phase, f"running request {rid!r} has computed {request.num_computed_tokens} tokens, "
-                                          f"which fill {need} blocks, but holds {held}")
+                                          f"which fill {need} block(s) of {self.block_size}, but holds {held}: its "
+                                          f"num_computed_tokens and its blocks disagree")
                     if len(request.output_token_ids) >= request.max_new_tokens:
                         self._fail(phase, f"running request {rid!r} has {len(request.output_token_ids)} outputs "
                                           f"for max_new_tokens={request.max_new_tokens}: it should have finished "

@@ -28,7 +28,7 @@ import pytest
 from labkit import triton_env
 
 torch, triton = triton_env.require_torch_and_triton()
-# transformers 5 (tested: 5.17, 5.23): its attention interface passes the engine's metadata to every layer.
+# transformers 5 (tested: 5.0, 5.17, 5.24): its attention interface passes the engine's metadata to every layer.
 transformers = pytest.importorskip("transformers", minversion="5.0",
                                    reason='needs transformers >= 5: pip install -e ".[model]"')
 
