@@ -11,7 +11,10 @@ What is compared:
 - the logits of every output token, within ``LOGIT_ATOL`` (see there why);
 - the engine's bookkeeping, against numbers worked out by hand or recomputed by brute force in the
   test: prefix-cache hits, tokens computed, every block back in the pool, the scheduler's invariants,
-  and each step's batch (positions, slots, tables, offsets).
+  and each step's batch (positions, slots, tables, offsets);
+- the schedule itself, step by step (who runs, in which order, with how many tokens, who is preempted,
+  both queues in order), against the README's rules worked out on token and block counts
+  (``planned_schedule``): a wrong order recomputes the same tokens, so only the schedule shows it.
 
 The block pool and KV-cache manager are labs 02-01 and 02-05's reference solutions: their state
 (ref counts, free count, block tables) is trusted here.
