@@ -941,13 +941,18 @@ def test_combine_keeps_dtype_and_leaves_the_summaries_alone(lab, world_size, com
 
 
 def test_no_rank_outlives_its_group(lab):
-    """After the suite's groups of 1, 2 and 4 ranks, no process of the run is left.
+    """After the suite's groups of 1, 2 and 4 ranks, no process of the run is left; and every group
+    got past the stubs (a run that stopped at a NotImplementedError has not run the whole suite).
 
     Catches: a launcher that returns while ranks still run (it kills and joins every rank)."""
     (status, value), alive = ranks_run("suite")
     if status == "raised":
         raise_again(value)
     require(not alive, f"processes of the suite's run still alive after it ended: {alive}")
+    for (world_size, combine), (group_status, payload) in ranks_script.decode_suite(value).items():
+        if group_status == ranks_script.NOT_IMPLEMENTED:
+            last = payload.rstrip().splitlines()[-1]
+            raise NotImplementedError(f"{combine} in a group of {ranks_word(world_size)}: {last}")
 
 
 def test_a_rank_that_raises_fails_the_whole_group(lab):
