@@ -124,8 +124,9 @@ def read_bug(path: Path) -> Bug:
         else:
             raise BugEditError("no EDIT = (old, new): a bug is an edit of the solution")
         source = values.get("SOURCE", DEFAULT_SOURCE)
-        if not isinstance(source, str) or "/" in source or not source.endswith(".py"):
-            raise BugEditError(f"SOURCE must name a .py file of the lab folder, got {source!r}")
+        folder, _, _ = source.rpartition("/") if isinstance(source, str) else ("", "", "")
+        if not isinstance(source, str) or folder not in ("", "going-further") or not source.endswith(".py"):
+            raise BugEditError(f"SOURCE must name a .py file of the lab folder or its going-further/, got {source!r}")
         bug.source = source
     except BugEditError as err:
         bug.problem = str(err)

@@ -43,18 +43,24 @@ def _is_implementation(rel: str) -> bool:
     parts = rel.split("/")
     return not (
         "__pycache__" in parts
-        or rel in NOT_IMPLEMENTATIONS
+        or parts[-1] in NOT_IMPLEMENTATIONS
         or any(p.startswith(("_", "test_")) for p in parts)
     )
 
 
+# Folders below a lab whose modules LAB_IMPL may name: the gallery's bugs, and kernels that go past
+# the lab (``going-further/hopper_decode``: the same API, run by the same tests).
+IMPL_FOLDERS = ("bugs", "going-further")
+
+
 def available_impls(lab_dir: Path) -> list[str]:
-    """The names LAB_IMPL may take in this lab folder (``bugs/x`` for files below it)."""
+    """The names LAB_IMPL may take in this lab folder (``bugs/x``, ``going-further/x`` for files below it)."""
     lab_dir = Path(lab_dir)
     names = []
     for path in sorted(lab_dir.rglob("*.py")):
         rel = path.relative_to(lab_dir).with_suffix("").as_posix()
-        if _is_implementation(rel) and (len(rel.split("/")) == 1 or rel.startswith("bugs/")):
+        parts = rel.split("/")
+        if _is_implementation(rel) and (len(parts) == 1 or (len(parts) == 2 and parts[0] in IMPL_FOLDERS)):
             names.append(rel)
     return names
 
