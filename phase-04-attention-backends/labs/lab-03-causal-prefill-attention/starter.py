@@ -90,8 +90,9 @@ def paged_prefill_attention(q, k_cache, v_cache, block_table, start, block_size)
     ``t`` is at ``[block_table[t // block_size], t % block_size]``. Query head ``h`` reads KV
     head ``h // (num_heads // num_kv_heads)``; scores are ``q . k / sqrt(head_dim)``; row ``i``
     sees keys ``0 .. start + i``. Returns float64 ``[M, num_heads, head_dim]`` (``M = 0``: an
-    empty array). One pass over the logical blocks that cover ``[0, start + M)``, in order,
-    never more than one block's scores at a time. The inputs are only read.
+    empty array), computed in float64 whatever the inputs' type. One pass over the logical blocks
+    that cover ``[0, start + M)``, in order, never more than one block's scores at a time (for every
+    row and head at once, or head by head). The inputs are only read.
     Given: ``_as_block_table(block_table)`` then ``_check_prefill(q, k_cache, v_cache, block_table,
     start, block_size)``.
     """
