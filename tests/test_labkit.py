@@ -35,6 +35,17 @@ def test_lab_local_imports_do_not_leak_between_labs(tmp_path):
     assert loader.load_impl(b, "solution").VALUE == 2
 
 
+def test_a_bug_of_a_given_module_loads_the_solution_importing_the_edited_module(tmp_path):
+    lab_dir = _make_lab(tmp_path, "lab-01-a", "from _checks import LIMIT\n\n\ndef answer():\n    return LIMIT\n")
+    (lab_dir / "_checks.py").write_text("LIMIT = 8\n")
+    (lab_dir / "bugs").mkdir()
+    (lab_dir / "bugs" / "limit_off.py").write_text(
+        '"""The limit is off."""\n\nCAUGHT_BY = []\n\nSOURCE = "_checks.py"\n\n'
+        'EDIT = ("LIMIT = 8\\n", "LIMIT = 9\\n")\n')
+    assert loader.load_impl(lab_dir, "bugs/limit_off").answer() == 9
+    assert loader.load_impl(lab_dir, "solution").answer() == 8  # the edited module served the bug only
+
+
 def test_unknown_impl_lists_what_the_folder_has(tmp_path):
     lab_dir = _make_lab(tmp_path, "lab-01-a", "")
     (lab_dir / "starter.py").write_text("")
@@ -152,6 +163,14 @@ def test_dtype_checks_take_numpy_scalar_types_in_assert_close():
 def test_assert_equal_names_first_mismatch():
     with pytest.raises(AssertionError, match=r"token 2 \(block 0\): got 9, expected 7"):
         arrays.assert_equal([5, 6, 9], [5, 6, 7], axes=("token",), what="slots", where=lambda i: "block 0")
+
+
+def test_assert_value_says_what_came_and_what_was_expected():
+    arrays.assert_value(("FLASH_ATTN", 16), ("FLASH_ATTN", 16), what="select_backend")
+    with pytest.raises(AssertionError, match=r"^smem_fits\(48 KiB\): got False, expected True$"):
+        arrays.assert_value(False, True, what="smem_fits(48 KiB)")
+    with pytest.raises(AssertionError, match=r"got 1 \(int\), expected True"):  # 1 == True, but not a bool
+        arrays.assert_value(1, True, what="smem_fits")
 
 
 def test_scattered_block_tables_pad_with_spare_blocks():
