@@ -7,6 +7,10 @@ the lab's files, transitively) at ``/grader/references/<lab id>.py``, and the sa
 offers :func:`load_reference` over them. The graded lab's own solution is never staged: a lab's
 reference is in the sandbox only when it is an earlier lab's, which its students are given anyway.
 
+A reference solution may import a module its lab gives its learners (04-03's ``_prefill_checks.py``,
+``from _prefill_checks import ...``); those modules are staged next to the references, under their
+own names (unique across the labs), and :func:`load_reference` lets the staged solution import them.
+
 The trusted side uses :func:`needed`; the sandboxed worker uses :func:`load_reference`.
 """
 
@@ -18,13 +22,15 @@ import sys
 from pathlib import Path
 
 _CALL = re.compile(r"""load_reference\(\s*["'](\d{2}-\d{2})["']\s*\)""")
+_GIVEN = re.compile(r"^(?:from|import) (_[A-Za-z]\w*)\b", re.M)  # a lab-local module: from _prefill_checks import
 STAGED_DIR = Path(__file__).resolve().parents[2] / "references"  # /grader/references inside the sandbox
 
 
 def needed(lab_dir: Path) -> dict[str, Path]:
     """lab id -> reference solution file, for every earlier lab the lab at ``lab_dir`` loads
     (through its starter, its solution or a helper module next to them, such as 99-01's ``_runner.py``,
-    or through those labs' own solutions), never its own."""
+    or through those labs' own solutions), never its own; and module name -> file for each given
+    module those solutions import from their lab folders (``_prefill_checks`` -> 04-03's file)."""
     from labkit.course import registry
 
     own = next((lab.id for lab in registry.LABS if lab.path.resolve() == Path(lab_dir).resolve()), None)
@@ -38,6 +44,11 @@ def needed(lab_dir: Path) -> dict[str, Path]:
                 continue
             found[lab_id] = registry.get(lab_id).path / "solution.py"
             todo.append(found[lab_id])
+            for module in _GIVEN.findall(found[lab_id].read_text(encoding="utf-8")):
+                given = registry.get(lab_id).path / f"{module}.py"
+                if given.is_file() and module not in found:
+                    found[module] = given
+                    todo.append(given)
     return found
 
 
@@ -50,6 +61,8 @@ def load_reference(lab_id: str):
     if not re.fullmatch(r"\d{2}-\d{2}", str(lab_id)) or not path.is_file():
         raise ImportError(f"load_reference({lab_id!r}): under grading a lab may load the reference solutions "
                           "of the earlier labs it builds on, and this lab's starter.py does not name that one")
+    if str(STAGED_DIR) not in sys.path:
+        sys.path.append(str(STAGED_DIR))  # the given modules a reference imports (``from _prefill_checks import``)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

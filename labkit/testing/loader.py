@@ -99,8 +99,8 @@ def load_impl(lab_dir: Path, impl: str | None = None) -> ModuleType:
     module. Modules the file imports from its own lab folder (lab-local helpers) work, and are
     dropped from ``sys.modules`` afterwards so that another lab's same-named helper is never
     handed out in their place. A bug of the gallery loads as the solution with the bug's edit; a
-    bug whose ``SOURCE`` is one of the lab's given modules (``_checks.py``) loads as the solution
-    importing that module with the edit.
+    bug whose ``SOURCE`` is one of the lab's given modules (04-03's ``_prefill_checks.py``) loads
+    as the solution importing that module with the edit.
     """
     from labkit.course import bugs
 

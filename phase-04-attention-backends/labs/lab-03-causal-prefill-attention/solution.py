@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from _checks import (  # the input checks, given to the learner in _checks.py
+from _prefill_checks import (  # the input checks, given to the learner in _prefill_checks.py
     _as_block_table,
     _as_positions,
     _check_chunk,

@@ -16,7 +16,7 @@ Build, in the order of the README's steps:
 5. The same kernel over a ragged batch of chunks (``query_start_loc``, ``seq_lens``).
 6. The mask only where the key range crosses the diagonal; offsets in int64.
 
-Given, in ``_checks.py`` (imported below): the input checks ``_check_*`` and ``_as_*``; call them
+Given, in ``_prefill_checks.py`` (imported below): the input checks ``_check_*`` and ``_as_*``; call them
 first, so that bad input gets a clear message. Run
 ``LAB_IMPL=starter pytest -q phase-04-attention-backends/labs/lab-03-causal-prefill-attention``
 (``-k "not kernel"`` for the numpy steps alone).
@@ -27,7 +27,7 @@ from __future__ import annotations
 import math  # noqa: F401  (you will need math.sqrt)
 
 import numpy as np  # noqa: F401  (steps 1-3)
-from _checks import (  # noqa: F401  (given: the input checks, in _checks.py; call them first)
+from _prefill_checks import (  # noqa: F401  (given: the input checks, in _prefill_checks.py; call them first)
     _as_block_table,
     _as_positions,
     _check_chunk,

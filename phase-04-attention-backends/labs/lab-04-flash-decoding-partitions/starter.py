@@ -11,7 +11,7 @@ Attention of one query over a set of keys compresses to a summary ``(m, denom, a
     acc   = sum_i exp(s_i - m) * v_i       (a vector, NOT divided by denom)
 
 The summary of zero keys is ``(-inf, 0.0, zeros(d))``. Given: the identity ``_identity`` at the
-bottom, and the input checks, imported from ``_checks.py`` (``_as_query_keys_values``,
+bottom, and the input checks, imported from ``_merge_checks.py`` (``_as_query_keys_values``,
 ``_as_summary``, ``_check_same_length``, ``_check_num_partitions``). The checks are already called
 at the top of each function: keep those calls, so bad input gets a clear message.
 """
@@ -19,7 +19,7 @@ at the top of each function: keep those calls, so bad input gets a clear message
 from __future__ import annotations
 
 import numpy as np
-from _checks import (  # noqa: F401  (given: the input checks, in _checks.py; keep their calls)
+from _merge_checks import (  # noqa: F401  (given: the input checks, in _merge_checks.py; keep their calls)
     _as_query_keys_values,
     _as_summary,
     _check_num_partitions,
@@ -90,7 +90,7 @@ def partitioned_attention(q, k, v, num_partitions: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------
-# Given: the identity (the input checks are in _checks.py).
+# Given: the identity (the input checks are in _merge_checks.py).
 
 
 def _identity(d: int) -> Summary:

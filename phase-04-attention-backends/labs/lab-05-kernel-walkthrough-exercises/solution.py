@@ -21,7 +21,7 @@ import hashlib
 from dataclasses import dataclass
 
 import numpy as np
-from _checks import (  # given: the input checks, in _checks.py
+from _walkthrough_checks import (  # given: the input checks, in _walkthrough_checks.py
     _as_seq_lens,
     _check_positive,
     _check_qk_inputs,
@@ -56,7 +56,7 @@ def blocks_per_seq(seq_lens, block_size: int) -> np.ndarray:
 
     A sequence of 0 tokens holds 0 blocks; 16 tokens in blocks of 16 hold 1; 17 hold 2.
     ``seq_lens`` is not modified. Bad input raises ``ValueError`` naming the argument: the
-    given ``_as_seq_lens`` and ``_check_positive`` (in ``_checks.py``) do those checks.
+    given ``_as_seq_lens`` and ``_check_positive`` (in ``_walkthrough_checks.py``) do those checks.
     """
     lens = _as_seq_lens(seq_lens)
     _check_positive("block_size", block_size)

@@ -7,7 +7,7 @@ has padding entries, silently reads the wrong block.
 
 CAUGHT_BY = ["test_bad_input_gets_a_clear_error"]
 
-SOURCE = "_checks.py"  # a given check, edited
+SOURCE = "_prefill_checks.py"  # a given check, edited
 
 EDIT = (
     "    seq_len = start + q.shape[0]\n",

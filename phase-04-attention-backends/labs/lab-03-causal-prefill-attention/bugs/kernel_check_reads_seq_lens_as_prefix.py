@@ -8,7 +8,7 @@ that see no key at all, 0/0 = NaN in the output, and no error naming the argumen
 
 CAUGHT_BY = ["test_kernel_bad_input_gets_a_clear_error"]
 
-SOURCE = "_checks.py"  # a given check, edited
+SOURCE = "_prefill_checks.py"  # a given check, edited
 
 EDIT = (
     "    if bool((query_lens > lens).any()):\n",
