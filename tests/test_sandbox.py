@@ -233,6 +233,20 @@ def test_a_reference_imports_the_given_modules_of_its_own_lab(tmp_path):
     assert code == 0 and out.decode().strip() == "ok", err.decode(errors="replace")[-2000:]
 
 
+def test_a_reference_that_imports_its_labs_given_module_loads_in_the_sandbox(tmp_path):
+    """Lab 04-04's solution imports its given checks (``from _merge_checks import ...``): a lab that
+    builds on it (04-07) gets that module staged with the reference, and the reference loads."""
+    from labkit.grader import references
+
+    needs = references.needed(registry.get("04-07").path)
+    assert needs["04-04"] == registry.get("04-04").path / "solution.py", needs
+    script = tmp_path / "uses_a_reference_with_a_given_module.py"
+    script.write_text("import labkit\nprint(labkit.load_reference('04-04').merge_two.__name__)\n")
+    with sandboxes.Sandbox(None, RESOURCES, references=needs) as box:
+        code, out, err = box.run(["script", box.add_script(script)], timeout=120)
+    assert code == 0 and out.decode().strip() == "merge_two", err.decode(errors="replace")[-2000:]
+
+
 def test_an_interpreter_under_tmp_is_bound_again_over_the_private_tmp(monkeypatch):
     """A virtual environment made in /tmp stays visible: the sandbox's own /tmp would hide it."""
     venv = Path("/tmp/some-venv")

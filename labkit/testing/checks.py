@@ -128,6 +128,16 @@ def assert_equal(
     )
 
 
+def assert_value(actual, expected, *, what: str) -> None:
+    """Equality of one plain value (a name, a count, a tuple, ``None``, a bool): ``what: got X,
+    expected Y``. For the answers of functions that return no array; ``what`` names the call."""
+    __tracebackhide__ = True
+    if type(actual) is not type(expected) and (isinstance(actual, bool) or isinstance(expected, bool)):
+        raise AssertionError(f"{what}: got {actual!r} ({type(actual).__name__}), expected {expected!r}")
+    if not actual == expected:
+        raise AssertionError(f"{what}: got {actual!r}, expected {expected!r}")
+
+
 def max_abs_diff(a, b) -> float:
     """``max |a - b|`` in float64 (NaN if either holds NaN)."""
     return float(np.max(np.abs(to_f64(a) - to_f64(b)))) if np.size(a) else 0.0

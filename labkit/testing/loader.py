@@ -106,7 +106,9 @@ def load_impl(lab_dir: Path, impl: str | None = None) -> ModuleType:
     The module is cached under its unique name: loading the same pair twice returns the same
     module. Modules the file imports from its own lab folder (lab-local helpers) work, and are
     dropped from ``sys.modules`` afterwards so that another lab's same-named helper is never
-    handed out in their place. A bug of the gallery loads as the solution with the bug's edit.
+    handed out in their place. A bug of the gallery loads as the solution with the bug's edit; a
+    bug whose ``SOURCE`` is one of the lab's given modules (04-03's ``_prefill_checks.py``) loads
+    as the solution importing that module with the edit.
     """
     from labkit.course import bugs
 
@@ -133,20 +135,21 @@ def load_impl(lab_dir: Path, impl: str | None = None) -> ModuleType:
 
 
 def _exec(lab_dir: Path, name: str, path: Path, code, given: tuple[Path, object] | None = None) -> ModuleType:
-    """Run ``path`` (or ``code`` compiled from it) as module ``name``; ``given``: ``(file, code)`` of
-    a lab-local module to import under that file's name first, in place of the file itself."""
+    """Run ``path`` (or ``code`` compiled from it) as module ``name``; ``given = (file, code)`` puts
+    that lab-local module, run from ``code``, where the file's ``import`` finds it first."""
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     before = set(sys.modules)
     sys.modules[name] = module
     sys.path.insert(0, str(path.parent))
+    given_module = None
     try:
         if given is not None:
             given_path, given_code = given
-            helper = ModuleType(given_path.stem)
-            helper.__file__ = str(given_path)  # inside the lab folder: dropped from sys.modules below
-            sys.modules[given_path.stem] = helper
-            exec(given_code, helper.__dict__)
+            given_module = importlib.util.module_from_spec(
+                importlib.util.spec_from_file_location(given_path.stem, given_path))
+            sys.modules[given_path.stem] = given_module
+            exec(given_code, given_module.__dict__)
         if code is None:
             spec.loader.exec_module(module)
         else:
@@ -156,6 +159,8 @@ def _exec(lab_dir: Path, name: str, path: Path, code, given: tuple[Path, object]
         raise
     finally:
         sys.path.remove(str(path.parent))
+        if given is not None and sys.modules.get(given[0].stem) is given_module:
+            del sys.modules[given[0].stem]  # the edited module serves this load only
         for key in set(sys.modules) - before - {name}:
             origin = getattr(sys.modules[key], "__file__", None) or ""
             if origin and lab_dir in Path(origin).resolve().parents:

@@ -96,7 +96,8 @@ def test_matches_dense_block_aligned(lab):
     blocks read in physical order, no 1/sqrt(d) scale."""
     _, q, k, v = _random_tokens(3, 16)
     maxima = _block_maxima(q, k, 4)
-    assert max(maxima[1:]) > maxima[0], "test data: the running max should rise after block 0"
+    if not max(maxima[1:]) > maxima[0]:
+        raise AssertionError(f"test data: the running max should rise after block 0, block maxima {maxima}")
     q, k_cache, v_cache, table, expected = _paged(q, k, v, [3, 1, 7, 0], 8, 4)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, 16, 4)
     _check(out, expected, what="paged_online_attention, 16 tokens over blocks [3, 1, 7, 0], "
@@ -141,7 +142,8 @@ def test_matches_dense_partial_last_block(lab, poison, pad_columns):
     table = np.array([6, 2, 4, 1] + [0] * pad_columns)
     q, k_cache, v_cache, table, expected = _paged(q, k, v, table, 8, 4, poison=poison)
     tail = k_cache[1, 1:]
-    assert (np.isnan(tail) if poison == "nan" else tail == labkit.poison_value(np.float64, poison)).all()
+    if not (np.isnan(tail) if poison == "nan" else tail == labkit.poison_value(np.float64, poison)).all():
+        raise AssertionError(f"test data: the last block's unused slots should hold {poison} poison, got {tail}")
     out = lab.paged_online_attention(q, k_cache, v_cache, table, 13, 4)
     _check(out, expected, what=f"paged_online_attention, 13 tokens (last block holds 1), {poison} poison, "
                                f"table {table.tolist()}")

@@ -92,6 +92,11 @@ def backend_problems(backend, gpu, dtype, head_size, block_size, kv_cache_dtype=
     ``block_size`` the KV-cache block size in tokens (``BLOCK_SIZES``), ``kv_cache_dtype`` one
     of ``KV_CACHE_DTYPES`` and ``features`` a collection of names from ``FEATURES``
     (``"mla"``: the layer is multi-head latent attention). Bad arguments: ValueError.
+
+    Each reason names the limit with the layer's value (README, "What the messages say"): ``head
+    size 80``, the dtype, ``block size 8`` with the multiple or the size it needs, ``fp8`` and the
+    format, ``sliding window``, ``sinks``, ``MLA``, ``Hopper`` (FlashMLA), ``10.0`` (CUTLASS MLA),
+    ``8.0`` (FlashAttention 2). The limits themselves are the README's table of backends.
     """
     # capability = device_capability(gpu)
     # _check_backend("backend_problems", backend)
@@ -109,6 +114,7 @@ def v1_engine_refusal(gpu, kv_cache_dtype="auto", override=None) -> str | None:
     The rules of ``EngineArgs._is_v1_supported_oracle``: compute capability below 8.0 is
     refused; an fp8 KV cache is accepted only where ``CudaPlatformBase.is_kv_cache_dtype_supported``
     says so: on SM 10.0 always, elsewhere only with no ``override`` and FlashAttention 3 (Hopper).
+    A refusal names ``8.0`` (a GPU below it) or ``fp8`` (and the override, when one is set).
     """
     raise NotImplementedError(
         "v1_engine_refusal: not implemented yet (README step 3: the engine's gate: capability "
@@ -141,6 +147,13 @@ def select_backend(gpu, dtype, head_size, block_size=None, *, kv_cache_dtype="au
     backend of ``BACKENDS``. ValueError, with the reasons, when the engine refuses the GPU or
     cache, when the override cannot run the layer, or when no candidate can; ValueError for
     bad arguments and for an override that is not a backend of ``BACKENDS``.
+
+    A reason in ``rejected`` is one of three kinds: the backend's problems (joined); not a
+    default here (it is not in ``candidate_order``: say ``default`` and name
+    ``VLLM_ATTENTION_BACKEND``, the only way to get it); or ``lower priority than`` the chosen
+    backend (by name). With an override, every other backend's reason names
+    ``VLLM_ATTENTION_BACKEND``. An error names the override and its problems, or every
+    candidate's problems.
     """
     # capability = device_capability(gpu)
     # features = _check_layer("select_backend", dtype, head_size, block_size, kv_cache_dtype, features)
@@ -154,7 +167,8 @@ def select_backend(gpu, dtype, head_size, block_size=None, *, kv_cache_dtype="au
 
 def cudagraph_support(backend, gpu) -> str:
     """The ``cudagraph_support`` of the backend's metadata builder in v0.10.1, one of
-    ``CUDAGRAPH_SUPPORT``: what full CUDA graphs it can be captured in."""
+    ``CUDAGRAPH_SUPPORT``: what full CUDA graphs it can be captured in (README, "Why the choice
+    is fixed for a run", has the levels: read the builders first)."""
     # capability = device_capability(gpu)
     # _check_backend("cudagraph_support", backend)
     raise NotImplementedError(
@@ -172,7 +186,8 @@ def resolve_cudagraph_mode(requested, backend, gpu, spec_decode=False) -> str:
       ``FULL_AND_PIECEWISE``, or ValueError if the backend supports no full graph (``NEVER``);
     - full decode graphs with speculative decoding (``spec_decode``: uniform batches of more
       than one query token) need ``UNIFORM_BATCH`` or better; otherwise ``PIECEWISE``;
-    - any mode with full graphs left and support ``NEVER``: ValueError.
+    - any mode with full graphs left and support ``NEVER``: ValueError saying no ``full`` graph
+      is possible and ``PIECEWISE`` remains; an unknown mode: ValueError naming ``requested``.
     """
     raise NotImplementedError(
         "resolve_cudagraph_mode: not implemented yet (README step 6: the three checks of "
@@ -185,7 +200,8 @@ def choose_measured(shape, matrix, allowed=None) -> MeasuredChoice:
     ``matrix.json``, loaded): among the backends of ``matrix["backends"]`` that have a time (not
     None) in the entry's ``times_us`` and, when ``allowed`` is given, are in it. A tie goes to the
     backend listed first in ``matrix["backends"]``. ValueError when the shape matches no entry or
-    several, when ``allowed`` names a backend the matrix does not have, or when no backend is left.
+    several (``_find_entry`` says ``no entry``), when ``allowed`` names a backend the matrix does
+    not have (name them), or when no backend is left (say ``no allowed`` backend has a time).
     """
     # entry = _find_entry(shape, matrix)
     raise NotImplementedError(

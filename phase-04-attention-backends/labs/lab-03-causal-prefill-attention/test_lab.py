@@ -64,15 +64,16 @@ def paged_cache(rng, k, v, written, block_size, capacity=None, pad=0, kind="huge
     """Caches holding tokens ``0 .. written - 1`` of ``k``, ``v`` through a shuffled block table.
 
     The table has blocks for ``capacity`` tokens (default: all of ``k``, reserved up front as a
-    scheduler does) plus ``pad`` padding entries that point at blocks no token uses. Every slot
-    that holds none of the ``written`` tokens is poisoned with ``kind``, including the reserved
-    slots of tokens still to come. Returns ``(k_cache, v_cache, block_table)``.
+    scheduler does) plus ``pad`` padding entries that point at block 0, the null block, which no
+    token uses. Every slot that holds none of the ``written`` tokens is poisoned with ``kind``,
+    block 0 and the reserved slots of tokens still to come included. Returns ``(k_cache, v_cache,
+    block_table)``.
     """
     capacity = len(k) if capacity is None else capacity
     needed = blocks_needed(capacity, block_size)
-    num_blocks = needed + pad + 3
-    ids = rng.permutation(num_blocks)
-    table = ids[: needed + pad].astype(np.int64)  # the pad entries are blocks of the pool no token uses
+    num_blocks = needed + 3
+    # Block 0 is vLLM's null block: no token lives there and the padding entries point at it.
+    table = np.concatenate([1 + rng.permutation(num_blocks - 1)[:needed], np.zeros(pad, dtype=np.int64)])
     k_cache = rng.standard_normal((num_blocks, block_size, *k.shape[1:]))
     v_cache = rng.standard_normal((num_blocks, block_size, *v.shape[1:]))
     for t in range(written):
@@ -165,7 +166,8 @@ def test_future_positions_are_poisoned(lab, kind, start, chunk, block_size):
     k_cache, v_cache, table = paged_cache(rng, k, v, start + chunk, block_size, kind=kind)
     expected = causal_prefill_f64(q[start : start + chunk], k, v, start)
     out = lab.paged_prefill_attention(q[start : start + chunk], k_cache, v_cache, table, start, block_size)
-    check(out, expected, f"paged_prefill_attention with {kind} poison past position {start + chunk - 1}")
+    check(out, expected, f"paged_prefill_attention with {kind} poison past position {start + chunk - 1} (read only "
+                         "the valid rows of the last block; a mask on the scores does not stop 0 * NaN)")
 
 
 @pytest.mark.parametrize("num_heads, num_kv_heads", [(4, 4), (4, 2), (6, 2), (8, 1)],
@@ -206,22 +208,28 @@ def test_large_logits_keep_a_max_per_row(lab, case):
 
 
 def test_streams_block_by_block(lab, monkeypatch):
-    """One streaming pass: np.exp never sees more than one block's scores for every row of the
-    chunk (num_queries x block_size values, per head), so no row's full score list ever exists.
+    """One streaming pass: np.exp never sees more values at once than one block's scores for
+    every row and every head of the chunk (num_queries x num_heads x block_size), so no row's full
+    score list ever exists. Looping over the heads or computing them all at once both pass.
 
     Catches: gathering every key first and running an ordinary softmax over each row (right
-    numbers, not this lab's algorithm). Only np.exp is watched."""
-    block_size, start, chunk = 4, 24, 5
-    rng, q, k, v = random_prompt(31, start + chunk, num_heads=2, num_kv_heads=1)
+    numbers, not this lab's algorithm), per head or for all heads at once. Only np.exp is
+    watched."""
+    block_size, start, chunk, num_heads = 4, 24, 5, 2
+    rng, q, k, v = random_prompt(31, start + chunk, num_heads=num_heads, num_kv_heads=1)
     k_cache, v_cache, table = paged_cache(rng, k, v, start + chunk, block_size)
     expected = causal_prefill_f64(q[start:], k, v, start)
     real_exp = np.exp
-    limit = chunk * block_size
+    # One block's scores for all rows and heads: 40 values. The whole score list of one head is
+    # 5 rows x 29 keys = 145, of both heads 290: a version that gathers first fails either way.
+    limit = chunk * num_heads * block_size
 
     def watched_exp(x, *args, **kwargs):
         if np.size(x) > limit:
-            raise AssertionError(f"np.exp was handed {np.size(x)} values at once; one block's scores for every row "
-                                 f"of the chunk are {chunk} x {block_size} = {limit} (README step 2)")
+            raise AssertionError(
+                f"paged_prefill_attention is not streaming block by block: np.exp was handed {np.size(x)} values at "
+                f"once, more than one block's scores for every row and head of the chunk ({chunk} rows x {num_heads} "
+                f"heads x {block_size} keys = {limit}); a whole row's scores were gathered first (README step 2)")
         return real_exp(x, *args, **kwargs)
 
     monkeypatch.setattr(np, "exp", watched_exp)
@@ -245,7 +253,7 @@ def test_reads_only_and_returns_float64(lab, dtype):
     for x in (q, k_cache, v_cache, table):
         x.flags.writeable = False
     out = lab.paged_prefill_attention(q, k_cache, v_cache, table, 9, 4)
-    check(out, expected, f"paged_prefill_attention on read-only {np.dtype(dtype).name} inputs")
+    check(out, expected, f"paged_prefill_attention on read-only {np.dtype(dtype).name} inputs (computed in float64?)")
     empty = lab.paged_prefill_attention(q[:0], k_cache, v_cache, table, 9, 4)
     labkit.assert_close(empty, np.zeros((0, 4, 16)), atol=0, what="paged_prefill_attention of an empty chunk",
                         dtype=np.float64)
@@ -271,8 +279,7 @@ def test_chunked_equals_one_shot(lab, chunks, kind):
 
     Catches: attending before the chunk is written (its own keys are poison), ignoring
     ``start`` in the slots or in the mask, a mask off by one, the prefix left out."""
-    assert sum(chunks) == 40
-    block_size = 8
+    block_size = 8  # the chunks of each case add up to the 40 tokens of the prompt
     rng, q, k, v = random_prompt(sum(c * c for c in chunks), 40)
     k_cache, v_cache, table = paged_cache(rng, k, v, 0, block_size, kind=kind)
     expected = causal_prefill_f64(q, k, v, 0)  # one shot, the whole prompt
@@ -372,6 +379,8 @@ ON_GPU = DEVICE == "cuda"
 DTYPE_NAMES = ["float16", "float32"] + (["bfloat16"] if ON_GPU else [])  # the interpreter gets bf16 wrong
 KERNEL_ATOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
 SENTINEL = 7.0  # what the padding rows of `out` hold before the call, and must hold after it
+SINK_QUERY, SINK_KEY, SINK_VALUE = 4.0, 11.5, 8.0  # make_batch(scores="sink"): an attention sink at token 0
+SPREAD = 120.0  # make_batch(scores="plus-minus"): rows scoring near +SPREAD and near -SPREAD
 triton_test = pytest.mark.triton
 
 
@@ -391,35 +400,59 @@ class Batch:
 
 
 def make_batch(torch, specs, *, num_heads=4, num_kv_heads=2, head_dim=32, block_size=16, dtype="float16",
-               seed=0, kind="huge", pad_rows=16, q_scale=1.0):
+               seed=0, kind="huge", pad_rows=16, q_scale=1.0, scores="random"):
     """A ragged batch: ``specs`` lists ``(context_len, query_len)`` per sequence.
 
     Each sequence's ``context_len + query_len`` tokens are in the paged cache (the chunk's own
-    included, as vLLM writes them before attention), through a shuffled table with one padding
-    entry pointing at a poisoned block. Every other slot is poisoned with ``kind``. The chunks'
-    queries are packed into ``q``, followed by ``pad_rows`` NaN rows that belong to no sequence
-    (a batch padded to a CUDA graph's size; 16 by default, so that a kernel storing a whole
-    query tile past a chunk's end writes into padding the test checks, never past the tensor).
-    ``expected`` comes from the dtype-rounded values, computed here, before any call.
+    included, as vLLM writes them before attention), through a shuffled table whose padding
+    entries point at block 0, the null block. Every other slot, block 0's included, is poisoned
+    with ``kind``. The chunks' queries are packed into ``q``, followed by ``pad_rows`` NaN rows
+    that belong to no sequence (a batch padded to a CUDA graph's size; 16 by default, so that a
+    kernel storing a whole query tile past a chunk's end writes into padding the test checks,
+    never past the tensor). ``scores``: ``"random"``; ``"sink"``, each sequence's first token an
+    attention sink; ``"plus-minus"``, every other token's scores near +120, the rest near -120
+    (below). ``expected`` comes from the dtype-rounded values, computed here, before any call.
     """
     torch_dtype = getattr(torch, dtype)
     rng = np.random.default_rng(seed)
     lens = [c + n for c, n in specs]
     need = [blocks_needed(n, block_size) for n in lens]
     num_blocks = 2 * sum(need) + 2
-    pool = rng.permutation(num_blocks - 1)  # the last block is never used: the padding entries point at it
-    tables = np.full((len(specs), max(need + [0]) + 1), num_blocks - 1, dtype=np.int32)
+    # Block 0 is vLLM's null block: no sequence owns it, the tables' padding entries point at it, and
+    # it is poisoned like every other slot without a token. A masked load's ``other=0`` block id lands
+    # there too, so a K or V read that is not masked reads poison.
+    pool = 1 + rng.permutation(num_blocks - 1)
+    tables = np.zeros((len(specs), max(need + [0]) + 1), dtype=np.int32)
     used = 0
     for s, n in enumerate(need):
         tables[s, :n] = pool[used : used + n]
         used += n
     shape = (num_blocks, block_size, num_kv_heads, head_dim)
-    k_cache = torch.from_numpy(rng.standard_normal(shape)).to(torch_dtype)
-    v_cache = torch.from_numpy(rng.standard_normal(shape)).to(torch_dtype)
+    num_tokens = sum(n for _, n in specs)
+    k_np, v_np = rng.standard_normal(shape), rng.standard_normal(shape)
+    q_np = q_scale * rng.standard_normal((num_tokens + pad_rows, num_heads, head_dim))
+    if scores == "plus-minus":
+        # Component 0 of every key is 1 and of each query +-SPREAD * sqrt(head_dim), by token: the
+        # scores of a token are SPREAD or -SPREAD, plus noise of about 1. exp(-SPREAD) underflows
+        # float32 to 0, so a row must be exponentiated against its own max.
+        k_np[..., 0] = 1.0
+        q_np[:num_tokens, :, 0] = np.where(np.arange(num_tokens) % 2 == 0, SPREAD, -SPREAD)[:, None] * math.sqrt(
+            head_dim)
+    if scores == "sink":
+        # Component 0 of every query is SINK_QUERY and of every key 0, but the sequence's first key
+        # has SINK_KEY there: its score is about 11.5, some 8 above any other key's, so it takes
+        # most of every row's weight and the other keys share the rest in small parts. Values:
+        # SINK_VALUE for the sink, about -1 for the others.
+        q_np[..., 0] = SINK_QUERY
+        k_np[..., 0], v_np = 0.0, 0.5 * v_np - 1.0
+        for table in tables[: len(specs)]:
+            k_np[table[0], 0, :, 0] = SINK_KEY * math.sqrt(head_dim) / 4
+            v_np[table[0], 0] = SINK_VALUE
+    k_cache = torch.from_numpy(k_np).to(torch_dtype)
+    v_cache = torch.from_numpy(v_np).to(torch_dtype)
     labkit.poison_unused_slots(k_cache, tables, lens, kind=kind)
     labkit.poison_unused_slots(v_cache, tables, lens, kind=kind)
-    num_tokens = sum(n for _, n in specs)
-    q = torch.from_numpy(q_scale * rng.standard_normal((num_tokens + pad_rows, num_heads, head_dim))).to(torch_dtype)
+    q = torch.from_numpy(q_np).to(torch_dtype)
     q[num_tokens:] = float("nan")
 
     expected, row = [], 0
@@ -440,8 +473,12 @@ def check_kernel(lab, torch, batch, what, **kwargs):
     __tracebackhide__ = True
     out = torch.full_like(batch.q, SENTINEL)
     got = lab.paged_prefill(*batch.args, out=out, **kwargs)
-    assert got is out, f"{what}: paged_prefill must return the `out` it was given"
-    assert out.dtype == batch.q.dtype and out.device == batch.q.device, f"{what}: out changed dtype or device"
+    if got is not out:
+        raise AssertionError(f"{what}: paged_prefill must return the `out` tensor it was given (written in place), "
+                             f"got {type(got).__name__} {tuple(getattr(got, 'shape', ()))}")
+    if out.dtype != batch.q.dtype or out.device != batch.q.device:
+        raise AssertionError(f"{what}: `out` is now {out.dtype} on {out.device}, expected {batch.q.dtype} on "
+                             f"{batch.q.device} (it must be written in place, never replaced)")
     num_tokens = len(batch.expected)
     dtype = str(batch.q.dtype).removeprefix("torch.")
     labkit.assert_close(out[:num_tokens], batch.expected, atol=KERNEL_ATOL[dtype], axes=("token", "head", "dim"),
@@ -496,7 +533,7 @@ def test_kernel_ragged_batch(lab, torch, dtype):
     for name, then, now in zip(names, before, batch.args, strict=True):
         if then.is_floating_point():  # q's padding rows are NaN, and NaN != NaN
             then, now = then.float().nan_to_num(0.5), now.float().nan_to_num(0.5)
-        assert torch.equal(then, now), f"paged_prefill modified its input {name}"
+        labkit.assert_equal(now, then, what=f"paged_prefill's input {name} after the call (inputs are only read)")
 
 
 @triton_test
@@ -509,7 +546,9 @@ def test_kernel_future_and_unused_slots_are_poison(lab, torch, kind):
     Catches: the last block read to its end, loads not masked at the sequence's end, the table
     read past a sequence's blocks."""
     batch = make_batch(torch, [(10, 7), (0, 17), (20, 11)], seed=3, kind=kind)
-    check_kernel(lab, torch, batch, f"paged_prefill with {kind} poison")
+    check_kernel(lab, torch, batch, f"paged_prefill with {kind} poison in every slot without a token (a NaN or a "
+                 "huge value here means a slot was read: are the K and V loads masked at the range's end? block 0, "
+                 "where the table's padding and a masked load's other=0 point, is poison too)")
 
 
 @triton_test
@@ -552,13 +591,36 @@ def test_kernel_block_sizes_and_head_dims(lab, torch, block_size, head_dim):
 
 
 @triton_test
-def test_kernel_large_logits(lab, torch):
-    """Scores near +-100 in float32 (exp overflows float32 past ~88): the running max must be
-    subtracted before exp, per row, in every key tile.
+@pytest.mark.parametrize("scores", ["random-near-100", "rows-at-plus-and-minus-120"])
+def test_kernel_large_logits(lab, torch, scores):
+    """Scores float32's exp cannot take (it overflows past ~88 and is 0 below ~-104), in float32:
+    ``random-near-100``, random scores up to about +-100; ``rows-at-plus-and-minus-120``, the
+    scores of every other token near +120 and of the rest near -120, so each tile holds rows of
+    both kinds. The running max must be subtracted before exp, per row, from -inf on.
 
-    Catches: exp of raw scores, a max shared by the rows of a tile, a stale max."""
-    batch = make_batch(torch, [(20, 14), (0, 9)], dtype="float32", q_scale=35.0, seed=6)
-    check_kernel(lab, torch, batch, "paged_prefill with scores near +-100")
+    Catches: exp of raw scores, a max shared by the rows of a tile, a max that starts at 0 (a row
+    near -120 then weighs every key exp(-120) = 0: 0/0), a stale max."""
+    if scores == "random-near-100":
+        batch = make_batch(torch, [(20, 14), (0, 9)], dtype="float32", q_scale=35.0, seed=6)
+    else:
+        batch = make_batch(torch, [(20, 14), (0, 9)], dtype="float32", seed=6, scores="plus-minus")
+    check_kernel(lab, torch, batch, f"paged_prefill with {scores} scores (a running max per row, starting at -inf, "
+                 "subtracted before exp?)")
+
+
+@triton_test
+def test_kernel_long_float16_context(lab, torch):
+    """A chunk of 8 tokens after a cached prefix of 2,040, in float16 (one KV head, two query
+    heads, head_dim 16, one sequence: few programs, so the interpreter stays quick). The first
+    token is an attention sink, as in trained models: it takes most of every row's weight and the
+    2,047 others share the rest in small parts. The running state must be float32: a float16
+    running sum has steps of 1/128 at 8 and drops each key tile's small contribution.
+
+    Catches: the accumulator or the denominator kept in the inputs' type (float16) between key
+    tiles, which every short test forgives."""
+    batch = make_batch(torch, [(2040, 8)], num_heads=2, num_kv_heads=1, head_dim=16, seed=9, scores="sink")
+    check_kernel(lab, torch, batch, "paged_prefill over a float16 context of 2,048 tokens with an attention sink "
+                 "(is a running sum, acc or denom, kept in float16 between key tiles? it must be float32)")
 
 
 @triton_test
@@ -639,9 +701,6 @@ def test_kernel_cache_beyond_2_31_elements(lab, torch):
         v = labkit.gather_f64(v_blocks, block_tables[s], int(seq_lens[s]))
         expected.append(causal_prefill_f64(q[rows], k, v, context))
     expected = np.concatenate(expected)
-    assert isinstance(out, np.ndarray) and out.shape == expected.shape and out.dtype == np.float16, (
-        f"paged_prefill on the big cache: expected a float16 output of shape {expected.shape}, got "
-        f"{getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}")
-    labkit.assert_close(out, expected, atol=KERNEL_ATOL["float16"], axes=("token", "head", "dim"),
+    labkit.assert_close(out, expected, atol=KERNEL_ATOL["float16"], axes=("token", "head", "dim"), dtype=np.float16,
                         what="paged_prefill on a cache of more than 2**31 elements (block ids multiplied by the "
                              "block stride in int32 wrap around to another block)")

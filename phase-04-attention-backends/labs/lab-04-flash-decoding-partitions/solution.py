@@ -15,6 +15,12 @@ monoid. That is what lets a GPU split one long sequence across all of its SMs.
 from __future__ import annotations
 
 import numpy as np
+from _merge_checks import (  # given: the input checks, in _merge_checks.py
+    _as_query_keys_values,
+    _as_summary,
+    _check_num_partitions,
+    _check_same_length,
+)
 
 Summary = tuple[float, float, np.ndarray]  # (m, denom, acc)
 
@@ -90,50 +96,9 @@ def partitioned_attention(q, k, v, num_partitions: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------
-# Helpers: the identity, and input checks that fail with a clear message (the checks are given
-# in the starter too).
+# The identity (given in the starter too; the input checks are in _merge_checks.py).
 
 
 def _identity(d: int) -> Summary:
     """The summary of zero keys: merging it with anything changes nothing."""
     return -np.inf, 0.0, np.zeros(d)
-
-
-def _as_query_keys_values(q, k, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``q [d]``, ``k [n, d]``, ``v [n, dv]`` as float64 arrays, or a ValueError that says what is wrong."""
-    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-    if q.ndim != 1 or q.shape[0] == 0:
-        raise ValueError(f"q must have shape [d] with d >= 1, got {q.shape}")
-    if k.ndim != 2 or k.shape[1] != q.shape[0]:
-        raise ValueError(f"k must have shape [n, d] = [n, {q.shape[0]}], got {k.shape}")
-    if v.ndim != 2 or v.shape[0] != k.shape[0]:
-        raise ValueError(f"v must have shape [n, dv] with n = {k.shape[0]} (one row per key), got {v.shape}")
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        if not np.isfinite(x).all():
-            raise ValueError(f"{name} holds NaN or inf")
-    return q, k, v
-
-
-def _as_summary(summary, what: str) -> Summary:
-    """``(m, denom, acc)`` as ``(float, float, float64 [d])``, or a ValueError naming ``what``."""
-    try:
-        m, denom, acc = summary
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} must be a summary (m, denom, acc), got {summary!r}") from None
-    acc = np.asarray(acc, dtype=np.float64)
-    if acc.ndim != 1:
-        raise ValueError(f"{what}: acc must have shape [d], got {acc.shape}")
-    return float(m), float(denom), acc
-
-
-def _check_same_length(acc_a: np.ndarray, acc_b: np.ndarray) -> None:
-    """Two summaries of one query's attention have accumulators of the same length; without this
-    check numpy would broadcast an ``acc`` of length 1 against any other and answer nonsense."""
-    if acc_a.shape != acc_b.shape:
-        raise ValueError(f"merge_two: acc lengths differ, {acc_a.shape[0]} and {acc_b.shape[0]} "
-                         "(two summaries of one query's attention have the same head size)")
-
-
-def _check_num_partitions(num_partitions) -> None:
-    if isinstance(num_partitions, bool) or not isinstance(num_partitions, int | np.integer) or num_partitions < 1:
-        raise ValueError(f"num_partitions must be an integer >= 1, got {num_partitions!r}")

@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 from dataclasses import dataclass
 
 import numpy as np
+from _walkthrough_checks import (  # given: the input checks, in _walkthrough_checks.py
+    _as_seq_lens,
+    _check_positive,
+    _check_qk_inputs,
+)
 
 from labkit import triton_env
 
@@ -52,7 +56,7 @@ def blocks_per_seq(seq_lens, block_size: int) -> np.ndarray:
 
     A sequence of 0 tokens holds 0 blocks; 16 tokens in blocks of 16 hold 1; 17 hold 2.
     ``seq_lens`` is not modified. Bad input raises ``ValueError`` naming the argument: the
-    given ``_as_seq_lens`` and ``_check_positive`` (at the end of this file) do those checks.
+    given ``_as_seq_lens`` and ``_check_positive`` (in ``_walkthrough_checks.py``) do those checks.
     """
     lens = _as_seq_lens(seq_lens)
     _check_positive("block_size", block_size)
@@ -361,47 +365,3 @@ def _cuda_extension(source: str):
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]  # an edited kernel gets a fresh build
     return load_inline(name=f"lab0405_qk_{digest}", cpp_sources=[_QK_CPP_DECLARATION], cuda_sources=[source],
                        functions=["qk_scores"], extra_cuda_cflags=["-O3"], verbose=False)
-
-
-# ---------------------------------------------------------------------------
-# Input checks: clear messages instead of tracebacks from inside a kernel
-# ---------------------------------------------------------------------------
-
-
-def _check_positive(name: str, value: int) -> None:
-    if int(value) != value or value < 1:
-        raise ValueError(f"{name}={value} must be a positive integer")
-
-
-def _as_seq_lens(seq_lens) -> np.ndarray:
-    lens = np.asarray(seq_lens)
-    if lens.ndim != 1 or (lens.size and not np.issubdtype(lens.dtype, np.integer)):
-        raise ValueError(f"seq_lens must be a 1-D array of integers; got shape {lens.shape}, dtype {lens.dtype}")
-    if (lens < 0).any():
-        raise ValueError(f"seq_lens must be >= 0; got {lens.tolist()}")
-    return lens.astype(np.int64)
-
-
-def _check_qk_inputs(q, k, seq_lens, scale):
-    """Validated, contiguous ``(q, k, seq_lens int32, scale float)`` for the QK kernels."""
-    if torch is None:
-        raise ModuleNotFoundError(f"exercise 3 needs torch and triton: {triton_env.INSTALL_HINT}")
-    if not (torch.is_tensor(q) and torch.is_tensor(k)):
-        raise ValueError("q and k must be torch tensors")
-    if q.ndim != 2 or k.ndim != 3 or k.shape[0] != q.shape[0] or k.shape[2] != q.shape[1]:
-        raise ValueError(f"expected q [num_seqs, head_dim] and k [num_seqs, max_len, head_dim]; "
-                         f"got q {tuple(q.shape)}, k {tuple(k.shape)}")
-    if q.dtype != k.dtype or q.dtype not in (torch.float16, torch.bfloat16, torch.float32):
-        raise ValueError(f"q and k must share one dtype of fp16, bf16, fp32; got {q.dtype}, {k.dtype}")
-    if q.device != k.device:
-        raise ValueError(f"q is on {q.device}, k on {k.device}")
-    if q.shape[1] == 0 or q.shape[1] > 4096:
-        raise ValueError(f"head_dim={q.shape[1]} must be in [1, 4096] (the query is staged in shared memory)")
-    lens = torch.as_tensor(seq_lens)
-    if lens.ndim != 1 or lens.shape[0] != q.shape[0] or lens.is_floating_point():
-        raise ValueError(f"seq_lens must be {q.shape[0]} integers; got shape {tuple(lens.shape)}, dtype {lens.dtype}")
-    max_len = k.shape[1]
-    if lens.numel() and (int(lens.min()) < 0 or int(lens.max()) > max_len):
-        raise ValueError(f"seq_lens must lie in [0, max_len={max_len}]; got {lens.tolist()}")
-    scale = 1.0 / math.sqrt(q.shape[1]) if scale is None else float(scale)
-    return q.contiguous(), k.contiguous(), lens.to(device=q.device, dtype=torch.int32).contiguous(), scale

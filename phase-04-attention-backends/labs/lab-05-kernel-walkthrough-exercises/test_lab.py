@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit import assert_close, assert_equal, triton_env
+from labkit import assert_close, assert_equal, assert_value, triton_env
 from labkit.testing.cases import random_block_tables
 
 DEFAULT_SMEM = 49_152  # 48 KiB
@@ -111,7 +111,7 @@ def test_slot_mapping_pads_with_minus_one(lab):
     Catches: padding with 0, which would route a padding write into block 0."""
     tables, lens = read_only([[4, 0], [1, 0]], [3, 0])
     got = np.asarray(lab.slot_mapping(tables, lens, 4))
-    assert got.shape == (2, 3), f"shape {got.shape}, expected (2, max(seq_lens)) = (2, 3)"
+    assert_value(got.shape, (2, 3), what="slot_mapping(tables, seq_lens [3, 0], 4).shape: [num_seqs, max(seq_lens)]")
     assert_equal(got, np.array([[16, 17, 18], [-1, -1, -1]]), axes=("sequence", "token"), what="slot_mapping")
 
 
@@ -129,11 +129,12 @@ def test_slot_mapping_of_the_corrected_source_example(lab):
     tables, lens = read_only(SOURCE_TABLES, SOURCE_LENS)
     assert_equal(lab.blocks_per_seq(lens, 16), np.array([9, 4]), axes=("sequence",), what="blocks_per_seq")
     slots = np.asarray(lab.slot_mapping(tables, lens, 16))
-    assert slots.shape == (2, 140), f"shape {slots.shape}, expected (2, 140)"
+    assert_value(slots.shape, (2, 140), what="slot_mapping of the corrected example: the shape [num_seqs, max_len]")
     # token 0 -> block 5; token 17 -> logical 1 = physical 2, offset 1; token 139 -> logical 8 = physical 13, offset 11
     checks = {(0, 0): 80, (0, 17): 33, (0, 64): 144, (0, 139): 219, (1, 0): 48, (1, 59): 203, (1, 60): -1}
     for (s, t), slot in checks.items():
-        assert slots[s, t] == slot, f"sequence {s}, token {t}: slot {slots[s, t]}, expected {slot} (README's table)"
+        assert_value(int(slots[s, t]), slot,
+                     what=f"slot_mapping of the corrected example, sequence {s}, token {t} (README's table)")
 
 
 def test_slot_mapping_rejects_the_source_tables(lab):
@@ -202,7 +203,10 @@ def test_warp_tokens_cover_every_token_exactly_once(lab, case):
             assert_equal(tokens, np.array(expected, dtype=np.int64), axes=("visit",), dtype=np.int64,
                          what=f"warp_tokens(warp={warp}, partition={partition})")
             seen += tokens.tolist()
-    assert sorted(seen) == list(range(seq_len)), "the warps' tokens do not cover 0..seq_len-1 exactly once"
+    if sorted(seen) != list(range(seq_len)):
+        missing, twice = sorted(set(range(seq_len)) - set(seen)), sorted({t for t in seen if seen.count(t) > 1})
+        raise AssertionError(f"the warps' tokens together should be 0..{seq_len - 1}, each once: missing {missing}, "
+                             f"seen twice {twice}")
 
 
 def test_warp_zero_of_the_source_example(lab):
@@ -248,8 +252,9 @@ def test_budget_of_the_source_configuration(lab):
 
     Catches: the logits counted in fp16, the query in fp32, one reduction array instead of two."""
     got = budget_dict(lab.shared_memory_budget(128, 512, 128, 2))
-    assert got == dict(logits_bytes=2048, outputs_bytes=1024, dynamic_bytes=2048, query_bytes=256,
-                       reduction_bytes=32, static_bytes=288, total_bytes=2336), got
+    assert_value(got, dict(logits_bytes=2048, outputs_bytes=1024, dynamic_bytes=2048, query_bytes=256,
+                           reduction_bytes=32, static_bytes=288, total_bytes=2336),
+                        what="shared_memory_budget(128, 512, 128, 2), field by field (README's figures)")
 
 
 @pytest.mark.parametrize("num_threads", [64, 128, 256, 512])
@@ -264,8 +269,8 @@ def test_budget_follows_the_launcher(lab, num_threads):
             for itemsize in (2, 4):
                 got = budget_dict(lab.shared_memory_budget(head_size, partition_size, num_threads, itemsize))
                 want = expected_budget(head_size, partition_size, num_threads, itemsize)
-                assert got == want, f"head_size={head_size}, P={partition_size}, threads={num_threads}, " \
-                                    f"itemsize={itemsize}: got {got}, expected {want}"
+                assert_value(got, want, what=f"shared_memory_budget({head_size}, {partition_size}, {num_threads}, "
+                                                f"{itemsize}), field by field")
 
 
 def test_smem_fits_is_inclusive(lab):
@@ -273,12 +278,12 @@ def test_smem_fits_is_inclusive(lab):
 
     Catches: ``<`` for ``<=``, comparing only the dynamic part."""
     budget = lab.shared_memory_budget(128, 512, 128, 2)  # 2336 bytes
-    assert lab.smem_fits(budget, 2336) is True
-    assert lab.smem_fits(budget, 2335) is False
-    assert lab.smem_fits(budget) is True, "2,336 bytes fit the default 48 KiB"
+    assert_value(lab.smem_fits(budget, 2336), True, what="smem_fits(2,336-byte budget, 2336): exactly the limit fits")
+    assert_value(lab.smem_fits(budget, 2335), False, what="smem_fits(2,336-byte budget, 2335): one byte over")
+    assert_value(lab.smem_fits(budget), True, what="smem_fits(2,336-byte budget): the default limit is 48 KiB")
     big = lab.shared_memory_budget(128, 12224, 128, 2)  # 48,896 + 288 = 49,184
-    assert lab.smem_fits(big) is False, "49,184 bytes do not fit 49,152"
-    assert lab.smem_fits(big, H100_OPTIN_SMEM) is True
+    assert_value(lab.smem_fits(big), False, what="smem_fits(49,184-byte budget): over the default 49,152")
+    assert_value(lab.smem_fits(big, H100_OPTIN_SMEM), True, what="smem_fits(49,184-byte budget, an H100's 227 KiB)")
 
 
 def brute_largest_partition(head_size, block_size, limit, num_threads, itemsize):
@@ -292,9 +297,12 @@ def brute_largest_partition(head_size, block_size, limit, num_threads, itemsize)
 def test_largest_partition_size_of_the_source_configuration(lab):
     """Hand-checked: head 128, 128 threads, fp16, blocks of 16: 12,208 tokens under 48 KiB
     (12,208 * 4 + 288 = 49,120), 58,032 under an H100's 227 KiB; 12,192 with blocks of 32."""
-    assert lab.largest_partition_size(128, 16, DEFAULT_SMEM, 128, 2) == 12208
-    assert lab.largest_partition_size(128, 16, H100_OPTIN_SMEM, 128, 2) == 58032
-    assert lab.largest_partition_size(128, 32, DEFAULT_SMEM, 128, 2) == 12192
+    assert_value(lab.largest_partition_size(128, 16, DEFAULT_SMEM, 128, 2), 12208,
+                        what="largest_partition_size(128, 16, 48 KiB, 128, 2)")
+    assert_value(lab.largest_partition_size(128, 16, H100_OPTIN_SMEM, 128, 2), 58032,
+                        what="largest_partition_size(128, 16, 227 KiB, 128, 2)")
+    assert_value(lab.largest_partition_size(128, 32, DEFAULT_SMEM, 128, 2), 12192,
+                        what="largest_partition_size(128, 32, 48 KiB, 128, 2)")
 
 
 @pytest.mark.parametrize("limit", [0, 500, 1_000, 2_400, 4_096, 5_000, DEFAULT_SMEM, 100_000, H100_OPTIN_SMEM])
@@ -308,8 +316,8 @@ def test_largest_partition_size_matches_a_search(lab, limit):
                                                      (64, 1, 64, 4), (192, 16, 256, 2), (256, 16, 1024, 2)]:
         got = lab.largest_partition_size(head_size, block_size, limit, threads, itemsize)
         want = brute_largest_partition(head_size, block_size, limit, threads, itemsize)
-        assert got == want, (f"limit={limit}, head_size={head_size}, block_size={block_size}, threads={threads}, "
-                             f"itemsize={itemsize}: got {got}, expected {want}")
+        assert_value(got, want, what=f"largest_partition_size({head_size}, {block_size}, {limit}, {threads}, "
+                                        f"{itemsize})")
 
 
 def test_reduce_kernel_budget(lab):
@@ -317,13 +325,14 @@ def test_reduce_kernel_budget(lab):
 
     Hand-checked: 32,768 tokens in partitions of 512 -> 64 partitions -> 512 + 32 = 544 bytes;
     32,769 tokens -> 65 partitions -> 552. Catches: floor instead of ceil, one array instead of two."""
-    assert lab.reduce_shared_memory_bytes(32768, 512, 128) == 544
-    assert lab.reduce_shared_memory_bytes(32769, 512, 128) == 552
+    for max_seq_len, want in ((32768, 544), (32769, 552)):
+        assert_value(lab.reduce_shared_memory_bytes(max_seq_len, 512, 128), want,
+                     what=f"reduce_shared_memory_bytes({max_seq_len}, 512, 128)")
     for max_seq_len in (0, 1, 511, 512, 513, 100_000):
         for partition_size, threads in ((512, 128), (256, 256), (16, 64)):
             want = 2 * math.ceil(max_seq_len / partition_size) * 4 + 2 * (threads // 32) * 4
             got = lab.reduce_shared_memory_bytes(max_seq_len, partition_size, threads)
-            assert got == want, f"max_seq_len={max_seq_len}, P={partition_size}: got {got}, expected {want}"
+            assert_value(got, want, what=f"reduce_shared_memory_bytes({max_seq_len}, {partition_size}, {threads})")
 
 
 def test_budget_rejects_bad_input(lab):
@@ -379,7 +388,7 @@ def check_scores(got, want, seq_lens, atol, what, rtol=0.0):
     __tracebackhide__ = True
     labkit.assert_dtype(got, "float32", what=f"{what}: the scores (logits are kept in fp32)")
     got64 = got.double().cpu().numpy()
-    assert got64.shape == want.shape, f"{what}: shape {got64.shape}, expected {want.shape}"
+    assert_value(got64.shape, want.shape, what=f"{what}: the shape of the scores")
     past = ~np.isfinite(want)
     bad = np.argwhere(past & ~(got64 == -np.inf))
     if bad.size:
@@ -463,7 +472,9 @@ def test_qk_triton_writes_minus_inf_past_seq_len(lab, torch):
     got = lab.qk_scores_triton(q, k, seq_lens).cpu()
     for s, n in enumerate([0, 3, 10]):
         tail = got[s, n:]
-        assert bool((tail == float("-inf")).all()), f"sequence {s} (seq_len {n}): past seq_len got {tail.tolist()}"
+        if not bool((tail == float("-inf")).all()):
+            raise AssertionError(f"qk_scores_triton, sequence {s} (seq_len {n}): past seq_len got {tail.tolist()}, "
+                                 "expected -inf everywhere")
 
 
 @pytest.mark.triton
@@ -485,8 +496,9 @@ def test_qk_triton_leaves_its_inputs_unchanged(lab, torch):
     before = [t.clone() for t in (q, k, lens)]
     lab.qk_scores_triton(q, k, lens)
     for name, old, new in zip(["q", "k", "seq_lens"], before, (q, k, lens), strict=True):
-        assert torch.equal(old.isnan(), new.isnan()) and torch.equal(old.nan_to_num(), new.nan_to_num()), (
-            f"qk_scores_triton changed its input {name}")
+        if not (torch.equal(old.isnan(), new.isnan()) and torch.equal(old.nan_to_num(), new.nan_to_num())):
+            raise AssertionError(f"qk_scores_triton changed its input {name} (inputs are only read; k's padding rows "
+                                 "hold NaN and must keep it)")
 
 
 @pytest.mark.triton
@@ -497,10 +509,10 @@ def test_qk_triton_empty_batch_and_empty_cache(lab, torch):
     dev = triton_env.device()
     got = lab.qk_scores_triton(torch.zeros(0, 16, device=dev), torch.zeros(0, 5, 16, device=dev),
                                torch.zeros(0, dtype=torch.int32))
-    assert tuple(got.shape) == (0, 5), f"shape {tuple(got.shape)}, expected (0, 5)"
+    assert_value(tuple(got.shape), (0, 5), what="qk_scores_triton of no sequences (max_len 5): the shape")
     got = lab.qk_scores_triton(torch.zeros(2, 16, device=dev), torch.zeros(2, 0, 16, device=dev),
                                torch.zeros(2, dtype=torch.int32))
-    assert tuple(got.shape) == (2, 0), f"shape {tuple(got.shape)}, expected (2, 0)"
+    assert_value(tuple(got.shape), (2, 0), what="qk_scores_triton of 2 sequences with max_len 0: the shape")
 
 
 @pytest.mark.triton

@@ -7,6 +7,8 @@ has padding entries, silently reads the wrong block.
 
 CAUGHT_BY = ["test_bad_input_gets_a_clear_error"]
 
+SOURCE = "_prefill_checks.py"  # a given check, edited
+
 EDIT = (
     "    seq_len = start + q.shape[0]\n",
     "    seq_len = start  # BUG: only the prefix is checked\n",

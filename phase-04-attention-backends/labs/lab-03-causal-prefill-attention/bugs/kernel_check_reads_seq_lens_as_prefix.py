@@ -8,6 +8,8 @@ that see no key at all, 0/0 = NaN in the output, and no error naming the argumen
 
 CAUGHT_BY = ["test_kernel_bad_input_gets_a_clear_error"]
 
+SOURCE = "_prefill_checks.py"  # a given check, edited
+
 EDIT = (
     "    if bool((query_lens > lens).any()):\n",
     "    if bool((query_lens > lens + query_lens).any()):  # BUG: seq_lens taken for the prefix alone\n",
