@@ -194,6 +194,48 @@ def test_every_figure_is_on_the_site(site):
     assert not missing, f"images no page links to: {missing}"
 
 
+# What a reader of the course has not got: the maintainers' issue tracker, their tools and their
+# copies of other repositories, files outside the repository. A page says what a claim is and how
+# the reader can check it (a link at vLLM's release tag, a command of this repository).
+WORKSHOP_TALK = {
+    "an issue number": re.compile(r"\bissues?\s+#?\d+|(?<![\w&])#\d{1,4}\b(?![\w-])", re.I),
+    "stored copies of a repository": re.compile(r"\bstored\s+cop(y|ies)\b", re.I),
+    "a path outside the repository": re.compile(r"\.\./shared\b|(?<![\w.])/work/|\bshared/tools\b"),
+    "a maintainer's tool": re.compile(
+        r"\bseed_overlap\b|\bsource-book-map\b|\bissues\s+(show|note|resolved|blocked)\b|\bthe course's tools\b"
+        r"|\b(search|fetch|find_string|read_file) tool\b", re.I),
+}
+
+
+def _published_and_lab_files(site_src: Path) -> dict[str, str]:
+    """Every page of the site as the build wrote it, and every text file of every phase folder."""
+    files = {f"site: {p.relative_to(site_src)}": p.read_text(encoding="utf-8") for p in site_src.rglob("*.md")}
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", "phase-*"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for rel in listed:
+        try:
+            files[rel] = (ROOT / rel).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue  # a figure, or a file deleted in the work tree
+    return files
+
+
+def test_no_workshop_talk_on_pages_or_in_labs(tmp_path):
+    """No published page and no lab file speaks of issue numbers, stored copies of repositories,
+    paths outside the repository or tools a reader does not have."""
+    from labkit.docs import build
+
+    build.assemble(tmp_path / "src")
+    found = []
+    for name, text in _published_and_lab_files(tmp_path / "src").items():
+        for number, line in enumerate(text.splitlines(), start=1):
+            for what, pattern in WORKSHOP_TALK.items():
+                match = pattern.search(line)
+                if match:
+                    found.append(f"{name}:{number}: {what} ({match.group(0)!r}): {line.strip()[:100]}")
+    assert not found, "say what the claim is and how a reader checks it:\n" + "\n".join(found)
+
+
 def test_every_phase_has_a_cheatsheet_and_exercises():
     """Each phase of the registry has its one-page summary and its graded questions."""
     missing = [f"{phase}/{name}" for phase in registry.PHASES for name in ("CHEATSHEET.md", "EXERCISES.md")
