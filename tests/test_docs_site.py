@@ -84,6 +84,9 @@ def test_links_are_rewritten_outside_code_only():
     assert out.splitlines()[0] == "See [the lab](<lab/>) and ![a plot](<results.png>), `[not](a-link)`."
     assert out.splitlines()[1:4] == text.splitlines()[1:4], "a link inside fenced code was rewritten"
     assert out.splitlines()[4] == "[ref]: <starter.py>"
+    unpublished = rewrite_links("See [`tests/x`](tests/x), [![a plot](p.svg)](tests/y) and [a](b.md).",
+                                lambda target: None if target.startswith("tests/") else target)
+    assert unpublished == "See `tests/x`, ![a plot](p.svg) and [a](b.md).", "a link to an unpublished file stays a link"
 
 
 def test_link_targets_in_the_site(tmp_path):
@@ -101,6 +104,8 @@ def test_link_targets_in_the_site(tmp_path):
     assert site.target(page, "no-such-file.md") == "no-such-file.md"
     assert site.target(page, "https://example.org/x.py") == "https://example.org/x.py"
     assert site.target(page, "#steps") == "#steps"
+    assert site.target(page, "../../../tests/test_repo.py") is None, "the maintainers' tests are not published"
+    assert site.target(page, "../../../tests") is None
     phase_readme = (ROOT / lab.phase / "README.md").relative_to(ROOT).as_posix()
     assert phase_readme in site.seen
 
@@ -234,6 +239,15 @@ def test_no_workshop_talk_on_pages_or_in_labs(tmp_path):
                 if match:
                     found.append(f"{name}:{number}: {what} ({match.group(0)!r}): {line.strip()[:100]}")
     assert not found, "say what the claim is and how a reader checks it:\n" + "\n".join(found)
+
+
+def test_the_maintainers_tests_are_not_published(site):
+    """tests/ (the grader's hostile class, the example class, the checks) has no page on the site."""
+    from labkit.docs import book
+
+    published = [p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()]
+    leaked = [p for p in published if p.split("/")[0] in book.UNPUBLISHED]
+    assert not leaked, f"published from an unpublished folder: {leaked[:10]}"
 
 
 def test_every_phase_has_a_cheatsheet_and_exercises():

@@ -16,6 +16,9 @@ from labkit.course.registry import ROOT, Lab
 PHASE_PAGES = (("README.md", "Overview"), ("CHEATSHEET.md", "Cheatsheet"), ("EXERCISES.md", "Exercises"))
 # Per lab, after the README when the file exists.
 LAB_PAGES = (("hints.md", "Hints"), ("results.md", "Results on a GPU"))
+# Top-level folders the site never publishes: the maintainers' tests and their fixtures (a page's
+# link to one of their files shows as plain text).
+UNPUBLISHED = ("tests",)
 # The files a lab's header links to, shown as code pages.
 LAB_SOURCES = ("starter.py", "test_lab.py", "lab.py", "bench.py", "figures.py")
 

@@ -66,18 +66,41 @@ def _outside_code(text: str):
 
 
 def rewrite_links(text: str, rewrite) -> str:
-    """``text`` with every Markdown link target outside code replaced by ``rewrite(target)``."""
+    """``text`` with every Markdown link target outside code replaced by ``rewrite(target)``; where
+    that is None, an inline link is replaced by its text (a file the site does not publish)."""
     lines = text.split("\n")
     for number, visible in _outside_code(text):
-        spans = [(m.start(2), m.end(2)) for m in _LINK.finditer(visible)]
+        edits = []  # (start, end, replacement), never overlapping
+        for m in _LINK.finditer(visible):
+            new = rewrite(visible[m.start(2) : m.end(2)])
+            opening = _opening_bracket(visible, m.start(1))
+            close = visible.find(")", m.end(2))
+            if new is not None or opening is None or close < 0 or visible[opening - 1 : opening] == "!":
+                edits.append((m.start(2), m.end(2), m.group(2) if new is None else new))
+            else:  # [text](target) -> text
+                edits += [(opening, opening + 1, ""), (m.start(1), close + 1, "")]
         ref = _REFERENCE.match(visible)
         if ref:
-            spans.append((ref.start(2), ref.end(2)))
+            new = rewrite(ref.group(2))
+            edits.append((ref.start(2), ref.end(2), ref.group(2) if new is None else new))
         line = lines[number]
-        for start, end in sorted(spans, reverse=True):
-            line = line[:start] + rewrite(line[start:end]) + line[end:]
+        for start, end, replacement in sorted(edits, reverse=True):
+            line = line[:start] + replacement + line[end:]
         lines[number] = line
     return "\n".join(lines)
+
+
+def _opening_bracket(visible: str, close: int) -> int | None:
+    """The index of the ``[`` that the ``]`` at ``close`` closes, or None."""
+    depth = 0
+    for i in range(close, -1, -1):
+        if visible[i] == "]":
+            depth += 1
+        elif visible[i] == "[":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
 
 
 class Site:
@@ -93,8 +116,9 @@ class Site:
             self.seen.add(rel)
             self.queue.append(rel)
 
-    def target(self, page: str, target: str) -> str:
-        """Where a link of ``page`` should point in the site; pulls the target into the site."""
+    def target(self, page: str, target: str) -> str | None:
+        """Where a link of ``page`` should point in the site; pulls the target into the site.
+        None for a file the site leaves out (``book.UNPUBLISHED``): the link becomes its text."""
         if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith(("#", "/")):
             return target  # a URL, an anchor on the same page, or an absolute path (the build warns)
         path, _, fragment = target.partition("#")
@@ -103,6 +127,8 @@ class Site:
         if not found.exists() or (found != ROOT and ROOT not in found.parents):
             return target  # dead or outside the repository: the strict build names it
         rel = found.relative_to(ROOT).as_posix()
+        if rel.split("/")[0] in book.UNPUBLISHED:
+            return None
         if found.is_dir():
             if not (found / "README.md").is_file():
                 return target  # a folder without a README: the strict build names it
