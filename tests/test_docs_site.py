@@ -60,14 +60,51 @@ def site(tmp_path_factory) -> Path:
 
 
 def test_navigation_is_the_registry_in_study_order():
-    """The nav is generated: its lab sections are the registry's labs, in order, README first."""
+    """The nav is generated: the course's lab sections are the registry's labs, in order, README first."""
     from labkit.docs import book
 
-    labs = next(entry for entry in book.nav() if entry.title == "Labs in study order").children
+    course = next(entry for entry in book.nav() if entry.title == "Course").children
+    labs = [entry for section in course for entry in section.children if entry.children]
     assert [section.title for section in labs] == [book.lab_title(lab) for lab in registry.LABS]
     assert [section.children[0].path for section in labs] == [f"{lab.folder}/README.md" for lab in registry.LABS]
-    phases = next(entry for entry in book.nav() if entry.title == "Phases").children
-    assert [section.title for section in phases] == list(registry.PHASES.values())
+    assert all(page.sub for section in labs for page in section.children[1:]), "a lab's hints or results not a sub-page"
+
+
+def test_reading_order_is_the_study_order():
+    """Next walks the course as it is meant to be read: each phase's overview before its first lab,
+    a chapter before the first lab that links to it, the labs in study order, no hints or results."""
+    from labkit.docs import book
+
+    order = book.reading_order()
+    readmes = [f"{lab.folder}/README.md" for lab in registry.LABS]
+    assert [p for p in order if p in readmes] == readmes, "the labs are not in study order"
+    for phase in registry.PHASES:
+        first = next((lab for lab in registry.LABS if lab.phase == phase), None)
+        if first:
+            assert order.index(f"{phase}/README.md") < order.index(f"{first.folder}/README.md"), (
+                f"{phase}'s overview comes after its first lab, {first.id}")
+        for chapter in book.chapters(phase):
+            user = book.first_user(chapter)
+            if user:
+                assert order.index(chapter) < order.index(f"{user.folder}/README.md"), (
+                    f"{chapter} comes after lab {user.id}, which uses it")
+    assert not [p for p in order if p.endswith(("/hints.md", "/results.md"))], "Next would open hints or results"
+    links = book.reading_links()
+    for lab in registry.LABS:
+        for name in ("hints.md", "results.md"):
+            if (lab.path / name).is_file():
+                assert links[f"{lab.folder}/{name}"][0] == f"{lab.folder}/README.md", f"{lab.id}'s {name}"
+    assert any(book.first_user(c) for phase in registry.PHASES for c in book.chapters(phase)), (
+        "no chapter is linked from a lab: the check above checked nothing")
+
+
+def test_every_lab_page_ends_with_the_next_lab():
+    from labkit.docs.build import lab_footer
+
+    for lab, following in zip(registry.LABS, registry.LABS[1:], strict=False):
+        footer = lab_footer(lab)
+        assert f"**Next lab:** [{following.id} " in footer, f"{lab.id} does not end with {following.id}: {footer}"
+    assert "last lab" in lab_footer(registry.LABS[-1])
 
 
 def test_links_are_rewritten_outside_code_only():

@@ -17,6 +17,7 @@ A link whose target does not exist is left as it is: the strict build then fails
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from labkit.course import registry
 from labkit.course.registry import ROOT, Lab
-from labkit.docs import book
+from labkit.docs import book, hooks
 
 DEFAULT_OUT = ROOT / "build" / "docs"
 SETTINGS = ROOT / "docs" / "mkdocs.yml"
@@ -222,6 +223,30 @@ def script_commands(lab: Lab, script: str, what: str, limit: int = 2) -> list[tu
     return found[:limit]
 
 
+def lab_footer(lab: Lab) -> str:
+    """What ends a lab page: the next lab in study order (and the pages Next shows before it), then
+    the lab's hints and results, which Next skips (``book.reading_links``)."""
+    here = f"{lab.folder}/README.md"
+    following, between = book.next_lab(lab)
+    lines = ["", "---", ""]
+    if following:
+        before = ", ".join(f"[{book.page_title(p)}]({_relative(here, p)})" for p in between)
+        lines.append(f"**Next lab:** [{book.lab_title(following)}]({_relative(here, f'{following.folder}/README.md')})"
+                     + (f" On the way: {before}." if before else ""))
+    else:
+        after = ", ".join(f"[{book.page_title(p)}]({_relative(here, p)})" for p in between)
+        lines.append("**This is the course's last lab.**" + (f" What follows: {after}." if after else ""))
+    extras = [f"[{title.format(id=lab.id)}]({name})" for name, title in book.LAB_PAGES if (lab.path / name).is_file()]
+    if extras:
+        lines += ["", f"More on this lab: {' · '.join(extras)}."]
+    return "\n".join(lines) + "\n"
+
+
+def _relative(page: str, target: str) -> str:
+    """``target`` (a repository path) as a link from ``page``."""
+    return os.path.relpath(ROOT / target, (ROOT / page).parent).replace(os.sep, "/")
+
+
 def with_lab_header(text: str, lab: Lab) -> str:
     """A lab README with its header placed right after the title (the first ``# `` line)."""
     lines = text.split("\n")
@@ -253,7 +278,7 @@ def assemble(src: Path) -> None:
         rel = site.queue.pop(0)
         text = (ROOT / rel).read_text(encoding="utf-8")
         if rel in readmes:
-            text = with_lab_header(text, readmes[rel])
+            text = with_lab_header(text, readmes[rel]).rstrip("\n") + "\n" + lab_footer(readmes[rel])
         site.write(rel, rewrite_links(text, lambda target, rel=rel: site.target(rel, target)))
     shutil.copytree(ASSETS, src / "assets")
     copy_math_font(src / "assets" / "fonts")
@@ -285,9 +310,12 @@ def nav_yaml(entries: tuple[book.Entry, ...]) -> list:
 
 
 def write_config(out: Path) -> Path:
-    """docs/mkdocs.yml, plus the folders and the navigation generated from the registry."""
+    """docs/mkdocs.yml, plus the folders and the navigation generated from the registry, and the
+    reading order that ``hooks.py`` gives the footer's Previous and Next."""
     import yaml  # the docs extra, like latex2mathml and ziamath below: imported where it is used
-    generated = {"docs_dir": "src", "site_dir": "site", "nav": nav_yaml(book.nav())}
+    generated = {"docs_dir": "src", "site_dir": "site", "nav": nav_yaml(book.nav()),
+                 "hooks": [str(Path(hooks.__file__).resolve())]}
+    (out / hooks.READING_ORDER).write_text(json.dumps(book.reading_links(), indent=1), encoding="utf-8")
     config = out / "mkdocs.yml"
     config.write_text(
         SETTINGS.read_text(encoding="utf-8")
