@@ -156,8 +156,20 @@ def test_lab_header_says_where_the_lab_runs_and_how():
     assert (title, blank) == ("# Title", "")
     assert f"Lab {lab.id}" in header and f"runs on: {lab.runs_on}" in header
     assert f"{len(registry.LABS)} of {len(registry.LABS)} in study order" in header
+    assert f"after [{registry.LABS[-2].id} " in text and "before [" not in text
     assert "[`starter.py`](starter.py)" in text and "[`test_lab.py`](test_lab.py)" in text
     assert f"labs check {lab.id} --impl starter" in text
+
+
+ONE_HEADER = re.compile(r"\*\*(Runs on|Study order|Before this lab|After it|Next):?\*\*:?", re.I)
+
+
+def test_lab_readmes_leave_where_and_when_to_the_header():
+    """A lab page says once where the lab runs and where it stands in study order: in the header the
+    build generates from the registry. A README that says it too says it twice on its page."""
+    twice = [f"{lab.id}: {match.group(0)}" for lab in registry.LABS
+             for match in ONE_HEADER.finditer((lab.path / "README.md").read_text())]
+    assert not twice, f"the header already says these: {twice}"
 
 
 @pytest.mark.parametrize("lab", [lab for lab in registry.LABS if (lab.path / "bench.py").is_file()],

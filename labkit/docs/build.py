@@ -180,7 +180,8 @@ def code_page(rel: str) -> str:
 
 
 def lab_header(lab: Lab) -> str:
-    """What a lab page shows under its title: where it runs, study order, files, commands."""
+    """What a lab page shows under its title, the one place it says where the lab runs and where it
+    stands in study order (the READMEs say what a lab needs, not these): then its files and commands."""
     order = [entry.id for entry in registry.LABS]
     place = f"{order.index(lab.id) + 1} of {len(order)} in study order"
     files = [("your file", "starter.py"), ("its tests", "test_lab.py"), ("demo", "lab.py"),
@@ -197,9 +198,16 @@ def lab_header(lab: Lab) -> str:
             fallback = [(f"python {lab.folder}/{script}", f"{what}: its README says how")]
             commands += script_commands(lab, script, what) or fallback
     rows = "\n".join(f"    | `{command}` | {why} |" for command, why in commands)
+    here = f"{lab.folder}/README.md"
+    position = order.index(lab.id)
+    neighbours = [f"{word} [{book.lab_title(other)}]({_relative(here, f'{other.folder}/README.md')})"
+                  for word, other in (("after", registry.LABS[position - 1] if position else None),
+                                      ("before", registry.LABS[position + 1] if position + 1 < len(order) else None))
+                  if other]
     return (
         f'!!! info "Lab {lab.id} · runs on: {lab.runs_on} · {place}"\n\n'
-        f"    {' · '.join(links)}\n\n"
+        + (f"    In study order: {' · '.join(neighbours)}.\n\n" if neighbours else "")
+        + f"    {' · '.join(links)}\n\n"
         f"    | command | what it does |\n    |---|---|\n{rows}\n\n"
         f"    `labs` comes with `pip install -e .`; `python -m labkit.cli` is the same command without it.\n"
     )
