@@ -135,7 +135,8 @@ def test_link_targets_in_the_site(tmp_path):
     page = f"{lab.folder}/README.md"
     site = Site(tmp_path)
     assert site.target(page, "starter.py#L3") == "starter.py.md#L3"
-    assert (tmp_path / lab.folder / "starter.py.md").read_text().startswith("# starter.py\n")
+    assert f"\n# Lab {lab.id}: starter.py\n" in (tmp_path / lab.folder / "starter.py.md").read_text(), (
+        "a code page is titled with its lab, or search lists a dozen bare starter.py")
     assert site.target(page, "../../README.md") == "../../README.md"
     assert site.target(page, "../..") == "../../README.md"
     assert site.target(page, "no-such-file.md") == "no-such-file.md"

@@ -173,10 +173,23 @@ def code_page(rel: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     language = LANGUAGES.get(path.suffix.lower(), "text")
+    lab = registry.lab_for_path(path)
+    title = f"Lab {lab.id}: {path.relative_to(lab.path).as_posix()}" if lab else rel
     return (
-        f"# {path.name}\n\n`{rel}` in the repository, as it was when this site was built.\n\n"
+        front_matter(SEARCH_BOOST["code"])
+        + f"# {title}\n\n`{rel}` in the repository, as it was when this site was built.\n\n"
         f"{fence}{language}\n{text.rstrip()}\n{fence}\n"
     )
+
+
+# Search ranks a section by where its words are (a title counts far more than text), times its
+# page's boost: a lab's README first, a code page (which repeats every name a hundred times) last.
+SEARCH_BOOST = {"lab": 4.0, "code": 0.2}
+
+
+def front_matter(boost: float) -> str:
+    """The YAML front matter that sets a page's search boost (Material's ``search.boost``)."""
+    return f"---\nsearch:\n  boost: {boost}\n---\n\n"
 
 
 def lab_header(lab: Lab) -> str:
@@ -286,7 +299,8 @@ def assemble(src: Path) -> None:
         rel = site.queue.pop(0)
         text = (ROOT / rel).read_text(encoding="utf-8")
         if rel in readmes:
-            text = with_lab_header(text, readmes[rel]).rstrip("\n") + "\n" + lab_footer(readmes[rel])
+            text = (front_matter(SEARCH_BOOST["lab"]) + with_lab_header(text, readmes[rel]).rstrip("\n") + "\n"
+                    + lab_footer(readmes[rel]))
         site.write(rel, rewrite_links(text, lambda target, rel=rel: site.target(rel, target)))
     shutil.copytree(ASSETS, src / "assets")
     copy_math_font(src / "assets" / "fonts")
