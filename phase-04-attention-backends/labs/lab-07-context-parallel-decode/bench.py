@@ -1,7 +1,8 @@
 """Lab 04-07 benchmark: one decode step with the KV cache split over 1, 2 and 4 GPUs (NCCL).
 
     python phase-04-attention-backends/labs/lab-07-context-parallel-decode/bench.py
-    python .../bench.py --out DIR                  # also write DIR/results.md and DIR/results.png
+    python .../bench.py --out DIR                  # also write DIR/results.md and DIR/results.svg
+    python .../bench.py --plot-from DIR/results.md # redraw results.svg from that table, on any machine
     python .../bench.py --world-sizes 1,2 --contexts 131072,1048576
 
 Batch 1, 32 query heads on 8 KV heads of 128, float16, blocks of 16 tokens, block-interleaved over
@@ -297,36 +298,54 @@ def _ratio(single: float, step: float) -> str:
     return "-" if math.isnan(single) or math.isnan(step) else f"{single / step:.2f}x"
 
 
-def plot(groups, contexts, path: Path) -> None:
+def plot(results: Path, path: Path) -> Path:
+    """Draw ``path`` (an SVG) from the table of ``results`` (a results.md this script wrote): time per
+    decode step against the context, the single-GPU kernel and each group's step under CUDA graphs.
+    The run and its plot cannot disagree, and the plot can be redrawn anywhere (``--plot-from``)."""
     from labkit import figures
 
+    rows = figures.results_table(results, "context")
+    contexts = list(dict.fromkeys(r["context"] for r in rows))
+    x = [int(c.rstrip("k")) for c in contexts]
     plt = figures.pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    x = [c // 1024 for c in contexts]
-    if 1 in groups:
-        ax.plot(x, groups[1][1][:, 1], "k--", marker="s", label="1 GPU: lab 04-06's paged_decode, per call")
-        ax.plot(x, groups[1][1][:, 7], "k-", marker="s", label="1 GPU: lab 04-06's paged_decode, CUDA graph")
-    for world_size, (_, rows) in sorted(groups.items()):
-        ax.plot(x, rows[:, 6], marker="o", linestyle="--", label=f"{world_size} GPU(s): step, all-gather, per call")
-        ax.plot(x, rows[:, 9], marker="o", label=f"{world_size} GPU(s): step, all-gather, CUDA graph")
-        ax.plot(x, rows[:, 8], marker="x", linestyle=":", label=f"{world_size} GPU(s): step, all-reduce, CUDA graph")
+    fig, ax = plt.subplots(figsize=(figures.WIDTH, 4.6), layout="constrained")
+    single = {r["context"]: figures.number(r["1 GPU, graph"]) for r in rows if r["GPUs"] == "1"}
+    if any(single.values()):
+        ax.plot(x, [single.get(c) for c in contexts], color=figures.COLORS["ink"], marker="s",
+                label="1 GPU: lab 04-06's paged_decode")
+    for color, gpus in zip(figures.SERIES, dict.fromkeys(r["GPUs"] for r in rows), strict=False):
+        mine = {r["context"]: r for r in rows if r["GPUs"] == gpus}
+        for column, style, what in (("step, all-gather, graph", "-", "all-gather"),
+                                    ("step, all-reduce, graph", ":", "all-reduce")):
+            ax.plot(x, [figures.number(mine[c][column]) if c in mine else None for c in contexts], color=color,
+                    linestyle=style, marker="o", label=f"{gpus} GPU(s): a step with the {what} combine")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xticks(x, [f"{v}k" for v in x])
-    ax.set_xlabel("context (tokens), batch 1, 32/8 heads of 128, fp16")
-    ax.set_ylabel("time per decode step (us), one layer")
-    ax.legend(fontsize=7)
-    figures.save(fig, path)
+    ax.set_xticks(x, contexts)
+    ticker = plt.matplotlib.ticker
+    ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
+    ax.yaxis.set_major_formatter(ticker.ScalarFormatter())  # 200, not 2 x 10 with a tiny 2
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_xlabel(f"context (tokens), batch 1, {NUM_HEADS}/{NUM_KV_HEADS} heads of {HEAD_DIM}, fp16")
+    ax.set_ylabel("µs per decode step, one layer,\nreplayed from a CUDA graph")
+    ax.grid(alpha=0.6)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False)
+    return figures.save(fig, path)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="write results.md and results.png into this folder")
+    parser.add_argument("--out", type=Path, help="write results.md and results.svg into this folder")
+    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
+                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
     parser.add_argument("--world-sizes", default="1,2,4", help="GPU counts to try (those the machine has)")
     parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)), help="tokens per sequence")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--budget", type=float, default=290.0, help="seconds for the whole run")
     args = parser.parse_args(argv)
+    if args.plot_from:
+        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+        return 0
     try:
         import torch
     except ImportError:
@@ -380,8 +399,8 @@ def main(argv=None) -> int:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.md").write_text(text)
-        plot(groups, contexts, args.out / "results.png")
-        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.png'}")
+        plot(args.out / "results.md", args.out / "results.svg")
+        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
     return 0 if len(groups) == len(sizes) else 1
 
 
