@@ -237,7 +237,7 @@ def test_no_page_loads_anything_from_the_network(site):
 
 
 def test_every_figure_is_on_the_site(site):
-    """Each image a phase keeps (a lab's results.png, the figures/*.png of a figures.py) is shown
+    """Each image a phase keeps (a lab's results.svg, the figures/*.svg of a figures.py) is shown
     by some page of the site: an image that no page links to never reaches a reader."""
     from labkit.docs.build import IMAGES
 
@@ -298,6 +298,30 @@ def test_the_maintainers_tests_are_not_published(site):
     published = [p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()]
     leaked = [p for p in published if p.split("/")[0] in book.UNPUBLISHED]
     assert not leaked, f"published from an unpublished folder: {leaked[:10]}"
+
+
+def test_every_figure_is_an_svg_a_reader_can_read():
+    """Every picture a phase keeps is an SVG that labkit.figures.save wrote: no wider than the site's
+    column, no text under its minimum size, and a dark twin that is the same picture recoloured."""
+    from labkit import figures
+
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", "phase-*"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    from labkit.docs.build import IMAGES
+
+    images = [ROOT / p for p in listed if Path(p).suffix.lower() in IMAGES and (ROOT / p).is_file()]
+    assert images, "no figure in any phase folder"
+    problems = [f"{p.relative_to(ROOT)}: not an SVG (draw it with labkit.figures.save)" for p in images
+                if p.suffix != ".svg"]
+    for light in (p for p in images if p.suffix == ".svg" and not p.name.endswith(".dark.svg")):
+        text = light.read_text(encoding="utf-8")
+        problems += [f"{light.relative_to(ROOT)}: {problem}" for problem in figures.check_svg(text)]
+        twin = figures.dark_path(light)
+        if not twin.is_file():
+            problems.append(f"{light.relative_to(ROOT)}: no dark twin {twin.name} (rerun its script)")
+        elif twin.read_text(encoding="utf-8") != figures.dark_svg(text):
+            problems.append(f"{twin.relative_to(ROOT)}: not the light figure recoloured (rerun its script)")
+    assert not problems, "\n".join(problems)
 
 
 def test_every_phase_has_a_cheatsheet_and_exercises():

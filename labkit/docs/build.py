@@ -163,6 +163,45 @@ def _is_text(path: Path) -> bool:
     return True
 
 
+# --------------------------------------------------------------------------- figures
+
+_IMAGE = re.compile(r"(?<!\[)!\[([^\]]*)\]\(\s*([^)\s]+)\s*\)")
+
+
+def figure_markup(text: str, page: str) -> str:
+    """Every image of ``page`` (``![alt](x.svg)``, outside code, not already a link) as a link to
+    itself, so that a click opens it full size, with its width and height (no layout jump while it
+    loads); an SVG that has a ``x.dark.svg`` twin (``labkit.figures.save``) is written twice, the
+    light one shown in light mode and the dark one in dark mode (docs/assets/site.css)."""
+    from labkit.figures import dark_path, svg_size
+
+    lines = text.split("\n")
+    for number, visible in _outside_code(text):
+        edits = []
+        for m in _IMAGE.finditer(visible):
+            alt, target = m.group(1), m.group(2)
+            found = (ROOT / page).parent / target.split("#")[0]
+            if not found.is_file():
+                continue  # a dead image: the strict build names it
+            size = ""
+            if found.suffix == ".svg":
+                width, height = svg_size(found.read_text(encoding="utf-8"))
+                size = f'{{ width="{round(width * 96 / 72)}" height="{round(height * 96 / 72)}" }}'
+            twin = dark_path(found) if found.suffix == ".svg" else None
+            if twin and twin.is_file():
+                dark = target.rsplit("/", 1)[0] + "/" + twin.name if "/" in target else twin.name
+                markup = (f"[![{alt}]({target}#only-light){size}]({target}){{ .figure .figure--light }}"
+                          f"[![{alt}]({dark}#only-dark){size}]({dark}){{ .figure .figure--dark }}")
+            else:
+                markup = f"[![{alt}]({target}){size}]({target}){{ .figure }}"
+            edits.append((m.start(), m.end(), markup))
+        line = lines[number]
+        for start, end, markup in sorted(edits, reverse=True):
+            line = line[:start] + markup + line[end:]
+        lines[number] = line
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------- generated text
 
 
@@ -301,6 +340,7 @@ def assemble(src: Path) -> None:
         if rel in readmes:
             text = (front_matter(SEARCH_BOOST["lab"]) + with_lab_header(text, readmes[rel]).rstrip("\n") + "\n"
                     + lab_footer(readmes[rel]))
+        text = figure_markup(text, rel)
         site.write(rel, rewrite_links(text, lambda target, rel=rel: site.target(rel, target)))
     shutil.copytree(ASSETS, src / "assets")
     copy_math_font(src / "assets" / "fonts")
