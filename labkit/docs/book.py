@@ -168,6 +168,19 @@ def next_lab(lab: Lab) -> tuple[Lab | None, list[str]]:
     return following, between
 
 
+def print_pages() -> list[str]:
+    """The pages of the whole course on one page (``PRINT_PAGE``), in reading order: home, setup and
+    the course, each lab's hints and results after it; not the maintainers' pages."""
+    return [entry.path for entry in entries(tuple(e for e in nav() if e.title != "Contributing"))]
+
+
+def site_url(path: str) -> str:
+    """The built page of a Markdown file, from the site's root (a README becomes its folder's index)."""
+    folder, _, name = path.rpartition("/")
+    page = "index.html" if name == "README.md" else name.removesuffix(".md") + ".html"
+    return f"{folder}/{page}" if folder else page
+
+
 def lab_readmes() -> dict[str, Lab]:
     """Each lab's README path, to the lab."""
     return {f"{lab.folder}/README.md": lab for lab in registry.LABS}

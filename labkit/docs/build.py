@@ -33,6 +33,7 @@ DEFAULT_OUT = ROOT / "build" / "docs"
 SETTINGS = ROOT / "docs" / "mkdocs.yml"
 ASSETS = ROOT / "docs" / "assets"
 MATH_FONT = "STIXTwoMath-Regular.ttf"
+PRINT_TITLE = "the course as one page"
 
 IMAGES = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp"}
 LANGUAGES = {".py": "python", ".toml": "toml", ".json": "json", ".yml": "yaml", ".yaml": "yaml",
@@ -307,6 +308,24 @@ def _relative(page: str, target: str) -> str:
     return os.path.relpath(ROOT / target, (ROOT / page).parent).replace(os.sep, "/")
 
 
+def with_course_map(text: str) -> str:
+    """The home page with the course map (``coursemap``) under its heading on study order (or before
+    its first section), and a link to the whole course on one page."""
+    from labkit.docs.coursemap import course_map
+
+    block = ["", '<div class="course-map-frame" data-search-exclude>',
+             course_map(lambda lab: f"{lab.folder}/index.html"), "</div>", "",
+             f"The whole course on one page, to read straight through or to print: [{PRINT_TITLE}]({book.PRINT_PAGE}).",
+             ""]
+    lines = text.split("\n")
+    sections = [number for number, visible in _outside_code(text) if visible.startswith("## ")]
+    chosen = next((n for n in sections if "study order" in lines[n].lower()), sections[0] if sections else None)
+    if chosen is None:
+        return text + "\n" + "\n".join(block)
+    at = chosen + 1 if "study order" in lines[chosen].lower() else chosen
+    return "\n".join(lines[:at] + block + lines[at:])
+
+
 def with_lab_header(text: str, lab: Lab) -> str:
     """A lab README with its header placed right after the title (the first ``# `` line)."""
     lines = text.split("\n")
@@ -337,11 +356,14 @@ def assemble(src: Path) -> None:
     while site.queue:
         rel = site.queue.pop(0)
         text = (ROOT / rel).read_text(encoding="utf-8")
+        if rel == "README.md":
+            text = with_course_map(text)
         if rel in readmes:
             text = (front_matter(SEARCH_BOOST["lab"]) + with_lab_header(text, readmes[rel]).rstrip("\n") + "\n"
                     + lab_footer(readmes[rel]))
         text = figure_markup(text, rel)
         site.write(rel, rewrite_links(text, lambda target, rel=rel: site.target(rel, target)))
+    site.write(book.PRINT_PAGE, PRINT_SOURCE)
     shutil.copytree(ASSETS, src / "assets")
     copy_math_font(src / "assets" / "fonts")
 
@@ -441,10 +463,81 @@ def typeset_math(site: Path) -> int:
     return count
 
 
+# --------------------------------------------------------------------------- the course on one page
+
+PRINT_SOURCE = """---
+search:
+  exclude: true
+hide:
+  - navigation
+  - toc
+---
+
+# The course as one page
+
+Every page of the course in reading order, each lab followed by its hints and results: to read
+straight through, or to print (your browser's Print command; each page starts on a new sheet).
+
+<div id="whole-course"></div>
+"""
+_ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
+_URL_ATTR = re.compile(r'\b(href|src)="([^"]*)"')
+
+
+def _slug(url: str) -> str:
+    return "page-" + re.sub(r"[^a-zA-Z0-9]+", "-", url.removesuffix(".html")).strip("-").lower()
+
+
+def print_page(site: Path) -> int:
+    """Fill the page ``book.PRINT_PAGE`` with the articles of ``book.print_pages()``, in order; return
+    how many. Each page's ids get the page's own prefix (two pages both have a "#steps"), and a link
+    to a page of the book becomes a link to its place on this page; any other link is made relative
+    to this page, which sits at the site's root."""
+    import posixpath
+
+    urls = [book.site_url(path) for path in book.print_pages()]
+    target = site / book.site_url(book.PRINT_PAGE)
+    chunks = []
+    for url in urls:
+        found = _ARTICLE.search((site / url).read_text(encoding="utf-8"))
+        if not found:
+            raise BuildError(f"{url} has no article to put on the page of the whole course")
+        slug, folder = _slug(url), posixpath.dirname(url)
+
+        def relink(match: re.Match, slug=slug, folder=folder) -> str:
+            attr, value = match.group(1), html.unescape(match.group(2))
+            if value.startswith("#"):
+                value = f"#{slug}--{value[1:]}" if len(value) > 1 else f"#{slug}"
+            elif not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:|/", value):
+                path, _, fragment = value.partition("#")
+                resolved = posixpath.normpath(posixpath.join(folder, path)) if path else folder
+                if attr == "href" and resolved in urls:
+                    value = f"#{_slug(resolved)}--{fragment}" if fragment else f"#{_slug(resolved)}"
+                else:
+                    value = resolved + (f"#{fragment}" if fragment else "")
+            return f'{attr}="{html.escape(value, quote=True)}"'
+
+        body = found.group(1)
+        body = re.sub(r'\bid="([^"]+)"', lambda m, slug=slug: f'id="{slug}--{m.group(1)}"', body)
+        body = re.sub(r'\b(aria-labelledby|for)="([^"]+)"', lambda m, slug=slug: f'{m.group(1)}="{slug}--{m.group(2)}"',
+                      body)
+        body = re.sub(r"url\(#([^)]+)\)", lambda m, slug=slug: f"url(#{slug}--{m.group(1)})", body)
+        body = _URL_ATTR.sub(relink, body)
+        chunks.append(f'<section class="print-page" id="{slug}">\n{body}\n</section>')
+    page = target.read_text(encoding="utf-8")
+    marker = '<div id="whole-course"></div>'
+    if marker not in page:
+        raise BuildError(f"{target.name} lost its placeholder {marker}")
+    target.write_text(page.replace(marker, '<div id="whole-course">\n' + "\n".join(chunks) + "\n</div>"),
+                      encoding="utf-8")
+    return len(chunks)
+
+
 def build(out: Path = DEFAULT_OUT) -> Path:
     """Build the site into ``out/site`` and return that folder."""
     out = Path(out).resolve()
     assemble(out / "src")
     run_mkdocs(write_config(out))
     typeset_math(out / "site")
+    print_page(out / "site")
     return out / "site"
