@@ -170,37 +170,38 @@ _IMAGE = re.compile(r"(?<!\[)!\[([^\]]*)\]\(\s*([^)\s]+)\s*\)")
 
 
 def figure_markup(text: str, page: str) -> str:
-    """Every image of ``page`` (``![alt](x.svg)``, outside code, not already a link) as a link to
-    itself, so that a click opens it full size, with its width and height (no layout jump while it
-    loads); an SVG that has a ``x.dark.svg`` twin (``labkit.figures.save``) is written twice, the
-    light one shown in light mode and the dark one in dark mode (docs/assets/site.css)."""
+    """Every image of ``page`` (``![alt](x.svg)``, outside code, not already a link; its alt text may
+    run over several lines) as a link to itself, so that a click opens it full size, with its width
+    and height (no layout jump while it loads); an SVG that has a ``x.dark.svg`` twin
+    (``labkit.figures.save``) is written twice, the light one shown in light mode and the dark one in
+    dark mode (docs/assets/site.css)."""
     from labkit.figures import dark_path, svg_size
 
     lines = text.split("\n")
-    for number, visible in _outside_code(text):
-        edits = []
-        for m in _IMAGE.finditer(visible):
-            alt, target = m.group(1), m.group(2)
-            found = (ROOT / page).parent / target.split("#")[0]
-            if not found.is_file():
-                continue  # a dead image: the strict build names it
-            size = ""
-            if found.suffix == ".svg":
-                width, height = svg_size(found.read_text(encoding="utf-8"))
-                size = f'{{ width="{round(width * 96 / 72)}" height="{round(height * 96 / 72)}" }}'
-            twin = dark_path(found) if found.suffix == ".svg" else None
-            if twin and twin.is_file():
-                dark = target.rsplit("/", 1)[0] + "/" + twin.name if "/" in target else twin.name
-                markup = (f"[![{alt}]({target}#only-light){size}]({target}){{ .figure .figure--light }}"
-                          f"[![{alt}]({dark}#only-dark){size}]({dark}){{ .figure .figure--dark }}")
-            else:
-                markup = f"[![{alt}]({target}){size}]({target}){{ .figure }}"
-            edits.append((m.start(), m.end(), markup))
-        line = lines[number]
-        for start, end, markup in sorted(edits, reverse=True):
-            line = line[:start] + markup + line[end:]
-        lines[number] = line
-    return "\n".join(lines)
+    visible = [" " * len(line) for line in lines]  # code blanked out, offsets kept
+    for number, line in _outside_code(text):
+        visible[number] = line
+    edits = []
+    for m in _IMAGE.finditer("\n".join(visible)):
+        alt, target = " ".join(m.group(1).split()), m.group(2)
+        found = (ROOT / page).parent / target.split("#")[0]
+        if not found.is_file():
+            continue  # a dead image: the strict build names it
+        size = ""
+        if found.suffix == ".svg":
+            width, height = svg_size(found.read_text(encoding="utf-8"))
+            size = f'{{ width="{round(width * 96 / 72)}" height="{round(height * 96 / 72)}" }}'
+        twin = dark_path(found) if found.suffix == ".svg" else None
+        if twin and twin.is_file():
+            dark = target.rsplit("/", 1)[0] + "/" + twin.name if "/" in target else twin.name
+            markup = (f"[![{alt}]({target}#only-light){size}]({target}){{ .figure .figure--light }}"
+                      f"[![{alt}]({dark}#only-dark){size}]({dark}){{ .figure .figure--dark }}")
+        else:
+            markup = f"[![{alt}]({target}){size}]({target}){{ .figure }}"
+        edits.append((m.start(), m.end(), markup))
+    for start, end, markup in sorted(edits, reverse=True):
+        text = text[:start] + markup + text[end:]
+    return text
 
 
 # --------------------------------------------------------------------------- generated text

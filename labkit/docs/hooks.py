@@ -18,7 +18,9 @@ def on_nav(nav, config, files):
     links = json.loads((Path(config.config_file_path).parent / READING_ORDER).read_text(encoding="utf-8"))
     pages = {page.file.src_uri: page for page in nav.pages}
     for path, (previous, following) in links.items():
-        page = pages[path]
+        page = pages.get(path)
+        if page is None:  # a navigation entry whose file is missing: MkDocs names it, strict fails
+            continue
         page.previous_page = pages.get(previous) if previous else None
         page.next_page = pages.get(following) if following else None
     return nav
