@@ -153,6 +153,14 @@ def test_links_are_rewritten_outside_code_only():
     assert unpublished == "See `tests/x`, ![a plot](p.svg) and [a](b.md).", "a link to an unpublished file stays a link"
 
 
+def test_a_list_right_under_a_paragraph_is_a_list():
+    """GitHub lets a list interrupt a paragraph; the copy gives Python-Markdown the blank line it needs."""
+    from labkit.docs.build import lists_interrupt_paragraphs
+
+    text = "Counts:\n- passed\n- skipped\n\n```\nx:\n- not a list\n```\n| a |\n- b\n  text\n  - nested\n"
+    assert lists_interrupt_paragraphs(text) == text.replace("Counts:\n- passed", "Counts:\n\n- passed")
+
+
 def test_link_targets_in_the_site(tmp_path):
     """A folder goes to its README, a source file to its code page, an image is copied, and a dead
     link is left dead for the strict build to name."""

@@ -164,6 +164,23 @@ def _is_text(path: Path) -> bool:
     return True
 
 
+_LIST_ITEM = re.compile(r" {0,3}([-*+]|1[.)]) ")
+_NOT_PARAGRAPH = re.compile(r"\s|#|\||>|<|([-*+]|\d+[.)]) |(-{3,}|\*{3,}|_{3,})\s*$")
+
+
+def lists_interrupt_paragraphs(text: str) -> str:
+    """A blank line before every list that starts right under a paragraph line. GitHub (CommonMark)
+    lets a list interrupt a paragraph; Python-Markdown does not, and would print the items as
+    "- one - two" inside the paragraph."""
+    lines = text.split("\n")
+    visible = dict(_outside_code(text))
+    glued = [n for n in range(1, len(lines)) if n in visible and n - 1 in visible
+             and _LIST_ITEM.match(lines[n]) and lines[n - 1].strip() and not _NOT_PARAGRAPH.match(lines[n - 1])]
+    for n in reversed(glued):
+        lines.insert(n, "")
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------- figures
 
 _IMAGE = re.compile(r"(?<!\[)!\[([^\]]*)\]\(\s*([^)\s]+)\s*\)")
@@ -362,7 +379,7 @@ def assemble(src: Path) -> None:
         if rel in readmes:
             text = (front_matter(SEARCH_BOOST["lab"]) + with_lab_header(text, readmes[rel]).rstrip("\n") + "\n"
                     + lab_footer(readmes[rel]))
-        text = figure_markup(text, rel)
+        text = lists_interrupt_paragraphs(figure_markup(text, rel))
         site.write(rel, rewrite_links(text, lambda target, rel=rel: site.target(rel, target)))
     site.write(book.PRINT_PAGE, PRINT_SOURCE)
     shutil.copytree(ASSETS, src / "assets")
