@@ -105,6 +105,16 @@ def canvas(plt, height: float, xlim: tuple[float, float], ylim: tuple[float, flo
     return fig, ax
 
 
+def plain_log_axis(axis) -> None:
+    """A log axis (``ax.xaxis`` or ``ax.yaxis``) labelled 1, 2, 5, 10, 20, 50...: matplotlib's
+    default writes 10 with a small exponent, under ``MIN_FONT``."""
+    from matplotlib import ticker
+
+    axis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5), numticks=8))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
 def save(fig, path: str | Path) -> Path:
     """Write ``fig`` as ``path`` (an ``.svg``) and its dark twin ``<stem>.dark.svg``, without the
     metadata (date, software version) that would change them on every run; return ``path``.

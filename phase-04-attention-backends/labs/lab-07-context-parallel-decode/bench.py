@@ -322,10 +322,7 @@ def plot(results: Path, path: Path) -> Path:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(x, contexts)
-    ticker = plt.matplotlib.ticker
-    ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
-    ax.yaxis.set_major_formatter(ticker.ScalarFormatter())  # 200, not 2 x 10 with a tiny 2
-    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    figures.plain_log_axis(ax.yaxis)
     ax.set_xlabel(f"context (tokens), batch 1, {NUM_HEADS}/{NUM_KV_HEADS} heads of {HEAD_DIM}, fp16")
     ax.set_ylabel("µs per decode step, one layer,\nreplayed from a CUDA graph")
     ax.grid(alpha=0.6)
