@@ -17,11 +17,11 @@ import functools
 import html.parser
 import http.server
 import os
+import posixpath
 import re
 import shutil
 import subprocess
 import threading
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -60,14 +60,78 @@ def site(tmp_path_factory) -> Path:
 
 
 def test_navigation_is_the_registry_in_study_order():
-    """The nav is generated: its lab sections are the registry's labs, in order, README first."""
+    """The nav is generated: the course's lab sections are the registry's labs, in order, README first."""
     from labkit.docs import book
 
-    labs = next(entry for entry in book.nav() if entry.title == "Labs in study order").children
+    course = next(entry for entry in book.nav() if entry.title == "Course").children
+    labs = [entry for section in course for entry in section.children if entry.children]
     assert [section.title for section in labs] == [book.lab_title(lab) for lab in registry.LABS]
     assert [section.children[0].path for section in labs] == [f"{lab.folder}/README.md" for lab in registry.LABS]
-    phases = next(entry for entry in book.nav() if entry.title == "Phases").children
-    assert [section.title for section in phases] == list(registry.PHASES.values())
+    assert all(page.sub for section in labs for page in section.children[1:]), "a lab's hints or results not a sub-page"
+
+
+def test_reading_order_is_the_study_order():
+    """Next walks the course as it is meant to be read: each phase's overview before its first lab,
+    a chapter before the first lab that links to it, the labs in study order, no hints or results."""
+    from labkit.docs import book
+
+    order = book.reading_order()
+    readmes = [f"{lab.folder}/README.md" for lab in registry.LABS]
+    assert [p for p in order if p in readmes] == readmes, "the labs are not in study order"
+    for phase in registry.PHASES:
+        first = next((lab for lab in registry.LABS if lab.phase == phase), None)
+        if first:
+            assert order.index(f"{phase}/README.md") < order.index(f"{first.folder}/README.md"), (
+                f"{phase}'s overview comes after its first lab, {first.id}")
+        for chapter in book.chapters(phase):
+            user = book.first_user(chapter)
+            if user:
+                assert order.index(chapter) < order.index(f"{user.folder}/README.md"), (
+                    f"{chapter} comes after lab {user.id}, which uses it")
+    assert not [p for p in order if p.endswith(("/hints.md", "/results.md"))], "Next would open hints or results"
+    links = book.reading_links()
+    for lab in registry.LABS:
+        for name in ("hints.md", "results.md"):
+            if (lab.path / name).is_file():
+                assert links[f"{lab.folder}/{name}"][0] == f"{lab.folder}/README.md", f"{lab.id}'s {name}"
+    assert any(book.first_user(c) for phase in registry.PHASES for c in book.chapters(phase)), (
+        "no chapter is linked from a lab: the check above checked nothing")
+
+
+def test_every_lab_page_ends_with_the_next_lab():
+    from labkit.docs.build import lab_footer
+
+    for lab, following in zip(registry.LABS, registry.LABS[1:], strict=False):
+        footer = lab_footer(lab)
+        assert f"**Next lab:** [{following.id} " in footer, f"{lab.id} does not end with {following.id}: {footer}"
+    assert "last lab" in lab_footer(registry.LABS[-1])
+
+
+def test_what_each_lab_builds_on_is_an_earlier_lab():
+    """registry.NEEDS, which the course map draws: every lab it names is registered and comes earlier
+    in study order, and every lab whose reference solution a lab's files load is among its needs."""
+    order = [lab.id for lab in registry.LABS]
+    problems = [f"NEEDS names {lab_id}, which is not a registered lab" for lab_id in registry.NEEDS
+                if lab_id not in order]
+    for lab in registry.LABS:
+        for need in lab.needs:
+            if need not in order or order.index(need) >= order.index(lab.id):
+                problems.append(f"{lab.id} builds on {need}, which does not come before it in study order")
+        files = [p for p in lab.path.rglob("*.py") if "bugs" not in p.relative_to(lab.path).parts]
+        loaded = {m for p in files for m in re.findall(r"load_reference\(\s*[\"'](\d\d-\d\d)[\"']", p.read_text())}
+        problems += [f"{lab.id} loads lab {m}'s reference solution; registry.NEEDS does not say it builds on it"
+                     for m in sorted(loaded - set(lab.needs) - {lab.id})]
+    assert not problems, "\n".join(problems)
+
+
+def test_course_map_draws_the_registry():
+    from labkit.docs.coursemap import course_map, direct_needs
+
+    svg = course_map(lambda lab: f"{lab.folder}/index.html")
+    assert re.findall(r'<a href="([^"]+)"', svg) == [f"{lab.folder}/index.html" for lab in registry.LABS]
+    arcs = svg.count('class="course-map__arc"')
+    assert arcs == sum(len(parents) for parents in direct_needs().values()) > 0
+    assert "\n\n" not in svg, "a blank line would end Markdown's raw HTML block"
 
 
 def test_links_are_rewritten_outside_code_only():
@@ -84,6 +148,17 @@ def test_links_are_rewritten_outside_code_only():
     assert out.splitlines()[0] == "See [the lab](<lab/>) and ![a plot](<results.png>), `[not](a-link)`."
     assert out.splitlines()[1:4] == text.splitlines()[1:4], "a link inside fenced code was rewritten"
     assert out.splitlines()[4] == "[ref]: <starter.py>"
+    unpublished = rewrite_links("See [`tests/x`](tests/x), [![a plot](p.svg)](tests/y) and [a](b.md).",
+                                lambda target: None if target.startswith("tests/") else target)
+    assert unpublished == "See `tests/x`, ![a plot](p.svg) and [a](b.md).", "a link to an unpublished file stays a link"
+
+
+def test_a_list_right_under_a_paragraph_is_a_list():
+    """GitHub lets a list interrupt a paragraph; the copy gives Python-Markdown the blank line it needs."""
+    from labkit.docs.build import lists_interrupt_paragraphs
+
+    text = "Counts:\n- passed\n- skipped\n\n```\nx:\n- not a list\n```\n| a |\n- b\n  text\n  - nested\n"
+    assert lists_interrupt_paragraphs(text) == text.replace("Counts:\n- passed", "Counts:\n\n- passed")
 
 
 def test_link_targets_in_the_site(tmp_path):
@@ -95,12 +170,15 @@ def test_link_targets_in_the_site(tmp_path):
     page = f"{lab.folder}/README.md"
     site = Site(tmp_path)
     assert site.target(page, "starter.py#L3") == "starter.py.md#L3"
-    assert (tmp_path / lab.folder / "starter.py.md").read_text().startswith("# starter.py\n")
+    assert f"\n# Lab {lab.id}: starter.py\n" in (tmp_path / lab.folder / "starter.py.md").read_text(), (
+        "a code page is titled with its lab, or search lists a dozen bare starter.py")
     assert site.target(page, "../../README.md") == "../../README.md"
     assert site.target(page, "../..") == "../../README.md"
     assert site.target(page, "no-such-file.md") == "no-such-file.md"
     assert site.target(page, "https://example.org/x.py") == "https://example.org/x.py"
     assert site.target(page, "#steps") == "#steps"
+    assert site.target(page, "../../../tests/test_repo.py") is None, "the maintainers' tests are not published"
+    assert site.target(page, "../../../tests") is None
     phase_readme = (ROOT / lab.phase / "README.md").relative_to(ROOT).as_posix()
     assert phase_readme in site.seen
 
@@ -114,8 +192,20 @@ def test_lab_header_says_where_the_lab_runs_and_how():
     assert (title, blank) == ("# Title", "")
     assert f"Lab {lab.id}" in header and f"runs on: {lab.runs_on}" in header
     assert f"{len(registry.LABS)} of {len(registry.LABS)} in study order" in header
+    assert f"after [{registry.LABS[-2].id} " in text and "before [" not in text
     assert "[`starter.py`](starter.py)" in text and "[`test_lab.py`](test_lab.py)" in text
     assert f"labs check {lab.id} --impl starter" in text
+
+
+ONE_HEADER = re.compile(r"\*\*(Runs on|Study order|Before this lab|After it|Next):?\*\*:?", re.I)
+
+
+def test_lab_readmes_leave_where_and_when_to_the_header():
+    """A lab page says once where the lab runs and where it stands in study order: in the header the
+    build generates from the registry. A README that says it too says it twice on its page."""
+    twice = [f"{lab.id}: {match.group(0)}" for lab in registry.LABS
+             for match in ONE_HEADER.finditer((lab.path / "README.md").read_text())]
+    assert not twice, f"the header already says these: {twice}"
 
 
 @pytest.mark.parametrize("lab", [lab for lab in registry.LABS if (lab.path / "bench.py").is_file()],
@@ -182,7 +272,7 @@ def test_no_page_loads_anything_from_the_network(site):
 
 
 def test_every_figure_is_on_the_site(site):
-    """Each image a phase keeps (a lab's results.png, the figures/*.png of a figures.py) is shown
+    """Each image a phase keeps (a lab's results.svg, the figures/*.svg of a figures.py) is shown
     by some page of the site: an image that no page links to never reaches a reader."""
     from labkit.docs.build import IMAGES
 
@@ -192,6 +282,81 @@ def test_every_figure_is_on_the_site(site):
     assert images, "no image in any phase folder"
     missing = [path for path in images if not (site / path).is_file()]
     assert not missing, f"images no page links to: {missing}"
+
+
+# What a reader of the course has not got: the maintainers' issue tracker, their tools and their
+# copies of other repositories, files outside the repository. A page says what a claim is and how
+# the reader can check it (a link at vLLM's release tag, a command of this repository).
+WORKSHOP_TALK = {
+    "an issue number": re.compile(r"\bissues?\s+#?\d+|(?<![\w&])#\d{1,4}\b(?![\w-])", re.I),
+    "stored copies of a repository": re.compile(r"\bstored\s+cop(y|ies)\b", re.I),
+    "a path outside the repository": re.compile(r"\.\./shared\b|(?<![\w.])/work/|\bshared/tools\b"),
+    "a maintainer's tool": re.compile(
+        r"\bseed_overlap\b|\bsource-book-map\b|\bissues\s+(show|note|resolved|blocked)\b|\bthe course's tools\b"
+        r"|\b(search|fetch|find_string|read_file) tool\b", re.I),
+}
+
+
+def _published_and_lab_files(site_src: Path) -> dict[str, str]:
+    """Every page of the site as the build wrote it, and every text file of every phase folder."""
+    files = {f"site: {p.relative_to(site_src)}": p.read_text(encoding="utf-8") for p in site_src.rglob("*.md")}
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", "phase-*"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for rel in listed:
+        try:
+            files[rel] = (ROOT / rel).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue  # a figure, or a file deleted in the work tree
+    return files
+
+
+def test_no_workshop_talk_on_pages_or_in_labs(tmp_path):
+    """No published page and no lab file speaks of issue numbers, stored copies of repositories,
+    paths outside the repository or tools a reader does not have."""
+    from labkit.docs import build
+
+    build.assemble(tmp_path / "src")
+    found = []
+    for name, text in _published_and_lab_files(tmp_path / "src").items():
+        for number, line in enumerate(text.splitlines(), start=1):
+            for what, pattern in WORKSHOP_TALK.items():
+                match = pattern.search(line)
+                if match:
+                    found.append(f"{name}:{number}: {what} ({match.group(0)!r}): {line.strip()[:100]}")
+    assert not found, "say what the claim is and how a reader checks it:\n" + "\n".join(found)
+
+
+def test_the_maintainers_tests_are_not_published(site):
+    """tests/ (the grader's hostile class, the example class, the checks) has no page on the site."""
+    from labkit.docs import book
+
+    published = [p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()]
+    leaked = [p for p in published if p.split("/")[0] in book.UNPUBLISHED]
+    assert not leaked, f"published from an unpublished folder: {leaked[:10]}"
+
+
+def test_every_figure_is_an_svg_a_reader_can_read():
+    """Every picture a phase keeps is an SVG that labkit.figures.save wrote: no wider than the site's
+    column, no text under its minimum size, and a dark twin that is the same picture recoloured."""
+    from labkit import figures
+
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", "phase-*"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    from labkit.docs.build import IMAGES
+
+    images = [ROOT / p for p in listed if Path(p).suffix.lower() in IMAGES and (ROOT / p).is_file()]
+    assert images, "no figure in any phase folder"
+    problems = [f"{p.relative_to(ROOT)}: not an SVG (draw it with labkit.figures.save)" for p in images
+                if p.suffix != ".svg"]
+    for light in (p for p in images if p.suffix == ".svg" and not p.name.endswith(".dark.svg")):
+        text = light.read_text(encoding="utf-8")
+        problems += [f"{light.relative_to(ROOT)}: {problem}" for problem in figures.check_svg(text)]
+        twin = figures.dark_path(light)
+        if not twin.is_file():
+            problems.append(f"{light.relative_to(ROOT)}: no dark twin {twin.name} (rerun its script)")
+        elif twin.read_text(encoding="utf-8") != figures.dark_svg(text):
+            problems.append(f"{twin.relative_to(ROOT)}: not the light figure recoloured (rerun its script)")
+    assert not problems, "\n".join(problems)
 
 
 def test_every_phase_has_a_cheatsheet_and_exercises():
@@ -309,21 +474,49 @@ def _heading(page) -> str:
     return page.locator("article h1").first.inner_text().strip().rstrip("¶").strip()
 
 
-def test_home_page_renders(browser, server):
+def _scheme(page, scheme: str) -> None:
+    """Material's light ("default") or dark ("slate") scheme, as its toggle sets it."""
+    page.evaluate("scheme => document.body.setAttribute('data-md-color-scheme', scheme)", scheme)
+
+
+def _shoot(page, name: str, locator=None) -> None:
+    """A screenshot the checks leave in ARTIFACTS (the repository tracks the three of .gitignore)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (locator or page).screenshot(path=str(ARTIFACTS / name), animations="disabled")
+
+
+def _url(path: str) -> str:
+    from labkit.docs import book
+
+    return book.site_url(path)
+
+
+def test_home_page_renders_with_the_course_map(browser, server):
+    """The README's title and lab map, and the course map: an SVG with one link per lab, in study
+    order, each to a page that loads, its text legible at the size it is drawn."""
     page, _ = browser
     _open(page, server, "index.html")
     assert _heading(page) == _first_heading(ROOT / "README.md")
-    # The README's lab map (tests/test_repo.py checks it against the registry) links to lab pages that exist.
     targets = page.locator("article table a[href*='/labs/lab-']").evaluate_all("links => links.map(a => a.href)")
     assert targets, "the home page shows no lab map"
-    for url in targets:
-        assert page.request.get(url).ok, f"the lab map links to {url}, which does not load"
+    course_map = page.locator("article svg.course-map")
+    assert course_map.count() == 1, "the home page has no course map"
+    links = course_map.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert links == [f"{lab.folder}/index.html" for lab in registry.LABS], "the course map is not the study order"
+    for url in set(targets) | {f"{server}/{link}" for link in links}:
+        assert page.request.get(url).ok, f"the home page links to {url}, which does not load"
+    smallest = course_map.evaluate(
+        "svg => Math.min(...[...svg.querySelectorAll('text')].map(t => t.getBoundingClientRect().height))")
+    assert smallest >= MIN_TEXT_PX, f"the course map's smallest text is {smallest:.1f} px high"
+    course_map.scroll_into_view_if_needed()
+    _shoot(page, "docs-home.png")
 
 
 @pytest.mark.parametrize("lab", registry.LABS, ids=lambda lab: lab.id)
-def test_lab_page_renders_with_its_header(browser, server, lab):
-    """The README's title, then the header the build adds: where the lab runs (from the registry),
-    its commands, and links to its starter and tests that open their code pages."""
+def test_lab_page_renders_with_one_header(browser, server, lab):
+    """The README's title, then the one header the build adds: where the lab runs (from the
+    registry), the labs before and after it, its commands, links to its starter and tests; no second
+    "Runs on / Study order" from the README; the next lab at the end of the page."""
     page, _ = browser
     _open(page, server, _page(lab))
     assert _heading(page) == _first_heading(lab.path / "README.md")
@@ -331,25 +524,86 @@ def test_lab_page_renders_with_its_header(browser, server, lab):
     text = header.inner_text()
     assert f"runs on: {lab.runs_on}" in text, text
     assert f"labs check {lab.id} --impl starter" in text, text
+    said = page.locator("article").evaluate(
+        "article => [...article.querySelectorAll('strong, b, .admonition-title')].map(e => e.textContent.trim())")
+    again = re.compile(r"(runs on|study order|before this lab|after it|next):?", re.I)
+    twice = [label for label in said if again.fullmatch(label)]
+    assert len([label for label in said if label.lower().startswith("lab ") and "runs on:" in label]) == 1
+    assert not twice, f"{lab.id}: the page says again what its header says: {twice}"
     for name in ("starter.py", "test_lab.py"):
-        link = header.locator(f"a[href='{name}.html']")
-        assert link.count() == 1, f"{lab.id}: the header has no link to {name}"
-        code = _open(page, server, f"{lab.folder}/{name}.html")
-        assert code.ok
-        assert page.locator("article pre code").count() >= 1, f"{lab.id}: {name}'s page shows no code"
-        page.go_back(wait_until="load")
+        assert header.locator(f"a[href='{name}.html']").count() == 1, f"{lab.id}: the header has no link to {name}"
+    code = page.request.get(f"{server}/{lab.folder}/test_lab.py.html")
+    assert code.ok and f"Lab {lab.id}: test_lab.py" in code.text(), f"{lab.id}: its test page lacks its lab's name"
+    ending = page.locator("article > p").last.inner_text()
+    following = registry.LABS[registry.LABS.index(lab) + 1] if lab is not registry.LABS[-1] else None
+    assert (f"Next lab: {following.id}" if following else "last lab") in page.locator("article").inner_text(), (
+        f"{lab.id}'s page does not end with the next lab: {ending!r}")
     if lab is registry.LABS[0]:
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shot = ARTIFACTS / "docs-lab-page.png"
-        page.screenshot(path=str(shot))
-        print(f"screenshot of lab {lab.id}'s page: {shot}")
+        _shoot(page, "docs-lab-page.png")
+
+
+_FOOTER_LINK = re.compile(r'<a href="([^"]*)" class="md-footer__link md-footer__link--(prev|next)"')
+
+
+def _footer(server: str, page, url: str) -> dict[str, str]:
+    """A page's footer links as the browser receives them: {"prev": site path, "next": site path}."""
+    response = page.request.get(f"{server}/{url}")
+    assert response.ok, f"{url}: HTTP {response.status}"
+    return {kind: posixpath.normpath(posixpath.join(posixpath.dirname(url), href))
+            for href, kind in _FOOTER_LINK.findall(response.text())}
+
+
+def test_next_walks_the_course_in_study_order(browser, server):
+    """From the home page, the footer's Next goes through every page of the reading order, labs in
+    study order and never a lab's hints or results, to the end; each hints or results page goes
+    back to its lab, and says whose it is. (The chain is read from each page's footer as served; the
+    browser follows the first link, to check that it is a footer a reader can click.)"""
+    from labkit.docs import book
+
+    page, _ = browser
+    expected = [_url(path) for path in book.reading_order()]
+    walked, url = [], expected[0]
+    while url and len(walked) <= len(expected):
+        walked.append(url)
+        url = _footer(server, page, url).get("next")
+    assert walked == expected, f"Next walks {walked}, not the reading order {expected}"
+    _open(page, server, expected[0])
+    page.locator("a.md-footer__link--next").click()
+    page.wait_for_load_state()
+    assert page.url == f"{server}/{expected[1]}", f"the home page's Next opens {page.url}"
+    for path, (previous, _) in book.reading_links().items():
+        if path.endswith(("/hints.md", "/results.md")):
+            back = _footer(server, page, _url(path)).get("prev")
+            assert back == _url(previous), f"{path}: Previous goes to {back}, not to its lab"
+            lab = registry.lab_for_path(ROOT / path)
+            title = re.search(r"<title>(.*?)</title>", page.request.get(f"{server}/{_url(path)}").text()).group(1)
+            assert lab.id in title, f"{path}: its title {title!r} does not say whose page it is"
+
+
+def test_navigation_follows_the_registry_study_order(browser, server):
+    """The sidebar lists the labs exactly in the registry's order."""
+    page, _ = browser
+    _open(page, server, "index.html")
+    hrefs = page.locator("nav.md-nav--primary a.md-nav__link[href]").evaluate_all(
+        "links => links.map(a => new URL(a.href).pathname)")
+    folders = [lab.folder for lab in registry.LABS]
+    in_nav = []
+    for href in hrefs:
+        found = next((f for f in folders if href.rstrip("/").endswith(f"{f}/index.html")), None)
+        if found and found not in in_nav:
+            in_nav.append(found)
+    assert in_nav == folders, f"navigation order {in_nav} differs from the registry's {folders}"
 
 
 def test_formulas_are_typeset(browser, server, site):
     """Every page with formulas, in the browser: the MathML has a size, the math font the site
-    serves is the one in use, and no `$...$` or `\\(...\\)` is left as text."""
-    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if "<math" in p.read_text())
+    serves is the one in use, and no `$...$` or `\\(...\\)` is left as text; the labs that teach a
+    formula (the slot, the online-softmax recurrence, the merge) show it on their own page."""
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
+                   if "<math" in p.read_text() and p.name != "print.html")
     assert pages, "no page of the site has a formula"
+    for lab_id, formula in (("02-06", "slot"), ("04-01", "recurrence"), ("04-04", "merge")):
+        assert _page(registry.get(lab_id)) in pages, f"lab {lab_id}'s page does not typeset its {formula}"
     page, _ = browser
     for path in pages:
         _open(page, server, path)
@@ -364,58 +618,114 @@ def test_formulas_are_typeset(browser, server, site):
         assert not RAW_TEX.search(text), f"{path}: TeX left as text: {RAW_TEX.search(text).group(0)!r}"
 
 
-def test_figures_load(browser, server):
-    """Every image on the lab pages loads (naturalWidth > 0); there is at least one."""
+# The smallest text a figure may show, in CSS px: three quarters of the site's 16-px body text.
+MIN_TEXT_PX = 11.5
+# For each visible figure of the article: its source, its rendered width, whether a click opens it.
+_FIGURES_JS = """article => [...article.querySelectorAll('img')].filter(i => i.offsetParent !== null).map(i => ({
+    src: i.getAttribute('src'), width: i.getBoundingClientRect().width, natural: i.naturalWidth,
+    link: i.closest('a') ? new URL(i.closest('a').href).pathname : null}))"""
+
+
+def _smallest_text_px(svg: str, rendered_width: float) -> float:
+    from labkit import figures
+
+    viewbox_width = float(re.search(r'viewBox="[-0-9.]+ [-0-9.]+ ([0-9.]+)', svg).group(1))
+    return figures.smallest_font(svg) * rendered_width / viewbox_width
+
+
+@pytest.mark.parametrize("viewport,scheme", [((1280, 900), "default"), ((390, 844), "default"), ((1280, 900), "slate")],
+                         ids=["desktop", "mobile", "dark"])
+def test_every_figure_reads_at_its_size(browser, server, site, viewport, scheme):
+    """Every figure of every page, on a desktop, on a phone and in dark mode: an SVG whose smallest text
+    is at least MIN_TEXT_PX high as drawn (on a phone it scrolls sideways rather than shrink), a link
+    that opens it full size, and in dark mode its dark twin, not a white box. The page never scrolls
+    sideways as a whole."""
     page, _ = browser
-    seen = 0
-    for lab in registry.LABS:
-        _open(page, server, _page(lab))
-        for image in page.locator("article img").all():
-            image.scroll_into_view_if_needed()
-            width = image.evaluate("img => img.complete ? img.naturalWidth : new Promise(done => "
-                                   "{ img.onload = () => done(img.naturalWidth); img.onerror = () => done(0); })")
-            assert width > 0, f"lab {lab.id}: {image.get_attribute('src')} did not load"
-            seen += 1
-    assert seen > 0, "no figure on any lab page"
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
+                   if "<img" in p.read_text() and p.name != "print.html")
+    assert pages, "no page of the site shows a figure"
+    page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+    problems, seen, shot = [], 0, False
+    try:
+        for path in pages:
+            _open(page, server, path)
+            _scheme(page, scheme)
+            page.evaluate("() => Promise.all([...document.images].map(i => i.decode().catch(() => null)))")
+            for figure in page.locator("article").evaluate(_FIGURES_JS):
+                seen += 1
+                where = f"{path}: {figure['src']}"
+                source = figure["src"].split("#")[0]
+                if not source.endswith(".svg"):
+                    problems.append(f"{where}: not an SVG")
+                    continue
+                folder = Path(path).parent
+                svg = (site / folder / source).read_text(encoding="utf-8")
+                px = _smallest_text_px(svg, figure["width"])
+                if px < MIN_TEXT_PX:
+                    problems.append(f"{where}: smallest text {px:.1f} px at {figure['width']:.0f} px wide")
+                if figure["link"] != "/" + posixpath.normpath((folder / source).as_posix()):
+                    problems.append(f"{where}: a click does not open it (link: {figure['link']})")
+                if (scheme == "slate") != source.endswith(".dark.svg"):
+                    problems.append(f"{where}: the {'dark' if scheme == 'slate' else 'light'} page shows this twin")
+            overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+            if overflow > 1:
+                problems.append(f"{path}: the page scrolls sideways by {overflow} px")
+            if scheme == "slate" and "/tutorials/" in path and not shot:  # a chapter's figure, in dark mode
+                shot = _shoot(page, "docs-figure.png", page.locator("article a.figure--dark").first) or True
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})
+        _scheme(page, "default")
+    assert seen, "no figure was seen"
+    assert not problems, "\n".join(problems)
 
 
-def _distinctive_word(lab: registry.Lab, site_source: Path) -> str:
-    """A word of the lab's README whose first six letters start no word of any other page (search
-    stems words and matches prefixes), the most frequent such word."""
-    words = lambda text: re.findall(r"[a-z]{6,}", text.lower())  # noqa: E731
-    elsewhere = set()
-    for page in site_source.rglob("*.md"):
-        if page != site_source / lab.folder / "README.md":
-            elsewhere.update(word[:6] for word in words(page.read_text()))
-    own = Counter(w for w in words((lab.path / "README.md").read_text()) if w[:6] not in elsewhere)
-    assert own, f"lab {lab.id}'s README has no word of its own"
-    return own.most_common(1)[0][0]
+def _title_query(lab: registry.Lab) -> str:
+    """What a reader types to find a lab by its title: its words, without punctuation."""
+    return " ".join(re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", lab.title))
+
+
+def _search(page, server: str, query: str) -> list[str]:
+    """The pages search lists for ``query``, best first (one entry per page), from a fresh home page
+    (Material searches on the box's first input; a second one, after emptying it, can go unseen)."""
+    _open(page, server, "index.html")
+    box = page.locator("input.md-search__input")
+    box.click()
+    box.fill(query)
+    page.locator(".md-search-result__item").first.wait_for()
+    hrefs = page.locator(".md-search-result__item > a:first-child").evaluate_all(
+        "links => links.map(a => new URL(a.href).pathname)")
+    return [href.lstrip("/") for href in hrefs]
 
 
 @pytest.mark.parametrize("lab", registry.LABS, ids=lambda lab: lab.id)
-def test_search_finds_the_lab_by_a_word_of_its_readme(browser, server, site, lab):
+def test_search_finds_each_lab_first_by_its_title(browser, server, lab):
     page, _ = browser
-    word = _distinctive_word(lab, site.parent / "src")
-    _open(page, server, "index.html")
-    page.locator("input.md-search__input").click()
-    page.locator("input.md-search__input").fill(word)
-    results = page.locator(".md-search-result__item a")
-    results.first.wait_for()
-    targets = [a.get_attribute("href") or "" for a in results.all()]
-    assert any(f"{lab.folder}/index.html" in href for href in targets), (
-        f"searching {word!r} does not find lab {lab.id}; results: {targets[:8]}")
+    results = _search(page, server, _title_query(lab))
+    place = results.index(_page(lab)) + 1 if _page(lab) in results else "no place"
+    assert results[0] == _page(lab), f"searching {_title_query(lab)!r} lists lab {lab.id} at {place}: {results[:5]}"
 
 
-def test_navigation_follows_the_registry_study_order(browser, server):
-    """The site's navigation lists the labs exactly in the registry's order."""
+def test_search_finds_the_lab_that_teaches_the_block_table(browser, server):
+    """"block table" lists lab 02-06, which teaches it, among its first results, and no code page first."""
     page, _ = browser
-    _open(page, server, "index.html")
-    hrefs = page.locator("nav.md-nav--primary a.md-nav__link[href]").evaluate_all(
-        "links => links.map(a => new URL(a.href).pathname)")
-    folders = [lab.folder for lab in registry.LABS]
-    in_nav = []
-    for href in hrefs:
-        found = next((f for f in folders if href.rstrip("/").endswith(f"{f}/index.html")), None)
-        if found and found not in in_nav:
-            in_nav.append(found)
-    assert in_nav == folders, f"navigation order {in_nav} differs from the registry's {folders}"
+    results = _search(page, server, "block table")
+    teacher = _page(registry.get("02-06"))
+    assert teacher in results[:4], f"'block table' lists {results[:8]}"
+    assert not results[0].endswith(".py.html"), f"a code page comes first: {results[:3]}"
+
+
+def test_the_course_on_one_page(browser, server, site):
+    """print.html holds every page of the course in reading order, each under its own anchor, and
+    every link of it to a place on itself leads somewhere."""
+    from labkit.docs import book
+
+    page, _ = browser
+    _open(page, server, "print.html")
+    sections = page.locator("section.print-page").evaluate_all("s => s.map(e => e.id)")
+    assert len(sections) == len(book.print_pages()), f"{len(sections)} pages on print.html"
+    headings = page.locator("section.print-page h1").evaluate_all("h => h.map(e => e.textContent)")
+    assert len(headings) >= len(sections), "a page of print.html has no title"
+    dead = page.evaluate("""() => [...document.querySelectorAll('article a[href^="#"]')]
+        .map(a => a.getAttribute('href').slice(1)).filter(id => id && !document.getElementById(id))""")
+    assert not dead, f"print.html links to anchors it does not have: {sorted(set(dead))[:10]}"
+    assert page.locator("section.print-page math").count() > 10, "print.html lost the formulas"

@@ -33,6 +33,11 @@ class Lab:
         return ROOT / self.folder
 
     @property
+    def needs(self) -> tuple[str, ...]:
+        """The ids of the earlier labs this one builds on (``NEEDS``)."""
+        return NEEDS.get(self.id, ())
+
+    @property
     def runs_on(self) -> str:
         """Where the lab runs, for the README's map and ``labs list``."""
         if "model" in self.tags:
@@ -94,6 +99,26 @@ PHASES = {
     P2: "Phase 2: paged attention",
     P4: "Phase 4: attention backends",
     P99: "Phase 99: capstone",
+}
+
+
+# What each lab builds on: the earlier labs whose ideas or code it needs, as its README says. The
+# site's course map draws these; tests/test_docs_site.py checks that each is an earlier lab and that
+# every lab whose reference solution a lab loads (labkit.load_reference) is listed.
+NEEDS = {
+    "02-02": ("02-01",),
+    "02-03": ("02-01", "02-02"),
+    "02-05": ("02-01",),
+    "02-06": ("02-01", "02-05"),
+    "04-01": ("02-06",),
+    "02-04": ("02-06", "04-01"),
+    "04-03": ("02-04", "02-06", "04-01"),
+    "04-04": ("04-01",),
+    "04-05": ("02-04", "04-04"),
+    "04-06": ("02-04", "04-01", "04-04"),
+    "04-02": ("04-01", "04-03", "04-04", "04-06"),
+    "04-07": ("02-06", "04-04", "04-06"),
+    "99-01": ("02-01", "02-04", "02-05", "02-06", "04-03", "04-06"),
 }
 
 

@@ -17,6 +17,7 @@ A link whose target does not exist is left as it is: the strict build then fails
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -26,12 +27,13 @@ from pathlib import Path
 
 from labkit.course import registry
 from labkit.course.registry import ROOT, Lab
-from labkit.docs import book
+from labkit.docs import book, hooks
 
 DEFAULT_OUT = ROOT / "build" / "docs"
 SETTINGS = ROOT / "docs" / "mkdocs.yml"
 ASSETS = ROOT / "docs" / "assets"
 MATH_FONT = "STIXTwoMath-Regular.ttf"
+PRINT_TITLE = "the course as one page"
 
 IMAGES = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp"}
 LANGUAGES = {".py": "python", ".toml": "toml", ".json": "json", ".yml": "yaml", ".yaml": "yaml",
@@ -66,18 +68,41 @@ def _outside_code(text: str):
 
 
 def rewrite_links(text: str, rewrite) -> str:
-    """``text`` with every Markdown link target outside code replaced by ``rewrite(target)``."""
+    """``text`` with every Markdown link target outside code replaced by ``rewrite(target)``; where
+    that is None, an inline link is replaced by its text (a file the site does not publish)."""
     lines = text.split("\n")
     for number, visible in _outside_code(text):
-        spans = [(m.start(2), m.end(2)) for m in _LINK.finditer(visible)]
+        edits = []  # (start, end, replacement), never overlapping
+        for m in _LINK.finditer(visible):
+            new = rewrite(visible[m.start(2) : m.end(2)])
+            opening = _opening_bracket(visible, m.start(1))
+            close = visible.find(")", m.end(2))
+            if new is not None or opening is None or close < 0 or visible[opening - 1 : opening] == "!":
+                edits.append((m.start(2), m.end(2), m.group(2) if new is None else new))
+            else:  # [text](target) -> text
+                edits += [(opening, opening + 1, ""), (m.start(1), close + 1, "")]
         ref = _REFERENCE.match(visible)
         if ref:
-            spans.append((ref.start(2), ref.end(2)))
+            new = rewrite(ref.group(2))
+            edits.append((ref.start(2), ref.end(2), ref.group(2) if new is None else new))
         line = lines[number]
-        for start, end in sorted(spans, reverse=True):
-            line = line[:start] + rewrite(line[start:end]) + line[end:]
+        for start, end, replacement in sorted(edits, reverse=True):
+            line = line[:start] + replacement + line[end:]
         lines[number] = line
     return "\n".join(lines)
+
+
+def _opening_bracket(visible: str, close: int) -> int | None:
+    """The index of the ``[`` that the ``]`` at ``close`` closes, or None."""
+    depth = 0
+    for i in range(close, -1, -1):
+        if visible[i] == "]":
+            depth += 1
+        elif visible[i] == "[":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
 
 
 class Site:
@@ -93,8 +118,9 @@ class Site:
             self.seen.add(rel)
             self.queue.append(rel)
 
-    def target(self, page: str, target: str) -> str:
-        """Where a link of ``page`` should point in the site; pulls the target into the site."""
+    def target(self, page: str, target: str) -> str | None:
+        """Where a link of ``page`` should point in the site; pulls the target into the site.
+        None for a file the site leaves out (``book.UNPUBLISHED``): the link becomes its text."""
         if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith(("#", "/")):
             return target  # a URL, an anchor on the same page, or an absolute path (the build warns)
         path, _, fragment = target.partition("#")
@@ -103,6 +129,8 @@ class Site:
         if not found.exists() or (found != ROOT and ROOT not in found.parents):
             return target  # dead or outside the repository: the strict build names it
         rel = found.relative_to(ROOT).as_posix()
+        if rel.split("/")[0] in book.UNPUBLISHED:
+            return None
         if found.is_dir():
             if not (found / "README.md").is_file():
                 return target  # a folder without a README: the strict build names it
@@ -136,6 +164,63 @@ def _is_text(path: Path) -> bool:
     return True
 
 
+_LIST_ITEM = re.compile(r" {0,3}([-*+]|1[.)]) ")
+_NOT_PARAGRAPH = re.compile(r"\s|#|\||>|<|([-*+]|\d+[.)]) |(-{3,}|\*{3,}|_{3,})\s*$")
+
+
+def lists_interrupt_paragraphs(text: str) -> str:
+    """A blank line before every list that starts right under a paragraph line. GitHub (CommonMark)
+    lets a list interrupt a paragraph; Python-Markdown does not, and would print the items as
+    "- one - two" inside the paragraph."""
+    lines = text.split("\n")
+    visible = dict(_outside_code(text))
+    glued = [n for n in range(1, len(lines)) if n in visible and n - 1 in visible
+             and _LIST_ITEM.match(lines[n]) and lines[n - 1].strip() and not _NOT_PARAGRAPH.match(lines[n - 1])]
+    for n in reversed(glued):
+        lines.insert(n, "")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- figures
+
+_IMAGE = re.compile(r"(?<!\[)!\[([^\]]*)\]\(\s*([^)\s]+)\s*\)")
+
+
+def figure_markup(text: str, page: str) -> str:
+    """Every image of ``page`` (``![alt](x.svg)``, outside code, not already a link; its alt text may
+    run over several lines) as a link to itself, so that a click opens it full size, with its width
+    and height (no layout jump while it loads); an SVG that has a ``x.dark.svg`` twin
+    (``labkit.figures.save``) is written twice, the light one shown in light mode and the dark one in
+    dark mode (docs/assets/site.css)."""
+    from labkit.figures import dark_path, svg_size
+
+    lines = text.split("\n")
+    visible = [" " * len(line) for line in lines]  # code blanked out, offsets kept
+    for number, line in _outside_code(text):
+        visible[number] = line
+    edits = []
+    for m in _IMAGE.finditer("\n".join(visible)):
+        alt, target = " ".join(m.group(1).split()), m.group(2)
+        found = (ROOT / page).parent / target.split("#")[0]
+        if not found.is_file():
+            continue  # a dead image: the strict build names it
+        size = ""
+        if found.suffix == ".svg":
+            width, height = svg_size(found.read_text(encoding="utf-8"))
+            size = f'{{ width="{round(width * 96 / 72)}" height="{round(height * 96 / 72)}" }}'
+        twin = dark_path(found) if found.suffix == ".svg" else None
+        if twin and twin.is_file():
+            dark = target.rsplit("/", 1)[0] + "/" + twin.name if "/" in target else twin.name
+            markup = (f"[![{alt}]({target}#only-light){size}]({target}){{ .figure .figure--light }}"
+                      f"[![{alt}]({dark}#only-dark){size}]({dark}){{ .figure .figure--dark }}")
+        else:
+            markup = f"[![{alt}]({target}){size}]({target}){{ .figure }}"
+        edits.append((m.start(), m.end(), markup))
+    for start, end, markup in sorted(edits, reverse=True):
+        text = text[:start] + markup + text[end:]
+    return text
+
+
 # --------------------------------------------------------------------------- generated text
 
 
@@ -146,14 +231,28 @@ def code_page(rel: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     language = LANGUAGES.get(path.suffix.lower(), "text")
+    lab = registry.lab_for_path(path)
+    title = f"Lab {lab.id}: {path.relative_to(lab.path).as_posix()}" if lab else rel
     return (
-        f"# {path.name}\n\n`{rel}` in the repository, as it was when this site was built.\n\n"
+        front_matter(SEARCH_BOOST["code"])
+        + f"# {title}\n\n`{rel}` in the repository, as it was when this site was built.\n\n"
         f"{fence}{language}\n{text.rstrip()}\n{fence}\n"
     )
 
 
+# Search ranks a section by where its words are (a title counts far more than text), times its
+# page's boost: a lab's README first, a code page (which repeats every name a hundred times) last.
+SEARCH_BOOST = {"lab": 4.0, "code": 0.2}
+
+
+def front_matter(boost: float) -> str:
+    """The YAML front matter that sets a page's search boost (Material's ``search.boost``)."""
+    return f"---\nsearch:\n  boost: {boost}\n---\n\n"
+
+
 def lab_header(lab: Lab) -> str:
-    """What a lab page shows under its title: where it runs, study order, files, commands."""
+    """What a lab page shows under its title, the one place it says where the lab runs and where it
+    stands in study order (the READMEs say what a lab needs, not these): then its files and commands."""
     order = [entry.id for entry in registry.LABS]
     place = f"{order.index(lab.id) + 1} of {len(order)} in study order"
     files = [("your file", "starter.py"), ("its tests", "test_lab.py"), ("demo", "lab.py"),
@@ -170,9 +269,16 @@ def lab_header(lab: Lab) -> str:
             fallback = [(f"python {lab.folder}/{script}", f"{what}: its README says how")]
             commands += script_commands(lab, script, what) or fallback
     rows = "\n".join(f"    | `{command}` | {why} |" for command, why in commands)
+    here = f"{lab.folder}/README.md"
+    position = order.index(lab.id)
+    neighbours = [f"{word} [{book.lab_title(other)}]({_relative(here, f'{other.folder}/README.md')})"
+                  for word, other in (("after", registry.LABS[position - 1] if position else None),
+                                      ("before", registry.LABS[position + 1] if position + 1 < len(order) else None))
+                  if other]
     return (
         f'!!! info "Lab {lab.id} · runs on: {lab.runs_on} · {place}"\n\n'
-        f"    {' · '.join(links)}\n\n"
+        + (f"    In study order: {' · '.join(neighbours)}.\n\n" if neighbours else "")
+        + f"    {' · '.join(links)}\n\n"
         f"    | command | what it does |\n    |---|---|\n{rows}\n\n"
         f"    `labs` comes with `pip install -e .`; `python -m labkit.cli` is the same command without it.\n"
     )
@@ -194,6 +300,48 @@ def script_commands(lab: Lab, script: str, what: str, limit: int = 2) -> list[tu
         if fence and (command == prefix or command.startswith(prefix + " ")) and not command.endswith("\\"):
             found.append((command, comment.strip() or what))
     return found[:limit]
+
+
+def lab_footer(lab: Lab) -> str:
+    """What ends a lab page: the next lab in study order (and the pages Next shows before it), then
+    the lab's hints and results, which Next skips (``book.reading_links``)."""
+    here = f"{lab.folder}/README.md"
+    following, between = book.next_lab(lab)
+    lines = ["", "---", ""]
+    if following:
+        before = ", ".join(f"[{book.page_title(p)}]({_relative(here, p)})" for p in between)
+        lines.append(f"**Next lab:** [{book.lab_title(following)}]({_relative(here, f'{following.folder}/README.md')})"
+                     + (f" On the way: {before}." if before else ""))
+    else:
+        after = ", ".join(f"[{book.page_title(p)}]({_relative(here, p)})" for p in between)
+        lines.append("**This is the course's last lab.**" + (f" What follows: {after}." if after else ""))
+    extras = [f"[{title.format(id=lab.id)}]({name})" for name, title in book.LAB_PAGES if (lab.path / name).is_file()]
+    if extras:
+        lines += ["", f"More on this lab: {' · '.join(extras)}."]
+    return "\n".join(lines) + "\n"
+
+
+def _relative(page: str, target: str) -> str:
+    """``target`` (a repository path) as a link from ``page``."""
+    return os.path.relpath(ROOT / target, (ROOT / page).parent).replace(os.sep, "/")
+
+
+def with_course_map(text: str) -> str:
+    """The home page with the course map (``coursemap``) under its heading on study order (or before
+    its first section), and a link to the whole course on one page."""
+    from labkit.docs.coursemap import course_map
+
+    block = ["", '<div class="course-map-frame" data-search-exclude>',
+             course_map(lambda lab: f"{lab.folder}/index.html"), "</div>", "",
+             f"The whole course on one page, to read straight through or to print: [{PRINT_TITLE}]({book.PRINT_PAGE}).",
+             ""]
+    lines = text.split("\n")
+    sections = [number for number, visible in _outside_code(text) if visible.startswith("## ")]
+    chosen = next((n for n in sections if "study order" in lines[n].lower()), sections[0] if sections else None)
+    if chosen is None:
+        return text + "\n" + "\n".join(block)
+    at = chosen + 1 if "study order" in lines[chosen].lower() else chosen
+    return "\n".join(lines[:at] + block + lines[at:])
 
 
 def with_lab_header(text: str, lab: Lab) -> str:
@@ -226,9 +374,14 @@ def assemble(src: Path) -> None:
     while site.queue:
         rel = site.queue.pop(0)
         text = (ROOT / rel).read_text(encoding="utf-8")
+        if rel == "README.md":
+            text = with_course_map(text)
         if rel in readmes:
-            text = with_lab_header(text, readmes[rel])
+            text = (front_matter(SEARCH_BOOST["lab"]) + with_lab_header(text, readmes[rel]).rstrip("\n") + "\n"
+                    + lab_footer(readmes[rel]))
+        text = lists_interrupt_paragraphs(figure_markup(text, rel))
         site.write(rel, rewrite_links(text, lambda target, rel=rel: site.target(rel, target)))
+    site.write(book.PRINT_PAGE, PRINT_SOURCE)
     shutil.copytree(ASSETS, src / "assets")
     copy_math_font(src / "assets" / "fonts")
 
@@ -259,9 +412,12 @@ def nav_yaml(entries: tuple[book.Entry, ...]) -> list:
 
 
 def write_config(out: Path) -> Path:
-    """docs/mkdocs.yml, plus the folders and the navigation generated from the registry."""
+    """docs/mkdocs.yml, plus the folders and the navigation generated from the registry, and the
+    reading order that ``hooks.py`` gives the footer's Previous and Next."""
     import yaml  # the docs extra, like latex2mathml and ziamath below: imported where it is used
-    generated = {"docs_dir": "src", "site_dir": "site", "nav": nav_yaml(book.nav())}
+    generated = {"docs_dir": "src", "site_dir": "site", "nav": nav_yaml(book.nav()),
+                 "hooks": [str(Path(hooks.__file__).resolve())]}
+    (out / hooks.READING_ORDER).write_text(json.dumps(book.reading_links(), indent=1), encoding="utf-8")
     config = out / "mkdocs.yml"
     config.write_text(
         SETTINGS.read_text(encoding="utf-8")
@@ -325,10 +481,81 @@ def typeset_math(site: Path) -> int:
     return count
 
 
+# --------------------------------------------------------------------------- the course on one page
+
+PRINT_SOURCE = """---
+search:
+  exclude: true
+hide:
+  - navigation
+  - toc
+---
+
+# The course as one page
+
+Every page of the course in reading order, each lab followed by its hints and results: to read
+straight through, or to print (your browser's Print command; each page starts on a new sheet).
+
+<div id="whole-course"></div>
+"""
+_ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
+_URL_ATTR = re.compile(r'\b(href|src)="([^"]*)"')
+
+
+def _slug(url: str) -> str:
+    return "page-" + re.sub(r"[^a-zA-Z0-9]+", "-", url.removesuffix(".html")).strip("-").lower()
+
+
+def print_page(site: Path) -> int:
+    """Fill the page ``book.PRINT_PAGE`` with the articles of ``book.print_pages()``, in order; return
+    how many. Each page's ids get the page's own prefix (two pages both have a "#steps"), and a link
+    to a page of the book becomes a link to its place on this page; any other link is made relative
+    to this page, which sits at the site's root."""
+    import posixpath
+
+    urls = [book.site_url(path) for path in book.print_pages()]
+    target = site / book.site_url(book.PRINT_PAGE)
+    chunks = []
+    for url in urls:
+        found = _ARTICLE.search((site / url).read_text(encoding="utf-8"))
+        if not found:
+            raise BuildError(f"{url} has no article to put on the page of the whole course")
+        slug, folder = _slug(url), posixpath.dirname(url)
+
+        def relink(match: re.Match, slug=slug, folder=folder) -> str:
+            attr, value = match.group(1), html.unescape(match.group(2))
+            if value.startswith("#"):
+                value = f"#{slug}--{value[1:]}" if len(value) > 1 else f"#{slug}"
+            elif not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:|/", value):
+                path, _, fragment = value.partition("#")
+                resolved = posixpath.normpath(posixpath.join(folder, path)) if path else folder
+                if attr == "href" and resolved in urls:
+                    value = f"#{_slug(resolved)}--{fragment}" if fragment else f"#{_slug(resolved)}"
+                else:
+                    value = resolved + (f"#{fragment}" if fragment else "")
+            return f'{attr}="{html.escape(value, quote=True)}"'
+
+        body = found.group(1)
+        body = re.sub(r'\bid="([^"]+)"', lambda m, slug=slug: f'id="{slug}--{m.group(1)}"', body)
+        body = re.sub(r'\b(aria-labelledby|for)="([^"]+)"', lambda m, slug=slug: f'{m.group(1)}="{slug}--{m.group(2)}"',
+                      body)
+        body = re.sub(r"url\(#([^)]+)\)", lambda m, slug=slug: f"url(#{slug}--{m.group(1)})", body)
+        body = _URL_ATTR.sub(relink, body)
+        chunks.append(f'<section class="print-page" id="{slug}">\n{body}\n</section>')
+    page = target.read_text(encoding="utf-8")
+    marker = '<div id="whole-course"></div>'
+    if marker not in page:
+        raise BuildError(f"{target.name} lost its placeholder {marker}")
+    target.write_text(page.replace(marker, '<div id="whole-course">\n' + "\n".join(chunks) + "\n</div>"),
+                      encoding="utf-8")
+    return len(chunks)
+
+
 def build(out: Path = DEFAULT_OUT) -> Path:
     """Build the site into ``out/site`` and return that folder."""
     out = Path(out).resolve()
     assemble(out / "src")
     run_mkdocs(write_config(out))
     typeset_math(out / "site")
+    print_page(out / "site")
     return out / "site"

@@ -3,9 +3,9 @@
     python phase-02-paged-attention/labs/lab-02-fragmentation-viz/figures.py          # the reference
     LAB_IMPL=starter python phase-02-paged-attention/labs/lab-02-fragmentation-viz/figures.py   # yours
 
-Prints every figure the README quotes, then draws ``figures/*.png`` next to this file (needs
-matplotlib: ``pip install -e ".[bench]"``). Everything is seeded: two runs print the same numbers.
-"""
+Prints every figure the README quotes, then draws ``figures/*.svg`` (each with its dark-mode twin)
+next to this file (needs matplotlib: ``pip install -e ".[bench]"``). Everything is seeded: two runs
+print the same numbers."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def print_numbers(lab, stream, contiguous, paged, tradeoff) -> None:
 
 
 def draw_memory(plt, contiguous, paged, path) -> None:
-    fig, axes = plt.subplots(3, 1, figsize=(8, 7.5), sharex=True, height_ratios=[2, 2, 1.4])
+    fig, axes = plt.subplots(3, 1, figsize=(figures.WIDTH, 7), sharex=True, height_ratios=[2, 2, 1.4])
     for ax, (name, tl) in zip(axes[:2], [("contiguous, reservations of 2048", contiguous),
                                          (f"paged, blocks of {BLOCK_SIZE} (lab 02-01's pool)", paged)], strict=True):
         steps = np.arange(len(tl["used"]))
@@ -106,20 +106,19 @@ def draw_memory(plt, contiguous, paged, path) -> None:
         ax.set_ylim(0, NUM_SLOTS * 1.08)
         ax.set_ylabel("token slots")
         ax.set_title(name, loc="left", fontsize=10)
-    axes[1].legend(loc="center right", fontsize=8, frameon=False)
+    axes[1].legend(loc="center right", frameon=False)
     for name, tl, color in [("contiguous", contiguous, figures.COLORS["poison"]),
                             ("paged", paged, figures.COLORS["valid"])]:
         axes[2].plot(np.arange(len(tl["running"])), tl["running"], color=color, lw=1.2, label=name)
     axes[2].set_ylabel("running requests")
     axes[2].set_xlabel("engine step")
-    axes[2].legend(loc="upper right", fontsize=8, frameon=False)
+    axes[2].legend(loc="upper right", frameon=False)
     fig.suptitle(f"The same {NUM_REQUESTS} requests in the same {NUM_SLOTS} slots", x=0.02, ha="left")
     figures.save(fig, path)
-    plt.close(fig)
 
 
 def draw_tradeoff(plt, tradeoff, path) -> None:
-    fig, ax = plt.subplots(figsize=(7, 3.6))
+    fig, ax = plt.subplots(figsize=(figures.WIDTH, 3.6))
     sizes = tradeoff["block_size"]
     ax.plot(sizes, 100 * tradeoff["waste_fraction"], "o-", color=figures.COLORS["poison"], label="waste (% of slots)")
     ax.set_xscale("log", base=2)
@@ -129,14 +128,14 @@ def draw_tradeoff(plt, tradeoff, path) -> None:
     twin = ax.twinx()
     twin.plot(sizes, tradeoff["table_len"], "s-", color=figures.COLORS["valid"], label="mean block-table length")
     twin.set_yscale("log")
+    twin.yaxis.set_major_formatter(plt.matplotlib.ticker.ScalarFormatter())  # 100, not 10 with a tiny 2
     twin.set_ylabel("blocks per request (log)", color=figures.COLORS["valid"])
     twin.spines["right"].set_visible(True)
-    ax.axvline(16, color=figures.COLORS["null"], lw=1, ls=":")
-    ax.annotate("vLLM's default: 16", (16, ax.get_ylim()[1] * 0.9), fontsize=8, color=figures.COLORS["null"],
+    ax.axvline(16, color=figures.COLORS["muted"], lw=1, ls=":")
+    ax.annotate("vLLM's default: 16", (16, ax.get_ylim()[1] * 0.9), fontsize=9, color=figures.COLORS["muted"],
                 xytext=(4, 0), textcoords="offset points")
     ax.set_title("Bigger blocks: more waste in the last block, shorter tables", loc="left", fontsize=10)
     figures.save(fig, path)
-    plt.close(fig)
 
 
 def main() -> int:
@@ -147,9 +146,9 @@ def main() -> int:
     tradeoff = lab.block_size_tradeoff(stream[:, 1] + stream[:, 2] - 1, BLOCK_SIZES)
     print_numbers(lab, stream, contiguous, paged, tradeoff)
     plt = figures.pyplot()
-    draw_memory(plt, contiguous, paged, HERE / "figures" / "memory_over_time.png")
-    draw_tradeoff(plt, tradeoff, HERE / "figures" / "block_size_tradeoff.png")
-    print(f"\nwrote {HERE / 'figures'}/memory_over_time.png and block_size_tradeoff.png")
+    draw_memory(plt, contiguous, paged, HERE / "figures" / "memory_over_time.svg")
+    draw_tradeoff(plt, tradeoff, HERE / "figures" / "block_size_tradeoff.svg")
+    print(f"\nwrote {HERE / 'figures'}/memory_over_time.svg and block_size_tradeoff.svg")
     return 0
 
 

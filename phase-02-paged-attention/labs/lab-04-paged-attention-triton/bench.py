@@ -8,7 +8,8 @@ for sequence lengths 1k to 128k. Three ways to compute the same output:
   sdpa           torch's scaled_dot_product_attention on a dense, contiguous copy of the cache
   gather+sdpa    index the cache through the table (a copy), then the same SDPA
 Bytes counted: the K and V bytes of the valid tokens (what any decode kernel must read).
-Prints the table; with --out, also writes results.md and results.png into that folder.
+Prints the table; with --out, also writes results.md and results.svg (the plot, drawn from that
+table) into that folder; --plot-from results.md redraws the plot on any machine.
 """
 
 from __future__ import annotations
@@ -71,14 +72,12 @@ def run(seq_lens, out_dir: Path | None) -> None:
     copy_bw = bench.copy_bandwidth()
     print(bench.device_line())
     print(f"copy bandwidth (read + write): {copy_bw / 1e9:.0f} GB/s")
-    rows, curves = [], {TRITON: [], SDPA: [], GATHER: []}
+    rows = []
     for seq_len in seq_lens:
         times = measure(lab, seq_len)
         torch.cuda.empty_cache()
         nbytes = bench.kv_bytes([seq_len], NUM_KV_HEADS, HEAD_DIM, 2)  # K and V, fp16
         gbps = {name: bench.gb_per_s(nbytes, us) for name, us in times.items()}
-        for name in curves:
-            curves[name].append(gbps[name])
         rows.append([
             f"{seq_len // 1024}k", f"{nbytes / 2**20:.0f}",
             f"{times[TRITON]:.1f}", f"{gbps[TRITON]:.0f}", f"{100 * gbps[TRITON] * 1e9 / copy_bw:.0f}%",
@@ -98,7 +97,7 @@ def run(seq_lens, out_dir: Path | None) -> None:
     table = bench.markdown_table(headers, rows)
     print(table)
     if out_dir is None:
-        print("(pass --out FOLDER to write results.md and results.png)")
+        print("(pass --out FOLDER to write results.md and results.svg)")
         return
     out_dir.mkdir(parents=True, exist_ok=True)
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -109,34 +108,52 @@ def run(seq_lens, out_dir: Path | None) -> None:
         f"GB/s = K+V bytes of the valid tokens / time (do_bench median, L2 flushed). "
         f"Measured copy bandwidth (read + write): {copy_bw / 1e9:.0f} GB/s.\n\n{table}\n"
     )
-    plot(seq_lens, curves, copy_bw, out_dir / "results.png")
-    print(f"wrote {out_dir / 'results.md'} and {out_dir / 'results.png'}")
+    plot(out_dir / "results.md", out_dir / "results.svg")
+    print(f"wrote {out_dir / 'results.md'} and {out_dir / 'results.svg'}")
 
 
-def plot(seq_lens, curves, copy_bw, path: Path) -> None:
+# The plot's lines: (label, the results.md column of their GB/s, colour name in labkit.figures.COLORS).
+PLOT_SERIES = ((TRITON, "triton GB/s", "valid"), (SDPA, "SDPA GB/s", "accent"), (GATHER, "gather+SDPA GB/s", "poison"))
+
+
+def plot(results: Path, path: Path) -> Path:
+    """Draw ``path`` (an SVG) from the table of ``results`` (a results.md this script wrote): the run
+    and its plot cannot disagree, and the plot can be redrawn anywhere (``--plot-from``)."""
+    import re
+
     from labkit import figures
 
+    rows = figures.results_table(results, "seq_len")
+    copy_gbps = float(re.search(r"copy bandwidth \(read \+ write\): ([0-9.]+) GB/s", results.read_text()).group(1))
+    seq_lens = [int(r["seq_len"].rstrip("k")) * 1024 for r in rows]
     plt = figures.pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, gbps in curves.items():
-        ax.plot(seq_lens, gbps, marker="o", label=name)
-    ax.axhline(copy_bw / 1e9, color="gray", linestyle="--", label=f"copy bandwidth ({copy_bw / 1e9:.0f} GB/s)")
+    fig, ax = plt.subplots(figsize=(figures.WIDTH, 4.2), layout="constrained")
+    for name, column, color in PLOT_SERIES:
+        ax.plot(seq_lens, [figures.number(r[column]) for r in rows], marker="o", label=name,
+                color=figures.COLORS[color])
+    ax.axhline(copy_gbps, color=figures.COLORS["muted"], linestyle="--", label=f"copy bandwidth ({copy_gbps:.0f} GB/s)")
     ax.set_xscale("log", base=2)
-    ax.set_xticks(seq_lens, [f"{n // 1024}k" for n in seq_lens])
+    ax.set_xticks(seq_lens, [r["seq_len"] for r in rows])
     ax.set_xlabel("seq_len (tokens)")
-    ax.set_ylabel("GB/s (K+V bytes of the valid tokens / time)")
-    ax.set_title(f"Decode, batch 1, {NUM_HEADS}/{NUM_KV_HEADS} heads, d={HEAD_DIM}, fp16")
+    ax.set_ylabel("GB/s (K+V bytes of the\nvalid tokens / time)")
+    fig.suptitle(f"Decode, batch 1, {NUM_HEADS}/{NUM_KV_HEADS} heads, d={HEAD_DIM}, fp16", x=0.0, ha="left",
+                 fontsize=10)
     ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    figures.save(fig, path)
+    ax.grid(True, alpha=0.6)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, frameon=False)
+    return figures.save(fig, path)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None, help="folder to write results.md and results.png into")
+    parser.add_argument("--out", type=Path, default=None, help="folder to write results.md and results.svg into")
     parser.add_argument("--seq-lens", type=int, nargs="+", default=SEQ_LENS)
+    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
+                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
     args = parser.parse_args()
+    if args.plot_from:
+        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+        return 0
     if BACKEND != "cuda":
         reason = "torch/triton are not installed" if BACKEND == "missing" else "no CUDA GPU here"
         print(f"bench.py needs a CUDA GPU ({reason}); the tests and lab.py run on the CPU. Nothing to do.")

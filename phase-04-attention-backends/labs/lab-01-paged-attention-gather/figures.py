@@ -1,12 +1,12 @@
 """Lab 04-01's figure: the online-softmax state (m, denom, acc) after each block, on numbers small
 enough to check by hand.
 
-    python phase-04-attention-backends/labs/lab-01-paged-attention-gather/figures.py          # the PNG
+    python phase-04-attention-backends/labs/lab-01-paged-attention-gather/figures.py          # the figure
     python phase-04-attention-backends/labs/lab-01-paged-attention-gather/figures.py --print  # the numbers
 
 ``--print`` prints the example's inputs, the state after every block, and what the implementation
 under test returns for it (``LAB_IMPL=starter`` for yours): add a print of ``m, denom, acc`` at the
-end of your loop body and compare, line by line. The PNG goes to ``figures/online_softmax.png``
+end of your loop body and compare, line by line. The figure goes to ``figures/online_softmax.svg``
 (needs matplotlib: ``pip install -e ".[bench]"``).
 
 The example: head size d = 1 and q = [1.0], so every score is its key (q . k / sqrt(1) = k);
@@ -87,51 +87,51 @@ def print_numbers() -> None:
 
 
 def draw() -> Path:
-    from labkit.figures import COLORS, pyplot, save
+    from labkit.figures import COLORS, WIDTH, pyplot, save
 
     plt = pyplot()
     rows = trace()
-    fig, (ax, tab) = plt.subplots(2, 1, figsize=(8.5, 6.4), gridspec_kw={"height_ratios": [1.2, 0.8]})
+    fig, (ax, tab) = plt.subplots(2, 1, figsize=(WIDTH, 6.2), gridspec_kw={"height_ratios": [1.25, 0.75]})
 
     # Top: the scores, block by block, and the running max after each block.
     for r in rows:
         lo, hi = r["tokens"][0] - 0.45, r["tokens"][-1] + 0.45
-        ax.axvspan(lo, hi, color=COLORS["free"] if r["block"] % 2 else "#f4f4f4", zorder=0)
-        ax.text((lo + hi) / 2, 3.62, f"block {r['block']}  (physical {BLOCK_TABLE[r['block']]})", ha="center",
-                fontsize=8.5)
+        ax.axvspan(lo, hi, color=COLORS["free"] if r["block"] % 2 else COLORS["paper"], zorder=0)
+        ax.text((lo + hi) / 2, 3.62, f"block {r['block']}\n(physical {BLOCK_TABLE[r['block']]})", ha="center",
+                va="bottom", fontsize=9)
         ax.hlines(r["m"], lo, hi, color=COLORS["poison"], lw=2, zorder=2)
-        ax.text(hi - 0.05, r["m"] + 0.08, f"m = {r['m']:g}", ha="right", va="bottom", fontsize=8.5,
+        ax.text(hi - 0.05, r["m"] + 0.08, f"m = {r['m']:g}", ha="right", va="bottom", fontsize=10,
                 color=COLORS["poison"])
-    ax.bar(range(len(SCORES)), SCORES, width=0.5, color=COLORS["valid"], zorder=3)
+    ax.bar(range(len(SCORES)), SCORES, width=0.55, color=COLORS["valid"], zorder=3)
     for t, (s, v) in enumerate(zip(SCORES, VALUES, strict=True)):
-        ax.text(t, s / 2, f"s={s:g}\nv={v:g}", ha="center", va="center", fontsize=8, color="white", zorder=4)
+        ax.text(t, s / 2, f"s={s:g}\nv={v:g}", ha="center", va="center", fontsize=9, color=COLORS["paper"], zorder=4)
     ax.set_xlim(-0.6, len(SCORES) - 0.4)
-    ax.set_ylim(0, 3.95)
+    ax.set_ylim(0, 4.3)
+    ax.set_yticks([0, 1, 2, 3])
     ax.set_xticks(range(len(SCORES)), [f"token {t}" for t in range(len(SCORES))])
     ax.set_ylabel("score")
-    ax.set_title("running max m (red) after each block; the bars are the scores")
+    ax.set_title("The running max m (red) after each block; the bars are the scores", loc="left")
 
     # Bottom: the state after each block, the numbers --print prints.
     tab.axis("off")
-    header = ["after\nblock", "m", "corr\nexp(m_old - m)", "p\nexp(s - m)", "denom\ndenom*corr + sum(p)",
-              "acc\nacc*corr + p @ v", "acc / denom"]
+    header = ["after\nblock", "m", "corr", "p", "denom", "acc", "acc / denom"]
     cells = [[str(r["block"]), f"{r['m']:g}", "0 (first)" if r["block"] == 0 else f"{r['corr']:.4f}",
               _fmt(r["p"]), f"{r['denom']:.4f}", f"{r['acc']:.4f}", f"{r['acc'] / r['denom']:.4f}"] for r in rows]
-    widths = [0.08, 0.06, 0.15, 0.2, 0.19, 0.17, 0.11]
+    widths = [0.09, 0.06, 0.12, 0.26, 0.12, 0.12, 0.16]
     table = tab.table(cellText=cells, colLabels=header, colWidths=widths, loc="upper center", cellLoc="center")
     table.auto_set_font_size(False)
-    table.set_fontsize(8.5)
-    table.scale(1, 1.9)
+    table.set_fontsize(9.5)
+    table.scale(1, 1.7)
     for (row, _col), cell in table.get_celld().items():
-        cell.set_edgecolor(COLORS["free"])
+        cell.set_edgecolor(COLORS["grid"])
+        cell.set_facecolor(COLORS["paper"])
         if row == 0:
             cell.set_text_props(fontweight="bold")
-            cell.set_height(cell.get_height() * 1.5)
-    tab.text(0.5, 0.02, f"answer: acc / denom = {rows[-1]['acc'] / rows[-1]['denom']:.4f}, "
-             f"dense attention over the five tokens = {dense_answer():.4f}",
-             ha="center", fontsize=9, transform=tab.transAxes)
+            cell.set_height(cell.get_height() * 1.4)
+    tab.text(0.0, 0.0, f"answer: acc / denom = {rows[-1]['acc'] / rows[-1]['denom']:.4f}; "
+             f"dense attention over the five tokens = {dense_answer():.4f}", fontsize=10, transform=tab.transAxes)
     fig.tight_layout()
-    return save(fig, HERE / "figures" / "online_softmax.png")
+    return save(fig, HERE / "figures" / "online_softmax.svg")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ The backends (``BACKENDS``):
   timed together.
 
 Every output is checked against a float32 reference before its time counts; a wrong or failed
-backend gets no time (None) and a note. Writes ``results.md``, ``results.png`` and
-``matrix.json`` (what lab 04-02's ``choose_measured`` reads) into DIR. The whole run stays under
+backend gets no time (None) and a note. Writes ``results.md``, ``results.svg`` (its plot, drawn
+from that table; ``--plot-from results.md`` redraws it on any machine) and ``matrix.json`` (what
+lab 04-02's ``choose_measured`` reads) into DIR. The whole run stays under
 ``--budget-s`` seconds (default 200): what is left when it runs out is skipped, with a note.
 """
 
@@ -498,40 +499,48 @@ def compile_table(results: list[dict]) -> str:
         if rows else "(flex_paged did not run)"
 
 
-def plot(results: list[dict], path: Path) -> None:
-    """One heat map per dtype: shapes down, backends across, each cell its time over the row's
-    fastest (1.00 = fastest; blank = not measured)."""
-    import numpy as np
+def plot(results: Path, path: Path) -> Path:
+    """Draw ``path`` (an SVG) from the table of ``results`` (a results.md this script wrote): one heat
+    map per dtype, shapes down, backends across, each cell its time over the row's fastest (1.00 =
+    fastest; blank = not measured). The run and its plot cannot disagree, and the plot can be redrawn
+    anywhere (``--plot-from``)."""
+    import math
+
+    from matplotlib.colors import LinearSegmentedColormap, to_hex
 
     from labkit import figures
 
+    rows = figures.results_table(results, "dtype")
+    dtypes = list(dict.fromkeys(r["dtype"] for r in rows))
     plt = figures.pyplot()
-    dtypes = list(dict.fromkeys(r["dtype"] for r in results))
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(7.6 * len(dtypes), 3.6), squeeze=False)
-    fig.subplots_adjust(wspace=0.3)
-    for ax, dtype in zip(axes[0], dtypes, strict=True):
-        rs = [r for r in results if r["dtype"] == dtype]
-        ratio = np.full((len(rs), len(BACKENDS)), np.nan)
-        for i, r in enumerate(rs):
-            times = {n: r["backends"][n]["us"] for n in BACKENDS}
-            best = fastest(times)[1]
+    fig, axes = plt.subplots(len(dtypes), 1, figsize=(figures.WIDTH, 1.9 * len(dtypes) + 1.6), sharex=True,
+                             squeeze=False, layout="constrained")
+    # Fastest green, 4x amber, 16x and slower red: mid tones, which read on either page.
+    scale = LinearSegmentedColormap.from_list("slowdown", [figures.COLORS[c] for c in ("accent", "query", "poison")])
+    for ax, dtype in zip(axes[:, 0], dtypes, strict=True):
+        mine = [r for r in rows if r["dtype"] == dtype]
+        for i, r in enumerate(mine):
+            times = {name: figures.number(r[name]) for name in BACKENDS}
+            best = min(t for t in times.values() if t is not None)
             for j, name in enumerate(BACKENDS):
-                if times[name] is not None:
-                    ratio[i, j] = times[name] / best
-        ax.imshow(np.log2(ratio), cmap="viridis_r", vmin=0, vmax=4, aspect="auto")
-        for i in range(ratio.shape[0]):
-            for j in range(ratio.shape[1]):
-                if not np.isnan(ratio[i, j]):
-                    x = ratio[i, j]
-                    text = f"{x:.2f}" if x < 10 else f"{x:.0f}"
-                    ax.text(j, i, text, ha="center", va="center", fontsize=7,
-                            color="white" if ratio[i, j] > 4 else "black",
-                            weight="bold" if ratio[i, j] == 1 else "normal")
-        ax.set_xticks(range(len(BACKENDS)), BACKENDS, rotation=35, ha="right", fontsize=8)
-        ax.set_yticks(range(len(rs)), [r["shape"].name for r in rs], fontsize=8)
-        ax.set_title(f"{dtype}: time / fastest of the row (1.00 = fastest; blank: not measured)", fontsize=9)
-    figures.save(fig, path)
-    plt.close(fig)
+                if times[name] is None:
+                    continue
+                ratio = times[name] / best
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, ec=figures.COLORS["paper"], lw=1,
+                                           fc=to_hex(scale(min(math.log2(ratio) / 4, 1.0)))))
+                ax.text(j, i, f"{ratio:.2f}" if ratio < 10 else f"{ratio:.0f}", ha="center", va="center",
+                        fontsize=9, color=figures.COLORS["dark"], weight="bold" if ratio == 1 else "normal")
+        ax.set_xlim(-0.5, len(BACKENDS) - 0.5)
+        ax.set_ylim(len(mine) - 0.5, -0.5)
+        ax.set_yticks(range(len(mine)), [r["shape"] for r in mine])
+        ax.set_ylabel(dtype)
+        ax.tick_params(length=0)
+        for side in ("left", "bottom"):
+            ax.spines[side].set_visible(False)
+    axes[-1, 0].set_xticks(range(len(BACKENDS)), BACKENDS, rotation=35, ha="right")
+    fig.suptitle("Time over the fastest backend of the row (1.00 = fastest; blank: not measured)", x=0.0,
+                 ha="left", fontsize=10)
+    return figures.save(fig, path)
 
 
 # ------------------------------------------------------------------------------------------
@@ -539,13 +548,20 @@ def plot(results: list[dict], path: Path) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="folder for results.md, results.png, matrix.json")
+    parser.add_argument("--out", type=Path, help="folder for results.md, results.svg, matrix.json")
+    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
+                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
     parser.add_argument("--quick", action="store_true", help="fp16 only, one decode and one prefill shape")
     parser.add_argument("--no-flex", action="store_true", help="leave flex_paged out (it compiles per shape)")
     parser.add_argument("--budget-s", type=float, default=180.0, help="stop measuring after this many seconds")
     parser.add_argument("--flex-compile-budget-s", type=float, default=100.0,
                         help="stop compiling flex_attention after this many seconds of first calls")
     args = parser.parse_args(argv)
+    if args.plot_from:
+        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+        return 0
+    if args.out is None:
+        parser.error("--out DIR is required (or --plot-from RESULTS_MD)")
     if BACKEND != "cuda":
         print("bench.py measures GPU kernels and needs a CUDA GPU; this machine has none "
               f"({triton_env.describe()}). The lab's tests run here: pytest {HERE.relative_to(ROOT)}")
@@ -634,9 +650,9 @@ def main(argv=None) -> int:
     )
     (args.out / "results.md").write_text(text)
     try:
-        plot(results, args.out / "results.png")
+        plot(args.out / "results.md", args.out / "results.svg")
     except (Exception, SystemExit) as err:  # no matplotlib: the table and the JSON are written
-        print(f"(results.png not written: {err})")
+        print(f"(results.svg not written: {err})")
     print(text)
     return 0
 

@@ -204,8 +204,9 @@ def test_matrix_table_and_plot(tmp_path):
     table = B.results_table(results)
     assert "triton_paged_decode" in table and "1.04x" in table
     assert "failed" in B.notes_table(results) and "12.5" in B.compile_table(results)
-    B.plot(results, tmp_path / "results.png")
-    assert (tmp_path / "results.png").stat().st_size > 10_000
+    (tmp_path / "results.md").write_text(f"# Lab 04-02 results\n\ntest device.\n\n{table}\n")
+    B.plot(tmp_path / "results.md", tmp_path / "results.svg")  # the plot is drawn from the table
+    assert (tmp_path / "results.svg").stat().st_size > 10_000 and (tmp_path / "results.dark.svg").is_file()
 
 
 def test_bench_refuses_to_run_without_cuda(tmp_path, capsys):

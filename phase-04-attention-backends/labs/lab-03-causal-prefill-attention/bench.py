@@ -18,7 +18,8 @@ prefix of ``C`` tokens has ``M * C + M * (M + 1) / 2`` (query, key) pairs, each 
 a prefix is causal **lower-right** (its last query sees every key): SDPA's ``is_causal=True``
 aligns the mask to the upper left when there are fewer queries than keys, so those shapes use
 ``torch.nn.attention.bias.causal_lower_right`` (a backend that cannot take it gets no figure).
-Writes ``results.md`` and ``results.png`` into ``--out`` (nothing without it). About a minute
+Writes ``results.md`` and ``results.svg`` into ``--out`` (nothing without it); ``--plot-from
+results.md`` redraws the plot from a committed table, on any machine. About a minute
 on an H100; ``--sweep`` also times a few tile configurations on one shape (another minute).
 """
 
@@ -235,34 +236,45 @@ def table(rows) -> str:
     return bench.markdown_table(headers, body)
 
 
-def plot(rows, path: Path) -> None:
-    from labkit.figures import COLORS, pyplot, save
+# The plot's bars: (label, the results.md column of their TFLOP/s, colour name in labkit.figures.COLORS).
+# The table repeats "TFLOP/s" after each time column; results_table keys them by the column before.
+PLOT_SERIES = (("this lab (paged)", "this lab us", "valid"), ("SDPA flash (dense)", "SDPA flash us", "violet"),
+               ("SDPA cuDNN (dense)", "SDPA cuDNN us", "null"), ("gather + SDPA flash", "gather+SDPA us", "poison"))
 
-    plt = pyplot()
+
+def plot(results: Path, path: Path) -> Path:
+    """Draw ``path`` (an SVG) from the table of ``results`` (a results.md this script wrote): the run
+    and its plot cannot disagree, and the plot can be redrawn anywhere (``--plot-from``)."""
+    from labkit import figures
+
+    rows = figures.results_table(results, "shape")
+    device = results.read_text(encoding="utf-8").split("\n\n")[1].split(",")[0]
+    plt = figures.pyplot()
     dtypes = list(dict.fromkeys(r["dtype"] for r in rows))
-    series = [("this lab (paged)", "ours_us", COLORS["valid"]), ("SDPA flash (dense)", "flash_us", "#555555"),
-              ("SDPA cuDNN (dense)", "cudnn_us", "#999999"), ("gather + SDPA flash", "gather_us", COLORS["poison"])]
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.5 * len(dtypes), 4.6), sharey=True, squeeze=False)
-    for ax, dtype in zip(axes[0], dtypes, strict=True):
+    fig, axes = plt.subplots(len(dtypes), 1, figsize=(figures.WIDTH, 2.9 * len(dtypes) + 1.2), sharex=True,
+                             squeeze=False, layout="constrained")
+    width = 0.2
+    for ax, dtype in zip(axes[:, 0], dtypes, strict=True):
         sub = [r for r in rows if r["dtype"] == dtype]
-        width = 0.2
-        for i, (label, key, color) in enumerate(series):
-            xs = [j + (i - 1.5) * width for j, r in enumerate(sub) if r[key] is not None]
-            ys = [tflops(r["shape"], r[key]) for r in sub if r[key] is not None]
-            if xs:
-                ax.bar(xs, ys, width, label=label, color=color)
-        for j, r in enumerate(sub):  # this lab's ratio to dense FlashAttention, over its bar
-            if r["flash_us"] is not None:
-                ours = tflops(r["shape"], r["ours_us"])
-                ax.text(j - 1.5 * width, ours, f"{r['flash_us'] / r['ours_us']:.2f}x", ha="center", va="bottom",
-                        fontsize=7)
-        ax.set_xticks(range(len(sub)), [r["shape"].name for r in sub], rotation=25, ha="right", fontsize=8)
-        ax.set_title(f"{dtype}, {NUM_HEADS}/{NUM_KV_HEADS} heads, head_dim {HEAD_DIM}, blocks of {BLOCK_SIZE}",
-                     fontsize=9)
-    axes[0][0].set_ylabel("achieved TFLOP/s (causal FLOPs only)")
-    axes[0][0].legend(fontsize=8, loc="upper left")  # over the smallest shape: the shortest bars
-    fig.suptitle("Causal prefill attention on " + bench.device_line().split(",")[0], fontsize=10)
-    save(fig, path)
+        for i, (label, column, color) in enumerate(PLOT_SERIES):
+            points = [(j + (i - 1.5) * width, figures.number(r[f"{column} TFLOP/s"])) for j, r in enumerate(sub)]
+            points = [(x, y) for x, y in points if y is not None]
+            ax.bar([x for x, _ in points], [y for _, y in points], width, label=label,
+                   color=figures.COLORS[color])
+        for j, r in enumerate(sub):  # this lab against dense FlashAttention, inside its bar
+            if figures.number(r["vs flash"]) is not None:
+                ax.text(j - 1.5 * width, 12, f"{r['vs flash']} flash", rotation=90, ha="center", va="bottom",
+                        fontsize=9, color=figures.COLORS["paper"])
+        ax.set_ylabel(f"{dtype}\nTFLOP/s")
+        ax.grid(axis="y", alpha=0.6)
+        ax.set_axisbelow(True)
+    bottom = axes[-1, 0]
+    bottom.set_xticks(range(len(sub)), [r["shape"] for r in sub], rotation=20, ha="right")
+    axes[0, 0].legend(loc="lower left", bbox_to_anchor=(0, 1.02), ncol=2, frameon=False)
+    fig.suptitle(f"Causal prefill on {device}: achieved TFLOP/s (causal FLOPs only), {NUM_HEADS}/{NUM_KV_HEADS} "
+                 f"heads,\nhead_dim {HEAD_DIM}, blocks of {BLOCK_SIZE}; inside each blue bar: this lab's speed "
+                 "against SDPA flash", x=0.0, ha="left", fontsize=10)
+    return figures.save(fig, path)
 
 
 def sweep(torch, lab) -> None:
@@ -311,10 +323,15 @@ def tiles_that_fit(torch, lab) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="folder for results.md and results.png (nothing written without)")
+    parser.add_argument("--out", type=Path, help="folder for results.md and results.svg (nothing written without)")
+    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
+                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
     parser.add_argument("--sweep", action="store_true", help="also time a few tile configurations (16k prompt, fp16)")
     parser.add_argument("--dtypes", default="float16,bfloat16", help="comma-separated, default float16,bfloat16")
     args = parser.parse_args(argv)
+    if args.plot_from:
+        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+        return 0
     if BACKEND != "cuda":
         print("bench.py measures a GPU kernel and needs a CUDA GPU; this machine has none "
               f"({triton_env.describe()}). The tests run here: pytest {HERE.relative_to(HERE.parents[2])}")
@@ -351,8 +368,8 @@ def main(argv=None) -> int:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.md").write_text(text)
-        plot(rows, args.out / "results.png")
-        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.png'}")
+        plot(args.out / "results.md", args.out / "results.svg")
+        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
     return 0
 
 

@@ -20,7 +20,7 @@ The roofline: the K+V bytes of the valid tokens over two bandwidths measured in 
 streaming read of 1 GiB (decode only reads) and a 1 GiB copy (bytes read plus written). The fp16
 matrix-product rate of the same GPU gives the ridge point. With --out, writes results.md (the
 table, with tune.py's levers.md appended: --levers FILE, or DIR/levers.md when it exists) and
-results.png.
+results.svg, the plot drawn from that table; --plot-from results.md redraws it on any machine.
 """
 
 from __future__ import annotations
@@ -53,33 +53,33 @@ class Shape:
     seq_lens: tuple[int, ...]
     num_heads: int = 32
     num_kv_heads: int = 8
-    in_issue: bool = False  # a starred shape: the kernel's target there is >= 1.00x cuDNN SDPA under graphs
+    starred: bool = False  # a starred shape: >= 1.00x cuDNN SDPA under CUDA graphs (the README)
 
     @property
     def batch(self) -> int:
         return len(self.seq_lens)
 
 
-def _batch(n: int, tokens: int, num_heads: int = 32, num_kv_heads: int = 8, in_issue: bool = False) -> Shape:
+def _batch(n: int, tokens: int, num_heads: int = 32, num_kv_heads: int = 8, starred: bool = False) -> Shape:
     size = f"{tokens // 1024}k" if tokens >= 1024 else str(tokens)
     heads = "" if (num_heads, num_kv_heads) == (32, 8) else f", {num_heads}/{num_kv_heads} heads"
-    return Shape(f"b{n} x {size}{heads}", (tokens,) * n, num_heads, num_kv_heads, in_issue)
+    return Shape(f"b{n} x {size}{heads}", (tokens,) * n, num_heads, num_kv_heads, starred)
 
 
 SHAPES = (
     _batch(1, 8192),
-    _batch(1, 32768, in_issue=True),
-    _batch(1, 131072, in_issue=True),
-    _batch(1, 524288, in_issue=True),
-    _batch(4, 16384, in_issue=True),
-    _batch(16, 4096, in_issue=True),
+    _batch(1, 32768, starred=True),
+    _batch(1, 131072, starred=True),
+    _batch(1, 524288, starred=True),
+    _batch(4, 16384, starred=True),
+    _batch(16, 4096, starred=True),
     _batch(64, 4096),
-    _batch(128, 512, in_issue=True),
+    _batch(128, 512, starred=True),
     _batch(256, 1024),
     _batch(64, 2048, 32, 32),
     _batch(64, 2048, 64, 8),
-    _batch(8, 32768, 40, 8, in_issue=True),
-    Shape("skewed 64k + 63 x 1k", (65536,) + (1024,) * 63, in_issue=True),
+    _batch(8, 32768, 40, 8, starred=True),
+    Shape("skewed 64k + 63 x 1k", (65536,) + (1024,) * 63, starred=True),
 )
 # --dry-run: the same code paths on shapes the interpreter runs in seconds.
 DRY_SHAPES = (
@@ -292,7 +292,7 @@ def table(rows, read_bw: float, copy_bw: float) -> str:
         n, call, graph = r["bytes"], r["call"], r["graph"]
         lab = graph.get("lab")
         line = [
-            r["shape"].name + (" *" if r["shape"].in_issue else ""), f"{n / 2**20:.0f}",
+            r["shape"].name + (" *" if r["shape"].starred else ""), f"{n / 2**20:.0f}",
             _us(call.get("lab")), _us(lab), _pct(n, lab, read_bw), _pct(n, lab, copy_bw),
             _us(call.get("cuDNN SDPA")), _us(graph.get("cuDNN SDPA")), _us(graph.get("SDPA")),
             _us(graph.get("gather+SDPA")), _ratio(graph.get("cuDNN SDPA"), lab), _ratio(best_sdpa(graph), lab),
@@ -317,33 +317,65 @@ def notes(rows) -> str:
     return "\n".join(lines)
 
 
-SERIES = (("lab", "this lab (paged)", "tab:blue"), ("cuDNN SDPA", "cuDNN SDPA (dense copy)", "tab:gray"),
-          ("SDPA", "SDPA, default backend (dense copy)", "silver"), ("gather+SDPA", "gather + SDPA", "tab:orange"),
-          ("vLLM Triton", "vLLM Triton decode", "tab:green"))
+# The plot's series: (results.md column of the CUDA-graph time, label, colour name in labkit.figures.COLORS).
+PLOT_SERIES = (("lab µs graph", "this lab (paged)", "valid"),
+               ("cuDNN SDPA µs graph", "cuDNN SDPA (dense copy)", "ink"),
+               ("SDPA µs graph", "SDPA, default backend (dense copy)", "muted"),
+               ("gather+SDPA µs graph", "gather + SDPA", "poison"),
+               ("vLLM Triton µs graph", "vLLM Triton decode", "accent"))
+# (marker, size, filled, drawn above): this lab on top; the dense baselines hollow, so that a point
+# under another still shows.
+PLOT_MARKERS = (("o", 42, True, 4), ("D", 46, False, 3), ("|", 90, True, 3), ("v", 40, True, 3), ("^", 40, True, 3))
 
 
-def plot(rows, read_bw: float, copy_bw: float, path: Path, title: str) -> None:
-    from labkit.figures import pyplot, save
+def plot(results: Path, path: Path) -> Path:
+    """Draw ``path`` (an SVG) from the table of ``results`` (a results.md this script wrote): each
+    way's CUDA-graph time as a fraction of the read bandwidth, per shape. The run and its plot
+    cannot disagree, and the plot can be redrawn anywhere (``--plot-from``)."""
+    import re
 
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(12, 5.2))
-    present = [s for s in SERIES if any(s[0] in r["graph"] for r in rows)]
-    width = 0.8 / max(1, len(present))
-    for i, (key, label, color) in enumerate(present):
-        xs = [j + (i - (len(present) - 1) / 2) * width for j, r in enumerate(rows) if key in r["graph"]]
-        ys = [100 * r["bytes"] / (r["graph"][key] * 1e-6) / read_bw for r in rows if key in r["graph"]]
-        ax.bar(xs, ys, width, label=label, color=color)
-    ax.axhline(100, color="black", lw=0.8, ls="--")
-    ax.axhline(100 * copy_bw / read_bw, color="black", lw=0.8, ls=":")
-    ax.text(len(rows) - 0.5, 101, f"read bandwidth {read_bw / 1e12:.2f} TB/s", ha="right", va="bottom", fontsize=8)
-    ax.text(len(rows) - 0.5, 100 * copy_bw / read_bw - 1, f"copy bandwidth {copy_bw / 1e12:.2f} TB/s", ha="right",
-            va="top", fontsize=8)
-    ax.set_xticks(range(len(rows)), [r["shape"].name + (" *" if r["shape"].in_issue else "") for r in rows],
-                  rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("% of read bandwidth, CUDA-graph replay\n(K+V bytes of the valid tokens / time)")
-    ax.set_title(title, fontsize=10, pad=26)
-    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(present), frameon=False)
-    save(fig, path)
+    from labkit import figures
+
+    text = results.read_text(encoding="utf-8")
+    read_bw = float(re.search(r"Read bandwidth[^:]*: ([0-9.]+) TB/s", text).group(1)) * 1e12
+    copy_bw = float(re.search(r"copy bandwidth[^:]*: ([0-9.]+) TB/s", text).group(1)) * 1e12
+    device = text.split("\n\n")[1].split(",")[0]
+    rows = figures.results_table(results, "shape")
+    plt = figures.pyplot()
+    fig, ax = plt.subplots(figsize=(figures.WIDTH, 0.36 * len(rows) + 2.3), layout="constrained")
+    ys = list(range(len(rows)))[::-1]
+    # A --dry-run's tiny shapes round to 0 MiB and its "bandwidths" to 0 TB/s: its plot shows times.
+    roofline = read_bw > 0 and all(figures.number(r["KV MiB"]) for r in rows)
+
+    def value(r, column):
+        us = figures.number(r[column])
+        return 100 * figures.number(r["KV MiB"]) * 2**20 / (us * 1e-6) / read_bw if roofline else us
+
+    for (column, label, color), (marker, size, filled, z) in zip(PLOT_SERIES, PLOT_MARKERS, strict=True):
+        points = [(value(r, column), y) for r, y in zip(rows, ys, strict=True)
+                  if column in r and figures.number(r[column])]
+        if points:
+            c = figures.COLORS[color]
+            style = {"color": c} if filled else {"facecolors": "none", "edgecolors": c}
+            ax.scatter([x for x, _ in points], [y for _, y in points], s=size, marker=marker, label=label, zorder=z,
+                       linewidths=1.3, **style)
+    ax.set_yticks(ys, [r["shape"] for r in rows])
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.grid(axis="x", alpha=0.6)
+    ax.set_axisbelow(True)
+    if roofline:
+        ax.axvline(100, color=figures.COLORS["ink"], lw=0.9, ls="--")
+        ax.axvline(100 * copy_bw / read_bw, color=figures.COLORS["ink"], lw=0.9, ls=":")
+        ax.set_xlim(0, 105)
+        ax.set_xlabel(f"% of the read bandwidth ({read_bw / 1e12:.2f} TB/s, dashed; copy {copy_bw / 1e12:.2f} "
+                      "TB/s, dotted):\nK+V bytes of the valid tokens / time, CUDA-graph replay")
+    else:
+        ax.set_xscale("log")
+        figures.plain_log_axis(ax.xaxis)
+        ax.set_xlabel("µs per step, wall clock\n(a --dry-run checks the script: its numbers measure nothing)")
+    fig.legend(loc="outside lower center", ncol=2, frameon=False)
+    fig.suptitle(f"Paged decode on {device}; * = the shapes of the bar", x=0.0, ha="left", fontsize=10)
+    return figures.save(fig, path)
 
 
 # --------------------------------------------------------------------------- main
@@ -351,7 +383,9 @@ def plot(rows, read_bw: float, copy_bw: float, path: Path, title: str) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="folder for results.md and results.png (nothing written without it)")
+    parser.add_argument("--out", type=Path, help="folder for results.md and results.svg (nothing written without it)")
+    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
+                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
     parser.add_argument("--shapes", nargs="+", metavar="NAME", help="only the shapes whose name starts with these")
     parser.add_argument("--vllm-triton", type=Path, metavar="FILE",
                         help="vLLM's vllm/attention/ops/triton_decode_attention.py (v0.10.1), from your checkout")
@@ -362,6 +396,9 @@ def main(argv=None) -> int:
                         help="tune.py's levers.md, appended to results.md (default: DIR/levers.md when it exists)")
     parser.add_argument("--dry-run", action="store_true", help="tiny shapes, wall-clock timers: checks the script")
     args = parser.parse_args(argv)
+    if args.plot_from:
+        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+        return 0
     dry = args.dry_run
     if BACKEND != "cuda" and not dry:
         print("bench.py measures GPU memory bandwidth and needs a CUDA GPU; this machine has none "
@@ -407,8 +444,6 @@ def main(argv=None) -> int:
     print(text + ("\n\n" + extra if extra else ""))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        title = (f"Decode over a paged KV cache, 32 q / 8 KV heads unless named, "
-                 f"D={DRY_HEAD_DIM if dry else HEAD_DIM}, fp16, block {BLOCK_SIZE}; * = the target shapes")
         levers = args.levers or args.out / "levers.md"
         md = (f"# Lab 04-06 results\n\n{header}\n\nWritten by `bench.py --out`. Times are medians with the L2 cache "
               "flushed before each run: *call* issues each call from Python (`do_bench`, host launch cost "
@@ -420,8 +455,8 @@ def main(argv=None) -> int:
               f"{text}\n" + (f"\n{extra}\n" if extra else "")
               + (f"\n{levers.read_text()}" if levers.is_file() else ""))
         (args.out / "results.md").write_text(md)
-        plot(rows, read_bw, copy_bw, args.out / "results.png", title)
-        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.png'}")
+        plot(args.out / "results.md", args.out / "results.svg")
+        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
     return 0
 
 

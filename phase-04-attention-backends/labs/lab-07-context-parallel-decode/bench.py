@@ -1,7 +1,8 @@
 """Lab 04-07 benchmark: one decode step with the KV cache split over 1, 2 and 4 GPUs (NCCL).
 
     python phase-04-attention-backends/labs/lab-07-context-parallel-decode/bench.py
-    python .../bench.py --out DIR                  # also write DIR/results.md and DIR/results.png
+    python .../bench.py --out DIR                  # also write DIR/results.md and DIR/results.svg
+    python .../bench.py --plot-from DIR/results.md # redraw results.svg from that table, on any machine
     python .../bench.py --world-sizes 1,2 --contexts 131072,1048576
 
 Batch 1, 32 query heads on 8 KV heads of 128, float16, blocks of 16 tokens, block-interleaved over
@@ -24,8 +25,8 @@ work are most of a small step's time. Bytes are
 timing, every group checks its output on a 4,133-token sequence against float64 attention. The
 whole run stays within ``--budget`` seconds (default 420): a group that would overrun it is stopped
 and reported as failed. The read bandwidth of one GPU is measured in the same run, as the roofline
-of the single-GPU kernel. ``--out`` writes results.md, then draws results.png from it;
-``--plot-from DIR/results.md`` redraws the plot alone, without a GPU.
+of the single-GPU kernel. ``--out`` writes results.md, then draws results.svg from it;
+``--plot-from DIR/results.md`` redraws the plot (results.svg) alone, without a GPU.
 """
 
 from __future__ import annotations
@@ -353,9 +354,11 @@ def _number(cell: str) -> float:
     return math.nan if head == "-" else float(head)
 
 
-def plot(results_md: Path, path: Path) -> None:
-    """Draw results.png from results.md: time per step against context (left), the speedup of W GPUs
-    over lab 04-06's kernel on one (right), from the CUDA-graph table and, dashed, per call."""
+def plot(results_md: Path, path: Path) -> Path:
+    """Draw ``path`` (an SVG) from results.md: above, time per decode step against the context, the
+    single-GPU kernel and each group's step under CUDA graphs; below, the speedup of W GPUs over that
+    kernel, under CUDA graphs and per call. The run and its plot cannot disagree, and the plot can be
+    redrawn anywhere (``--plot-from``)."""
     from labkit import figures
 
     found = read_tables(results_md.read_text())
@@ -369,56 +372,48 @@ def plot(results_md: Path, path: Path) -> None:
         return [by_context.get(c, math.nan) for c in contexts]
 
     plt = figures.pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.6))
-    colors = {1: figures.COLORS["valid"], 2: figures.COLORS["query"], 4: figures.COLORS["accent"]}
-    left.plot(x, series(graph, 1, "1 GPU: lab 04-06 kernel"), "k-", marker="s", label="1 GPU, lab 04-06 kernel")
-    for w in sizes:
-        color = colors.get(w)
-        left.plot(x, series(graph, w, "step, all-gather"), marker="o", color=color,
-                  label=f"{w} GPU{'s' if w > 1 else ''}: step, all-gather")
-        left.plot(x, series(graph, w, "step, all-reduce"), marker="x", linestyle=":", color=color,
-                  label=f"{w} GPU{'s' if w > 1 else ''}: step, all-reduce")
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(figures.WIDTH, 8.4), layout="constrained")
+    ink = figures.COLORS["ink"]
+    top.plot(x, series(graph, 1, "1 GPU: lab 04-06 kernel"), color=ink, marker="s", label="1 GPU: lab 04-06's kernel")
+    for w, color in zip(sizes, figures.SERIES, strict=False):
+        gpus = f"{w} GPU{'s' if w > 1 else ''}"
+        top.plot(x, series(graph, w, "step, all-reduce"), color=color, marker="o", label=f"{gpus}: step, all-reduce")
+        top.plot(x, series(graph, w, "step, all-gather"), color=color, marker="x", linestyle=":",
+                 label=f"{gpus}: step, all-gather")
         if w > 1:
-            right.plot(x, series(graph, w, "speedup, all-gather"), marker="o", color=color,
-                       label=f"{w} GPUs, all-gather, CUDA graph")
-            right.plot(x, series(graph, w, "speedup, all-reduce"), marker="x", linestyle=":", color=color,
-                       label=f"{w} GPUs, all-reduce, CUDA graph")
-            right.plot(x, series(calls, w, "speedup, all-gather"), marker=".", linestyle="--", color=color,
-                       alpha=0.6, label=f"{w} GPUs, all-gather, per call")
-            right.axhline(w, color=color, linewidth=0.8, alpha=0.4)
-    right.axhline(1.0, color="black", linewidth=0.8)
-    for ax in (left, right):
+            bottom.plot(x, series(graph, w, "speedup, all-reduce"), color=color, marker="o",
+                        label=f"{gpus}, all-reduce, CUDA graph")
+            bottom.plot(x, series(calls, w, "speedup, all-gather"), color=color, marker=".", linestyle="--",
+                        label=f"{gpus}, all-gather, per call")
+            bottom.axhline(w, color=color, linewidth=0.8, linestyle=(0, (1, 3)))
+    bottom.axhline(1.0, color=ink, linewidth=0.8)
+    bottom.set_ylim(0, max(sizes) * 1.3)  # room for the legend above the ideal
+    for ax in (top, bottom):
         ax.set_xscale("log", base=2)
         ax.set_xticks(x, [f"{v // 1024}M" if v >= 1024 else f"{v}k" for v in x])
-        ax.set_xlabel("context (tokens)")
-        ax.legend(fontsize=8)
-    left.set_yscale("log")
-    from matplotlib.ticker import FuncFormatter, LogLocator
-
-    left.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    left.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    left.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-    left.set_ylabel("time per decode step, one layer (µs)")
-    left.set_title("CUDA-graph replay: batch 1, 32/8 heads of 128, fp16")
-    right.set_ylabel("speedup over one GPU (×)")
-    right.set_title("When splitting the cache pays (thin lines: the ideal W×)")
-    fig.tight_layout()
-    figures.save(fig, path)
+        ax.grid(alpha=0.6)
+    top.set_yscale("log")
+    figures.plain_log_axis(top.yaxis)
+    top.set_ylabel("µs per decode step, one layer,\nreplayed from a CUDA graph")
+    top.legend(loc="upper left", frameon=False)
+    bottom.set_xlabel(f"context (tokens), batch 1, {NUM_HEADS}/{NUM_KV_HEADS} heads of {HEAD_DIM}, fp16")
+    bottom.set_ylabel("speedup over one GPU\n(dotted: the ideal, W)")
+    bottom.legend(loc="upper left", frameon=False)
+    return figures.save(fig, path)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="write results.md and results.png into this folder")
+    parser.add_argument("--out", type=Path, help="write results.md and results.svg into this folder")
+    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
+                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
     parser.add_argument("--world-sizes", default="1,2,4", help="GPU counts to try (those the machine has)")
     parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)), help="tokens per sequence")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--budget", type=float, default=420.0, help="seconds for the whole run")
-    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
-                        help="only redraw results.png beside this results.md (no GPU needed)")
     args = parser.parse_args(argv)
     if args.plot_from:
-        plot(args.plot_from, args.plot_from.with_name("results.png"))
-        print(f"wrote {args.plot_from.with_name('results.png')}")
+        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
         return 0
     try:
         import torch
@@ -476,8 +471,8 @@ def main(argv=None) -> int:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.md").write_text(text)
-        plot(args.out / "results.md", args.out / "results.png")
-        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.png'}")
+        plot(args.out / "results.md", args.out / "results.svg")
+        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
     return 0 if len(groups) == len(sizes) else 1
 
 

@@ -2,8 +2,9 @@
 
     python phase-04-attention-backends/labs/lab-07-context-parallel-decode/figures.py
 
-writes ``figures/layouts.png`` (which rank holds each token, and where, for four stripes) and
-``figures/combine_bytes.png`` (bytes per decode step of the two combines against the rank count).
+writes ``figures/layouts.svg`` (which rank holds each token, and where, for four stripes) and
+``figures/combine_bytes.svg`` (bytes per decode step of the two combines against the rank count),
+each with its dark-mode twin.
 Needs matplotlib (the ``bench`` extra) and torch (the solution imports it).
 """
 
@@ -24,36 +25,38 @@ TOKENS, WORLD_SIZE, BLOCK_SIZE = 24, 3, 4
 
 
 def layouts(lab, path: Path) -> None:
-    rows = [("contiguous (stripe 8)", 8), ("block-interleaved (stripe 4 = block)", BLOCK_SIZE),
-            ("stripe of 3 tokens", 3), ("token-interleaved (stripe 1, vLLM v0.10.2)", 1)]
+    rows = [("contiguous (stripe 8)", 8), ("block-interleaved (stripe 4 = the block size)", BLOCK_SIZE),
+            ("stripe of 3 tokens", 3), ("token-interleaved (stripe 1, as vLLM v0.10.2)", 1)]
     plt = figures.pyplot()
-    fig, ax = plt.subplots(figsize=(9, 3.2))
+    fig, ax = plt.subplots(figsize=(figures.WIDTH, 4.2), layout="constrained")
+    pitch = 1.45  # one row of cells and the name above it
     for row, (name, stripe) in enumerate(rows):
         ranks, local = lab.token_owner(np.arange(TOKENS), WORLD_SIZE, stripe)
-        y = len(rows) - 1 - row
+        y = (len(rows) - 1 - row) * pitch
         for t in range(TOKENS):
             ax.add_patch(plt.Rectangle((t, y), 0.94, 0.8, color=RANK_COLORS[ranks[t]]))
-            ax.text(t + 0.47, y + 0.4, str(local[t]), ha="center", va="center", fontsize=7,
-                    color=figures.COLORS["text"])
-        ax.text(-0.4, y + 0.4, name, ha="right", va="center", fontsize=8)
+            ax.text(t + 0.47, y + 0.4, str(local[t]), ha="center", va="center", fontsize=9,
+                    color=figures.COLORS["dark"] if ranks[t] == 1 else figures.COLORS["paper"])
+        ax.text(0, y + 0.88, name, ha="left", va="bottom", fontsize=10)
     for t in range(0, TOKENS + 1, BLOCK_SIZE):  # logical block boundaries of the sequence
-        ax.axvline(t - 0.03, color=figures.COLORS["null"], linewidth=0.6, linestyle=":")
+        ax.axvline(t - 0.03, color=figures.COLORS["muted"], linewidth=0.8, linestyle=":")
     for rank, color in enumerate(RANK_COLORS):
         ax.add_patch(plt.Rectangle((0, 0), 0, 0, color=color, label=f"rank {rank}"))
-    ax.set_xlim(-0.2, TOKENS)
-    ax.set_ylim(-0.2, len(rows))
-    ax.set_xticks(np.arange(TOKENS) + 0.47, [str(t) for t in range(TOKENS)], fontsize=7)
+    ax.set_xlim(-0.1, TOKENS)
+    ax.set_ylim(-0.1, len(rows) * pitch - 0.1)
+    ax.set_xticks(np.arange(0, TOKENS, 2) + 0.47, [str(t) for t in range(0, TOKENS, 2)])
     ax.set_yticks([])
-    ax.set_xlabel(f"token position t in the sequence (dotted: logical blocks of {BLOCK_SIZE}); "
-                  "cell text: its position among the rank's tokens")
+    ax.tick_params(length=0)
+    ax.set_xlabel(f"token position t in the sequence (dotted: logical blocks of {BLOCK_SIZE});\n"
+                  "cell text: the token's position among its rank's tokens")
     ax.spines["left"].set_visible(False)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 1.18), ncol=WORLD_SIZE, fontsize=8, frameon=False)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=WORLD_SIZE, frameon=False)
     figures.save(fig, path)
 
 
 def combine_bytes(lab, path: Path) -> None:
     plt = figures.pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    fig, ax = plt.subplots(figsize=(5.5, 3.6), layout="constrained")
     sizes = [1, 2, 4, 8, 16]
     for method, marker in (("all_gather", "o"), ("all_reduce", "s")):
         kib = [lab.combine_bytes(method, w, 1, 32, 128) / 1024 for w in sizes]
@@ -61,16 +64,17 @@ def combine_bytes(lab, path: Path) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xticks(sizes, [str(w) for w in sizes])
     ax.set_xlabel("ranks")
-    ax.set_ylabel("KiB per decode step, all ranks together")
-    ax.set_title("batch 1, 32 query heads of 128, float32 summaries", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.set_ylabel("KiB per decode step,\nall ranks together")
+    ax.set_title("Batch 1, 32 query heads of 128, float32 summaries", loc="left")
+    ax.grid(alpha=0.6)
+    ax.legend()
     figures.save(fig, path)
 
 
 def main() -> None:
     lab = load_sibling(__file__)
-    layouts(lab, HERE / "figures" / "layouts.png")
-    combine_bytes(lab, HERE / "figures" / "combine_bytes.png")
+    layouts(lab, HERE / "figures" / "layouts.svg")
+    combine_bytes(lab, HERE / "figures" / "combine_bytes.svg")
 
 
 if __name__ == "__main__":

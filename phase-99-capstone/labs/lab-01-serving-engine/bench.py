@@ -23,9 +23,10 @@ where the engine's time goes (host timers around the phases of every step; GPU k
 from torch.profiler over a window of steps), and the engine's throughput against its batch-size limit
 (``max_num_seqs``). The whole run keeps to a time budget (``Setup.budget_s``): the parts that come last
 (the batch-size sweep, transformers' continuous batching) shrink or are skipped, with the reason, when
-time runs short. ``--out DIR`` writes ``results.md`` and ``results.png``; without it the tables are
-printed only. Without a CUDA GPU it stops at once with a message, unless ``--smoke`` asks for the tiny
-CPU run (which checks the code paths; its timings mean nothing).
+time runs short. ``--out DIR`` writes ``results.md`` and ``results.svg`` (the plot, drawn from that table;
+``--plot-from results.md`` redraws it on any machine); without it the tables are printed only.
+Without a CUDA GPU it stops at once with a message, unless ``--smoke`` asks for the tiny CPU run
+(which checks the code paths; its timings mean nothing).
 """
 
 from __future__ import annotations
@@ -504,35 +505,53 @@ def report(setup: Setup, trace, runs: list[Run], sweep: list[tuple[int, Run, Run
     return "\n".join(lines) + "\n"
 
 
-def plot(runs: list[Run], sweep, path: Path) -> None:
+def plot(results: Path, path: Path) -> Path:
+    """Draw ``path`` (an SVG) from the tables of ``results`` (a results.md this script wrote): the
+    throughput of each system, then the engine's against max_num_seqs. The run and its plot cannot
+    disagree, and the plot can be redrawn anywhere (``--plot-from``)."""
+    import textwrap
+
     from labkit import figures
 
+    runs = [r for r in figures.results_table(results, "system") if figures.number(r["output tokens/s"])]
+    try:
+        sweep = figures.results_table(results, "max_num_seqs")
+    except ValueError:  # the sweep was skipped (time budget)
+        sweep = []
     plt = figures.pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
-    done = [r for r in runs if not r.skipped]
-    left.barh([r.name.replace(", ", ",\n") for r in done], [r.tokens_per_s for r in done],
-              color=[figures.COLORS["accent" if r.name.startswith("this engine") else "valid"] for r in done])
+    fig, axes = plt.subplots(2 if sweep else 1, 1, figsize=(figures.WIDTH, 6.6 if sweep else 3.0),
+                             layout="constrained", squeeze=False, height_ratios=[1, 1.15] if sweep else None)
+    left = axes[0, 0]
+    names = [r["system"] for r in runs]
+    speeds = [figures.number(r["output tokens/s"]) for r in runs]
+    left.barh(range(len(runs)), speeds, height=0.6,
+              color=[figures.COLORS["accent" if n.startswith("this engine") else "valid"] for n in names])
+    left.set_yticks(range(len(runs)), [textwrap.fill(n, 26) for n in names])
     left.invert_yaxis()
+    for y, v in enumerate(speeds):
+        left.text(v, y, f" {v:,.0f}", va="center", fontsize=9)
+    left.set_xlim(0, max(speeds) * 1.15)
     left.set_xlabel("output tokens/s (higher is better)")
-    left.set_title("The same trace, served each way")
+    left.set_title("The same trace, served each way", loc="left")
     if sweep:
-        sizes = [b for b, _, _ in sweep]
-        right.plot(sizes, [e.tokens_per_s for _, e, _ in sweep], "o-", label="engine, eager",
-                   color=figures.COLORS["query"])
-        graph_points = [(b, g.tokens_per_s) for b, _, g in sweep if not g.skipped]
-        if graph_points:
-            right.plot(*zip(*graph_points, strict=True), "s-", label="engine, CUDA graphs for decode",
+        right = axes[1, 0]
+        sizes = [int(r["max_num_seqs"]) for r in sweep]
+        right.plot(sizes, [figures.number(r["eager tokens/s"]) for r in sweep], "o-", label="engine, eager",
+                   color=figures.COLORS["valid"])
+        graphs = [(b, figures.number(r["CUDA graphs tokens/s"])) for b, r in zip(sizes, sweep, strict=True)]
+        graphs = [(b, v) for b, v in graphs if v is not None]
+        if graphs:
+            right.plot(*zip(*graphs, strict=True), "s-", label="engine, CUDA graphs for decode",
                        color=figures.COLORS["accent"])
         right.set_xscale("log", base=2)
         right.set_xticks(sizes, [str(b) for b in sizes])
         right.set_ylim(bottom=0)
+        right.grid(alpha=0.6)
         right.set_xlabel("max_num_seqs (most requests running at once)")
         right.set_ylabel("output tokens/s")
-        right.set_title("Throughput against the batch-size limit")
+        right.set_title("Throughput against the batch-size limit", loc="left")
         right.legend()
-    else:
-        right.set_axis_off()
-    figures.save(fig, path)
+    return figures.save(fig, path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -542,7 +561,9 @@ def plot(runs: list[Run], sweep, path: Path) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="write results.md and results.png into this folder")
+    parser.add_argument("--out", type=Path, help="write results.md and results.svg into this folder")
+    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
+                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny model on the CPU (no GPU needed): runs every code path; timings mean nothing")
     parser.add_argument("--no-hf-cb", action="store_true", help="skip transformers' continuous batching")
@@ -552,6 +573,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.hf_cb_child:
         hf_cb_child(*args.hf_cb_child)
+        return 0
+    if args.plot_from:
+        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
         return 0
 
     began = time.perf_counter()
@@ -679,8 +703,8 @@ def main(argv=None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.md").write_text(text)
         try:
-            plot(runs, sweep, args.out / "results.png")
-            print(f"wrote {args.out / 'results.md'} and {args.out / 'results.png'}")
+            plot(args.out / "results.md", args.out / "results.svg")
+            print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
         except SystemExit as err:  # matplotlib missing: the table is still written
             print(f"wrote {args.out / 'results.md'}; no plot: {err}")
     print(f"total {time.perf_counter() - began:.0f} s")
