@@ -9,6 +9,8 @@ the L2 cache flushed before each run: per call as Python issues it (``do_bench``
 from a CUDA graph, the way serving engines run their decode steps (no host launch cost):
 
   lab           this lab's paged_decode, reading the scattered cache through the block table
+  Hopper TMA    going-further/hopper_decode.py's paged_decode: the same kernel with its pages
+                loaded by the tensor memory accelerator (on a Hopper GPU or later; else left out)
   cuDNN SDPA    scaled_dot_product_attention (cuDNN backend) on a dense, contiguous copy of the cache
   SDPA          the same with the backend left to torch
   gather+SDPA   gather the cache through the table into a dense copy, then SDPA (paging done naively)
@@ -210,7 +212,7 @@ def wall_time_us(fn) -> float:
     return 1e6 * sorted(times)[1]
 
 
-def measure(shape: Shape, lab, old_kernel, vllm, vllm_splits, dry: bool) -> dict:
+def measure(shape: Shape, lab, hopper, old_kernel, vllm, vllm_splits, dry: bool) -> dict:
     import torch
 
     device, head_dim = ("cpu", DRY_HEAD_DIM) if dry else ("cuda", HEAD_DIM)
@@ -231,6 +233,9 @@ def measure(shape: Shape, lab, old_kernel, vllm, vllm_splits, dry: bool) -> dict
         "SDPA": sdpa_way(groups),
         "gather+SDPA": gather_sdpa_way(case, shape),
     }
+    if hopper is not None and hopper.uses_tma(case.q, case.k_cache, case.v_cache):
+        ways["Hopper TMA"] = lambda: hopper.paged_decode(case.q, case.k_cache, case.v_cache, case.block_tables,
+                                                         case.seq_lens)
     if vllm is not None:
         for splits in vllm_splits:
             ways[f"vLLM Triton ({splits} splits)"] = vllm_way(vllm, case, splits)
@@ -285,6 +290,9 @@ def table(rows, read_bw: float, copy_bw: float) -> str:
     headers = ["shape", "KV MiB", "lab µs call", "lab µs graph", "% read", "% copy", "cuDNN SDPA µs call",
                "cuDNN SDPA µs graph", "SDPA µs graph", "gather+SDPA µs graph", "lab vs cuDNN (graph)",
                "lab vs best SDPA (graph)", "lab vs cuDNN (call)", "lab 02-04 µs call"]
+    hopper = any("Hopper TMA" in r["graph"] for r in rows)
+    if hopper:
+        headers += ["Hopper TMA µs graph", "Hopper TMA % read", "Hopper TMA vs cuDNN (graph)"]
     if any("vLLM Triton" in r["graph"] for r in rows):
         headers.append("vLLM Triton µs graph")
     body = []
@@ -298,6 +306,9 @@ def table(rows, read_bw: float, copy_bw: float) -> str:
             _us(graph.get("gather+SDPA")), _ratio(graph.get("cuDNN SDPA"), lab), _ratio(best_sdpa(graph), lab),
             _ratio(call.get("cuDNN SDPA"), call.get("lab")), _us(call.get("lab 02-04")),
         ]
+        if hopper:
+            tma = graph.get("Hopper TMA")
+            line += [_us(tma), _pct(n, tma, read_bw), _ratio(graph.get("cuDNN SDPA"), tma)]
         if len(headers) > len(line):
             line.append(_us(graph.get("vLLM Triton")) + (f" ({r['note']['vLLM Triton'].split('(')[1][:-1]})"
                                                          if "vLLM Triton" in r["note"] else ""))
@@ -319,13 +330,15 @@ def notes(rows) -> str:
 
 # The plot's series: (results.md column of the CUDA-graph time, label, colour name in labkit.figures.COLORS).
 PLOT_SERIES = (("lab µs graph", "this lab (paged)", "valid"),
+               ("Hopper TMA µs graph", "going further: Hopper TMA", "violet"),
                ("cuDNN SDPA µs graph", "cuDNN SDPA (dense copy)", "ink"),
                ("SDPA µs graph", "SDPA, default backend (dense copy)", "muted"),
                ("gather+SDPA µs graph", "gather + SDPA", "poison"),
                ("vLLM Triton µs graph", "vLLM Triton decode", "accent"))
 # (marker, size, filled, drawn above): this lab on top; the dense baselines hollow, so that a point
 # under another still shows.
-PLOT_MARKERS = (("o", 42, True, 4), ("D", 46, False, 3), ("|", 90, True, 3), ("v", 40, True, 3), ("^", 40, True, 3))
+PLOT_MARKERS = (("o", 42, True, 4), ("s", 34, True, 4), ("D", 46, False, 3), ("|", 90, True, 3), ("v", 40, True, 3),
+                ("^", 40, True, 3))
 
 
 def plot(results: Path, path: Path) -> Path:
@@ -409,6 +422,8 @@ def main(argv=None) -> int:
     import torch
 
     lab = load_impl(HERE, "solution")
+    further = HERE / "going-further" / "hopper_decode.py"
+    hopper = load_impl(HERE, "going-further/hopper_decode") if further.is_file() else None
     try:
         old_kernel = load_reference("02-04").paged_attention_triton
     except Exception as err:  # absent or broken: the column is left out, the rest runs
@@ -431,12 +446,15 @@ def main(argv=None) -> int:
     print(header, flush=True)
     rows = []
     for shape in shapes:
-        r = measure(shape, lab, old_kernel, vllm, args.vllm_splits, dry)
+        r = measure(shape, lab, hopper, old_kernel, vllm, args.vllm_splits, dry)
         rows.append(r)
         lab_g, sdpa_g = r["graph"].get("lab"), r["graph"].get("cuDNN SDPA")
         print(f"{shape.name:28s} lab {_us(r['call'].get('lab')):>8} µs call, {_us(lab_g):>8} µs graph "
               f"({_pct(r['bytes'], lab_g, read_bw)} of read); cuDNN SDPA {_us(sdpa_g):>8} µs graph; "
-              f"lab vs cuDNN {_ratio(sdpa_g, lab_g)}, vs best SDPA {_ratio(best_sdpa(r['graph']), lab_g)}", flush=True)
+              f"lab vs cuDNN {_ratio(sdpa_g, lab_g)}, vs best SDPA {_ratio(best_sdpa(r['graph']), lab_g)}"
+              + (f"; Hopper TMA {_us(r['graph']['Hopper TMA'])} µs graph "
+                 f"({_ratio(sdpa_g, r['graph']['Hopper TMA'])} cuDNN)" if "Hopper TMA" in r["graph"] else ""),
+              flush=True)
         if not dry:
             torch.cuda.empty_cache()  # the shape's caches are gone with measure()'s frame
     text = table(rows, read_bw, copy_bw)
