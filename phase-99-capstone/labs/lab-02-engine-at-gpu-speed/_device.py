@@ -64,7 +64,8 @@ class Stream:
         """Put ``fn(*args)`` on the stream: the arguments are taken now, the work runs in order."""
         self.num_launched += 1
         if self.is_cuda or self.cpu_timing == "eager":
-            fn(*args)
+            with torch.no_grad():  # device work never builds an autograd graph, whenever it runs
+                fn(*args)
             self._num_run += 1
         else:
             self._queue.append((fn, args))
@@ -81,7 +82,8 @@ class Stream:
     def _run_until(self, position: int) -> None:
         while self._num_run < position:
             fn, args = self._queue.popleft()
-            fn(*args)
+            with torch.no_grad():
+                fn(*args)
             self._num_run += 1
 
     def synchronize(self) -> None:

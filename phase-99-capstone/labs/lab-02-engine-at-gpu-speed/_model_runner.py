@@ -330,6 +330,8 @@ class ModelRunnerBase:
         self.full_graphs: dict[int, StepGraph] = {}
         self.piecewise_graphs: dict[int, list[StepGraph]] = {}
         self.num_runs = dict.fromkeys(RUN_MODES, 0)  # steps run each way
+        self.last_shape: StepShape | None = None  # the last step's shape and plan (to inspect)
+        self.last_plan: RunPlan | None = None
         self.capture_s = 0.0
         if self.full_sizes or self.piecewise_sizes:
             self.capture_graphs()
@@ -386,6 +388,7 @@ class ModelRunnerBase:
                                b.gather_src.device[:g])
         self._run(plan, shape)
         self.num_runs[plan.mode] += 1
+        self.last_shape, self.last_plan = shape, plan
         return self._output(list(batch.req_ids), shape.num_reqs)
 
     def _copy_inputs(self, shape: StepShape, plan: RunPlan) -> None:
