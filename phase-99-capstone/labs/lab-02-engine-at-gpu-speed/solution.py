@@ -611,9 +611,13 @@ class Engine:
                 output.sampled_req_ids.append(request.request_id)
 
     def step(self) -> SchedulerOutput:
-        """One engine step (README step 4): schedule and launch the next step, then read the output of the
-        one launched before it (with ``async_scheduling``), or of this one (without). Returns this
-        step's scheduler output."""
+        """One engine step (README step 4): schedule and launch a step, then read the output of the step
+        launched before it (with ``async_scheduling``), or of this one (without), and hand it to
+        ``update_from_output``. Returns this call's scheduler output.
+
+        A step's ``ModelRunnerOutput`` holds its tokens only once its ``ready`` event has been waited for.
+        A call that schedules nothing still reads the step in flight; with nothing in flight either and
+        requests unfinished, nothing can ever run: a RuntimeError."""
         scheduler_output = self.schedule()
         launched = None
         if scheduler_output.num_scheduled_tokens:
@@ -622,17 +626,14 @@ class Engine:
         elif self.in_flight is None and self.has_unfinished_requests():
             raise RuntimeError(f"step {self.num_steps}: nothing was scheduled although {len(self.waiting)} requests "
                                f"wait and {len(self.running)} run")
-        if not self.async_scheduling and launched is not None:
-            self._finish(*launched)
-            launched = None
+        if not self.async_scheduling:  # read this very step
+            self.in_flight, launched = launched, None
         if self.in_flight is not None:
-            self._finish(*self.in_flight)
+            done, model_output = self.in_flight
+            model_output.ready.synchronize()  # the tokens reach the host only once the step has run
+            self.update_from_output(done, model_output)
         self.in_flight = launched
         return scheduler_output
-
-    def _finish(self, scheduler_output: SchedulerOutput, model_output: ModelRunnerOutput) -> None:
-        model_output.ready.synchronize()  # the tokens are on the host only once the step has run
-        self.update_from_output(scheduler_output, model_output)
 
     def update_from_output(self, scheduler_output: SchedulerOutput, model_output: ModelRunnerOutput) -> list[Request]:
         """Hand each sampled token to its request, one step late (README step 4): a placeholder becomes a

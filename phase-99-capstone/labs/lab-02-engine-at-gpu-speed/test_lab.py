@@ -497,21 +497,23 @@ def test_choose_graph_picks_the_smallest_graph_that_fits(lab, model):
                                 f"{got}, expected {want}"
 
 
-def test_graph_padding_is_harmless(lab, model, truth):
-    """After a few steps have left their values in the buffers, padding a 5-token, 3-row step to a
-    piecewise graph of 8 and a 3-row decode step to a full graph of 4 writes, past the step's own
-    entries: token id 0, position 0, slot ``PAD_SLOT`` (the null block), empty rows (``query_start_loc``
-    non-decreasing from the step's tokens, within the graph's), ``seq_len`` 0, rows to sample that exist.
+def test_graph_padding_is_harmless(lab, model):
+    """After a 30-token step has left its values in the buffers, padding a 5-token, 3-row step to a piecewise
+    graph of 8 and a 3-row decode step to a full graph of 4 writes, past the step's own entries: token id
+    0, position 0, slot ``PAD_SLOT`` (the null block), empty rows (``query_start_loc`` non-decreasing from
+    the step's tokens, within the graph's), ``seq_len`` 0, rows to sample that exist.
 
     Catches: a graph replayed with the last step's metadata in its padding: slots of the last step's
     tokens (the graph writes its padding keys into a live block), rows to sample past the graph's
     tokens, rows that read the cache."""
-    engine = new_engine(lab, model, max_num_batched_tokens=40)
-    for rid, (prompt, n) in WORKLOAD.items():
-        engine.add_request(rid, prompt, n)
-    for _ in range(4):
-        engine.step()
-    runner, b = engine.runner, engine.runner.buffers
+    runner = new_engine(lab, model, max_num_batched_tokens=40).runner
+    ids = ["a", "b", "c"]
+    runner.update_states(lab.SchedulerOutput(
+        num_scheduled_tokens=dict.fromkeys(ids, 10),
+        scheduled_new_reqs=[lab.NewRequestData(rid, prompts_of(50 + i, [10])[0], [3 + i], 0)
+                            for i, rid in enumerate(ids)]))
+    runner.prepare_inputs(np.array([10, 10, 10], dtype=np.int32))
+    b = runner.buffers
     cases = (((5, 3, 2, 3), lab.RunPlan("piecewise", 8, 8)), ((3, 3, 3, 1), lab.RunPlan("full", 4, 4)))
     for (t, r, d, q), plan in cases:
         runner.pad_graph_inputs(lab.StepShape(t, r, d, q, 0), plan)
