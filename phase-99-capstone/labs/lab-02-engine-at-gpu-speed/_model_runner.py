@@ -350,6 +350,7 @@ class ModelRunnerBase:
         raise NotImplementedError
 
     def update_states(self, scheduler_output) -> None:
+        """Wait for ``input_copies_done``, then bring ``input_batch`` to the step (the first host write)."""
         raise NotImplementedError
 
     def prepare_inputs(self, num_scheduled_tokens: np.ndarray) -> StepShape:
@@ -366,9 +367,6 @@ class ModelRunnerBase:
     @torch.no_grad()
     def execute_model(self, scheduler_output) -> ModelRunnerOutput:
         """Launch one step and return without waiting for it."""
-        # The previous step's copies read the pinned host buffers when they run, not when they were
-        # launched: wait for them (and only them) before this step writes its inputs there.
-        self.input_copies_done.synchronize()
         self.update_states(scheduler_output)
         batch = self.input_batch
         scheduled = scheduler_output.num_scheduled_tokens

@@ -251,6 +251,9 @@ class ModelRunner(ModelRunnerBase):
         return InputBatch(self.max_num_reqs, self.max_model_len, self.max_num_blocks_per_req, self.stream)
 
     def update_states(self, scheduler_output: SchedulerOutput) -> None:
+        # The previous step's copies read the pinned host buffers (the block table among them) when they
+        # run, not when they were launched: wait for them, and only them, before this step writes there.
+        self.input_copies_done.synchronize()
         update_states(self.input_batch, scheduler_output)
 
     def prepare_inputs(self, num_scheduled_tokens: np.ndarray) -> StepShape:

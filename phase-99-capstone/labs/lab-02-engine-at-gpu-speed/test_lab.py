@@ -249,9 +249,10 @@ def random_schedules(lab, seed: int, num_steps: int = 80):
 
     Requests arrive, run chunks of their prompts and decode, get blocks as they grow, are left out of a
     step now and then, finish, or are preempted (their blocks and progress gone; they come back as new
-    requests with every token the host knows). Yields ``(scheduler_output, expected)``, ``expected``
-    mapping each scheduled request to (the tokens its row must hold, its computed tokens, its whole block
-    table, its tokens this step)."""
+    requests with every token the host knows), sometimes in a step that schedules nothing (the runner
+    never hears of it: their stale rows are still there when they come back). Yields
+    ``(scheduler_output, expected)``, ``expected`` mapping each scheduled request to (the tokens its row
+    must hold, its computed tokens, its whole block table, its tokens this step)."""
     rng = random.Random(seed)
     block_ids = iter(range(1, 10**6))
     live: dict[str, dict] = {}
@@ -266,6 +267,9 @@ def random_schedules(lab, seed: int, num_steps: int = 80):
         preempted = {rid for rid in live if rid in in_batch and rng.random() < 0.06}
         for rid in preempted:
             live[rid].update(computed=0, blocks=[])
+        if preempted and rng.random() < 0.3:  # a step that preempts and schedules nothing: no runner call
+            in_batch -= preempted  # the runner keeps their rows; they come back as new requests
+            continue
         candidates = [rid for rid in live if rid not in preempted]
         rng.shuffle(candidates)
         chosen = candidates[: rng.randint(1, min(MAX_REQS, len(candidates)))] if candidates else []
