@@ -373,6 +373,8 @@ def test_rows_stay_put_when_nothing_changes(lab):
     lab.update_states(batch, lab.SchedulerOutput(num_scheduled_tokens=dict.fromkeys(left, 1),
                                                  scheduled_cached_reqs=cached))
     now = dict(batch.req_id_to_index)
+    assert batch.num_reqs == len(left) and sorted(now) == sorted(left), \
+        f"after {gone!r} finished: {batch.num_reqs} rows indexed as {now}, expected {sorted(left)}"
     moved = {rid: (rows[rid], now[rid]) for rid in left if now[rid] != rows[rid]}
     last = max(rows, key=rows.get)
     assert moved == {last: (rows[last], 1)}, f"after {gone!r} (row 1) finished, rows moved {moved}; expected only " \
@@ -417,11 +419,12 @@ def check_inputs(got: dict, want: dict, where: str) -> None:
 
 
 def test_prepare_inputs_matches_brute_force(lab):
-    """Two steps of a batch: prompt chunks (from 0 and from the middle, one ending its prompt), then the
-    next step after one request left and the batch was condensed: three decodes of the tokens the first
-    step sampled (still on the device: gathered from the rows they had then) and a new chunk in a reused
-    row (stale tokens and block ids past its own). Every buffer against the brute force, read from the
-    host tensors (what the copies send), and the ``StepShape``.
+    """Two steps of a batch: prompt chunks (from 0 and from the middle, some ending their prompts), then the
+    next step after two requests left (a new chunk takes one hole, in a reused row with stale tokens and
+    block ids past its own; the last row moves into the other) and the decodes went first: three decodes
+    of the tokens the first step sampled (still on the device: gathered from the rows they had then).
+    Every buffer against the brute force, read from the host tensors (what the copies send), and the
+    ``StepShape``.
 
     Catches: positions restarting at 0, a slot from the logical block number, ``query_start_loc``,
     ``seq_lens`` or ``logits_indices`` off by one chunk, token ids from the wrong row, a decode input
@@ -429,23 +432,24 @@ def test_prepare_inputs_matches_brute_force(lab):
     instead of the one it had, arrays written somewhere the copies do not read."""
     batch, buffers = new_batch(lab), new_buffers(lab)
     t = {rid: prompts_of(20 + i, [n])[0] for i, (rid, n) in enumerate((("r0", 17), ("r1", 40), ("r2", 5),
-                                                                      ("r3", 33), ("r4", 12)))}
-    tables = {"r0": [7, 3], "r1": [9, 4, 11], "r2": [2], "r3": [6, 12, 5, 8], "r4": [13]}
-    first = {"r0": (0, 17), "r1": (0, 16), "r2": (0, 5), "r3": (16, 17)}  # (computed, tokens now)
+                                                                      ("r3", 33), ("r4", 12), ("r5", 20)))}
+    tables = {"r0": [7, 3], "r1": [9, 4, 11], "r2": [2], "r3": [6, 12, 5, 8], "r4": [13], "r5": [14, 15]}
+    first = {"r0": (0, 17), "r1": (0, 16), "r2": (0, 5), "r3": (16, 17), "r5": (0, 20)}  # (computed, tokens now)
     lab.update_states(batch, lab.SchedulerOutput(
         num_scheduled_tokens={rid: n for rid, (_, n) in first.items()},
         scheduled_new_reqs=[lab.NewRequestData(rid, t[rid], tables[rid], c) for rid, (c, _) in first.items()]))
     rows_a = list(batch.req_ids)
     want = brute_force_inputs([(t[rid], *first[rid], tables[rid], None) for rid in rows_a])
     shape = lab.prepare_inputs(batch, np.array([first[rid][1] for rid in rows_a], dtype=np.int32), buffers, BS)
-    got = host_inputs(buffers, 55, 4, 0)
+    got = host_inputs(buffers, 75, 5, 0)
     check_inputs(got, want, "first step")
     assert (shape.num_tokens, shape.num_reqs, shape.num_decodes, shape.max_query_len, shape.num_gathers) == \
-        (55, 4, 0, 17, 0), f"first step: {shape}"
+        (75, 5, 0, 20, 0), f"first step: {shape}"
 
-    # Second step: r1 is gone; r0, r2, r3 decode the token the first step sampled; r4 arrives.
-    second = {"r0": (17, 1), "r2": (5, 1), "r3": (33, 1), "r4": (0, 12)}
-    cached = lab.CachedRequestData(["r0", "r2", "r3"], [[], [], [10]], [17, 5, 33])
+    # Second step: r1 and r2 are gone (two holes: r4 takes one, the last row moves into the other); r0, r3
+    # and r5 decode the token the first step sampled for them.
+    second = {"r0": (17, 1), "r3": (33, 1), "r5": (20, 1), "r4": (0, 12)}
+    cached = lab.CachedRequestData(["r0", "r3", "r5"], [[], [10], []], [17, 33, 20])
     tables["r3"] = tables["r3"] + [10]
     lab.update_states(batch, lab.SchedulerOutput(
         num_scheduled_tokens={rid: n for rid, (_, n) in second.items()}, scheduled_cached_reqs=cached,
@@ -456,7 +460,7 @@ def test_prepare_inputs_matches_brute_force(lab):
                                for rid in rows_b])
     shape = lab.prepare_inputs(batch, np.array([second[rid][1] for rid in rows_b], dtype=np.int32), buffers, BS)
     got = host_inputs(buffers, 15, 4, shape.num_gathers)
-    check_inputs(got, want, f"second step (rows {rows_b})")
+    check_inputs(got, want, f"second step (rows {rows_b}, rows of the first step {rows_a})")
     assert (shape.num_tokens, shape.num_reqs, shape.num_decodes, shape.max_query_len, shape.num_gathers) == \
         (15, 4, 3, 12, 3), f"second step: {shape}"
     for name in ("input_ids", "positions", "slot_mapping", "logits_indices", "gather_dst", "gather_src"):
@@ -502,21 +506,21 @@ def test_choose_graph_picks_the_smallest_graph_that_fits(lab, model):
 
 
 def test_graph_padding_is_harmless(lab, model):
-    """After a 30-token step has left its values in the buffers, padding a 5-token, 3-row step to a piecewise
-    graph of 8 and a 3-row decode step to a full graph of 4 writes, past the step's own entries: token id
-    0, position 0, slot ``PAD_SLOT`` (the null block), empty rows (``query_start_loc`` non-decreasing from
-    the step's tokens, within the graph's), ``seq_len`` 0, rows to sample that exist.
+    """After a step of 30 tokens in 6 rows has left its values in the buffers, padding a 5-token, 3-row step
+    to a piecewise graph of 8 and a 3-row decode step to a full graph of 4 writes, past the step's own
+    entries: token id 0, position 0, slot ``PAD_SLOT`` (the null block), empty rows (``query_start_loc``
+    non-decreasing from the step's tokens, within the graph's), ``seq_len`` 0, rows to sample that exist.
 
     Catches: a graph replayed with the last step's metadata in its padding: slots of the last step's
     tokens (the graph writes its padding keys into a live block), rows to sample past the graph's
     tokens, rows that read the cache."""
     runner = new_engine(lab, model, max_num_batched_tokens=40).runner
-    ids = ["a", "b", "c"]
+    ids = ["a", "b", "c", "d", "e", "f"]
     runner.update_states(lab.SchedulerOutput(
-        num_scheduled_tokens=dict.fromkeys(ids, 10),
-        scheduled_new_reqs=[lab.NewRequestData(rid, prompts_of(50 + i, [10])[0], [3 + i], 0)
+        num_scheduled_tokens=dict.fromkeys(ids, 5),
+        scheduled_new_reqs=[lab.NewRequestData(rid, prompts_of(50 + i, [5])[0], [3 + i], 0)
                             for i, rid in enumerate(ids)]))
-    runner.prepare_inputs(np.array([10, 10, 10], dtype=np.int32))
+    runner.prepare_inputs(np.array([5] * len(ids), dtype=np.int32))
     b = runner.buffers
     cases = (((5, 3, 2, 3), lab.RunPlan("piecewise", 8, 8)), ((3, 3, 3, 1), lab.RunPlan("full", 4, 4)))
     for (t, r, d, q), plan in cases:
