@@ -35,6 +35,16 @@ def test_lab_local_imports_do_not_leak_between_labs(tmp_path):
     assert loader.load_impl(b, "solution").VALUE == 2
 
 
+def test_a_bug_in_a_given_module_loads_the_solution_with_the_edited_module(tmp_path):
+    lab_dir = _make_lab(tmp_path, "lab-01-a", "from _checks import LIMIT\n\ndef limit():\n    return LIMIT\n")
+    (lab_dir / "_checks.py").write_text("LIMIT = 1\n")
+    (lab_dir / "bugs").mkdir()
+    (lab_dir / "bugs" / "wrong_limit.py").write_text('"""The limit is 2."""\n\nCAUGHT_BY = ["test_x"]\n'
+                                                     'SOURCE = "_checks.py"\nEDIT = ("LIMIT = 1\\n", "LIMIT = 2\\n")\n')
+    assert loader.load_impl(lab_dir, "bugs/wrong_limit").limit() == 2
+    assert loader.load_impl(lab_dir, "solution").limit() == 1  # the edited module did not stay behind
+
+
 def test_unknown_impl_lists_what_the_folder_has(tmp_path):
     lab_dir = _make_lab(tmp_path, "lab-01-a", "")
     (lab_dir / "starter.py").write_text("")

@@ -209,6 +209,30 @@ def test_a_lab_loads_the_earlier_labs_it_builds_on_and_nothing_else(tmp_path):
     assert code == 0 and out.decode().strip() == "ok", err.decode(errors="replace")[-2000:]
 
 
+def test_a_reference_imports_the_given_modules_of_its_own_lab(tmp_path):
+    """A reference solution that imports its lab's given modules (02-05's ``_request.py``, 02-06's and
+    02-04's ``_checks.py``) finds them under grading, and two labs' modules of the same name never
+    stand in for each other: each reference gets its own lab's."""
+    from labkit.grader import references
+
+    needs = references.needed(registry.get("99-01").path)
+    assert {"02-05", "02-06", "02-04"} <= set(needs)
+    script = tmp_path / "uses_given_modules.py"
+    script.write_text(
+        "import labkit\n"
+        "manager = labkit.load_reference('02-05')\n"
+        "request = manager.Request('r', [1, 2, 3])\n"
+        "assert manager.KVCacheManager(4, 2).allocate_slots(request, 3) is not None\n"
+        "numpy_lab = labkit.load_reference('02-06')\n"
+        "assert numpy_lab.build_slot_mapping([3, 1], 2, 1, 2).tolist() == [7, 2]\n"
+        "triton_lab = labkit.load_reference('02-04')\n"
+        "assert hasattr(triton_lab, '_check_inputs') and not hasattr(numpy_lab, '_check_inputs')\n"
+        "print('ok')\n")
+    with sandboxes.Sandbox(None, RESOURCES, references=needs) as box:
+        code, out, err = box.run(["script", box.add_script(script)], timeout=300)
+    assert code == 0 and out.decode().strip() == "ok", err.decode(errors="replace")[-2000:]
+
+
 def test_an_interpreter_under_tmp_is_bound_again_over_the_private_tmp(monkeypatch):
     """A virtual environment made in /tmp stays visible: the sandbox's own /tmp would hide it."""
     venv = Path("/tmp/some-venv")

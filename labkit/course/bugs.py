@@ -15,7 +15,8 @@ A bug is a file ``bugs/<name>.py`` in a lab folder that holds no code, only data
     )
 
 ``EDIT`` is one replacement ``(old, new)`` in the lab's ``solution.py`` (``SOURCE`` names another
-file); ``EDITS = [(old, new), ...]`` makes several, for a mistake that cannot be made in one place.
+file; a private one, ``_checks.py``, is a given module the solution imports); ``EDITS = [(old,
+new), ...]`` makes several, for a mistake that cannot be made in one place.
 Each ``old`` must occur exactly once in the file: when the solution changes so that it no longer
 does, loading the bug fails loudly and names it. ``LAB_IMPL=bugs/<name>`` loads the solution with
 the edits (:func:`labkit.testing.loader.load_impl`); ``labs bugs LAB --diff`` prints them as diffs.

@@ -128,8 +128,10 @@ class Sandbox:
         self.hide = [Path(p).resolve() for p in (ROOT, Path.home(), tempfile.gettempdir(), *hide)]
         self.staging = Path(tempfile.mkdtemp(prefix="labs-sandbox-"))
         self._scratch: list[Path] = []
-        staged = {**STAGED, "scripts/.keep": "", "references/.keep": "",
-                  **{f"references/{lab_id}.py": Path(file) for lab_id, file in (references or {}).items()}}
+        staged = {**STAGED, "scripts/.keep": "", "references/.keep": ""}
+        for lab_id, file in (references or {}).items():  # a solution, and the given modules next to it
+            staged[f"references/{lab_id}/solution.py"] = Path(file)
+            staged.update({f"references/{lab_id}/{given.name}": given for given in Path(file).parent.glob("_*.py")})
         for rel, source in staged.items():
             path = self.staging / "grader" / rel
             path.parent.mkdir(parents=True, exist_ok=True)

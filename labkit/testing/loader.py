@@ -7,7 +7,9 @@ module name unique to its lab and implementation, so one pytest run over every
 lab never hands one lab another lab's ``solution``.
 
 A bug of the gallery (``bugs/<name>.py``) is not code: it names the edit it makes to the
-solution (:mod:`labkit.course.bugs`), and loading it loads the solution with that edit.
+solution (:mod:`labkit.course.bugs`), and loading it loads the solution with that edit. A bug
+whose edit lands in a lab's given module (``SOURCE = "_checks.py"``: a private module that the
+starter and the solution both import) loads the solution with the edited module in its place.
 """
 
 from __future__ import annotations
@@ -116,17 +118,29 @@ def load_impl(lab_dir: Path, impl: str | None = None) -> ModuleType:
         # lines, and Triton (which reads a kernel's source through inspect) compiles the edit.
         filename = f"{path} (= {bug.source} with the bug's edit)"
         linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
-        return _exec(lab_dir, name, source_path, compile(text, filename, "exec", dont_inherit=True))
+        code = compile(text, filename, "exec", dont_inherit=True)
+        if bug.source.startswith("_"):
+            # The edit is in a given module that the solution imports: run the solution with it.
+            return _exec(lab_dir, name, lab_dir / bugs.DEFAULT_SOURCE, None, given=(source_path, code))
+        return _exec(lab_dir, name, source_path, code)
     return _exec(lab_dir, name, path, None)
 
 
-def _exec(lab_dir: Path, name: str, path: Path, code) -> ModuleType:
+def _exec(lab_dir: Path, name: str, path: Path, code, given: tuple[Path, object] | None = None) -> ModuleType:
+    """Run ``path`` (or ``code`` compiled from it) as module ``name``; ``given``: ``(file, code)`` of
+    a lab-local module to import under that file's name first, in place of the file itself."""
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     before = set(sys.modules)
     sys.modules[name] = module
     sys.path.insert(0, str(path.parent))
     try:
+        if given is not None:
+            given_path, given_code = given
+            helper = ModuleType(given_path.stem)
+            helper.__file__ = str(given_path)  # inside the lab folder: dropped from sys.modules below
+            sys.modules[given_path.stem] = helper
+            exec(given_code, helper.__dict__)
         if code is None:
             spec.loader.exec_module(module)
         else:

@@ -68,6 +68,30 @@ def _ids(blocks) -> list[int]:
     return [b.block_id for b in blocks]
 
 
+def _expect(got, want, what: str) -> None:
+    """``got == want``, or a failure that says what was compared, what came and what was expected."""
+    __tracebackhide__ = True
+    if got != want:
+        raise AssertionError(f"{what}: got {got}, expected {want}")
+
+
+def _labels(hashes, keys) -> list[str | None]:
+    """Block hashes as short names for messages: ``"key i"`` for ``keys[i]``, None for no hash,
+    ``"another key"`` for anything else (raw 32-byte keys say nothing to a reader)."""
+    names = {key: f"key {i}" for i, key in enumerate(keys)}
+    return [None if h is None else names.get(h, "another key") for h in hashes]
+
+
+def _block_hashes(blocks, keys) -> list[str | None]:
+    """The hashes of ``blocks``, named after ``keys`` (``_labels``)."""
+    return _labels([b.block_hash for b in blocks], keys)
+
+
+def _found(block) -> int | None:
+    """A lookup's answer as a block id (None for a miss)."""
+    return None if block is None else block.block_id
+
+
 def _full_pool_cycle(lab, num_blocks=8, block_size=4):
     """A pool, one sequence of 3 full blocks + 2 tokens that was cached and freed tail first:
     returns (pool, blocks, hashes, tokens)."""
@@ -94,13 +118,15 @@ def test_hash_is_the_same_in_every_process(lab):
     ``hash(None)`` (its address on Python < 3.12), ``id()``."""
     first_block, sequence, block_size = [1, 2, 3, 4], list(range(40, 52)), 4
     keys = [lab.hash_block_tokens(None, first_block), *lab.hash_request_tokens(sequence, block_size)]
-    assert all(isinstance(k, bytes) and len(k) == 32 for k in keys), "keys must be 32-byte bytes objects"
+    kinds = [f"{type(k).__name__} of length {len(k)}" for k in keys if not (isinstance(k, bytes) and len(k) == 32)]
+    assert not kinds, f"keys must be 32-byte bytes objects (a SHA-256 digest), got {kinds}"
     here = b"".join(keys)
     args = [",".join(map(str, first_block)), ",".join(map(str, sequence)), block_size]
     for seed in ("0", "12345"):
         there = child.run(HASH_CHILD, *args, timeout=120, env={"PYTHONHASHSEED": seed}).tobytes()
-        assert there == here, (
-            f"with PYTHONHASHSEED={seed} another process computes other keys for the same tokens: "
+        if there != here:
+            raise AssertionError(
+                f"with PYTHONHASHSEED={seed} another process computes other keys for the same tokens: "
             f"{there[:32].hex()} vs {here[:32].hex()}")
 
 
@@ -112,18 +138,66 @@ def test_hash_covers_the_tokens_and_the_parent(lab):
     or sum (order lost), a str/hex digest instead of bytes."""
     tokens = [5, 17, 9, 3]
     key = lab.hash_block_tokens(None, tokens)
-    assert isinstance(key, bytes) and len(key) == 32, f"expected a 32-byte bytes key, got {key!r}"
-    assert lab.hash_block_tokens(None, list(tokens)) == key, "the same tokens gave another key"
-    assert lab.hash_block_tokens(None, np.array(tokens, dtype=np.int64)) == key, (
-        "a numpy array of the same token ids gave another key")
-    assert lab.hash_block_tokens(None, [5, 17, 9, 4]) != key, "changing the last token kept the key"
-    assert lab.hash_block_tokens(None, [17, 5, 9, 3]) != key, "swapping two tokens kept the key"
+    if not (isinstance(key, bytes) and len(key) == 32):
+        raise AssertionError(
+            f"hash_block_tokens(None, {tokens}): expected a 32-byte bytes key (the SHA-256 digest, not its hex "
+            f"string), got a {type(key).__name__} of length {len(key)}")
+    again = lab.hash_block_tokens(None, list(tokens))
+    if again != key:
+        raise AssertionError(f"hash_block_tokens(None, {tokens}) twice: the same tokens gave another key")
+    from_numpy = lab.hash_block_tokens(None, np.array(tokens, dtype=np.int64))
+    if from_numpy != key:
+        raise AssertionError(f"a numpy int64 array of the token ids {tokens} gave another key than the list")
+    changed = lab.hash_block_tokens(None, [5, 17, 9, 4])
+    if changed == key:
+        raise AssertionError("[5, 17, 9, 4] got the key of [5, 17, 9, 3]: changing the last token kept the key")
+    swapped = lab.hash_block_tokens(None, [17, 5, 9, 3])
+    if swapped == key:
+        raise AssertionError(
+            "[17, 5, 9, 3] got the key of [5, 17, 9, 3]: swapping two tokens kept the key (the order of the tokens "
+        "is lost: sorted, summed or a set?)")
     parent = lab.hash_block_tokens(None, [1, 2, 3, 4])
     child = lab.hash_block_tokens(parent, tokens)
-    assert child != key, "the same tokens after a parent block got the key of a first block"
+    if child == key:
+        raise AssertionError(f"{tokens} after a parent block got the key of {tokens} as a first block")
     other_parent = lab.hash_block_tokens(None, [1, 2, 3, 5])
-    assert lab.hash_block_tokens(other_parent, tokens) != child, (
-        "the same tokens after two different parents got the same key: the parent is ignored")
+    other_child = lab.hash_block_tokens(other_parent, tokens)
+    if other_child == child:
+        raise AssertionError(f"{tokens} after two different parents got the same key: the parent is ignored")
+
+
+def test_hash_never_confuses_two_token_lists(lab):
+    """Different token lists never give the same bytes to hash: each token has a fixed width (8
+    bytes), so nothing can shift from one token into the next. And real token ids need that width:
+    Llama 3's vocabulary has 128256 ids, and the lab accepts any id below 2**63.
+
+    Catches: the tokens written as text without a separator (``"1" + "23"`` and ``"12" + "3"``
+    are the same string), each token in as few bytes as it needs (``[1, 1]`` and ``[257]``), and
+    one byte per token (``bytes(token_ids)`` fails on ids of 256 and more)."""
+    pairs = [
+        ([1, 23], [12, 3], "the tokens as text without a separator ('1' + '23' == '12' + '3')"),
+        ([11, 1, 5], [1, 11, 5], "the tokens as text without a separator ('11' + '1' == '1' + '11')"),
+        ([1, 1], [257], "each token in as few bytes as it needs (0x01 0x01 == 0x0101)"),
+        ([0, 5], [5], "each token in as few bytes as it needs (0 takes no byte)"),
+    ]
+    for a, b, mistake in pairs:
+        key_a, key_b = lab.hash_block_tokens(None, a), lab.hash_block_tokens(None, b)
+        if key_a == key_b:
+            raise AssertionError(
+                f"hash_block_tokens(None, {a}) == hash_block_tokens(None, {b}): two different blocks share a key, "
+            f"so one request would read the other's KV. The bytes hashed must tell them apart; the usual cause "
+            f"is {mistake}: give every token 8 bytes (README step 1)")
+    big = [128255, 2**40, 2**63 - 1, 7]
+    try:
+        key_big = lab.hash_block_tokens(None, big)
+    except (ValueError, OverflowError) as err:
+        raise AssertionError(
+            f"hash_block_tokens(None, {big}) raised {type(err).__name__}: {err}. Token ids go up to the vocabulary "
+            f"size (128256 for Llama 3) and the lab allows any id below 2**63: one byte per token (bytes(token_ids)) "
+            f"or four cannot hold them; give every token 8 bytes") from err
+    near = lab.hash_block_tokens(None, [128255, 2**40, 2**63 - 1, 8])
+    if key_big == near:
+        raise AssertionError(f"{big} and the same with its last token + 1 got one key")
 
 
 @pytest.mark.parametrize("block_size", [1, 3, 4, 16])
@@ -139,11 +213,20 @@ def test_only_full_blocks_are_hashed(lab, block_size):
         tokens = [rng.randrange(50) for _ in range(n)]
         keys = lab.hash_request_tokens(tokens, block_size)
         assert len(keys) == n // block_size, (
-            f"{n} tokens in blocks of {block_size}: {len(keys)} keys, expected {n // block_size} (full blocks only)")
+            f"{n} tokens in blocks of {block_size}: {len(keys)} keys, expected {n // block_size} (full blocks only: "
+            f"the partial last block has no key)")
         parent = None
         for i, key in enumerate(keys):
             expected = lab.hash_block_tokens(parent, tokens[i * block_size:(i + 1) * block_size])
-            assert key == expected, f"key {i} is not hash_block_tokens(key {i - 1}, tokens of block {i})"
+            if key != expected:
+                first = lab.hash_block_tokens(None, tokens[i * block_size:(i + 1) * block_size])
+                why = (" (it is the key of that block as a first block: the chain restarts at every block)"
+                       if i and key == first else "")
+                raise AssertionError(
+                    f"{n} tokens in blocks of {block_size}: key {i} is not hash_block_tokens(key {i - 1}, tokens "
+                    f"{i * block_size}..{(i + 1) * block_size - 1}){why}" if i else
+                    f"{n} tokens in blocks of {block_size}: key 0 is not hash_block_tokens(None, tokens 0.."
+                    f"{block_size - 1})")
             parent = key
 
 
@@ -157,22 +240,30 @@ def test_chained_keys_share_exactly_the_common_prefix(lab):
     a = list(range(16))  # 4 blocks of 4
     b = a[:8] + [99, 98, 97, 96] + a[12:]  # block 2 differs, block 3 is the same tokens
     ka, kb = lab.hash_request_tokens(a, 4), lab.hash_request_tokens(b, 4)
-    assert ka[:2] == kb[:2], "the common prefix (blocks 0 and 1) got different keys"
-    assert ka[2] != kb[2], "different tokens in block 2 got the same key"
-    assert ka[3] != kb[3], "block 3 holds the same tokens after different block 2s: its keys must differ"
-    assert len(set(ka)) == 4, "the blocks of one prompt are not all different keys"
+    assert len(ka) == len(kb) == 4, f"16 tokens in blocks of 4: {len(ka)} and {len(kb)} keys, expected 4 each"
+    if ka[:2] != kb[:2]:
+        raise AssertionError("the common prefix (blocks 0 and 1, the same tokens) got different keys")
+    if ka[2] == kb[2]:
+        raise AssertionError("different tokens in block 2 got the same key")
+    if ka[3] == kb[3]:
+        raise AssertionError(
+            "block 3 holds the same tokens after different block 2s and got the same key: a key must cover "
+        "everything before its block (chain it to the previous key)")
+    assert len(set(ka)) == 4, f"the 4 blocks of one prompt have {len(set(ka))} different keys, expected 4"
 
 
 def test_hash_rejects_bad_input(lab):
     """Bad input is a ValueError that names the argument, not a traceback from hashlib."""
-    with pytest.raises(ValueError, match="parent_hash"):
-        lab.hash_block_tokens("not a hash", [1, 2])
-    with pytest.raises(ValueError, match="token_ids"):
-        lab.hash_block_tokens(None, [])
-    with pytest.raises(ValueError, match="token_ids"):
-        lab.hash_block_tokens(None, [1, -2])
-    with pytest.raises(ValueError, match="block_size"):
-        lab.hash_request_tokens([1, 2, 3], 0)
+    calls = [
+        ("parent_hash", "hash_block_tokens('not a hash', [1, 2])", lambda: lab.hash_block_tokens("not a hash", [1, 2])),
+        ("token_ids", "hash_block_tokens(None, [])", lambda: lab.hash_block_tokens(None, [])),
+        ("token_ids", "hash_block_tokens(None, [1, -2])", lambda: lab.hash_block_tokens(None, [1, -2])),
+        ("block_size", "hash_request_tokens([1, 2, 3], 0)", lambda: lab.hash_request_tokens([1, 2, 3], 0)),
+    ]
+    for name, call, run in calls:
+        with pytest.raises(ValueError, match=name):
+            run()
+            pytest.fail(f"{call}: no ValueError naming {name}")
 
 
 # --- step 2: the free queue --------------------------------------------------------------------
@@ -185,12 +276,14 @@ def test_queue_links_the_blocks_in_order(lab):
     Catches: forgetting the sentinels' links, one-way links, a wrong num_free_blocks."""
     blocks = [lab.KVCacheBlock(i) for i in (3, 1, 4, 5)]
     queue = lab.FreeKVCacheBlockQueue(blocks)
-    assert _queue_ids(queue) == [3, 1, 4, 5]
-    assert queue.fake_free_list_head.next_free_block is blocks[0]
-    assert queue.fake_free_list_tail.prev_free_block is blocks[-1]
-    assert _ids(queue.get_all_free_blocks()) == [3, 1, 4, 5]
+    _expect(_queue_ids(queue), [3, 1, 4, 5], "a queue built from blocks [3, 1, 4, 5], read through its links")
+    assert queue.fake_free_list_head.next_free_block is blocks[0], "the head sentinel does not link to block 3"
+    assert queue.fake_free_list_tail.prev_free_block is blocks[-1], "the tail sentinel does not link back to block 5"
+    _expect(_ids(queue.get_all_free_blocks()), [3, 1, 4, 5], "get_all_free_blocks() of that queue")
     empty = lab.FreeKVCacheBlockQueue([])
-    assert empty.num_free_blocks == 0 and _queue_ids(empty) == [] and empty.get_all_free_blocks() == []
+    _expect(empty.num_free_blocks, 0, "num_free_blocks of an empty queue")
+    _expect(_queue_ids(empty), [], "an empty queue, read through its links")
+    _expect(empty.get_all_free_blocks(), [], "get_all_free_blocks() of an empty queue")
 
 
 def test_popleft_and_append_keep_fifo_order(lab):
@@ -202,19 +295,22 @@ def test_popleft_and_append_keep_fifo_order(lab):
     blocks = [lab.KVCacheBlock(i) for i in range(5)]
     queue = lab.FreeKVCacheBlockQueue(blocks)
     first = queue.popleft()
-    assert first is blocks[0] and first.prev_free_block is None and first.next_free_block is None
-    assert _queue_ids(queue) == [1, 2, 3, 4]
+    assert first is blocks[0], f"popleft() on [0, 1, 2, 3, 4] returned block {first.block_id}, expected block 0"
+    links = [name for name in LINKS if getattr(first, name) is not None]
+    assert not links, f"block 0, popped, still has {links}: a block out of the queue has both links None"
+    _expect(_queue_ids(queue), [1, 2, 3, 4], "the queue after popleft()")
     queue.append(first)
-    assert _queue_ids(queue) == [1, 2, 3, 4, 0]
+    _expect(_queue_ids(queue), [1, 2, 3, 4, 0], "after append(block 0)")
     queue.append(queue.popleft())
     queue.append(queue.popleft())
-    assert _queue_ids(queue) == [3, 4, 0, 1, 2]
-    assert _ids(queue.popleft() for _ in range(5)) == [3, 4, 0, 1, 2]
-    assert _queue_ids(queue) == []
+    _expect(_queue_ids(queue), [3, 4, 0, 1, 2], "after two append(popleft())")
+    _expect(_ids(queue.popleft() for _ in range(5)), [3, 4, 0, 1, 2], "five popleft() in a row")
+    _expect(_queue_ids(queue), [], "the queue after popping every block")
     with pytest.raises(ValueError):
         queue.popleft()
+        pytest.fail("popleft() on an empty queue: no ValueError")
     queue.append(blocks[2])
-    assert _queue_ids(queue) == [2]
+    _expect(_queue_ids(queue), [2], "an emptied queue after append(block 2)")
 
 
 class _CountingBlock:
@@ -285,11 +381,12 @@ def test_free_queue_o1_middle_removal(lab):
     blocks = [lab.KVCacheBlock(i) for i in range(7)]
     queue = lab.FreeKVCacheBlockQueue(blocks)
     queue.remove(blocks[3])
-    assert blocks[3].prev_free_block is None and blocks[3].next_free_block is None
-    assert _queue_ids(queue) == [0, 1, 2, 4, 5, 6]
+    links = [name for name in LINKS if getattr(blocks[3], name) is not None]
+    assert not links, f"block 3, removed, still has {links}: a block out of the queue has both links None"
+    _expect(_queue_ids(queue), [0, 1, 2, 4, 5, 6], "[0..6] after remove(block 3)")
     queue.remove(blocks[0])  # the front
     queue.remove(blocks[6])  # the back
-    assert _queue_ids(queue) == [1, 2, 4, 5]
+    _expect(_queue_ids(queue), [1, 2, 4, 5], "after removing the front (0) and the back (6) too")
 
 
 def test_queue_rejects_blocks_in_the_wrong_state(lab):
@@ -303,9 +400,12 @@ def test_queue_rejects_blocks_in_the_wrong_state(lab):
     out = queue.popleft()
     with pytest.raises(ValueError):
         queue.remove(out)
+        pytest.fail("remove(block 0) of a block that is not in the queue: no ValueError")
+    _expect(_queue_ids(queue), [1, 2, 3], "the queue after the refused remove(block 0)")
     with pytest.raises(ValueError):
         queue.append(blocks[2])
-    assert _queue_ids(queue) == [1, 2, 3]
+        pytest.fail("append(block 2) of a block already in the queue: no ValueError")
+    _expect(_queue_ids(queue), [1, 2, 3], "the queue after the refused append(block 2)")
 
 
 # --- step 3: the pool: allocate and free -------------------------------------------------------
@@ -318,14 +418,17 @@ def test_null_block_is_reserved(lab):
     Catches: leaving block 0 in the free queue (some request gets it and its table entry means
     "no block"), marking another block null."""
     pool = lab.BlockPool(8)
-    assert pool.null_block is pool.blocks[0] and pool.null_block.is_null
-    assert [b.is_null for b in pool.blocks] == [True] + [False] * 7
-    assert pool.get_num_free_blocks() == 7 and _queue_ids(pool.free_block_queue) == [1, 2, 3, 4, 5, 6, 7]
-    for _ in range(2):
+    if pool.null_block is not pool.blocks[0]:
+        raise AssertionError("pool.null_block is not pool.blocks[0]")
+    _expect([i for i, b in enumerate(pool.blocks) if b.is_null], [0], "the blocks marked is_null")
+    _expect(_queue_ids(pool.free_block_queue), [1, 2, 3, 4, 5, 6, 7], "the free queue of a fresh pool of 8")
+    _expect(pool.get_num_free_blocks(), 7, "get_num_free_blocks() of a fresh pool of 8")
+    for cycle in range(2):
         blocks = pool.get_new_blocks(7)
-        assert sorted(_ids(blocks)) == [1, 2, 3, 4, 5, 6, 7]
+        _expect(sorted(_ids(blocks)), [1, 2, 3, 4, 5, 6, 7], f"cycle {cycle}: get_new_blocks(7), sorted")
         with pytest.raises(ValueError):
             pool.get_new_blocks(1)
+            pytest.fail(f"cycle {cycle}: get_new_blocks(1) with every block but the null block held: no ValueError")
         pool.free_blocks(blocks)
 
 
@@ -336,13 +439,16 @@ def test_get_new_blocks_takes_the_front(lab):
     Catches: taking from the back, ref_cnt left at 0 (the block looks free while it is held),
     ref_cnt incremented from a stale value."""
     pool = lab.BlockPool(10)
-    assert pool.get_new_blocks(0) == []
+    _expect(pool.get_new_blocks(0), [], "get_new_blocks(0)")
     a = pool.get_new_blocks(3)
-    assert _ids(a) == [1, 2, 3] and [b.ref_cnt for b in a] == [1, 1, 1]
-    assert all(b is pool.blocks[b.block_id] for b in a), "get_new_blocks returned copies, not the pool's blocks"
+    _expect(_ids(a), [1, 2, 3], "get_new_blocks(3) on a fresh pool of 10")
+    _expect([b.ref_cnt for b in a], [1, 1, 1], "ref_cnt of the blocks handed out")
+    if not all(b is pool.blocks[b.block_id] for b in a):
+        raise AssertionError("get_new_blocks returned copies, not the pool's blocks")
     b = pool.get_new_blocks(2)
-    assert _ids(b) == [4, 5]
-    assert pool.get_num_free_blocks() == 4 and _queue_ids(pool.free_block_queue) == [6, 7, 8, 9]
+    _expect(_ids(b), [4, 5], "the next get_new_blocks(2)")
+    _expect(_queue_ids(pool.free_block_queue), [6, 7, 8, 9], "the free queue after handing out 1..5")
+    _expect(pool.get_num_free_blocks(), 4, "get_num_free_blocks() after handing out 1..5")
 
 
 def test_usage_counts_the_null_block_as_used(lab):
@@ -351,11 +457,16 @@ def test_usage_counts_the_null_block_as_used(lab):
 
     Catches: returning the free fraction, a percentage, or a count."""
     pool = lab.BlockPool(10)
-    assert pool.get_usage() == pytest.approx(0.1, abs=1e-12)
+    why = "the fraction of all 10 blocks not free, the null block counted as used"
+    # Exact up to one rounding of the division: 1e-12 is far below any wrong formula's error.
+    usage = pool.get_usage()
+    assert usage == pytest.approx(0.1, abs=1e-12), f"get_usage() of a fresh pool of 10 is {usage}, expected 0.1 ({why})"
     held = pool.get_new_blocks(5)
-    assert pool.get_usage() == pytest.approx(0.6, abs=1e-12)
+    usage = pool.get_usage()
+    assert usage == pytest.approx(0.6, abs=1e-12), f"get_usage() with 5 blocks held is {usage}, expected 0.6 ({why})"
     pool.free_blocks(held)
-    assert pool.get_usage() == pytest.approx(0.1, abs=1e-12)
+    usage = pool.get_usage()
+    assert usage == pytest.approx(0.1, abs=1e-12), f"get_usage() once they are freed is {usage}, expected 0.1 ({why})"
 
 
 def test_free_blocks_returns_in_the_order_given(lab):
@@ -368,9 +479,10 @@ def test_free_blocks_returns_in_the_order_given(lab):
     pool = lab.BlockPool(8)
     held = pool.get_new_blocks(5)  # 1..5; free queue: 6, 7
     pool.free_blocks([held[2], held[0], held[4]])  # 3, 1, 5
-    assert [b.ref_cnt for b in held] == [0, 1, 0, 1, 0]
-    assert _queue_ids(pool.free_block_queue) == [6, 7, 3, 1, 5]
-    assert _ids(pool.get_new_blocks(4)) == [6, 7, 3, 1]
+    _expect([b.ref_cnt for b in held], [0, 1, 0, 1, 0], "ref_cnt of blocks 1..5 after free_blocks([3, 1, 5])")
+    _expect(_queue_ids(pool.free_block_queue), [6, 7, 3, 1, 5],
+            "the free queue after free_blocks([3, 1, 5]) behind 6, 7 (freed blocks join the back, in the order given)")
+    _expect(_ids(pool.get_new_blocks(4)), [6, 7, 3, 1], "the next get_new_blocks(4)")
 
 
 def test_shared_block_stays_held_until_the_last_free(lab):
@@ -382,13 +494,17 @@ def test_shared_block_stays_held_until_the_last_free(lab):
     pool = lab.BlockPool(6)
     a = pool.get_new_blocks(2)  # 1, 2
     pool.touch([a[0]])  # a second request shares block 1
-    assert a[0].ref_cnt == 2 and _queue_ids(pool.free_block_queue) == [3, 4, 5]
+    _expect(a[0].ref_cnt, 2, "ref_cnt of block 1, held by one request and touched by a second (touch counts every "
+                             "new holder, whether or not the block was free)")
+    _expect(_queue_ids(pool.free_block_queue), [3, 4, 5], "the free queue after touching the held block 1")
     pool.free_blocks(reversed(a))  # the first request finishes
-    assert a[0].ref_cnt == 1 and a[1].ref_cnt == 0
-    assert _queue_ids(pool.free_block_queue) == [3, 4, 5, 2]
-    assert 1 not in _ids(pool.get_new_blocks(4)), "block 1 is still held but was handed out again"
+    _expect([a[0].ref_cnt, a[1].ref_cnt], [1, 0], "ref_cnt of blocks 1 and 2 after the first request frees both")
+    _expect(_queue_ids(pool.free_block_queue), [3, 4, 5, 2], "the free queue then (block 1 is still held)")
+    handed = _ids(pool.get_new_blocks(4))
+    assert 1 not in handed, f"block 1 is still held by the second request but was handed out again: {handed}"
     pool.free_blocks([a[0]])
-    assert a[0].ref_cnt == 0 and _queue_ids(pool.free_block_queue) == [1]
+    _expect(a[0].ref_cnt, 0, "ref_cnt of block 1 after its last holder frees it")
+    _expect(_queue_ids(pool.free_block_queue), [1], "the free queue after the last free of block 1")
 
 
 def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
@@ -400,14 +516,12 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
     partial decrement before the error, the null block freed into the queue."""
     with pytest.raises(ValueError):
         lab.BlockPool(0)
+        pytest.fail("BlockPool(0): no ValueError")
     pool = lab.BlockPool(6)
     held = pool.get_new_blocks(2)  # 1, 2
     pool.free_blocks([held[1]])
 
-    def state():
-        return [b.ref_cnt for b in pool.blocks], [b.block_hash for b in pool.blocks], _queue_ids(pool.free_block_queue)
-
-    before = state()
+    before = _pool_state(pool)
     bad_calls = {
         "free a free block": lambda: pool.free_blocks([held[1]]),
         "free a block held once, twice in one call": lambda: pool.free_blocks([held[0], held[0]]),
@@ -420,7 +534,61 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
         with pytest.raises(ValueError):
             call()
             pytest.fail(f"{what}: no ValueError")
-        assert state() == before, f"{what}: the ValueError came after the pool had changed"
+        _expect_unchanged(pool, before, what)
+
+
+def _pool_state(pool) -> dict:
+    """Everything a refused call must leave as it was: ref counts, hashes, the queue, the index."""
+    return {
+        "ref_cnt per block": [b.ref_cnt for b in pool.blocks],
+        "hashed blocks": [b.block_id for b in pool.blocks if b.block_hash is not None],
+        "free queue": _queue_ids(pool.free_block_queue),
+        "indexed blocks": sorted(i for same in pool.cached_block_hash_to_block.values() for i in same),
+    }
+
+
+def _expect_unchanged(pool, before: dict, what: str) -> None:
+    __tracebackhide__ = True
+    now = _pool_state(pool)
+    changed = [f"{name} {before[name]} -> {now[name]}" for name in before if now[name] != before[name]]
+    if changed:
+        raise AssertionError(
+            f"{what}: the ValueError came after the pool had changed ({'; '.join(changed)}). Check every element "
+            f"first, then change anything: a refused call must leave the pool as it was")
+
+
+def test_a_refusal_mid_list_changes_nothing(lab):
+    """A call that refuses one element of a list refuses the whole call before changing anything,
+    wherever the bad element is: here it sits in the middle, after elements the call would accept.
+    touch with the null block between two good blocks; free_blocks with a double free or the null
+    block between two held blocks; cache_full_blocks with an already cached block, or the null
+    block, between two blocks that could be cached; get_new_blocks for one block more than free.
+
+    Catches: a loop that checks each element as it goes (the elements before the bad one are
+    already touched, freed, cached or handed out when the ValueError comes)."""
+    pool = lab.BlockPool(10)
+    keys = lab.hash_request_tokens(list(range(12)), 4)
+    held = pool.get_new_blocks(5)  # 1..5, ref_cnt 1
+    pool.cache_full_blocks(held[1:2], keys[1:2], 0, 1)  # block 2 holds key 1
+    pool.free_blocks([held[4]])  # block 5 is free again: ref_cnt 0, at the back of the queue
+    one, two, three, _, five = held
+    before = _pool_state(pool)
+    bad_calls = {
+        "touch([block 5 (free), null block, block 1])": lambda: pool.touch([five, pool.null_block, one]),
+        "free_blocks([block 1, block 5 (already free), block 3])": lambda: pool.free_blocks([one, five, three]),
+        "free_blocks([block 1, null block, block 3])": lambda: pool.free_blocks([one, pool.null_block, three]),
+        "free_blocks([block 1, block 3, block 1]) (block 1 held once)": lambda: pool.free_blocks([one, three, one]),
+        "cache_full_blocks([block 1, block 2 (already cached), block 3], keys, 0, 3)":
+            lambda: pool.cache_full_blocks([one, two, three], keys, 0, 3),
+        "cache_full_blocks([block 1, null block, block 3], keys, 0, 3)":
+            lambda: pool.cache_full_blocks([one, pool.null_block, three], keys, 0, 3),
+        "get_new_blocks(6) with 5 free": lambda: pool.get_new_blocks(6),
+    }
+    for what, call in bad_calls.items():
+        with pytest.raises(ValueError):
+            call()
+            pytest.fail(f"{what}: no ValueError")
+        _expect_unchanged(pool, before, what)
 
 
 # --- step 4: the prefix cache: cache, look up, touch, evict lazily -----------------------------
@@ -441,20 +609,25 @@ def test_cache_full_blocks_indexes_only_the_new_full_blocks(lab):
     keys = lab.hash_request_tokens(tokens, 4)
     with pytest.raises(ValueError):
         pool.cache_full_blocks(blocks, keys, 0, 3)  # 3 blocks, but only 2 are full
-    assert [b.block_hash for b in blocks] == [None, None, None] and pool.cached_block_hash_to_block == {}
+        pytest.fail("cache_full_blocks(3 blocks, 2 keys, 0, 3): no ValueError (only full blocks have keys)")
+    _expect(_block_hashes(blocks, keys), [None, None, None], "the hashes of blocks 1..3 after that refusal")
+    _expect(len(pool.cached_block_hash_to_block), 0, "keys in the index after that refusal")
     with pytest.raises(ValueError):
         pool.cache_full_blocks([pool.null_block], keys, 0, 1)
+        pytest.fail("cache_full_blocks([null block], keys, 0, 1): no ValueError")
     pool.cache_full_blocks(blocks, keys, 0, 2)
     with pytest.raises(ValueError):
         pool.cache_full_blocks(blocks, keys, 1, 2)  # block 2 is already cached
-    assert [b.block_hash for b in blocks] == [keys[0], keys[1], None]
-    assert pool.get_cached_block(keys[0]) is blocks[0] and pool.get_cached_block(keys[1]) is blocks[1]
-    assert len(pool.cached_block_hash_to_block) == 2
+        pytest.fail("cache_full_blocks(blocks, keys, 1, 2) with block 2 already cached: no ValueError")
+    _expect(_block_hashes(blocks, keys), ["key 0", "key 1", None], "the hashes of blocks 1..3 after caching [0, 2)")
+    _expect([_found(pool.get_cached_block(k)) for k in keys], [1, 2], "get_cached_block of keys 0 and 1")
+    _expect(len(pool.cached_block_hash_to_block), 2, "keys in the index")
 
     keys = lab.hash_request_tokens(tokens + [10, 11], 4)
     pool.cache_full_blocks(blocks, keys, 2, 3)
-    assert [b.block_hash for b in blocks] == keys
-    assert pool.get_cached_block(keys[2]) is blocks[2] and len(pool.cached_block_hash_to_block) == 3
+    _expect(_block_hashes(blocks, keys), ["key 0", "key 1", "key 2"], "the hashes after 2 more tokens and (2, 3)")
+    _expect(_found(pool.get_cached_block(keys[2])), 3, "get_cached_block(key 2)")
+    _expect(len(pool.cached_block_hash_to_block), 3, "keys in the index")
 
 
 def test_cached_block_survives_free_until_reused(lab):
@@ -466,16 +639,21 @@ def test_cached_block_survives_free_until_reused(lab):
     the index entry on reuse (a later request "hits" a block that now holds other tokens),
     forgetting to reset the block's hash."""
     pool, blocks, keys, _ = _full_pool_cycle(lab)  # blocks 1..4 cached (1..3) and freed tail first
-    assert _queue_ids(pool.free_block_queue) == [5, 6, 7, 4, 3, 2, 1]
-    assert [b.block_hash for b in blocks[:3]] == keys, "freeing a block must not forget its hash"
-    assert [pool.get_cached_block(k) for k in keys] == blocks[:3]
+    _expect(_queue_ids(pool.free_block_queue), [5, 6, 7, 4, 3, 2, 1], "the free queue after freeing 1..4 tail first")
+    _expect(_block_hashes(blocks[:3], keys), ["key 0", "key 1", "key 2"],
+            "the hashes of the freed blocks 1..3 (freeing a block must not forget its hash: lazy eviction)")
+    _expect([_found(pool.get_cached_block(k)) for k in keys], [1, 2, 3], "get_cached_block of keys 0..2 after free")
 
     reused = pool.get_new_blocks(5)  # 5, 6, 7, then 4 (never cached) and 3 (cached: evicted now)
-    assert _ids(reused) == [5, 6, 7, 4, 3]
-    assert blocks[2].block_hash is None, "block 3 was handed out again but kept its old hash"
-    assert pool.get_cached_block(keys[2]) is None, "the old key of block 3 still finds block 3, which is reused"
-    assert keys[2] not in pool.cached_block_hash_to_block
-    assert pool.get_cached_block(keys[0]) is blocks[0] and pool.get_cached_block(keys[1]) is blocks[1]
+    _expect(_ids(reused), [5, 6, 7, 4, 3], "get_new_blocks(5)")
+    if blocks[2].block_hash is not None:
+        raise AssertionError("block 3 was handed out again but kept its old hash")
+    _expect(_found(pool.get_cached_block(keys[2])), None,
+            "get_cached_block(key 2) once block 3 is handed out again (its index entry must go with the hash)")
+    if keys[2] in pool.cached_block_hash_to_block:
+        raise AssertionError(
+            "key 2 is still in cached_block_hash_to_block (an empty entry?) after its only block was evicted")
+    _expect([_found(pool.get_cached_block(k)) for k in keys[:2]], [1, 2], "get_cached_block of keys 0 and 1")
 
 
 def test_touch_revives_a_cached_block_from_the_middle(lab):
@@ -487,13 +665,14 @@ def test_touch_revives_a_cached_block_from_the_middle(lab):
     first reads it), a touch that does not count the new reference."""
     pool, blocks, keys, _ = _full_pool_cycle(lab)  # queue: 5, 6, 7, 4, 3, 2, 1
     hits = [pool.get_cached_block(k) for k in keys[:2]]
-    assert hits == blocks[:2]
+    _expect([_found(b) for b in hits], [1, 2], "get_cached_block of keys 0 and 1")
     pool.touch(hits)
-    assert [b.ref_cnt for b in hits] == [1, 1]
-    assert _queue_ids(pool.free_block_queue) == [5, 6, 7, 4, 3]
-    assert pool.get_num_free_blocks() == 5
-    assert sorted(_ids(pool.get_new_blocks(5))) == [3, 4, 5, 6, 7]
-    assert [b.block_hash for b in hits] == keys[:2], "the revived blocks must keep their hashes"
+    _expect([b.ref_cnt for b in hits], [1, 1], "ref_cnt of the touched blocks 1 and 2")
+    _expect(_queue_ids(pool.free_block_queue), [5, 6, 7, 4, 3],
+            "the free queue after touching 1 and 2 (they leave it; the others keep their order)")
+    _expect(pool.get_num_free_blocks(), 5, "get_num_free_blocks() after touching 1 and 2")
+    _expect(sorted(_ids(pool.get_new_blocks(5))), [3, 4, 5, 6, 7], "get_new_blocks(5), sorted")
+    _expect(_block_hashes(hits, keys), ["key 0", "key 1"], "the hashes of the revived blocks (they keep them)")
 
 
 def test_block_ids_are_stable(lab):
@@ -513,15 +692,18 @@ def test_block_ids_are_stable(lab):
     table = list(second)
     pool.cache_full_blocks(first, keys, 0, 1)
     pool.cache_full_blocks(table, keys, 0, 1)
-    assert table == second and table[0].block_id == 2, "cache_full_blocks changed the caller's block table"
-    assert [b.block_id for b in pool.blocks] == list(range(6))
-    assert sorted(pool.cached_block_hash_to_block[keys[0]]) == [1, 2]
-    assert pool.get_cached_block(keys[0]) is first[0]
+    if _ids(table) != [2]:
+        raise AssertionError(f"cache_full_blocks changed the caller's block table: [2] -> {_ids(table)}")
+    _expect([b.block_id for b in pool.blocks], list(range(6)), "the ids of pool.blocks")
+    _expect(sorted(pool.cached_block_hash_to_block.get(keys[0], {})), [1, 2],
+            "the blocks indexed under key 0 (both copies: no de-duplication)")
+    _expect(_found(pool.get_cached_block(keys[0])), 1,
+            "get_cached_block(key 0) with copies in blocks 1 (cached first) and 2: the first copy cached")
 
     pool.free_blocks(first)
     pool.free_blocks(second)  # queue: 3, 4, 5, 1, 2
     pool.get_new_blocks(4)  # 3, 4, 5 and 1: block 1 is evicted, block 2 still holds the tokens
-    assert pool.get_cached_block(keys[0]) is second[0]
+    _expect(_found(pool.get_cached_block(keys[0])), 2, "get_cached_block(key 0) once block 1 is evicted")
 
 
 def test_caching_disabled_never_hits(lab):
@@ -533,10 +715,11 @@ def test_caching_disabled_never_hits(lab):
     blocks = pool.get_new_blocks(2)
     keys = lab.hash_request_tokens(list(range(8)), 4)
     pool.cache_full_blocks(blocks, keys, 0, 2)
-    assert [b.block_hash for b in blocks] == [None, None]
-    assert pool.get_cached_block(keys[0]) is None and pool.cached_block_hash_to_block == {}
+    _expect(_block_hashes(blocks, keys), [None, None], "the hashes of blocks 1, 2 with enable_caching=False")
+    _expect(_found(pool.get_cached_block(keys[0])), None, "get_cached_block(key 0) with enable_caching=False")
+    _expect(len(pool.cached_block_hash_to_block), 0, "keys in the index with enable_caching=False")
     pool.free_blocks(blocks)
-    assert pool.get_num_free_blocks() == 5
+    _expect(pool.get_num_free_blocks(), 5, "get_num_free_blocks() after freeing both")
 
 
 # --- everything at once: random interleavings against a brute-force model ----------------------
@@ -590,42 +773,53 @@ def _index_of(pool) -> dict[bytes, tuple[int, ...]]:
     index = {}
     for key, same_hash in pool.cached_block_hash_to_block.items():
         for block_id, block in same_hash.items():
-            assert block is pool.blocks[block_id], f"the index holds another object as block {block_id}"
+            if block is not pool.blocks[block_id]:
+                raise AssertionError(f"the index holds another object as block {block_id}")
         index[key] = tuple(same_hash)
     return index
 
 
-def _check_against_model(pool, model, sequences, seen_keys, where, looked_up, sweep):
+def _check_against_model(pool, model, sequences, key_names, where, looked_up, sweep):
     """The pool equals the model: the queue (both ways), the free count, every block's id, ref count and
-    hash, every request's block table, the whole index (one read), and every lookup.
+    hash, every request's block table, the whole index (one read), and every lookup. Keys are named
+    in messages by ``key_names`` (key -> which block of which tokens it stands for), never printed raw.
 
     A lookup reads its own index entry only, so ``get_cached_block(key)`` is asked again only when the
     key's entry (in the pool or in the model) is not what it was when it was last asked
     (``looked_up``: key -> those entries), and for every key ever seen when ``sweep``."""
+    def name(key):
+        return "no key" if key is None else key_names.get(key, "a key no request of this test has")
+
     queue_ids = _queue_ids(pool.free_block_queue)
     assert queue_ids == model.free, f"{where}: free queue {queue_ids}, expected {model.free}"
-    assert pool.get_num_free_blocks() == len(model.free), f"{where}: get_num_free_blocks()"
+    free = pool.get_num_free_blocks()
+    assert free == len(model.free), f"{where}: get_num_free_blocks() is {free}, expected {len(model.free)}"
     for i, block in enumerate(pool.blocks):
         assert block.block_id == i, f"{where}: pool.blocks[{i}] has id {block.block_id} (invariant 2)"
         assert block.ref_cnt == model.ref[i], f"{where}: block {i} ref_cnt {block.ref_cnt}, expected {model.ref[i]}"
-        assert block.block_hash == model.hash[i], f"{where}: block {i} hash differs from the model"
+        if block.block_hash != model.hash[i]:
+            raise AssertionError(f"{where}: block {i} holds {name(block.block_hash)}, expected {name(model.hash[i])}")
     in_queue = set(queue_ids)
     should_be = {i for i, r in model.ref.items() if r == 0 and i != 0}
-    assert in_queue == should_be, f"{where}: invariant 1 broken: in the queue {in_queue}, ref_cnt == 0 {should_be}"
+    assert in_queue == should_be, (
+        f"{where}: invariant 1 broken: in the queue {sorted(in_queue)}, with ref_cnt 0 {sorted(should_be)}")
     for seq in sequences:
-        assert all(b is pool.blocks[i] for b, i in zip(seq["blocks"], seq["ids"], strict=True)), (
-            f"{where}: a request's block table changed under it (invariant 2)")
+        if not all(b is pool.blocks[i] for b, i in zip(seq["blocks"], seq["ids"], strict=True)):
+            raise AssertionError(f"{where}: a request's block table {seq['ids']} changed under it (invariant 2)")
     index = _index_of(pool)
     as_sets = {key: sorted(ids) for key, ids in index.items()}
     expected = {key: sorted(ids) for key, ids in model.index.items()}
-    assert as_sets == expected, f"{where}: the prefix-cache index is {as_sets}, expected {expected}"
-    for key in seen_keys:
+    wrong = [f"{name(key)}: blocks {as_sets.get(key, [])}, expected {expected.get(key, [])}"
+             for key in sorted({*as_sets, *expected}, key=name) if as_sets.get(key) != expected.get(key)]
+    assert not wrong, f"{where}: the prefix-cache index differs from the model's for {len(wrong)} key(s): " + (
+        "; ".join(wrong[:4]) + (" ..." if len(wrong) > 4 else ""))
+    for key in key_names:
         entries = (index.get(key), tuple(model.index.get(key, ())))
         if sweep or looked_up.get(key) != entries:
-            got = pool.get_cached_block(key)
-            assert (None if got is None else got.block_id) == model.lookup(key), (
-                f"{where}: get_cached_block finds block {None if got is None else got.block_id}, "
-                f"expected {model.lookup(key)}")
+            got = _found(pool.get_cached_block(key))
+            assert got == model.lookup(key), (
+                f"{where}: get_cached_block({name(key)}) finds block {got}, expected {model.lookup(key)} "
+                f"(blocks cached under it, first cached first: {list(model.index.get(key, []))})")
             looked_up[key] = entries
 
 
@@ -645,16 +839,32 @@ def test_random_interleavings_keep_the_invariants(lab, seed):
     rng = random.Random(seed)
     block_size, num_blocks = rng.choice([1, 2, 4]), rng.choice([9, 16, 24])
     pool, model = lab.BlockPool(num_blocks), _Model(num_blocks)
-    sequences, prompts, seen_keys = [], [[rng.randrange(4) for _ in range(12)]], set()
+    sequences, prompts = [], [[rng.randrange(4) for _ in range(12)]]
+    key_names: dict[bytes, str] = {}  # key -> "block i of [tokens]": what messages call it
     looked_up = {}  # key -> its index entries (pool, model) when get_cached_block(key) was last checked
 
     def cache_full(seq):
         keys = lab.hash_request_tokens(seq["tokens"], block_size)
-        assert len(keys) == len(seq["tokens"]) // block_size, "a partial block got a key (invariant 3)"
+        n = len(seq["tokens"])
+        assert len(keys) == n // block_size, (
+            f"{n} tokens in blocks of {block_size} got {len(keys)} keys, expected {n // block_size} (invariant 3)")
         new = range(seq["num_cached"], len(keys))
-        pool.cache_full_blocks(seq["blocks"], keys, seq["num_cached"], len(keys))
+        try:
+            pool.cache_full_blocks(seq["blocks"], keys, seq["num_cached"], len(keys))
+        except ValueError as err:
+            ids = [seq["ids"][i] for i in new]
+            hashed = [i for i in ids if pool.blocks[i].block_hash is not None]
+            why = (f"the pool has a hash on {hashed}: a block handed out again must lose its hash (lazy eviction, "
+                   f"in get_new_blocks)" if hashed else
+                   "the pool has none on them either: only blocks num_cached_blocks <= i < num_full_blocks are to "
+                   "be cached, the ones before are cached already")
+            raise AssertionError(
+                f"seed {seed}, step {step}: cache_full_blocks(table {seq['ids']}, its keys, {seq['num_cached']}, "
+                f"{len(keys)}) raised ValueError ({err}); the model says blocks {ids} hold no hash yet, and {why}"
+            ) from err
         model.cache([seq["ids"][i] for i in new], [keys[i] for i in new])
-        seen_keys.update(keys)
+        for i, key in enumerate(keys):
+            key_names.setdefault(key, f"the key of block {i} of tokens {seq['tokens'][:(i + 1) * block_size]}")
         seq["num_cached"] = len(keys)
 
     for step in range(250):
@@ -666,7 +876,9 @@ def test_random_interleavings_keep_the_invariants(lab, seed):
             hits = []
             for key in keys[:(len(tokens) - 1) // block_size]:  # the last token is always computed
                 block = pool.get_cached_block(key)
-                assert (None if block is None else block.block_id) == model.lookup(key)
+                assert _found(block) == model.lookup(key), (
+                    f"step {step}: get_cached_block({key_names.get(key, 'a key never cached')}) finds block "
+                    f"{_found(block)}, expected {model.lookup(key)}")
                 if block is None:
                     break
                 hits.append(block)
@@ -699,5 +911,5 @@ def test_random_interleavings_keep_the_invariants(lab, seed):
             seq = sequences.pop(rng.randrange(len(sequences)))
             pool.free_blocks(reversed(seq["blocks"]))
             model.free_(reversed(seq["ids"]))
-        _check_against_model(pool, model, sequences, seen_keys, f"seed {seed}, step {step} ({action})", looked_up,
+        _check_against_model(pool, model, sequences, key_names, f"seed {seed}, step {step} ({action})", looked_up,
                              sweep=step % 25 == 24)

@@ -24,58 +24,14 @@ from __future__ import annotations
 
 from collections import deque
 
+import _stream
 import numpy as np
+from _stream import _as_arrays, _check_lengths, _check_positive, _check_stream, _timeline
 
-import labkit
-
-# Lab 02-01's reference allocator (never the learner's file): block 0 is its null block.
-BlockPool = labkit.load_reference("02-01").BlockPool
-
-
-# ----------------------------------------------------------------------------- input checks and records
-
-
-def _check_positive(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _check_lengths(lengths) -> list[int]:
-    lengths = np.asarray(lengths)
-    if lengths.ndim != 1 or (lengths.size and lengths.dtype.kind not in "iu") or np.any(lengths < 1):
-        raise ValueError(f"lengths must be a 1-D list of positive token counts, got {lengths!r}")
-    return [int(n) for n in lengths]
-
-
-def _check_stream(stream) -> np.ndarray:
-    """The stream as an int64 array [num_requests, 3]: (arrival step, prompt_len, output_len)."""
-    stream = np.asarray(stream)
-    if stream.size == 0:
-        return np.zeros((0, 3), dtype=np.int64)
-    if stream.ndim != 2 or stream.shape[1] != 3 or stream.dtype.kind not in "iu":
-        raise ValueError(f"stream must be integers of shape [num_requests, 3] (arrival, prompt_len, output_len), "
-                         f"got shape {stream.shape} and dtype {stream.dtype}")
-    stream = stream.astype(np.int64)
-    if np.any(stream[:, 0] < 0) or np.any(stream[:, 1:] < 1):
-        raise ValueError("stream: arrival steps must be >= 0, prompt_len and output_len >= 1")
-    return stream
-
-
-def _timeline(num_requests):
-    """Empty per-step and per-request records of one replay."""
-    n = num_requests
-    return {
-        "used": [], "reserved": [], "running": [], "waiting": [],
-        "admitted_at": np.full(n, -1, dtype=np.int64), "finished_at": np.full(n, -1, dtype=np.int64),
-        "preemptions": 0,
-    }
-
-
-def _as_arrays(timeline):
-    for key in ("used", "reserved", "running", "waiting"):
-        timeline[key] = np.array(timeline[key], dtype=np.int64)
-    return timeline
+# Given in _stream.py: lab 02-01's reference allocator (never the learner's file; block 0 is its null
+# block), the input checks (_check_positive, _check_lengths, _check_stream) and the timeline records
+# (_timeline, _as_arrays).
+BlockPool = _stream.BlockPool
 
 
 # ----------------------------------------------------------------------------- steps 1-2: one request

@@ -30,6 +30,26 @@ def read_only(array) -> np.ndarray:
     return array
 
 
+def serve_paged(lab, stream, num_blocks, block_size):
+    """``lab.serve_paged(...)``; a ValueError that lab 02-01's pool raises from inside it is reported
+    in this lab's terms (what the replay asked of the pool, and why that cannot happen)."""
+    __tracebackhide__ = True
+    try:
+        return lab.serve_paged(stream, num_blocks, block_size)
+    except ValueError as err:
+        text = str(err)
+        if "blocks are free" in text:
+            raise AssertionError(
+                f"serve_paged asked lab 02-01's pool for more blocks than it has free ({text}): check "
+                f"blocks_needed against pool.get_num_free_blocks() first; in the grow phase preempt the newest "
+                f"running request until the blocks fit (or it was the request itself)") from err
+        if "double free" in text or "null block" in text:
+            raise AssertionError(
+                f"serve_paged freed blocks it does not hold ({text}): a request's blocks go back once, when it "
+                f"finishes or is preempted, and its table is dropped with them") from err
+        raise
+
+
 def assert_timeline(got: dict, expected: dict, what: str) -> None:
     """Every key of ``expected`` equals ``got``'s, as int64 arrays (or the same int)."""
     __tracebackhide__ = True
@@ -59,7 +79,10 @@ def test_blocks_needed_is_a_ceiling(lab):
     ]
     for n, b, want in cases:
         got = lab.blocks_needed(n, b)
-        assert got == want, f"blocks_needed({n}, {b}) = {got}, expected {want}"
+        assert type(got) is int or isinstance(got, np.integer), (
+            f"blocks_needed({n}, {b}) returned {got!r}, of type {type(got).__name__}: expected an int (count in "
+            f"integers)")
+        assert got == want, f"blocks_needed({n}, {b}) = {got}, expected {want} (ceil(num_tokens / block_size), exactly)"
 
 
 def test_internal_fragmentation_is_the_tail_of_the_last_block(lab):
@@ -86,12 +109,17 @@ def test_admit_contiguous_reserves_max_len_per_request(lab):
     The book's example: 4096 slots, reservations of 512, requests of 32 tokens: 4096 // 512 = 8.
     Catches an allocator that sizes each reservation by the request's real length (which nobody
     knows at admission: 4096 // 32 = 128) and a count that ignores how many requests there are."""
-    lengths = read_only([32] * 200)
-    assert lab.admit_contiguous(lengths, 4096, 512) == 8
-    assert lab.admit_contiguous(read_only([512, 1, 300]), 4096, 512) == 3  # fewer requests than slabs
-    assert lab.admit_contiguous(read_only([1] * 10), 1023, 512) == 1  # 1023 slots hold one slab of 512
-    assert lab.admit_contiguous(read_only([7] * 3), 4096, 8) == 3
-    assert lab.admit_contiguous(read_only([]), 4096, 512) == 0
+    cases = [  # (lengths, num_slots, max_len, admitted, why)
+        ([32] * 200, 4096, 512, 8, "4096 // 512 reservations, whatever the lengths"),
+        ([512, 1, 300], 4096, 512, 3, "fewer requests than reservations"),
+        ([1] * 10, 1023, 512, 1, "1023 slots hold one reservation of 512"),
+        ([7] * 3, 4096, 8, 3, "fewer requests than reservations"),
+        ([], 4096, 512, 0, "no request"),
+    ]
+    for lengths, num_slots, max_len, want, why in cases:
+        got = lab.admit_contiguous(read_only(lengths), num_slots, max_len)
+        shown = f"[{lengths[0]}] * {len(lengths)}" if len(set(lengths)) == 1 else str(lengths)
+        assert got == want, f"admit_contiguous({shown}, {num_slots}, {max_len}) = {got}, expected {want} ({why})"
 
 
 def test_admit_paged_counts_blocks_of_the_pool(lab):
@@ -102,14 +130,21 @@ def test_admit_paged_counts_blocks_of_the_pool(lab):
     were free). 33 tokens = 3 blocks: 255 // 3 = 85 (a token-granular count would say
     4080 // 33 = 123). Catches forgetting the null block, counting tokens instead of blocks, and a
     queue that lets a later, smaller request jump ahead of one that does not fit."""
-    assert lab.admit_paged(read_only([32] * 200), 256, 16) == 127
-    assert lab.admit_paged(read_only([33] * 200), 256, 16) == 85
-    assert lab.admit_paged(read_only([16] * 300), 256, 16) == 255  # one full block each
-    assert lab.admit_paged(read_only([1] * 300), 256, 1) == 255
-    # 10 blocks, 9 free: 1 + 1 blocks, then 200 tokens need 13: the queue stops there, although
-    # the 16-token request behind it would fit.
-    assert lab.admit_paged(read_only([16, 16, 200, 16]), 10, 16) == 2
-    assert lab.admit_paged(read_only([]), 10, 16) == 0
+    cases = [  # (lengths, num_blocks, block_size, admitted, why)
+        ([32] * 200, 256, 16, 127, "255 free blocks (block 0 is the null block) // 2 blocks each"),
+        ([33] * 200, 256, 16, 85, "255 free blocks // 3 blocks each (33 tokens take 3 blocks of 16)"),
+        ([16] * 300, 256, 16, 255, "one full block each"),
+        ([1] * 300, 256, 1, 255, "one block each"),
+        # 10 blocks, 9 free: 1 + 1 blocks, then 200 tokens need 13: the queue stops there, although
+        # the 16-token request behind it would fit.
+        ([16, 16, 200, 16], 10, 16, 2, "the third request (13 blocks) does not fit and stops the queue: first come, "
+                                       "first served, no overtaking"),
+        ([], 10, 16, 0, "no request"),
+    ]
+    for lengths, num_blocks, block_size, want, why in cases:
+        got = lab.admit_paged(read_only(lengths), num_blocks, block_size)
+        shown = f"[{lengths[0]}] * {len(lengths)}" if len(set(lengths)) == 1 else str(lengths)
+        assert got == want, f"admit_paged({shown}, {num_blocks}, {block_size}) = {got}, expected {want} ({why})"
 
 
 def test_block_size_tradeoff_hand_computed(lab):
@@ -142,11 +177,17 @@ def test_block_size_tradeoff_matches_brute_force(lab):
     for i, b in enumerate(sizes):
         tables = [ceil_div(int(n), b) for n in lengths]
         waste = sum(t * b - int(n) for t, n in zip(tables, lengths, strict=True))
-        assert waste < b * len(lengths)
-        assert out["waste"][i] == waste, f"block_size {b}: waste {out['waste'][i]}, counted {waste}"
-        assert out["max_table_len"][i] == max(tables)
-        assert abs(out["table_len"][i] - sum(tables) / len(tables)) <= 1e-12 * max(tables)
-        assert abs(out["waste_fraction"][i] - waste / (sum(tables) * b)) <= 1e-15
+        where = f"block_size {b} (entry {i}), 300 random lengths"
+        assert out["waste"][i] == waste, f"{where}: waste {out['waste'][i]}, counted {waste}"
+        assert out["max_table_len"][i] == max(tables), (
+            f"{where}: max_table_len {out['max_table_len'][i]}, counted {max(tables)}")
+        # float64 ratios of integers: one rounding of the division (relative 1e-16).
+        mean = sum(tables) / len(tables)
+        assert abs(out["table_len"][i] - mean) <= 1e-12 * max(tables), (
+            f"{where}: table_len {out['table_len'][i]}, counted {mean}")
+        fraction = waste / (sum(tables) * b)
+        assert abs(out["waste_fraction"][i] - fraction) <= 1e-15, (
+            f"{where}: waste_fraction {out['waste_fraction'][i]}, counted {fraction} (waste over the allocated slots)")
 
 
 # ----------------------------------------------------------------------------- step 3: hand streams
@@ -193,7 +234,7 @@ def test_serve_paged_hand_stream(lab):
     blocks given back (r1's 3 and 2 go to the back of the queue, behind 7).
     Catches a block allocated one token late, blocks not given back, and block ids not taken from
     the pool (or reallocated every step)."""
-    got = lab.serve_paged(read_only(HAND_STREAM), 8, 4)
+    got = serve_paged(lab, read_only(HAND_STREAM), 8, 4)
     assert_timeline(got, {
         "used": [10, 20, 17, 6],
         "reserved": [16, 24, 20, 8],
@@ -203,13 +244,12 @@ def test_serve_paged_hand_stream(lab):
         "finished_at": [3, 1, 2, 2],
         "preemptions": 0,
     }, "paged, HAND_STREAM")
-    tables = [{int(r): [int(b) for b in blocks] for r, blocks in step.items()} for step in got["block_tables"]]
-    assert tables == [
+    assert_block_tables(got, [
         {0: [1], 1: [2, 3], 2: [4]},
         {0: [1], 1: [2, 3], 2: [4], 3: [5, 6]},
         {0: [1, 7], 2: [4], 3: [5, 6]},
         {0: [1, 7]},
-    ], f"block tables per step: {tables}"
+    ], "paged, HAND_STREAM")
 
 
 def test_serve_paged_preempts_the_newest_request(lab):
@@ -226,7 +266,7 @@ def test_serve_paged_preempts_the_newest_request(lab):
       t5: r1 -> 4 tokens, 2 blocks                       used 4, 4 slots; r1 done
     Catches preempting the oldest request, and readmitting with blocks for the prompt only (its
     sampled tokens are recomputed too)."""
-    got = lab.serve_paged(read_only([(0, 2, 4), (0, 2, 3)]), 4, 2)
+    got = serve_paged(lab, read_only([(0, 2, 4), (0, 2, 3)]), 4, 2)
     assert_timeline(got, {
         "used": [4, 3, 4, 5, 3, 4],
         "reserved": [4, 4, 4, 6, 4, 4],
@@ -241,7 +281,7 @@ def test_serve_paged_preempts_the_newest_request(lab):
 def test_empty_stream(lab):
     """No requests: zero steps, empty int64 arrays, no error."""
     empty = read_only(np.zeros((0, 3)))
-    for got in (lab.serve_contiguous(empty, 32, 16), lab.serve_paged(empty, 8, 4)):
+    for got in (lab.serve_contiguous(empty, 32, 16), serve_paged(lab, empty, 8, 4)):
         assert_timeline(got, {key: [] for key in STEP_KEYS + REQUEST_KEYS} | {"preemptions": 0}, "empty stream")
 
 
@@ -274,47 +314,62 @@ def random_stream(rng, num_requests=40, last_arrival=30, max_prompt=40, max_outp
 
 
 def brute_force_replay(stream, *, max_len=None, num_slots=None, num_blocks=None, block_size=None):
-    """The step model of the README in plain integers, for a contiguous allocator (``max_len``,
-    ``num_slots``) or a paged one (``num_blocks`` of ``block_size``; block 0 is never free). Also
-    returns, per step, the tokens each running request holds."""
+    """The step model of the README in plain integers and lists, for a contiguous allocator
+    (``max_len``, ``num_slots``) or a paged one (``num_blocks`` of ``block_size``). Also returns, per
+    step, the tokens each running request holds and, paged, the block ids of each running request.
+
+    The paged pool is a list of free block ids, front first, as lab 02-01's free queue orders them:
+    1 .. num_blocks - 1 at first (block 0 is the null block), new blocks taken from the front, a
+    request's blocks given back at the back, tail first (``reversed(table)``)."""
     paged = num_blocks is not None
     arrival, prompt, output = ([int(x) for x in stream[:, i]] for i in range(3))
     n = len(arrival)
     queue = sorted(range(n), key=lambda r: (arrival[r], r))
-    sampled, blocks, running = [0] * n, [0] * n, []
-    free = num_blocks - 1 if paged else None
+    sampled, running = [0] * n, []
+    free_ids = list(range(1, num_blocks)) if paged else None
+    table: dict[int, list[int]] = {}  # request -> its block ids, in logical order
+
+    def take(count):
+        taken = free_ids[:count]
+        del free_ids[:count]
+        return taken
+
+    def give_back(r):
+        free_ids.extend(reversed(table.pop(r)))
+
     out = {k: [] for k in STEP_KEYS} | {"admitted_at": [-1] * n, "finished_at": [-1] * n, "preemptions": 0}
-    held = []
+    held, tables = [], []
     t = 0
     while queue or running:
-        for r in list(running) if paged else []:  # each running request's newest token needs a slot
+        for r in list(running) if paged else []:  # oldest first: each newest token needs a slot
             if r not in running:
                 continue
-            need = ceil_div(prompt[r] + sampled[r], block_size) - blocks[r]
-            while need > free:
-                victim = running.pop()
-                free, blocks[victim] = free + blocks[victim], 0
+            need = ceil_div(prompt[r] + sampled[r], block_size) - len(table[r])
+            while need > len(free_ids):
+                victim = running.pop()  # the newest
+                give_back(victim)
                 queue.insert(0, victim)
                 out["preemptions"] += 1
                 if victim == r:
                     break
             if r in running:
-                free, blocks[r] = free - need, blocks[r] + need
+                table[r] += take(need)
         while queue and arrival[queue[0]] <= t:
             r = queue[0]
             if paged:
                 need = ceil_div(prompt[r] + sampled[r], block_size)
-                if need > free:
+                if need > len(free_ids):
                     break
-                free, blocks[r] = free - need, need
+                table[r] = take(need)
             elif len(running) == num_slots // max_len:
                 break
             running.append(queue.pop(0))
             if out["admitted_at"][r] < 0:
                 out["admitted_at"][r] = t
         held.append({r: prompt[r] + sampled[r] for r in running})
+        tables.append({r: list(table[r]) for r in running} if paged else {})
         out["used"].append(sum(held[-1].values()))
-        out["reserved"].append(sum(blocks[r] for r in running) * block_size if paged else len(running) * max_len)
+        out["reserved"].append(sum(len(table[r]) for r in running) * block_size if paged else len(running) * max_len)
         out["running"].append(len(running))
         out["waiting"].append(sum(arrival[r] <= t for r in queue))
         for r in list(running):
@@ -323,9 +378,39 @@ def brute_force_replay(stream, *, max_len=None, num_slots=None, num_blocks=None,
                 out["finished_at"][r] = t
                 running.remove(r)
                 if paged:
-                    free, blocks[r] = free + blocks[r], 0
+                    give_back(r)
         t += 1
-    return out, held
+    return out, held, tables
+
+
+def assert_block_tables(got: dict, expected: list[dict], what: str) -> None:
+    """The replay's ``block_tables``, step by step, equal ``expected`` ({request: [block ids]})."""
+    __tracebackhide__ = True
+    steps = got.get("block_tables")
+    assert steps is not None, f"{what}: the timeline has no 'block_tables'"
+    assert len(steps) == len(expected), f"{what}: block_tables has {len(steps)} steps, expected {len(expected)}"
+    for t, (step, want) in enumerate(zip(steps, expected, strict=True)):
+        step = {int(r): [int(b) for b in blocks] for r, blocks in step.items()}
+        if sorted(step) != sorted(want):
+            raise AssertionError(f"{what}: step {t}: running requests {sorted(step)}, expected {sorted(want)}")
+        for r in sorted(want):
+            if step[r] != want[r]:
+                same = sorted(step[r]) == sorted(want[r])
+                i = next((i for i, (a, b) in enumerate(zip(step[r], want[r], strict=False)) if a != b),
+                         min(len(step[r]), len(want[r])))
+                cut = max(i - 3, 0)  # show the tables from a little before the first difference
+
+                def shown(ids, cut=cut):
+                    return ("[..., " if cut else "[") + ", ".join(map(str, ids[cut:cut + 8])) + (
+                        ", ...]" if len(ids) > cut + 8 else "]")
+
+                raise AssertionError(
+                    f"{what}: step {t}: request {r}'s block table differs from table position {i} on: "
+                    f"{shown(step[r])}, expected {shown(want[r])}"
+                    + (" (the same blocks in another order)" if same else "")
+                    + ". Blocks come from the front of lab 02-01's free queue; a finished or preempted request "
+                      "gives its blocks back tail first (reversed); the grow phase serves the oldest running "
+                      "request first, then admission takes the queue's head")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -334,10 +419,9 @@ def test_serve_contiguous_matches_brute_force(lab, seed):
     steps) in 288 slots with reservations of 72: every per-step and per-request count equals the
     brute-force replay's, and ``used <= reserved <= num_slots`` at every step."""
     stream = random_stream(np.random.default_rng(seed))
-    expected, _ = brute_force_replay(stream, max_len=72, num_slots=288)
+    expected, _, _ = brute_force_replay(stream, max_len=72, num_slots=288)
     got = lab.serve_contiguous(read_only(stream), 288, 72)
     assert_timeline(got, expected, f"contiguous, seed {seed}")
-    assert np.all(got["used"] <= got["reserved"]) and np.all(got["reserved"] <= 288)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -347,29 +431,40 @@ def test_serve_paged_matches_brute_force(lab, seed, block_size):
     the brute-force replay's (preemptions included: the pool runs dry), and at every step each
     running request's block table holds ``ceil(tokens / block_size)`` distinct blocks of the pool,
     never the null block 0, shared with no other request, and keeps the ids it had the step before
-    (block ids are stable: growth appends). Catches blocks never given back, a block allocated one
-    token late, readmission without the sampled tokens' blocks, and preempting the wrong request."""
+    (block ids are stable: growth appends). Then every block id, step by step, equals the brute
+    force's, which keeps the pool as a list of free ids in lab 02-01's queue order: counts alone
+    cannot see in which order blocks go back or which request grows first.
+
+    Catches blocks never given back, a block allocated one token late, readmission without the
+    sampled tokens' blocks, preempting the wrong request, a preempted request sent to the back of
+    the queue, finished or preempted requests' blocks freed head first, and the grow phase served
+    newest first."""
     stream = random_stream(np.random.default_rng(seed))
     num_blocks = 288 // block_size
-    expected, held = brute_force_replay(stream, num_blocks=num_blocks, block_size=block_size)
-    got = lab.serve_paged(read_only(stream), num_blocks, block_size)
-    assert_timeline(got, expected, f"paged, seed {seed}, block_size {block_size}")
-    assert np.all(got["used"] <= got["reserved"]) and np.all(got["reserved"] <= (num_blocks - 1) * block_size)
-    assert len(got["block_tables"]) == len(held)
+    expected, held, expected_tables = brute_force_replay(stream, num_blocks=num_blocks, block_size=block_size)
+    got = serve_paged(lab, read_only(stream), num_blocks, block_size)
+    what = f"paged, seed {seed}, block_size {block_size}"
+    assert_timeline(got, expected, what)
+    assert len(got["block_tables"]) == len(held), (
+        f"{what}: block_tables has {len(got['block_tables'])} steps, expected {len(held)}")
     before: dict = {}
     for t, (tables, tokens) in enumerate(zip(got["block_tables"], held, strict=True)):
         tables = {int(r): [int(b) for b in blocks] for r, blocks in tables.items()}
-        assert sorted(tables) == sorted(tokens), f"step {t}: running {sorted(tables)}, expected {sorted(tokens)}"
+        assert sorted(tables) == sorted(tokens), (
+            f"{what}: step {t}: running {sorted(tables)}, expected {sorted(tokens)}")
         ids = [b for blocks in tables.values() for b in blocks]
-        assert len(ids) == len(set(ids)), f"step {t}: a block is in two tables: {tables}"
-        assert all(0 < b < num_blocks for b in ids), f"step {t}: a block id outside 1..{num_blocks - 1}: {tables}"
+        assert len(ids) == len(set(ids)), f"{what}: step {t}: a block is in two tables: {tables}"
+        outside = [b for b in ids if not 0 < b < num_blocks]
+        assert not outside, f"{what}: step {t}: block ids {outside} outside 1..{num_blocks - 1} (0 is the null block)"
         for r, blocks in tables.items():
             assert len(blocks) == ceil_div(tokens[r], block_size), (
-                f"step {t}: request {r} holds {tokens[r]} tokens in {len(blocks)} blocks of {block_size}")
+                f"{what}: step {t}: request {r} holds {tokens[r]} tokens in {len(blocks)} blocks of {block_size}, "
+                f"expected {ceil_div(tokens[r], block_size)}")
             if r in before:
                 assert blocks[: len(before[r])] == before[r], (
-                    f"step {t}: request {r}'s table changed: {before[r]} -> {blocks}")
+                    f"{what}: step {t}: request {r}'s table changed: {before[r]} -> {blocks} (growth appends)")
         before = tables
+    assert_block_tables(got, expected_tables, what)
 
 
 def test_serve_leaves_the_stream_alone(lab):
@@ -377,4 +472,4 @@ def test_serve_leaves_the_stream_alone(lab):
     silently changing the caller's requests."""
     stream = read_only(random_stream(np.random.default_rng(5)))
     lab.serve_contiguous(stream, 288, 72)
-    lab.serve_paged(stream, 72, 4)
+    serve_paged(lab, stream, 72, 4)

@@ -5,14 +5,15 @@
     LAB_IMPL=starter python phase-02-paged-attention/labs/lab-03-kv-memory-budget/lab.py --dry   # your functions
 
 On a GPU: builds the model from its config with random weights (nothing is downloaded), measures
-the weights, the peak activation of a profiling forward pass and the memory taken outside torch,
-feeds them to the lab's functions (``available_kv_memory``, ``num_gpu_blocks``, ...), allocates a KV
-cache of the predicted size, runs the forward pass beside it, and then looks for the edge of the
-card: the largest cache the forward pass still fits beside, found by allocating and catching
+the weights, the peak activation of a profiling run (vLLM's dummy requests, their forward pass and
+a sampling step) and the memory taken outside torch, feeds them to the lab's functions
+(``available_kv_memory``, ``num_gpu_blocks``, ...), allocates a KV cache of the predicted size, runs
+the profiling run beside it, and then looks for the edge of the card: the largest cache the
+profiling run still fits beside, found by allocating and catching
 ``torch.cuda.OutOfMemoryError`` (never more than the card's free memory, never managed memory).
 
 ``--dry``: the same arithmetic on a nominal card with stated assumptions for what only a GPU can
-measure, then the same code path (build, profiling forward, cache, forward beside it) on a tiny
+measure, then the same code path (build, profiling run, cache, profiling run beside it) on a tiny
 model on the CPU. ``--out FILE`` also writes the report as Markdown.
 
 Needs torch and transformers (``pip install -e ".[torch,model]"``).
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import math
 import sys
 import time
 from dataclasses import dataclass
@@ -108,18 +108,50 @@ def build_model(config: dict, device: str):
     return model.eval()
 
 
-def profile_forward(model, config: dict, num_tokens: int, device: str):
-    """One prefill of ``num_tokens`` random tokens (in sequences no longer than the model's
-    positions), logits for the last token of each sequence only, as vLLM computes them."""
+def profile_forward(model, config: dict, num_tokens: int, max_num_seqs: int, device: str):
+    """What vLLM v0.10.1's ``profile_run`` does, on a transformers model: ``_dummy_run`` splits the
+    ``num_tokens`` budget into ``min(num_tokens, max_num_seqs)`` dummy requests of equal length (vLLM
+    gives the remainder to the last one; here it is left out, and with the defaults there is none),
+    runs one forward pass over them and keeps each request's last hidden state; then
+    ``_dummy_sampler_run`` computes their logits and samples one token per request."""
     import torch
 
-    seq_len = min(num_tokens, config["max_position_embeddings"])
-    batch = math.ceil(num_tokens / seq_len)
+    num_reqs = min(num_tokens, max_num_seqs)
+    seq_len = min(num_tokens // num_reqs, config["max_position_embeddings"])
     generator = torch.Generator(device=device).manual_seed(1)
-    input_ids = torch.randint(0, config["vocab_size"], (batch, seq_len), device=device, generator=generator)
+    input_ids = torch.randint(0, config["vocab_size"], (num_reqs, seq_len), device=device, generator=generator)
     with torch.inference_mode():
         hidden = model.get_decoder()(input_ids=input_ids, use_cache=False).last_hidden_state
-        return model.get_output_embeddings()(hidden[:, -1])
+        last = hidden[:, -1]  # [num_reqs, hidden_size]: one row per request, as vLLM's logit_indices
+        del hidden
+        logits = model.get_output_embeddings()(last)  # [num_reqs, vocab_size], in the model's dtype
+        return dummy_sample(logits, generator)
+
+
+def dummy_sample(logits, generator):
+    """vLLM v0.10.1's dummy sampling step (``_dummy_sampler_run``: temperature 0.5, top-k of all but
+    one token, top-p 0.9), on the PyTorch path its sampler takes without the optional FlashInfer
+    package (``forward_native`` and ``apply_top_k_top_p`` in ``vllm/v1/sample/ops/topk_topp_sampler.py``):
+    float32 logits, a full sort of the vocabulary, softmax and cumulative sums, one token per request.
+    Its float32 copies of ``[num_reqs, vocab_size]`` are part of the profiled peak."""
+    import torch
+
+    vocab = logits.shape[-1]
+    logits = logits.to(torch.float32).div_(0.5)  # the sampler works in float32; temperature 0.5
+    logits_sort, logits_idx = logits.sort(dim=-1, descending=False)
+    top_k = vocab - 1  # the k-th largest value is column vocab - k of the ascending sort
+    kth = logits_sort[:, vocab - top_k : vocab - top_k + 1]
+    logits_sort.masked_fill_(logits_sort < kth, -float("inf"))
+    probs_sort = logits_sort.softmax(dim=-1)
+    probs_sum = torch.cumsum(probs_sort, dim=-1, out=probs_sort)
+    top_p_mask = probs_sum <= 1 - 0.9
+    top_p_mask[:, -1] = False  # at least one token
+    logits_sort.masked_fill_(top_p_mask, -float("inf"))
+    logits = logits_sort.scatter(dim=-1, index=logits_idx, src=logits_sort)
+    del logits_sort, logits_idx, probs_sort, probs_sum, top_p_mask
+    probs = logits.softmax(dim=-1, dtype=torch.float32)
+    q = torch.empty_like(probs).exponential_(generator=generator)  # sampling without a CPU sync
+    return probs.div_(q).argmax(dim=-1)
 
 
 def allocate_kv_cache(lab, config: dict, num_blocks: int, block_size: int, device: str):
@@ -169,12 +201,12 @@ def release() -> None:
     torch.cuda.empty_cache()
 
 
-def _forward_beside_cache(lab, model, config, num_blocks, block_size, tokens) -> bool:
+def _forward_beside_cache(lab, model, config, num_blocks, block_size, tokens, max_num_seqs) -> bool:
     import torch
 
     try:
         cache = allocate_kv_cache(lab, config, num_blocks, block_size, GPU)  # noqa: F841  (held, not read)
-        profile_forward(model, config, tokens, GPU)
+        profile_forward(model, config, tokens, max_num_seqs, GPU)
         torch.cuda.synchronize()
         return True
     except torch.cuda.OutOfMemoryError:
@@ -185,14 +217,14 @@ def _forward_beside_cache(lab, model, config, num_blocks, block_size, tokens) ->
         raise
 
 
-def fits_beside_forward(lab, model, config, num_blocks, block_size, tokens) -> bool:
-    """Whether a cache of ``num_blocks`` blocks and the profiling forward pass fit together."""
-    ok = _forward_beside_cache(lab, model, config, num_blocks, block_size, tokens)
+def fits_beside_forward(lab, model, config, num_blocks, block_size, tokens, max_num_seqs) -> bool:
+    """Whether a cache of ``num_blocks`` blocks and the profiling run fit together."""
+    ok = _forward_beside_cache(lab, model, config, num_blocks, block_size, tokens, max_num_seqs)
     release()  # after the call has returned: its tensors (and any exception's frames) are gone
     return ok
 
 
-def find_edge(lab, model, config, block_size, tokens, guess, ceiling, out) -> tuple[int, int]:
+def find_edge(lab, model, config, block_size, tokens, max_num_seqs, guess, ceiling, out) -> tuple[int, int]:
     """The largest cache (in blocks) that fits beside the forward pass, searched around ``guess``;
     ``ceiling``: a count that cannot fit (more than the free memory). Returns (blocks, probes)."""
     probes = 0
@@ -200,7 +232,7 @@ def find_edge(lab, model, config, block_size, tokens, guess, ceiling, out) -> tu
     def fits(n: int) -> bool:
         nonlocal probes
         probes += 1
-        ok = fits_beside_forward(lab, model, config, n, block_size, tokens)
+        ok = fits_beside_forward(lab, model, config, n, block_size, tokens, max_num_seqs)
         out(f"    probe {probes:2d}: {n} blocks -> {'fits' if ok else 'out of memory'}")
         return ok
 
@@ -273,14 +305,17 @@ def run_gpu(lab, args, out) -> None:
 
     torch.cuda.reset_peak_memory_stats()
     before = Snapshot.take()
-    profile_forward(model, config, args.profile_tokens, GPU)
+    profile_forward(model, config, args.profile_tokens, args.max_num_seqs, GPU)
     torch.cuda.synchronize()
     peak, peak_reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
     release()
     after = Snapshot.take()
     activation = peak - before.torch_allocated
     non_torch = max(after.non_torch - base.non_torch, 0)
-    out(f"profiling forward, {args.profile_tokens} tokens: peak activation {gib(activation)} (allocated), "
+    num_reqs = min(args.profile_tokens, args.max_num_seqs)
+    out(f"profiling run, {args.profile_tokens} tokens as {num_reqs} dummy requests of "
+        f"{args.profile_tokens // num_reqs}, their logits and a sampling step: peak activation {gib(activation)} "
+        f"(allocated), "
         f"{gib(peak_reserved - before.torch_reserved)} (reserved by the allocator); non-torch increase "
         f"{gib(non_torch)}")
 
@@ -290,13 +325,13 @@ def run_gpu(lab, args, out) -> None:
                      max_model_len=args.max_model_len)
     block_bytes = lab.page_size_bytes(config, args.block_size) * config["num_hidden_layers"]
 
-    out(f"\nthe check: a cache of {blocks} blocks ({gib(blocks * block_bytes)}), then the forward pass beside it")
+    out(f"\nthe check: a cache of {blocks} blocks ({gib(blocks * block_bytes)}), then the profiling run beside it")
     cache = allocate_kv_cache(lab, config, blocks, args.block_size, GPU)
     torch.cuda.reset_peak_memory_stats()
     try:
-        profile_forward(model, config, args.profile_tokens, GPU)
+        profile_forward(model, config, args.profile_tokens, args.max_num_seqs, GPU)
     except torch.cuda.OutOfMemoryError:
-        out("  OUT OF MEMORY: the predicted cache does not leave room for the forward pass")
+        out("  OUT OF MEMORY: the predicted cache does not leave room for the profiling run")
     torch.cuda.synchronize()
     peak_with_cache = torch.cuda.max_memory_allocated()
     now = Snapshot.take()
@@ -317,8 +352,9 @@ def run_gpu(lab, args, out) -> None:
                    activation=activation, non_torch=non_torch, block_size=args.block_size,
                    max_model_len=args.max_model_len, log_lines=False)
     ceiling = Snapshot.take().free // block_bytes + 1  # more than the free memory: cannot fit
-    largest, probes = find_edge(lab, model, config, args.block_size, args.profile_tokens, edge, ceiling, out)
-    out(f"  measured: {largest} blocks fit beside the forward pass, {largest + 1} do not "
+    largest, probes = find_edge(lab, model, config, args.block_size, args.profile_tokens, args.max_num_seqs, edge,
+                                ceiling, out)
+    out(f"  measured: {largest} blocks fit beside the profiling run, {largest + 1} do not "
         f"(torch.cuda.OutOfMemoryError caught; {probes} probes)")
     gap = edge - largest
     out(f"  predicted - measured: {gap} blocks ({gap * block_bytes / MiB:.0f} MiB); a positive gap is memory the "
@@ -344,13 +380,14 @@ def run_dry(lab, args, out) -> None:
 
     tiny, started = MODELS["tiny-llama"], time.perf_counter()
     model = build_model(tiny, "cpu")
-    profile_forward(model, tiny, 512, "cpu")
+    profile_forward(model, tiny, 512, 256, "cpu")
     blocks = lab.num_gpu_blocks(64 * MiB, tiny, args.block_size)  # pretend 64 MiB are left for the cache
     cache = allocate_kv_cache(lab, tiny, blocks, args.block_size, "cpu")
-    profile_forward(model, tiny, 512, "cpu")
+    profile_forward(model, tiny, 512, 256, "cpu")
     out(f"\nthe GPU run's code path on the CPU, with tiny-llama ({sum(p.numel() for p in model.parameters()):,} "
-        f"parameters): built, profiling forward of 512 tokens, a cache of {blocks} blocks "
-        f"{tuple(cache.shape)} for 64 MiB, the forward again beside it: ok ({time.perf_counter() - started:.1f} s)")
+        f"parameters): built, a profiling run of 512 tokens (256 dummy requests of 2, their logits, a sampling "
+        f"step), a cache of {blocks} blocks {tuple(cache.shape)} for 64 MiB, the profiling run again beside it: "
+        f"ok ({time.perf_counter() - started:.1f} s)")
 
 
 def main(argv=None) -> int:
@@ -360,7 +397,11 @@ def main(argv=None) -> int:
     parser.add_argument("--utilization", type=float, default=0.9, help="gpu_memory_utilization (vLLM's default)")
     parser.add_argument("--block-size", type=int, default=16)
     parser.add_argument("--profile-tokens", type=int, default=8192,
-                        help="tokens of the profiling forward (vLLM: max_num_batched_tokens)")
+                        help="tokens of the profiling run (vLLM: max_num_batched_tokens; 8192 for the OpenAI server "
+                             "on a GPU of 70 GiB or more, A100 aside)")
+    parser.add_argument("--max-num-seqs", type=int, default=1024,
+                        help="the most requests in one step; the profiling run splits its tokens into "
+                             "min(tokens, this) dummy requests (vLLM: max_num_seqs, 1024 on such GPUs, 256 on others)")
     parser.add_argument("--max-model-len", type=int,
                         help="longest request (default: the model's max_position_embeddings, as vLLM does)")
     parser.add_argument("--no-edge", action="store_true", help="skip the search for the edge of the card")

@@ -6,7 +6,7 @@ The arithmetic vLLM (v0.10.1) does once at start-up, before it serves anything:
    what one block costs in one layer (``page_size_bytes``, vLLM's ``AttentionSpec.page_size_bytes``);
 2. how much memory is left for the cache: the requested share of the card
    (``total * gpu_memory_utilization``) minus what is not KV cache: the weights, the peak activation
-   of a profiling forward pass, and memory taken outside torch (``available_kv_memory``, the
+   of a profiling run (a forward pass and a sampling step), and memory taken outside torch (``available_kv_memory``, the
    worker's ``determine_available_memory``);
 3. how many whole blocks fit (``num_gpu_blocks``, ``get_num_blocks`` of ``kv_cache_utils.py``) and
    how many requests of the longest length that makes (``max_concurrency``).
@@ -18,56 +18,17 @@ sizes are integers, in bytes. Implement the functions in order (README "What to 
 
 from __future__ import annotations
 
-# Bytes per element of the dtypes a KV cache may have. vLLM stores its fp8 caches as one byte per
-# element whatever the fp8 flavour; "auto" means the model's own dtype.
-DTYPE_BYTES = {
-    "float32": 4, "float": 4,
-    "float16": 2, "half": 2,
-    "bfloat16": 2,
-    "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1,
-}
+import _config
+from _config import _check_block_size, _check_bytes, _config_int, _dtype_bytes, _model_dtype  # noqa: F401
 
-
-# ----------------------------------------------------------------------------- given: input checks
-# Call these from your functions: bad input becomes a ValueError that names what is wrong.
-
-
-def _config_int(config, key, default=None) -> int:
-    """``config[key]`` as a positive int; ``default`` when the key is absent or None."""
-    value = config.get(key) if isinstance(config, dict) else None
-    if value is None:
-        if default is None:
-            raise ValueError(f"config[{key!r}] is missing: the model's config.json must give it")
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"config[{key!r}] must be a positive integer, got {value!r}")
-    return value
-
-
-def _check_bytes(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer number of bytes, got {value!r}")
-    return value
-
-
-def _check_block_size(block_size) -> int:
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
-    return block_size
-
-
-def _model_dtype(config) -> str:
-    """The model's dtype name: ``config.json`` calls it ``torch_dtype`` (``dtype`` in transformers 5)."""
-    name = config.get("dtype") or config.get("torch_dtype")
-    if name is None:
-        raise ValueError("cache_dtype='auto' needs the model's dtype: config['torch_dtype'] (or 'dtype') is missing")
-    return str(name).removeprefix("torch.")
-
-
-def _dtype_bytes(name: str) -> int:
-    if name not in DTYPE_BYTES:
-        raise ValueError(f"cache_dtype {name!r} is not one of {sorted(DTYPE_BYTES)} (or 'auto')")
-    return DTYPE_BYTES[name]
+# Given in _config.py (read it, do not edit it); each raises a ValueError that names what is wrong:
+#   DTYPE_BYTES                              bytes per element of each cache dtype name ("fp8": 1, ...)
+#   _config_int(config, key, default=None)   config[key] as a positive int; default when absent or None
+#   _model_dtype(config)                     the model's dtype name (torch_dtype, or dtype in transformers 5)
+#   _dtype_bytes(name)                       DTYPE_BYTES[name]
+#   _check_bytes(name, value)                a non-negative int of bytes
+#   _check_block_size(block_size)            a positive int
+DTYPE_BYTES = _config.DTYPE_BYTES
 
 
 # ----------------------------------------------------------------------------- steps 1-3: one token, one block

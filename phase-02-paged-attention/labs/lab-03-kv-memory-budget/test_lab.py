@@ -14,6 +14,33 @@ import pytest
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 
+
+def _size(n) -> str:
+    """A byte count as the tests' comments write it: 131072 (128 KiB)."""
+    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if isinstance(n, int) and abs(n) >= size and n % (size // 16) == 0:
+            return f"{n} ({n / size:g} {unit})"
+    return f"{n!r}"
+
+
+def expect_bytes(got, want: int, call: str, why: str = "") -> None:
+    """An integer number of bytes, exactly ``want``; the message says both in KiB/MiB/GiB too."""
+    __tracebackhide__ = True
+    if isinstance(got, bool) or not isinstance(got, int):
+        raise AssertionError(
+            f"{call} returned {got!r}, of type {type(got).__name__}: memory sizes are integers of bytes")
+    if got != want:
+        raise AssertionError(f"{call} = {_size(got)}, expected {_size(want)}" + (f": {why}" if why else ""))
+
+
+def expect_count(got, want: int, call: str, why: str = "") -> None:
+    """An integer count (blocks), exactly ``want``."""
+    __tracebackhide__ = True
+    if isinstance(got, bool) or not isinstance(got, int):
+        raise AssertionError(f"{call} returned {got!r}, of type {type(got).__name__}, expected an int")
+    if got != want:
+        raise AssertionError(f"{call} = {got}, expected {want}" + (f": {why}" if why else ""))
+
 # meta-llama/Meta-Llama-3-8B: grouped-query attention, 8 KV heads for 32 query heads.
 LLAMA_3_8B = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
@@ -62,7 +89,9 @@ def test_cache_dtype_bytes(lab):
     ]
     for config, cache_dtype, want in cases:
         got = lab.cache_dtype_bytes(config, cache_dtype)
-        assert got == want, f"cache_dtype_bytes({config['model_type']}, {cache_dtype!r}) = {got}, expected {want}"
+        model_dtype = config.get("torch_dtype") or config.get("dtype")
+        expect_count(got, want, f"cache_dtype_bytes({config['model_type']} in {model_dtype}, {cache_dtype!r})",
+                     "'auto' is the model's dtype, any other name its own size (fp8: 1 byte)")
 
 
 def test_llama_3_8b_takes_128_kib_per_token(lab):
@@ -70,8 +99,9 @@ def test_llama_3_8b_takes_128_kib_per_token(lab):
 
     Catches forgetting V (64 KiB), counting query heads instead of KV heads (32 * ... = 512 KiB)
     and forgetting the layers (4 KiB)."""
-    assert lab.kv_bytes_per_token(LLAMA_3_8B) == 128 * KiB
-    assert lab.kv_bytes_per_token(LLAMA_3_8B, "auto") == 131072
+    why = "2 (K and V) * 32 layers * 8 KV heads * 128 dims * 2 bytes"
+    expect_bytes(lab.kv_bytes_per_token(LLAMA_3_8B), 128 * KiB, "kv_bytes_per_token(Llama-3-8B)", why)
+    expect_bytes(lab.kv_bytes_per_token(LLAMA_3_8B, "auto"), 128 * KiB, "kv_bytes_per_token(Llama-3-8B, 'auto')", why)
 
 
 def test_opt_125m_has_no_kv_heads_key(lab):
@@ -79,7 +109,8 @@ def test_opt_125m_has_no_kv_heads_key(lab):
     2 * 12 layers * 12 heads * 64 dims (768 / 12) * 2 bytes (float16) = 36864 = 36 KiB.
 
     Catches reading the key unconditionally (KeyError) and defaulting it to 1 KV head (3 KiB)."""
-    assert lab.kv_bytes_per_token(OPT_125M) == 36 * KiB
+    expect_bytes(lab.kv_bytes_per_token(OPT_125M), 36 * KiB, "kv_bytes_per_token(OPT-125m)",
+                 "no num_key_value_heads: 12 KV heads, one per query head; 2 * 12 layers * 12 * 64 dims * 2 bytes")
 
 
 def test_mha_and_gqa(lab):
@@ -89,16 +120,20 @@ def test_mha_and_gqa(lab):
     a 7B model. Qwen2.5-7B (GQA, 4 KV heads of 128 = 3584 / 28): 2 * 28 * 4 * 128 * 2 = 57344 =
     56 KiB, a ninth of it. Catches query heads counted as KV heads (Qwen: 392 KiB) and a head size
     taken as hidden_size // num_key_value_heads (Qwen: 896 dims)."""
-    assert lab.kv_bytes_per_token(LLAMA_2_7B) == 512 * KiB
-    assert lab.kv_bytes_per_token(QWEN2_5_7B) == 56 * KiB
+    expect_bytes(lab.kv_bytes_per_token(LLAMA_2_7B), 512 * KiB, "kv_bytes_per_token(Llama-2-7B)",
+                 "2 * 32 layers * 32 KV heads * 128 dims * 2 bytes")
+    expect_bytes(lab.kv_bytes_per_token(QWEN2_5_7B), 56 * KiB, "kv_bytes_per_token(Qwen2.5-7B)",
+                 "2 * 28 layers * 4 KV heads * 128 dims (3584 // 28 query heads) * 2 bytes")
 
 
 def test_explicit_head_dim_wins(lab):
     """Gemma-7B gives ``head_dim`` 256, while hidden_size // num_attention_heads is 192.
     2 * 28 * 16 * 256 * 2 = 458752 = 448 KiB (336 KiB with the derived 192). A ``head_dim`` of None
     (some configs write it so) means "derive it". Catches ignoring the config's head_dim."""
-    assert lab.kv_bytes_per_token(GEMMA_7B) == 448 * KiB
-    assert lab.kv_bytes_per_token({**LLAMA_3_8B, "head_dim": None}) == 128 * KiB
+    expect_bytes(lab.kv_bytes_per_token(GEMMA_7B), 448 * KiB, "kv_bytes_per_token(Gemma-7B)",
+                 "the config's head_dim, 256, wins over hidden_size // num_attention_heads = 192")
+    expect_bytes(lab.kv_bytes_per_token({**LLAMA_3_8B, "head_dim": None}), 128 * KiB,
+                 "kv_bytes_per_token(Llama-3-8B with head_dim: None)", "None means: derive it (4096 // 32)")
 
 
 def test_cache_dtype_scales_the_bytes(lab):
@@ -108,8 +143,10 @@ def test_cache_dtype_scales_the_bytes(lab):
     for cache_dtype, want in [("auto", 128 * KiB), ("fp8", 64 * KiB), ("fp8_e4m3", 64 * KiB),
                               ("fp8_e5m2", 64 * KiB), ("float16", 128 * KiB)]:
         got = lab.kv_bytes_per_token(LLAMA_3_8B, cache_dtype)
-        assert got == want, f"Llama-3-8B, cache_dtype={cache_dtype!r}: {got}, expected {want}"
-    assert lab.kv_bytes_per_token({**OPT_125M, "torch_dtype": "float32"}) == 72 * KiB
+        expect_bytes(got, want, f"kv_bytes_per_token(Llama-3-8B, {cache_dtype!r})",
+                     "the cache dtype's bytes per element")
+    expect_bytes(lab.kv_bytes_per_token({**OPT_125M, "torch_dtype": "float32"}), 72 * KiB,
+                 "kv_bytes_per_token(OPT-125m in float32)", "'auto' follows the model: 4 bytes per element")
 
 
 def test_page_size_bytes_is_one_block_of_one_layer(lab):
@@ -118,11 +155,17 @@ def test_page_size_bytes_is_one_block_of_one_layer(lab):
     Llama-3-8B, blocks of 16: 2 * 16 * 8 * 128 * 2 = 65536 = 64 KiB; times 32 layers = 2 MiB = 16
     tokens * 128 KiB. OPT-125m, blocks of 16: 2 * 16 * 12 * 64 * 2 = 49152 = 48 KiB. Catches a page
     that covers every layer (2 MiB) and one without V."""
-    assert lab.page_size_bytes(LLAMA_3_8B, 16) == 64 * KiB
-    assert lab.page_size_bytes(LLAMA_3_8B, 16, "fp8") == 32 * KiB
-    assert lab.page_size_bytes(OPT_125M, 16) == 48 * KiB
-    assert lab.page_size_bytes(GEMMA_7B, 32) == 2 * 32 * 16 * 256 * 2
-    assert lab.page_size_bytes(QWEN2_5_7B, 1) == 2 * 4 * 128 * 2  # a block of one token, one layer
+    cases = [  # (name, config, block_size, cache_dtype, bytes, arithmetic)
+        ("Llama-3-8B", LLAMA_3_8B, 16, "auto", 64 * KiB, "2 * 16 * 8 * 128 * 2"),
+        ("Llama-3-8B", LLAMA_3_8B, 16, "fp8", 32 * KiB, "2 * 16 * 8 * 128 * 1"),
+        ("OPT-125m", OPT_125M, 16, "auto", 48 * KiB, "2 * 16 * 12 * 64 * 2"),
+        ("Gemma-7B", GEMMA_7B, 32, "auto", 2 * 32 * 16 * 256 * 2, "2 * 32 * 16 * 256 * 2"),
+        ("Qwen2.5-7B", QWEN2_5_7B, 1, "auto", 2 * 4 * 128 * 2, "2 * 1 * 4 * 128 * 2: one token, one layer"),
+    ]
+    for name, config, block_size, cache_dtype, want, arithmetic in cases:
+        got = lab.page_size_bytes(config, block_size, cache_dtype)
+        expect_bytes(got, want, f"page_size_bytes({name}, {block_size}, {cache_dtype!r})",
+                     f"one block of one layer, K and V: {arithmetic}")
 
 
 # ----------------------------------------------------------------------------- step 4: the budget
@@ -137,11 +180,16 @@ def test_available_memory_hand_computed(lab):
     after subtracting (0.9 * (80 - 17.5) = 56.25 GiB), and a forgotten activation (56.5 GiB) or
     non-torch term (55 GiB)."""
     got = lab.available_kv_memory(80 * GiB, 79 * GiB + 512 * MiB, 0.9, 15 * GiB, 2 * GiB, 512 * MiB)
-    assert got == 54 * GiB + 512 * MiB, f"{got / GiB} GiB, expected 54.5"
+    expect_bytes(got, 54 * GiB + 512 * MiB,
+                 "available_kv_memory(80 GiB total, 79.5 GiB free, 0.9, weights 15 GiB, activation 2 GiB, "
+                 "non-torch 0.5 GiB)", "0.9 * 80 GiB (of the total) - (15 + 2 + 0.5) GiB")
     # Utilization 1.0 with everything free; no non-torch term given (it defaults to 0).
-    assert lab.available_kv_memory(24 * GiB, 24 * GiB, 1.0, 1 * GiB, 3 * GiB) == 20 * GiB
+    got = lab.available_kv_memory(24 * GiB, 24 * GiB, 1.0, 1 * GiB, 3 * GiB)
+    expect_bytes(got, 20 * GiB, "available_kv_memory(24 GiB, 24 GiB free, 1.0, 1 GiB, 3 GiB)", "24 - (1 + 3) GiB")
     # 0.5 of 80 GiB = 40 GiB; more than that is already taken: a negative budget, returned as is.
-    assert lab.available_kv_memory(80 * GiB, 80 * GiB, 0.5, 38 * GiB, 3 * GiB, 0) == -1 * GiB
+    got = lab.available_kv_memory(80 * GiB, 80 * GiB, 0.5, 38 * GiB, 3 * GiB, 0)
+    expect_bytes(got, -1 * GiB, "available_kv_memory(80 GiB, 80 GiB free, 0.5, 38 GiB, 3 GiB, 0)",
+                 "0.5 * 80 - (38 + 3) GiB: negative, returned as is (num_gpu_blocks clamps it)")
 
 
 def test_utilization_the_free_memory_cannot_cover_is_refused(lab):
@@ -151,10 +199,37 @@ def test_utilization_the_free_memory_cannot_cover_is_refused(lab):
     (0, 1] is refused too."""
     with pytest.raises(ValueError, match="gpu_memory_utilization"):
         lab.available_kv_memory(80 * GiB, 70 * GiB, 0.9, 15 * GiB, 2 * GiB, 0)
-    assert lab.available_kv_memory(80 * GiB, 70 * GiB, 0.85, 15 * GiB, 2 * GiB, 0) == int(80 * GiB * 0.85) - 17 * GiB
+        pytest.fail("0.9 of an 80 GiB card with 70 GiB free: no ValueError naming gpu_memory_utilization")
+    got = lab.available_kv_memory(80 * GiB, 70 * GiB, 0.85, 15 * GiB, 2 * GiB, 0)
+    expect_bytes(got, int(80 * GiB * 0.85) - 17 * GiB, "available_kv_memory(80 GiB, 70 GiB free, 0.85, 15 GiB, 2 GiB)",
+                 "0.85 * 80 = 68 GiB fits in the 70 GiB free")
     for bad in (0, 1.5, -0.1):
         with pytest.raises(ValueError, match="gpu_memory_utilization"):
             lab.available_kv_memory(80 * GiB, 80 * GiB, bad, 15 * GiB, 2 * GiB, 0)
+            pytest.fail(f"gpu_memory_utilization={bad}: no ValueError naming gpu_memory_utilization")
+
+
+def test_free_memory_that_exactly_covers_the_request_is_enough(lab):
+    """The refusal is for free memory *below* the request: free memory equal to
+    ``int(total * utilization)`` starts, and so does utilization 1.0 on an idle card (all its memory
+    free). 80 GiB card, 72 GiB free, 0.9: 72 - (15 + 2) = 55 GiB. 48 GiB card, all free, 1.0:
+    48 - (10 + 1) = 37 GiB.
+
+    Catches: ``free <= requested`` refused (an engine that cannot start on memory that is exactly
+    enough), a utilization range that leaves out 1.0 (``0 < u < 1``)."""
+    for call, args, want in [
+        ("available_kv_memory(80 GiB, 72 GiB free, 0.9, 15 GiB, 2 GiB)",
+         (80 * GiB, 72 * GiB, 0.9, 15 * GiB, 2 * GiB, 0), 55 * GiB),
+        ("available_kv_memory(48 GiB, 48 GiB free, 1.0, 10 GiB, 1 GiB)",
+         (48 * GiB, 48 * GiB, 1.0, 10 * GiB, GiB, 0), 37 * GiB),
+    ]:
+        try:
+            got = lab.available_kv_memory(*args)
+        except ValueError as err:
+            raise AssertionError(
+                f"{call} raised ValueError ({err}): the free memory covers int(total * utilization) exactly, and "
+                f"utilization may be anything in (0, 1], 1.0 included; refuse only free < requested") from err
+        expect_bytes(got, want, call)
 
 
 # ----------------------------------------------------------------------------- step 5-6: blocks
@@ -166,21 +241,26 @@ def test_num_gpu_blocks_llama_3_8b(lab):
     With an fp8 cache, blocks of 1 MiB: 55808. Catches rounding up (27905), forgetting the layers
     (892928 blocks of one layer), and a block counted without V (55808 for bf16)."""
     available = 54 * GiB + 512 * MiB
-    assert lab.num_gpu_blocks(available, LLAMA_3_8B, 16) == 27904
-    assert lab.num_gpu_blocks(available + MiB, LLAMA_3_8B, 16) == 27904
-    assert lab.num_gpu_blocks(available + MiB, LLAMA_3_8B, 16, "fp8") == 55809
-    assert lab.num_gpu_blocks(available, LLAMA_3_8B, 16, "fp8") == 55808
-    # OPT-125m on 10 GiB with blocks of 16: a block is 48 KiB * 12 = 576 KiB; 10 GiB / 576 KiB = 18204.4
-    assert lab.num_gpu_blocks(10 * GiB, OPT_125M, 16) == 18204
+    cases = [  # (available, config name, config, cache_dtype, blocks, why)
+        (available, "Llama-3-8B", LLAMA_3_8B, "auto", 27904, "54.5 GiB // 2 MiB (64 KiB pages * 32 layers)"),
+        (available + MiB, "Llama-3-8B", LLAMA_3_8B, "auto", 27904, "half a block more is no block: floor"),
+        (available + MiB, "Llama-3-8B", LLAMA_3_8B, "fp8", 55809, "fp8 blocks are 1 MiB: the extra MiB is one"),
+        (available, "Llama-3-8B", LLAMA_3_8B, "fp8", 55808, "54.5 GiB // 1 MiB (the cache dtype's pages)"),
+        # OPT-125m on 10 GiB with blocks of 16: a block is 48 KiB * 12 = 576 KiB; 10 GiB / 576 KiB = 18204.4
+        (10 * GiB, "OPT-125m", OPT_125M, "auto", 18204, "10 GiB // 576 KiB (48 KiB pages * 12 layers)"),
+    ]
+    for memory, name, config, cache_dtype, want, why in cases:
+        got = lab.num_gpu_blocks(memory, config, 16, cache_dtype)
+        expect_count(got, want, f"num_gpu_blocks({_size(memory)}, {name}, 16, {cache_dtype!r})", why)
 
 
 def test_num_gpu_blocks_is_never_negative(lab):
     """No memory left, or less than a block: 0 blocks, never a negative count (vLLM clamps to 0 and
     then refuses to start). Catches a floor division of a negative budget (-1 block)."""
-    assert lab.num_gpu_blocks(-1 * GiB, LLAMA_3_8B, 16) == 0
-    assert lab.num_gpu_blocks(-1, LLAMA_3_8B, 16) == 0
-    assert lab.num_gpu_blocks(2 * MiB - 1, LLAMA_3_8B, 16) == 0
-    assert lab.num_gpu_blocks(2 * MiB, LLAMA_3_8B, 16) == 1
+    for memory, want in [(-1 * GiB, 0), (-1, 0), (2 * MiB - 1, 0), (2 * MiB, 1)]:
+        got = lab.num_gpu_blocks(memory, LLAMA_3_8B, 16)
+        expect_count(got, want, f"num_gpu_blocks({_size(memory)} bytes, Llama-3-8B, 16)",
+                     "whole 2 MiB blocks, never fewer than 0")
 
 
 def test_max_concurrency(lab):
@@ -191,12 +271,19 @@ def test_max_concurrency(lab):
     131072 tokens (Llama 3.1's context): 27904 / 8192 = 3.40625. Catches ignoring the block
     rounding of a request. Compared to a relative 1e-12: a correct float64 computation differs from
     the exact quotient by a rounding or two (1e-16 each); the bug's error is 2e-3."""
-    exact = pytest.approx
-    assert lab.max_concurrency(27904, 16, 8192) == exact(54.5, rel=1e-12)
-    assert lab.max_concurrency(27904, 16, 8193) == exact(27904 / 513, rel=1e-12)
-    assert lab.max_concurrency(27904, 16, 131072) == exact(3.40625, rel=1e-12)
-    assert lab.max_concurrency(0, 16, 8192) == 0.0
-    assert lab.max_concurrency(100, 16, 1) == exact(100.0, rel=1e-12)  # a one-token request still takes a block
+    cases = [  # (num_blocks, block_size, max_model_len, concurrency, why)
+        (27904, 16, 8192, 54.5, "27904 / 512 blocks per request"),
+        (27904, 16, 8193, 27904 / 513, "8193 tokens take 513 whole blocks"),
+        (27904, 16, 131072, 3.40625, "27904 / 8192 blocks per request"),
+        (0, 16, 8192, 0.0, "no block"),
+        (100, 16, 1, 100.0, "a one-token request still takes a whole block"),
+    ]
+    for num_blocks, block_size, max_model_len, want, why in cases:
+        call = f"max_concurrency({num_blocks}, {block_size}, {max_model_len})"
+        got = lab.max_concurrency(num_blocks, block_size, max_model_len)
+        assert isinstance(got, float), (
+            f"{call} returned {got!r}, of type {type(got).__name__}, expected a float: vLLM logs a fraction (54.50x)")
+        assert got == pytest.approx(want, rel=1e-12), f"{call} = {got}, expected {want} ({why})"
 
 
 def test_the_whole_budget_of_an_h100(lab):
@@ -210,10 +297,14 @@ def test_the_whole_budget_of_an_h100(lab):
     blocks = 58878163353 // 65536 // 32 = 28075 (a block is 2 MiB), 449200 tokens
     concurrency at 8192 tokens = 28075 / 512 = 54.833984375"""
     available = lab.available_kv_memory(85520809984, 81003 * MiB, 0.9, 16060522496, 3 * GiB // 2, 400 * MiB)
-    assert available == 58878163353
+    expect_bytes(available, 58878163353, "available_kv_memory on an H100 80GB",
+                 "int(85520809984 * 0.9) = 76968728985 (rounded down, as vLLM's int() does) - 16060522496 - "
+                 "1610612736 - 419430400")
     blocks = lab.num_gpu_blocks(available, LLAMA_3_8B, 16)
-    assert blocks == 28075
-    assert lab.max_concurrency(blocks, 16, 8192) == pytest.approx(54.833984375, rel=1e-12)
+    expect_count(blocks, 28075, "num_gpu_blocks(58878163353, Llama-3-8B, 16)", "58878163353 // 65536 // 32")
+    concurrency = lab.max_concurrency(blocks, 16, 8192)
+    assert concurrency == pytest.approx(54.833984375, rel=1e-12), (
+        f"max_concurrency(28075, 16, 8192) = {concurrency}, expected 54.833984375 (28075 / 512)")
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -223,18 +314,22 @@ def test_bad_input_names_the_argument(lab):
     """A config without a needed key, with KV heads that do not divide the query heads, an unknown
     cache dtype, "auto" without a model dtype, a block size of 0: ValueError naming what is wrong."""
     no_layers = {k: v for k, v in LLAMA_3_8B.items() if k != "num_hidden_layers"}
-    with pytest.raises(ValueError, match="num_hidden_layers"):
-        lab.kv_bytes_per_token(no_layers)
-    with pytest.raises(ValueError, match="num_key_value_heads"):
-        lab.kv_bytes_per_token({**LLAMA_3_8B, "num_key_value_heads": 5})
-    with pytest.raises(ValueError, match="cache_dtype"):
-        lab.kv_bytes_per_token(LLAMA_3_8B, "int4")
-    with pytest.raises(ValueError, match="torch_dtype"):
-        lab.kv_bytes_per_token({k: v for k, v in LLAMA_3_8B.items() if k != "torch_dtype"})
-    with pytest.raises(ValueError, match="block_size"):
-        lab.page_size_bytes(LLAMA_3_8B, 0)
-    with pytest.raises(ValueError, match="block_size"):
-        lab.num_gpu_blocks(GiB, LLAMA_3_8B, 0)
+    no_dtype = {k: v for k, v in LLAMA_3_8B.items() if k != "torch_dtype"}
+    calls = [
+        ("num_hidden_layers", "kv_bytes_per_token(a config without num_hidden_layers)",
+         lambda: lab.kv_bytes_per_token(no_layers)),
+        ("num_key_value_heads", "kv_bytes_per_token(32 query heads, 5 KV heads)",
+         lambda: lab.kv_bytes_per_token({**LLAMA_3_8B, "num_key_value_heads": 5})),
+        ("cache_dtype", "kv_bytes_per_token(Llama-3-8B, 'int4')", lambda: lab.kv_bytes_per_token(LLAMA_3_8B, "int4")),
+        ("torch_dtype", "kv_bytes_per_token(a config without torch_dtype, 'auto')",
+         lambda: lab.kv_bytes_per_token(no_dtype)),
+        ("block_size", "page_size_bytes(Llama-3-8B, 0)", lambda: lab.page_size_bytes(LLAMA_3_8B, 0)),
+        ("block_size", "num_gpu_blocks(1 GiB, Llama-3-8B, 0)", lambda: lab.num_gpu_blocks(GiB, LLAMA_3_8B, 0)),
+    ]
+    for name, call, run in calls:
+        with pytest.raises(ValueError, match=name):
+            run()
+            pytest.fail(f"{call}: no ValueError naming {name}")
 
 
 def test_configs_are_left_alone(lab):
@@ -245,4 +340,7 @@ def test_configs_are_left_alone(lab):
         lab.kv_bytes_per_token(config)
         lab.page_size_bytes(config, 16)
         lab.num_gpu_blocks(GiB, config, 16)
-        assert config == before, f"{config['model_type']}: the config changed"
+        if config != before:
+            changed = sorted(k for k in {*config, *before} if config.get(k, "absent") != before.get(k, "absent"))
+            raise AssertionError(f"{config['model_type']}: the caller's config changed (keys {changed}): read it "
+                                 f"into local variables, never write into it")

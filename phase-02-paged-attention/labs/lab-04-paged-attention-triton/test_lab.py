@@ -304,6 +304,7 @@ def test_bad_input_raises_a_clear_error(lab, impl, name, breaks, words):
     args = breaks({"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_table": block_table, "seq_len": 20})
     with pytest.raises(ValueError, match=words):
         getattr(lab, impl)(**args)
+        pytest.fail(f"{impl} with {name}: no ValueError (expected one naming {words!r}; call _check_inputs first)")
 
 
 # --- A cache of more than 2**31 elements ------------------------------------------------------

@@ -6,74 +6,31 @@ it computes next (``allocate_slots``, None when the pool cannot hold them), and 
 (``free``). Names follow vLLM v0.10.1's ``vllm/v1/core/kv_cache_manager.py`` and
 ``single_type_kv_cache_manager.py`` (one KV-cache group, full attention).
 
-The block pool, the block and the hashes are lab 02-01's reference solution, whatever state the
-learner's own 02-01 is in.
+Given, written once in this folder: ``Request`` (``_request.py``) and ``KVCacheManagerBase``
+(``_manager_base.py``: the constructor, ``usage``, ``_update_block_hashes``, ``_check_allocate``,
+over lab 02-01's reference pool, whatever state the learner's own 02-01 is in).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import _manager_base
+import _request
+from _manager_base import KVCacheManagerBase, cdiv
 
-import labkit
+# Given: the request, and lab 02-01's reference pool, block and keys (see _manager_base.py).
+Request = _request.Request
+BlockPool = _manager_base.BlockPool
+KVCacheBlock = _manager_base.KVCacheBlock
+hash_request_tokens = _manager_base.hash_request_tokens
 
-_allocator = labkit.load_reference("02-01")
-BlockPool = _allocator.BlockPool
-KVCacheBlock = _allocator.KVCacheBlock
-hash_request_tokens = _allocator.hash_request_tokens
 
+class KVCacheManager(KVCacheManagerBase):
+    """Block tables of the running requests, over one BlockPool of ``num_gpu_blocks`` blocks.
 
-@dataclass(eq=False)
-class Request:
-    """What the manager needs to know about a request (given: vLLM's ``vllm/v1/request.py`` has more).
-
-    ``num_computed_tokens`` belongs to the scheduler: it counts the tokens whose KV is in the cache
-    (or is written by the step being scheduled); the manager reads it and never changes it.
-    ``block_hashes`` holds the keys of the request's full blocks, kept up to date by the manager.
+    Inherited (given): ``__init__(num_gpu_blocks, block_size, enable_caching=True)``, which sets
+    ``block_size``, ``enable_caching``, ``block_pool``, ``req_to_blocks`` and ``num_cached_block``;
+    ``usage``; ``_update_block_hashes(request)``; ``_check_allocate(...)``.
     """
-
-    request_id: str
-    prompt_token_ids: list[int]
-    output_token_ids: list[int] = field(default_factory=list)
-    num_computed_tokens: int = 0
-    block_hashes: list[bytes] = field(default_factory=list)
-
-    @property
-    def all_token_ids(self) -> list[int]:
-        return self.prompt_token_ids + self.output_token_ids
-
-    @property
-    def num_tokens(self) -> int:
-        return len(self.prompt_token_ids) + len(self.output_token_ids)
-
-    def append_output_token_ids(self, token_ids: list[int]) -> None:
-        self.output_token_ids.extend(token_ids)
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-class KVCacheManager:
-    """Block tables of the running requests, over one BlockPool of ``num_gpu_blocks`` blocks."""
-
-    def __init__(self, num_gpu_blocks: int, block_size: int, enable_caching: bool = True) -> None:
-        if not isinstance(block_size, int) or block_size < 1:
-            raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
-        self.block_size = block_size
-        self.enable_caching = enable_caching
-        self.block_pool = BlockPool(num_gpu_blocks, enable_caching)
-        self.req_to_blocks: dict[str, list[KVCacheBlock]] = {}  # request id -> its block table
-        self.num_cached_block: dict[str, int] = {}  # request id -> how many of its blocks are cached
-
-    @property
-    def usage(self) -> float:
-        """The fraction of the pool's blocks in use (the null block counts as used)."""
-        return self.block_pool.get_usage()
-
-    def _update_block_hashes(self, request: Request) -> None:
-        """Make ``request.block_hashes`` the keys of all its full blocks (only when one was added)."""
-        if len(request.block_hashes) < request.num_tokens // self.block_size:
-            request.block_hashes = hash_request_tokens(request.all_token_ids, self.block_size)
 
     def get_computed_blocks(self, request: Request) -> tuple[list[KVCacheBlock], int]:
         """The longest run of the request's first full blocks found in the prefix cache, and the
@@ -112,7 +69,7 @@ class KVCacheManager:
         self._check_allocate(request, num_new_tokens, num_new_computed_tokens, new_computed_blocks, req_blocks)
 
         num_computed_tokens = request.num_computed_tokens + num_new_computed_tokens
-        num_required_blocks = _cdiv(num_computed_tokens + num_new_tokens, self.block_size)
+        num_required_blocks = cdiv(num_computed_tokens + num_new_tokens, self.block_size)
         num_new_blocks = max(num_required_blocks - len(new_computed_blocks) - len(req_blocks), 0)
         # A hit that waits in the free queue (ref_cnt 0) leaves it when it is touched: it uses up a
         # free block just as a new block does.
@@ -133,21 +90,10 @@ class KVCacheManager:
             self._cache_full_blocks(request, num_computed_tokens + num_new_tokens)
         return new_blocks
 
-    def _check_allocate(self, request, num_new_tokens, num_new_computed_tokens, new_computed_blocks, req_blocks):
-        if not isinstance(num_new_tokens, int) or num_new_tokens < 1:
-            raise ValueError(f"num_new_tokens must be a positive integer, got {num_new_tokens!r}")
-        if new_computed_blocks and req_blocks:
-            raise ValueError(f"request {request.request_id!r} already has blocks: prefix-cache hits are only "
-                             f"for a new request")
-        if num_new_computed_tokens != len(new_computed_blocks) * self.block_size:
-            raise ValueError(f"num_new_computed_tokens={num_new_computed_tokens} but new_computed_blocks hold "
-                             f"{len(new_computed_blocks)} blocks of {self.block_size} tokens")
-        if request.num_computed_tokens + num_new_computed_tokens + num_new_tokens > request.num_tokens:
-            raise ValueError(f"request {request.request_id!r} has {request.num_tokens} tokens: it cannot compute "
-                             f"{num_new_tokens} more after {request.num_computed_tokens + num_new_computed_tokens}")
-
     def _cache_full_blocks(self, request: Request, num_tokens: int) -> None:
         """Cache the request's blocks that the first ``num_tokens`` tokens fill, beyond those cached."""
+        # A decode step never goes through get_computed_blocks: the block its tokens just filled has
+        # no key yet. Refresh the keys before handing them to the pool.
         self._update_block_hashes(request)
         num_cached_blocks = self.num_cached_block[request.request_id]
         num_full_blocks = num_tokens // self.block_size

@@ -6,77 +6,35 @@ it computes next (``allocate_slots``, None when the pool cannot hold them), and 
 (``free``). Names follow vLLM v0.10.1's ``vllm/v1/core/kv_cache_manager.py`` and
 ``single_type_kv_cache_manager.py`` (one KV-cache group, full attention).
 
-The block pool, the block and the hashes are lab 02-01's reference solution, whatever state your
-own 02-01 is in. ``Request``, ``KVCacheManager.__init__`` and the helpers whose names start with ``_``
-are given, except ``_cache_full_blocks``; write the rest in the order of the README's steps
-(1: get_computed_blocks, 2: allocate_slots, _cache_full_blocks and get_block_ids, 3: free), then run
-``LAB_IMPL=starter pytest -q phase-02-paged-attention/labs/lab-05-share-and-evict``.
+Given, written once in this folder (read them, do not edit them): ``Request`` in ``_request.py``,
+and in ``_manager_base.py`` lab 02-01's reference pool (whatever state your own 02-01 is in),
+``cdiv`` and ``KVCacheManagerBase``, which ``KVCacheManager`` inherits: the constructor, ``usage``,
+``_update_block_hashes`` and ``_check_allocate``. Write the methods below in the order of the
+README's steps (1: get_computed_blocks, 2: allocate_slots, _cache_full_blocks and get_block_ids,
+3: free), then run ``LAB_IMPL=starter pytest -q phase-02-paged-attention/labs/lab-05-share-and-evict``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import _manager_base
+import _request
+from _manager_base import KVCacheManagerBase, cdiv  # noqa: F401  (cdiv: ceil(a / b) in integers)
 
-import labkit
+# Given: the request, and lab 02-01's reference pool, block and keys (see _manager_base.py).
+Request = _request.Request
+BlockPool = _manager_base.BlockPool
+KVCacheBlock = _manager_base.KVCacheBlock
+hash_request_tokens = _manager_base.hash_request_tokens
 
-_allocator = labkit.load_reference("02-01")
-BlockPool = _allocator.BlockPool
-KVCacheBlock = _allocator.KVCacheBlock
-hash_request_tokens = _allocator.hash_request_tokens
 
+class KVCacheManager(KVCacheManagerBase):
+    """Block tables of the running requests, over one BlockPool of ``num_gpu_blocks`` blocks.
 
-@dataclass(eq=False)
-class Request:
-    """What the manager needs to know about a request (given: vLLM's ``vllm/v1/request.py`` has more).
-
-    ``num_computed_tokens`` belongs to the scheduler: it counts the tokens whose KV is in the cache
-    (or is written by the step being scheduled); the manager reads it and never changes it.
-    ``block_hashes`` holds the keys of the request's full blocks, kept up to date by the manager.
+    Inherited (given): ``__init__(num_gpu_blocks, block_size, enable_caching=True)``, which sets
+    ``block_size``, ``enable_caching``, ``block_pool``, ``req_to_blocks`` (request id -> block table)
+    and ``num_cached_block`` (request id -> how many of its blocks are cached); ``usage``;
+    ``_update_block_hashes(request)``; ``_check_allocate(...)``.
     """
-
-    request_id: str
-    prompt_token_ids: list[int]
-    output_token_ids: list[int] = field(default_factory=list)
-    num_computed_tokens: int = 0
-    block_hashes: list[bytes] = field(default_factory=list)
-
-    @property
-    def all_token_ids(self) -> list[int]:
-        return self.prompt_token_ids + self.output_token_ids
-
-    @property
-    def num_tokens(self) -> int:
-        return len(self.prompt_token_ids) + len(self.output_token_ids)
-
-    def append_output_token_ids(self, token_ids: list[int]) -> None:
-        self.output_token_ids.extend(token_ids)
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-class KVCacheManager:
-    """Block tables of the running requests, over one BlockPool of ``num_gpu_blocks`` blocks (given)."""
-
-    def __init__(self, num_gpu_blocks: int, block_size: int, enable_caching: bool = True) -> None:
-        if not isinstance(block_size, int) or block_size < 1:
-            raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
-        self.block_size = block_size
-        self.enable_caching = enable_caching
-        self.block_pool = BlockPool(num_gpu_blocks, enable_caching)
-        self.req_to_blocks: dict[str, list[KVCacheBlock]] = {}  # request id -> its block table
-        self.num_cached_block: dict[str, int] = {}  # request id -> how many of its blocks are cached
-
-    @property
-    def usage(self) -> float:
-        """The fraction of the pool's blocks in use (the null block counts as used)."""
-        return self.block_pool.get_usage()
-
-    def _update_block_hashes(self, request: Request) -> None:
-        """Make ``request.block_hashes`` the keys of all its full blocks (only when one was added)."""
-        if len(request.block_hashes) < request.num_tokens // self.block_size:
-            request.block_hashes = hash_request_tokens(request.all_token_ids, self.block_size)
 
     def get_computed_blocks(self, request: Request) -> tuple[list[KVCacheBlock], int]:
         """The request's prefix-cache hits: ``(blocks, num_tokens)``.
@@ -117,24 +75,14 @@ class KVCacheManager:
             "take new blocks, cache the full ones)"
         )
 
-    def _check_allocate(self, request, num_new_tokens, num_new_computed_tokens, new_computed_blocks, req_blocks):
-        """ValueError for arguments allocate_slots cannot honour (given)."""
-        if not isinstance(num_new_tokens, int) or num_new_tokens < 1:
-            raise ValueError(f"num_new_tokens must be a positive integer, got {num_new_tokens!r}")
-        if new_computed_blocks and req_blocks:
-            raise ValueError(f"request {request.request_id!r} already has blocks: prefix-cache hits are only "
-                             f"for a new request")
-        if num_new_computed_tokens != len(new_computed_blocks) * self.block_size:
-            raise ValueError(f"num_new_computed_tokens={num_new_computed_tokens} but new_computed_blocks hold "
-                             f"{len(new_computed_blocks)} blocks of {self.block_size} tokens")
-        if request.num_computed_tokens + num_new_computed_tokens + num_new_tokens > request.num_tokens:
-            raise ValueError(f"request {request.request_id!r} has {request.num_tokens} tokens: it cannot compute "
-                             f"{num_new_tokens} more after {request.num_computed_tokens + num_new_computed_tokens}")
-
     def _cache_full_blocks(self, request: Request, num_tokens: int) -> None:
         """Cache the request's blocks that its first ``num_tokens`` tokens fill, beyond the
-        ``num_cached_block[request_id]`` already cached (``block_pool.cache_full_blocks``), and
-        record the new count."""
+        ``num_cached_block[request_id]`` already cached (``block_pool.cache_full_blocks`` with the
+        request's table and ``request.block_hashes``), and record the new count.
+
+        Call ``self._update_block_hashes(request)`` first: only ``get_computed_blocks`` refreshes the
+        keys otherwise, and a decode step never calls it, so the block that decoding just filled has
+        no key yet (the pool then refuses: fewer keys than full blocks)."""
         raise NotImplementedError(
             "KVCacheManager._cache_full_blocks: not implemented yet (README step 2: num_tokens // block_size "
             "full blocks)"

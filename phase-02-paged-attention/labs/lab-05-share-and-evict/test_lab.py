@@ -25,11 +25,36 @@ BS = 4  # block size of every hand-computed test
 # --- helpers: the scheduler's side, and what the tests read -----------------------------------
 
 
+def _allocate(mgr, req, num_new, num_hit=0, hits=None):
+    """``mgr.allocate_slots(...)``; a ValueError that lab 02-01's pool raises from inside it is
+    reported in this lab's terms (what the manager handed the pool, and why that is wrong)."""
+    __tracebackhide__ = True
+    hits = hits or []
+    try:
+        return mgr.allocate_slots(req, num_new, num_hit, hits) if hits else mgr.allocate_slots(req, num_new)
+    except ValueError as err:
+        text = str(err)
+        num_full = (req.num_computed_tokens + num_hit + num_new) // mgr.block_size
+        call = f"allocate_slots({req.request_id!r}, {num_new}" + (f", {num_hit}, <{len(hits)} hits>)" if hits else ")")
+        if "full-block hashes" in text and len(req.block_hashes) < num_full:
+            raise AssertionError(
+                f"{call} raised inside lab 02-01's pool ({text}): after this step the request's tokens fill "
+                f"{num_full} blocks, but request.block_hashes holds only {len(req.block_hashes)} of their keys. Only "
+                f"get_computed_blocks refreshed the keys, and a decode step never calls it: _cache_full_blocks "
+                f"must call self._update_block_hashes(request) before caching (README step 2)") from err
+        if "already cached" in text:
+            raise AssertionError(
+                f"{call} raised inside lab 02-01's pool ({text}): the manager asked the pool to cache a block "
+                f"that is cached already. num_cached_block[{req.request_id!r}] must become the number of full "
+                f"blocks after each caching, so that the next call starts after them (README step 2)") from err
+        raise
+
+
 def _prefill(mgr, req):
     """Admit a request in one step: look up its cached prefix, allocate the rest of its tokens, and
     (if it fits) mark them computed, as the scheduler does. Returns (hit ids, hit tokens, new ids or None)."""
     hits, num_hit = mgr.get_computed_blocks(req)
-    new = mgr.allocate_slots(req, req.num_tokens - num_hit, num_hit, hits)
+    new = _allocate(mgr, req, req.num_tokens - num_hit, num_hit, hits)
     if new is not None:
         req.num_computed_tokens = req.num_tokens
     return _ids(hits), num_hit, None if new is None else _ids(new)
@@ -38,10 +63,28 @@ def _prefill(mgr, req):
 def _decode(mgr, req, token):
     """One decode step: the sampled token joins the request and needs a slot. Returns the new ids or None."""
     req.append_output_token_ids([token])
-    new = mgr.allocate_slots(req, 1)
+    new = _allocate(mgr, req, 1)
     if new is not None:
         req.num_computed_tokens += 1
     return None if new is None else _ids(new)
+
+
+def _expect(got, want, what: str) -> None:
+    """``got == want``, or a failure that says what was compared, what came and what was expected."""
+    __tracebackhide__ = True
+    if got != want:
+        raise AssertionError(f"{what}: got {got}, expected {want}")
+
+
+def _admit(mgr, req, want, what: str) -> None:
+    """``_prefill(mgr, req)`` must give ``want`` = (hit ids, hit tokens, new ids or None)."""
+    __tracebackhide__ = True
+    got = _prefill(mgr, req)
+    if got != want:
+        raise AssertionError(
+            f"{what}: admitting {req.request_id} ({req.num_tokens} tokens) gave hits {got[0]} ({got[1]} tokens) and "
+            f"new blocks {got[2]}; expected hits {want[0]} ({want[1]} tokens) and new blocks {want[2]} "
+            f"(None: it does not fit)")
 
 
 def _ids(blocks):
@@ -64,6 +107,20 @@ def _request(lab, rid, tokens):
     return lab.Request(rid, list(tokens))
 
 
+def _state(mgr, rids=()) -> dict:
+    """What a refusal or a lookup must leave as it was: tables, ref counts, the queue, the cached blocks."""
+    return {
+        "tables": {rid: mgr.get_block_ids(rid) for rid in rids},
+        "ref_cnt per block": [b.ref_cnt for b in mgr.block_pool.blocks],
+        "free queue": _queue(mgr),
+        "cached blocks": [b.block_id for b in mgr.block_pool.blocks if b.block_hash is not None],
+    }
+
+
+def _changes(before: dict, after: dict) -> str:
+    return "; ".join(f"{name} {before[name]} -> {after[name]}" for name in before if before[name] != after[name])
+
+
 # --- step 1: prefix-cache hits and allocation --------------------------------------------------
 
 
@@ -74,11 +131,14 @@ def test_first_request_misses_and_caches_its_full_blocks(lab):
     Catches: caching the partial block, caching late or never, allocating floor(10 / 4) = 2 blocks."""
     mgr = lab.KVCacheManager(10, BS)
     a = _request(lab, "A", range(10))
-    assert _prefill(mgr, a) == ([], 0, [1, 2, 3])
-    assert mgr.get_block_ids("A") == [1, 2, 3]
-    assert _hashed(mgr, [1, 2, 3]) == [True, True, False]
-    assert _refs(mgr, [1, 2, 3]) == [1, 1, 1] and _queue(mgr) == [4, 5, 6, 7, 8, 9]
-    assert mgr.get_block_ids("nobody") == []
+    _admit(mgr, a, ([], 0, [1, 2, 3]), "an empty cache, pool of 10")
+    _expect(mgr.get_block_ids("A"), [1, 2, 3], "get_block_ids('A')")
+    _expect(_hashed(mgr, [1, 2, 3]), [True, True, False],
+            "blocks 1, 2, 3 cached? (tokens 0-7 fill blocks 1 and 2, cached in the step that computes them; "
+            "block 3 holds 2 tokens, never cached)")
+    _expect(_refs(mgr, [1, 2, 3]), [1, 1, 1], "ref_cnt of blocks 1, 2, 3")
+    _expect(_queue(mgr), [4, 5, 6, 7, 8, 9], "the free queue")
+    _expect(mgr.get_block_ids("nobody"), [], "get_block_ids of an unknown request")
 
 
 def test_identical_prompts_share_physical_blocks(lab):
@@ -92,12 +152,13 @@ def test_identical_prompts_share_physical_blocks(lab):
     a, b = _request(lab, "A", range(10)), _request(lab, "B", range(10))
     _prefill(mgr, a)  # [1, 2, 3]
     # B: max hit = 10 - 1 = 9 tokens -> 9 // 4 = 2 blocks; ceil(10 / 4) = 3 blocks - 2 hits = 1 new
-    assert _prefill(mgr, b) == ([1, 2], 8, [4])
-    assert mgr.get_block_ids("B") == [1, 2, 4]
-    assert _refs(mgr, [1, 2, 3, 4]) == [2, 2, 1, 1]
-    assert _queue(mgr) == [5, 6, 7, 8, 9]
+    _admit(mgr, b, ([1, 2], 8, [4]), "B sends A's 10-token prompt while A runs")
+    _expect(mgr.get_block_ids("B"), [1, 2, 4], "B's block table (its hits, then its new block)")
+    _expect(_refs(mgr, [1, 2, 3, 4]), [2, 2, 1, 1], "ref_cnt of blocks 1-4 (1 and 2 shared by A and B)")
+    _expect(_queue(mgr), [5, 6, 7, 8, 9], "the free queue")
     mgr.free(a)  # B still holds 1 and 2
-    assert _refs(mgr, [1, 2]) == [1, 1] and _queue(mgr) == [5, 6, 7, 8, 9, 3]
+    _expect(_refs(mgr, [1, 2]), [1, 1], "ref_cnt of blocks 1 and 2 after A finishes (B still holds them)")
+    _expect(_queue(mgr), [5, 6, 7, 8, 9, 3], "the free queue after A finishes (only its private block 3 joins)")
 
 
 def test_shared_system_prompt_is_held_until_the_last_user_leaves(lab):
@@ -111,17 +172,21 @@ def test_shared_system_prompt_is_held_until_the_last_user_leaves(lab):
     mgr = lab.KVCacheManager(10, BS)
     system = [7, 7, 1, 2, 3, 4, 5, 6]
     users = [_request(lab, rid, system + [10 * k + j for j in range(5)]) for k, rid in enumerate("ABC", 1)]
-    assert _prefill(mgr, users[0]) == ([], 0, [1, 2, 3, 4])
+    _admit(mgr, users[0], ([], 0, [1, 2, 3, 4]), "user A, first")
     # B and C: block 2 (tokens 8-11) holds their own question tokens: only 2 blocks hit, 2 new each
-    assert _prefill(mgr, users[1]) == ([1, 2], 8, [5, 6])
-    assert _prefill(mgr, users[2]) == ([1, 2], 8, [7, 8])
-    assert _refs(mgr, [1, 2]) == [3, 3] and _queue(mgr) == [9]
+    _admit(mgr, users[1], ([1, 2], 8, [5, 6]), "user B, same system prompt")
+    _admit(mgr, users[2], ([1, 2], 8, [7, 8]), "user C, same system prompt")
+    _expect(_refs(mgr, [1, 2]), [3, 3], "ref_cnt of the system prompt's blocks 1 and 2 (three users)")
+    _expect(_queue(mgr), [9], "the free queue")
     mgr.free(users[0])  # 4, 3 go back; 2, 1 drop to ref_cnt 2
-    assert _queue(mgr) == [9, 4, 3] and _refs(mgr, [1, 2]) == [2, 2]
+    _expect(_queue(mgr), [9, 4, 3], "the free queue after A finishes (its private blocks, tail first)")
+    _expect(_refs(mgr, [1, 2]), [2, 2], "ref_cnt of blocks 1 and 2 after A finishes")
     mgr.free(users[1])
     mgr.free(users[2])
-    assert _queue(mgr) == [9, 4, 3, 6, 5, 8, 7, 2, 1]
-    assert mgr.get_block_ids("A") == [] and _refs(mgr, range(1, 10)) == [0] * 9
+    _expect(_queue(mgr), [9, 4, 3, 6, 5, 8, 7, 2, 1],
+            "the free queue after B and C finish (each table freed tail first; the shared prefix last)")
+    _expect(mgr.get_block_ids("A"), [], "get_block_ids('A') after A finished")
+    _expect(_refs(mgr, range(1, 10)), [0] * 9, "ref_cnt of blocks 1-9")
 
 
 def test_a_fully_cached_prompt_recomputes_its_last_block(lab):
@@ -135,14 +200,17 @@ def test_a_fully_cached_prompt_recomputes_its_last_block(lab):
     tokens, and the request never produces logits), capping at num_tokens instead of num_tokens - 1."""
     mgr = lab.KVCacheManager(10, BS)
     a, b = _request(lab, "A", range(8)), _request(lab, "B", range(8))
-    assert _prefill(mgr, a) == ([], 0, [1, 2])
-    assert _prefill(mgr, b) == ([1], 4, [3])
+    _admit(mgr, a, ([], 0, [1, 2]), "A, 8 tokens")
+    _admit(mgr, b, ([1], 4, [3]), "B, the same 8 tokens (a hit is capped at (8 - 1) // 4 = 1 block)")
     key = mgr.block_pool.blocks[2].block_hash
-    assert mgr.block_pool.blocks[3].block_hash == key, "B's recomputed block must be cached too"
-    assert sorted(mgr.block_pool.cached_block_hash_to_block[key]) == [2, 3]
+    if not (key is not None and mgr.block_pool.blocks[3].block_hash == key):
+        raise AssertionError(
+            "B's recomputed block 3 must be cached too, under the key of block 2 (the same tokens 4-7)")
+    _expect(sorted(mgr.block_pool.cached_block_hash_to_block.get(key, {})), [2, 3],
+            "the blocks cached under the key of tokens 0-7 (two copies)")
 
     c = _request(lab, "C", list(range(8)) + [50])
-    assert _prefill(mgr, c) == ([1, 2], 8, [4])
+    _admit(mgr, c, ([1, 2], 8, [4]), "C, those 8 tokens and one more")
 
 
 def test_decode_takes_a_block_at_a_boundary_and_caches_it_when_full(lab):
@@ -154,15 +222,38 @@ def test_decode_takes_a_block_at_a_boundary_and_caches_it_when_full(lab):
     late, caching the partial block, a new block every step."""
     mgr = lab.KVCacheManager(10, BS)
     a = _request(lab, "A", [3, 1, 4, 1, 5, 9])
-    assert _prefill(mgr, a) == ([], 0, [1, 2])
-    assert _hashed(mgr, [1, 2]) == [True, False]
-    assert _decode(mgr, a, 2) == []  # 7 tokens
-    assert _decode(mgr, a, 6) == []  # 8 tokens: block 2 is full now
-    assert _hashed(mgr, [1, 2]) == [True, True]
+    _admit(mgr, a, ([], 0, [1, 2]), "A, 6 tokens")
+    _expect(_hashed(mgr, [1, 2]), [True, False], "blocks 1 and 2 cached after the prefill (block 2 holds 2 tokens)")
+    _expect(_decode(mgr, a, 2), [], "decode to 7 tokens: new blocks (block 2 still has room)")
+    _expect(_decode(mgr, a, 6), [], "decode to 8 tokens: new blocks (token 8 fills block 2)")
+    _expect(_hashed(mgr, [1, 2]), [True, True], "blocks 1 and 2 cached in the step that fills block 2")
     b = _request(lab, "B", a.all_token_ids + [5])
-    assert mgr.get_computed_blocks(b)[1] == 8
-    assert _decode(mgr, a, 5) == [3]  # 9 tokens
-    assert mgr.get_block_ids("A") == [1, 2, 3] and a.num_tokens == 9
+    _expect(mgr.get_computed_blocks(b)[1], 8, "hit tokens of B (A's 8 tokens and one more)")
+    _expect(_decode(mgr, a, 5), [3], "decode to 9 tokens: new blocks (token 9 starts block 3)")
+    _expect(mgr.get_block_ids("A"), [1, 2, 3], "A's block table")
+    _expect(a.num_tokens, 9, "A's num_tokens")
+
+
+def test_a_long_decode_caches_every_block_it_fills(lab):
+    """A 5-token prompt decodes 11 more tokens, one per step: block 1 is full at the prefill, and
+    each decode step that fills a block caches it (block 2 at 8 tokens, 3 at 12, 4 at 16); new
+    blocks are taken at 9 and 13 tokens only. A newcomer with the 16 tokens and one more then hits
+    all four blocks.
+
+    Catches: keys never refreshed for decoded tokens (the pool is asked to cache a block that has
+    no key yet: only get_computed_blocks refreshed them, and decoding never calls it), a cached
+    count that is not advanced (the same block cached twice), a new block taken at every step."""
+    mgr = lab.KVCacheManager(10, BS)
+    a = _request(lab, "A", [8, 6, 7, 5, 3])
+    _admit(mgr, a, ([], 0, [1, 2]), "A, 5 tokens")
+    new_blocks = []
+    for token in range(11):  # 6 .. 16 tokens
+        new_blocks += _decode(mgr, a, token) or []
+    _expect(new_blocks, [3, 4], "the blocks taken while decoding from 5 to 16 tokens (one each time a block starts)")
+    _expect(_hashed(mgr, [1, 2, 3, 4]), [True] * 4, "blocks 1-4 cached once 16 tokens fill them")
+    b = _request(lab, "B", a.all_token_ids + [0])
+    hits, num_hit = mgr.get_computed_blocks(b)
+    _expect((_ids(hits), num_hit), ([1, 2, 3, 4], 16), "B's hits (A's 16 tokens and one more)")
 
 
 # --- step 2: free, linger, evict tail first, revive ---------------------------------------------
@@ -181,19 +272,22 @@ def test_freed_blocks_linger_and_a_newcomer_revives_them_from_the_middle(lab):
     a = _request(lab, "A", range(10))
     _prefill(mgr, a)  # [1, 2, 3]
     mgr.free(a)
-    assert _queue(mgr) == [4, 5, 6, 7, 8, 9, 3, 2, 1]
-    assert _refs(mgr, [1, 2, 3]) == [0, 0, 0] and _hashed(mgr, [1, 2, 3]) == [True, True, False]
+    _expect(_queue(mgr), [4, 5, 6, 7, 8, 9, 3, 2, 1], "the free queue after A finishes (its table, tail first)")
+    _expect(_refs(mgr, [1, 2, 3]), [0, 0, 0], "ref_cnt of A's blocks after it finished")
+    _expect(_hashed(mgr, [1, 2, 3]), [True, True, False], "A's blocks cached? (freeing keeps the cache)")
     d = _request(lab, "D", [40, 41, 42, 43, 44])
-    assert _prefill(mgr, d) == ([], 0, [4, 5])
+    _admit(mgr, d, ([], 0, [4, 5]), "D, 5 tokens of its own")
     mgr.free(d)
-    assert _queue(mgr) == [6, 7, 8, 9, 3, 2, 1, 5, 4]
+    _expect(_queue(mgr), [6, 7, 8, 9, 3, 2, 1, 5, 4], "the free queue after D finishes")
 
     c = _request(lab, "C", range(10))
-    assert _prefill(mgr, c) == ([1, 2], 8, [6])
-    assert _queue(mgr) == [7, 8, 9, 3, 5, 4] and _refs(mgr, [1, 2]) == [1, 1]
+    _admit(mgr, c, ([1, 2], 8, [6]), "C sends A's prompt: blocks 1 and 2 hit from the middle of the free queue")
+    _expect(_queue(mgr), [7, 8, 9, 3, 5, 4], "the free queue after C revives 1 and 2 and takes 6")
+    _expect(_refs(mgr, [1, 2]), [1, 1], "ref_cnt of the revived blocks 1 and 2")
     e = _request(lab, "E", [60] * 24)  # 6 blocks: everything still free
-    assert _prefill(mgr, e) == ([], 0, [7, 8, 9, 3, 5, 4])
-    assert _queue(mgr) == [] and mgr.get_block_ids("C") == [1, 2, 6]
+    _admit(mgr, e, ([], 0, [7, 8, 9, 3, 5, 4]), "E takes every free block")
+    _expect(_queue(mgr), [], "the free queue")
+    _expect(mgr.get_block_ids("C"), [1, 2, 6], "C's block table")
 
 
 def test_eviction_takes_a_sequence_tail_before_its_prefix(lab):
@@ -206,14 +300,103 @@ def test_eviction_takes_a_sequence_tail_before_its_prefix(lab):
     prefix, would hit nothing), eager eviction."""
     mgr = lab.KVCacheManager(10, BS)
     a = _request(lab, "A", range(13))
-    assert _prefill(mgr, a) == ([], 0, [1, 2, 3, 4])
+    _admit(mgr, a, ([], 0, [1, 2, 3, 4]), "A, 13 tokens")
     mgr.free(a)
-    assert _queue(mgr) == [5, 6, 7, 8, 9, 4, 3, 2, 1]
+    _expect(_queue(mgr), [5, 6, 7, 8, 9, 4, 3, 2, 1], "the free queue after A finishes (tail first: 4, 3, 2, 1)")
     e = _request(lab, "E", [90 + i % 3 for i in range(25)])
-    assert _prefill(mgr, e) == ([], 0, [5, 6, 7, 8, 9, 4, 3])
+    _admit(mgr, e, ([], 0, [5, 6, 7, 8, 9, 4, 3]), "E needs 7 blocks")
     f = _request(lab, "F", range(13))
     hits, num_hit = mgr.get_computed_blocks(f)
-    assert (_ids(hits), num_hit) == ([1, 2], 8)
+    _expect((_ids(hits), num_hit), ([1, 2], 8), "F's hits on A's prompt after E evicted A's tail")
+
+
+def test_lookup_stops_at_the_first_miss(lab):
+    """A cached prefix with a gap: A's blocks 1, 2, 3 hold the keys of tokens 0-3, 0-7 and 0-11; the
+    test makes block 2 alone be evicted (it holds blocks 1 and 3 through the pool itself, standing in
+    for another user of the pool, while E takes every other free block). F then sends A's prompt:
+    key 0 hits block 1, key 1 misses, and the lookup must stop there (1 block, 4 tokens), although
+    block 3 still holds the key of tokens 0-11. The manager alone never makes such a gap (it frees
+    tails first); a lookup must not count on that.
+
+    Catches: a lookup that skips a miss and goes on (its hits would not be a prefix: tokens 4-7 would
+    be missing from the cache while F believes tokens 0-11 are there)."""
+    mgr = lab.KVCacheManager(10, BS)
+    a = _request(lab, "A", range(13))
+    _admit(mgr, a, ([], 0, [1, 2, 3, 4]), "A, 13 tokens")
+    mgr.free(a)  # queue 5 6 7 8 9 4 3 2 1, blocks 1-3 cached
+    pool = mgr.block_pool
+    pool.touch([pool.blocks[1], pool.blocks[3]])  # held elsewhere: queue 5 6 7 8 9 4 2
+    e = _request(lab, "E", [90] * 27)  # 7 blocks, the last (block 2) partial: never cached
+    _admit(mgr, e, ([], 0, [5, 6, 7, 8, 9, 4, 2]), "E needs 7 blocks: every free one, block 2 last")
+    pool.free_blocks([pool.blocks[3], pool.blocks[1]])
+    _expect(_hashed(mgr, [1, 2, 3]), [True, False, True], "blocks 1, 2, 3 cached? (the gap: block 2 was evicted)")
+    f = _request(lab, "F", range(13))
+    hits, num_hit = mgr.get_computed_blocks(f)
+    _expect((_ids(hits), num_hit), ([1], 4),
+            "F's hits on A's prompt when the key of tokens 0-7 misses but the key of tokens 0-11 is cached "
+            "(a hit is a run of blocks from the start: stop at the first miss)")
+
+
+def test_lookup_changes_nothing(lab):
+    """get_computed_blocks only looks: after A finishes (its blocks free and cached), two lookups of
+    B's prompt find the same 2 hits and leave every ref count, the free queue and the cache as they
+    were. The hits are taken by allocate_slots, after its check, or never (when B does not fit).
+
+    Catches: a lookup that touches its hits (ref_cnt 1 while nobody holds them, out of the free
+    queue: if the scheduler then does not admit B, they are lost to the pool)."""
+    mgr = lab.KVCacheManager(10, BS)
+    a = _request(lab, "A", range(10))
+    _prefill(mgr, a)
+    mgr.free(a)
+    b = _request(lab, "B", range(10))
+    before = _state(mgr)
+    for attempt in (1, 2):
+        hits, num_hit = mgr.get_computed_blocks(b)
+        _expect((_ids(hits), num_hit), ([1, 2], 8), f"lookup {attempt} of B (A's prompt)")
+        after = _state(mgr)
+        if after != before:
+            raise AssertionError(f"get_computed_blocks changed the pool ({_changes(before, after)}): a lookup only "
+                                 f"looks; allocate_slots takes the hits")
+
+
+def test_held_hits_cost_no_free_block(lab):
+    """A pool of 5 blocks (4 to give). A (12 tokens) holds blocks 1, 2, 3: one block is free. B sends
+    A's 12 tokens and one more: its 3 hits are held by A (ref_cnt 1), so they are not in the free
+    queue and cost nothing; B needs ceil(13 / 4) = 4 blocks, 1 new, and 1 is free: it fits.
+
+    Catches: every hit counted against the free blocks, held ones included (B is refused, and on a
+    busy server every request that shares a running prefix waits for nothing)."""
+    mgr = lab.KVCacheManager(5, BS)
+    a = _request(lab, "A", range(12))
+    _admit(mgr, a, ([], 0, [1, 2, 3]), "A, 12 tokens in a pool of 5")
+    b = _request(lab, "B", list(range(12)) + [77])
+    _admit(mgr, b, ([1, 2, 3], 12, [4]),
+           "B shares A's 3 blocks while A runs (held hits take no free block: 1 new block, 1 free)")
+    _expect(_refs(mgr, [1, 2, 3, 4]), [2, 2, 2, 1], "ref_cnt of blocks 1-4")
+
+
+def test_a_preempted_request_comes_back_through_the_cache(lab):
+    """A (10 tokens) decodes 2 tokens: at 12 tokens block 3 is full and cached. A is preempted
+    (freed; the scheduler sets num_computed_tokens to 0) and readmitted: its first two blocks hit
+    ((12 - 1) // 4 = 2), and the third is recomputed into a new block (4, the front of the queue),
+    which is cached again under the key of block 3 (two copies).
+
+    Catches: free that forgets num_cached_block (the readmitted request starts from its old count, 3,
+    and never caches its new third block), free that keeps the table."""
+    mgr = lab.KVCacheManager(10, BS)
+    a = _request(lab, "A", range(10))
+    _admit(mgr, a, ([], 0, [1, 2, 3]), "A, 10 tokens")
+    _decode(mgr, a, 50)
+    _decode(mgr, a, 51)
+    _expect(_hashed(mgr, [1, 2, 3]), [True, True, True], "A's blocks cached at 12 tokens")
+    mgr.free(a)  # preempted
+    a.num_computed_tokens = 0
+    _expect(mgr.get_block_ids("A"), [], "A's table after free")
+    _admit(mgr, a, ([1, 2], 8, [4]), "A readmitted with its 12 tokens")
+    _expect(_hashed(mgr, [4]), [True], "A's new block 4 cached? (it holds tokens 8-11, full)")
+    key = mgr.block_pool.blocks[3].block_hash
+    _expect(sorted(mgr.block_pool.cached_block_hash_to_block.get(key, {})), [3, 4],
+            "the blocks cached under the key of tokens 0-11 (the old copy, 3, and the recomputed one, 4)")
 
 
 def test_exact_pool_never_over_allocates(lab):
@@ -228,24 +411,29 @@ def test_exact_pool_never_over_allocates(lab):
     check, one block too many for a prompt that ends on a block boundary."""
     mgr = lab.KVCacheManager(5, BS)
     a = _request(lab, "A", range(16))
-    assert _prefill(mgr, a) == ([], 0, [1, 2, 3, 4])
-    assert _queue(mgr) == []
-    assert _decode(mgr, a, 99) is None
-    assert mgr.get_block_ids("A") == [1, 2, 3, 4] and _refs(mgr, [1, 2, 3, 4]) == [1, 1, 1, 1]
-    assert _prefill(mgr, _request(lab, "B", [5])) == ([], 0, None)
+    _admit(mgr, a, ([], 0, [1, 2, 3, 4]), "A, 16 tokens in a pool of 5")
+    _expect(_queue(mgr), [], "the free queue")
+    _expect(_decode(mgr, a, 99), None, "decode to 17 tokens with no free block (None: it does not fit)")
+    _expect(mgr.get_block_ids("A"), [1, 2, 3, 4], "A's table after the refused decode")
+    _expect(_refs(mgr, [1, 2, 3, 4]), [1, 1, 1, 1], "ref_cnt of A's blocks after the refused decode")
+    _admit(mgr, _request(lab, "B", [5]), ([], 0, None), "B, 1 token, with no free block")
     mgr.free(a)
-    assert _queue(mgr) == [4, 3, 2, 1] and _hashed(mgr, [1, 2, 3, 4]) == [True] * 4
+    _expect(_queue(mgr), [4, 3, 2, 1], "the free queue after A finishes")
+    _expect(_hashed(mgr, [1, 2, 3, 4]), [True] * 4, "A's blocks cached?")
 
     c = _request(lab, "C", list(range(12)) + [70, 71, 72, 73, 74])  # 17 tokens: 5 blocks
     # hits: (17 - 1) // 4 = 4 blocks looked up, the first 3 match; 5 - 3 = 2 new + 3 revived > 4 free
-    assert _prefill(mgr, c) == ([1, 2, 3], 12, None)
-    assert _queue(mgr) == [4, 3, 2, 1] and _refs(mgr, [1, 2, 3]) == [0, 0, 0]
-    assert mgr.get_block_ids("C") == [] and _hashed(mgr, [1, 2, 3, 4]) == [True] * 4
+    _admit(mgr, c, ([1, 2, 3], 12, None), "C, 17 tokens: 2 new blocks + 3 revived hits > 4 free")
+    _expect(_queue(mgr), [4, 3, 2, 1], "the free queue after C was refused")
+    _expect(_refs(mgr, [1, 2, 3]), [0, 0, 0], "ref_cnt of C's hits after C was refused")
+    _expect(mgr.get_block_ids("C"), [], "C's table after it was refused")
+    _expect(_hashed(mgr, [1, 2, 3, 4]), [True] * 4, "blocks 1-4 cached after C was refused")
 
     c2 = _request(lab, "C2", list(range(12)) + [70, 71, 72, 73])  # 16 tokens: 4 blocks
     # hits: 15 // 4 = 3 blocks; 1 new + 3 revived = 4 = every free block
-    assert _prefill(mgr, c2) == ([1, 2, 3], 12, [4])
-    assert _queue(mgr) == [] and mgr.get_block_ids("C2") == [1, 2, 3, 4]
+    _admit(mgr, c2, ([1, 2, 3], 12, [4]), "C2, 16 tokens: 1 new block + 3 revived hits = 4 free")
+    _expect(_queue(mgr), [], "the free queue")
+    _expect(mgr.get_block_ids("C2"), [1, 2, 3, 4], "C2's table")
 
 
 def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
@@ -261,10 +449,7 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
     b = _request(lab, "B", range(10))
     hits, num_hit = mgr.get_computed_blocks(b)  # [1, 2], 8
 
-    def state():
-        return mgr.get_block_ids("A"), mgr.get_block_ids("B"), _refs(mgr, range(10)), _queue(mgr)
-
-    before = state()
+    before = _state(mgr, ["A", "B"])
     bad = {
         "zero new tokens": lambda: mgr.allocate_slots(b, 0, num_hit, hits),
         "hits for a running request": lambda: mgr.allocate_slots(a, 1, num_hit, hits),
@@ -275,11 +460,15 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
         with pytest.raises(ValueError):
             call()
             pytest.fail(f"{what}: no ValueError")
-        assert state() == before, f"{what}: the ValueError came after the manager had changed"
+        after = _state(mgr, ["A", "B"])
+        if after != before:
+            raise AssertionError(f"{what}: the ValueError came after the manager had changed "
+                                 f"({_changes(before, after)}); call _check_allocate before changing anything")
     mgr.free(b)  # never allocated
     mgr.free(a)
     mgr.free(a)  # twice
-    assert _refs(mgr, range(10)) == [0] * 10 and _queue(mgr) == [4, 5, 6, 7, 8, 9, 3, 2, 1]
+    _expect(_refs(mgr, range(10)), [0] * 10, "ref_cnt of every block after A was freed twice (the second is a no-op)")
+    _expect(_queue(mgr), [4, 5, 6, 7, 8, 9, 3, 2, 1], "the free queue after A was freed twice")
 
 
 # --- everything at once: a random workload against a brute-force model ------------------------
@@ -345,22 +534,31 @@ class _Model:
 
 
 def _check_against_model(mgr, model, requests, where):
-    assert _queue(mgr) == model.free, f"{where}: free queue {_queue(mgr)}, expected {model.free}"
+    _expect(_queue(mgr), model.free, f"{where}: the free queue")
     blocks = mgr.block_pool.blocks
-    assert [b.ref_cnt for b in blocks] == [model.ref[i] for i in range(len(blocks))], f"{where}: ref counts"
+    refs, expected_refs = [b.ref_cnt for b in blocks], [model.ref[i] for i in range(len(blocks))]
+    wrong = [f"block {i}: {got} (expected {want})"
+             for i, (got, want) in enumerate(zip(refs, expected_refs, strict=True)) if got != want]
+    if wrong:
+        raise AssertionError(f"{where}: ref counts differ: " + ", ".join(wrong))
     for req in requests:
-        got, expected = mgr.get_block_ids(req.request_id), model.tables.get(req.request_id, [])
-        assert got == expected, f"{where}: request {req.request_id} has blocks {got}, expected {expected}"
+        _expect(mgr.get_block_ids(req.request_id), model.tables.get(req.request_id, []),
+                f"{where}: request {req.request_id}'s block table")
     for b in blocks:
-        assert (b.block_hash is None) == (model.key[b.block_id] is None), (
-            f"{where}: block {b.block_id} is {'' if b.block_hash is None else 'not '}cached, the model says otherwise")
+        cached, should = b.block_hash is not None, model.key[b.block_id] is not None
+        if cached != should:
+            prefix = list(model.key[b.block_id] or ())
+            raise AssertionError(
+                f"{where}: block {b.block_id} is {'cached' if cached else 'not cached'}, expected "
+                f"{f'cached (it completes tokens {prefix})' if should else 'not cached'}")
     cached = [b for b in blocks if b.block_hash is not None]
     for x in cached:
         for y in cached:
             same = model.key[x.block_id] == model.key[y.block_id]
-            assert (x.block_hash == y.block_hash) == same, (
-                f"{where}: blocks {x.block_id} and {y.block_id} hold {'the same' if same else 'different'} "
-                f"token prefixes but their keys disagree")
+            if (x.block_hash == y.block_hash) != same:
+                raise AssertionError(
+                    f"{where}: blocks {x.block_id} and {y.block_id} complete {'the same' if same else 'different'} "
+                    f"token prefixes but their keys are {'different' if same else 'equal'}")
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -390,21 +588,23 @@ def test_random_workload_matches_a_brute_force_model(lab, seed):
             req = waiting[0]
             hits, num_hit = mgr.get_computed_blocks(req)
             expected_hits = model.hits(req.all_token_ids)
-            assert (_ids(hits), num_hit) == (expected_hits, len(expected_hits) * block_size), (
-                f"seed {seed}, step {step}: get_computed_blocks({req.request_id})")
-            new = mgr.allocate_slots(req, req.num_tokens - num_hit, num_hit, hits)
+            _expect((_ids(hits), num_hit), (expected_hits, len(expected_hits) * block_size),
+                    f"seed {seed}, step {step}: get_computed_blocks({req.request_id}) (hit ids, hit tokens)")
+            new = _allocate(mgr, req, req.num_tokens - num_hit, num_hit, hits)
             expected = model.allocate(req.request_id, req.all_token_ids, num_hit, req.num_tokens - num_hit,
                                       expected_hits)
-            assert (None if new is None else _ids(new)) == expected, f"seed {seed}, step {step}: admit"
+            _expect(None if new is None else _ids(new), expected,
+                    f"seed {seed}, step {step}: admitting {req.request_id}, the new blocks (None: it does not fit)")
             if new is not None:
                 req.num_computed_tokens = req.num_tokens
                 running.append(waiting.pop(0))
         elif action == "decode" and running:
             req = rng.choice(running)
             req.append_output_token_ids([rng.randrange(3)])
-            new = mgr.allocate_slots(req, 1)
+            new = _allocate(mgr, req, 1)
             expected = model.allocate(req.request_id, req.all_token_ids, req.num_computed_tokens, 1, [])
-            assert (None if new is None else _ids(new)) == expected, f"seed {seed}, step {step}: decode"
+            _expect(None if new is None else _ids(new), expected,
+                    f"seed {seed}, step {step}: a decode step of {req.request_id}, the new blocks (None: no room)")
             if new is None:  # preempted: its blocks go back, and it will be recomputed from its cache hits
                 mgr.free(req)
                 model.free_(req.request_id)

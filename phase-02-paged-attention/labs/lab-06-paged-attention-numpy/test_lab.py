@@ -232,7 +232,8 @@ def test_partial_tail_block_is_masked(lab, poison, pad_columns):
     so only NaN and inf see it)."""
     case = _problem(100 + pad_columns, 35, 16, poison=poison, pad_columns=pad_columns)
     tail = case.k_cache[case.table[2], 3:]
-    assert (np.isnan(tail) if poison == "nan" else tail == labkit.poison_value(np.float64, poison)).all()
+    poisoned = (np.isnan(tail) if poison == "nan" else tail == labkit.poison_value(np.float64, poison)).all()
+    assert poisoned, f"the test's own case: the unused tail of block {case.table[2]} does not hold the {poison} poison"
     _check(_attend(lab, case), case.expected,
            what=f"paged_attention over a partial last block ({poison} poison, table {case.table.tolist()})")
 

@@ -53,7 +53,7 @@ class Shape:
     seq_lens: tuple[int, ...]
     num_heads: int = 32
     num_kv_heads: int = 8
-    in_issue: bool = False  # one of issue 15's shapes: the bar is >= 1.00x cuDNN SDPA under graphs
+    in_issue: bool = False  # a starred shape: the kernel's target there is >= 1.00x cuDNN SDPA under graphs
 
     @property
     def batch(self) -> int:
@@ -408,14 +408,15 @@ def main(argv=None) -> int:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         title = (f"Decode over a paged KV cache, 32 q / 8 KV heads unless named, "
-                 f"D={DRY_HEAD_DIM if dry else HEAD_DIM}, fp16, block {BLOCK_SIZE}; * = issue 15's shapes")
+                 f"D={DRY_HEAD_DIM if dry else HEAD_DIM}, fp16, block {BLOCK_SIZE}; * = the target shapes")
         levers = args.levers or args.out / "levers.md"
         md = (f"# Lab 04-06 results\n\n{header}\n\nWritten by `bench.py --out`. Times are medians with the L2 cache "
               "flushed before each run: *call* issues each call from Python (`do_bench`, host launch cost "
               "included when the GPU waits for it), *graph* replays it from a CUDA graph. % read and % copy: K+V "
               "bytes of the valid tokens / graph time, over the two bandwidths above. lab vs cuDNN: cuDNN SDPA's "
               "time / this lab's (above 1.00x this lab is faster); lab vs best SDPA: the same against the faster "
-              "of cuDNN and torch's default backend. * marks issue 15's shapes.\n\n"
+              "of cuDNN and torch's default backend. * marks the shapes the kernel was tuned for (its target: "
+              "at least 1.00x cuDNN SDPA under CUDA graphs).\n\n"
               f"{text}\n" + (f"\n{extra}\n" if extra else "")
               + (f"\n{levers.read_text()}" if levers.is_file() else ""))
         (args.out / "results.md").write_text(md)

@@ -18,7 +18,6 @@ step 3 with several), ``split_summaries`` (step 2), ``merge_splits`` (step 3) an
 
 from __future__ import annotations
 
-import functools
 import math
 
 from labkit import triton_env
@@ -29,21 +28,23 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-# Tokens each partition program loads per iteration (several blocks when blocks are small).
-TILE_TOKENS = 64
-# Warps per partition program and software-pipelining depth of its loads (README, appendix).
-NUM_WARPS = 4
-NUM_STAGES = 3
-# The reduce kernel merges up to this many splits per step (usually all of them in one).
-SPLIT_TILE = 64
-# The split rule (choose_num_splits; README step 4). Tuned on an H100 with bench.py's shapes.
-WAVES = 4  # aim for this many programs per streaming multiprocessor
-MIN_SPLIT_TOKENS = 128  # below this a split's fixed costs outweigh what it adds
-RAGGED_CAPACITY = 16384  # batches whose table holds this many tokens may be ragged...
-RAGGED_SPLIT_TOKENS = 1024  # ...and get splits no longer than this
-# The interpreter has no SMs: it plans for an H100's 132, so the CPU runs the GPU's code paths.
-INTERPRETER_SMS = 132
-MAX_GRID_SPLITS = 65535  # CUDA's limit on a grid's third dimension
+# The host side, given (_host.py): the kernels' settings, the partition arithmetic, the device
+# queries and the input checks.
+from _host import (  # noqa: E402
+    MIN_SPLIT_TOKENS,
+    NUM_STAGES,
+    NUM_WARPS,
+    RAGGED_CAPACITY,
+    RAGGED_SPLIT_TOKENS,
+    SPLIT_TILE,
+    TILE_TOKENS,
+    WAVES,
+    _check_inputs,
+    _check_summaries,
+    _num_sms,
+    _partition_size,
+    _supports_pdl,
+)
 
 
 @triton.jit
@@ -72,7 +73,7 @@ def _partition_kernel(
 
     ``GROUP_PAD`` (>= 16, a power of two >= GROUP) is the row count of the group's tile;
     rows past ``GROUP`` are not heads of this group. ``FP32_DOT``: the inputs are float32.
-    ``PDL``: the reduce kernel is launched as a programmatic dependent (README, appendix);
+    ``PDL``: the reduce kernel is launched as a programmatic dependent (going-further/launch-overhead.md);
     the tests pass with it False.
     """
     seq = tl.program_id(0).to(tl.int64)
@@ -130,7 +131,7 @@ def _partition_kernel(
     if PDL:
         # This program's loads are done: once every program of the grid has said so (or
         # exited), the GPU may start launching the reduce kernel, which waits in gdc_wait
-        # until this grid has finished (README, appendix).
+        # until this grid has finished (going-further/launch-overhead.md).
         tl.extra.cuda.gdc_launch_dependents()
 
     if ONE_SPLIT:
@@ -158,7 +159,7 @@ def _reduce_kernel(
     entries may hold anything) and write the attention output to ``out[b, h, :]`` in the
     output's dtype; zeros when the sequence has no token. ``SPLIT_TILE`` (a power of two):
     how many splits a step may load at once. ``PDL``: wait for the partition kernel before
-    reading (README, appendix). Step 3.
+    reading (going-further/launch-overhead.md). Step 3.
     """
     seq = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
@@ -321,141 +322,3 @@ def _launch_partition(q, k_cache, v_cache, block_tables, seq_lens, out, m, denom
         FP32_DOT=q.dtype == torch.float32, ONE_SPLIT=one_split, PDL=not one_split and _supports_pdl(q.device),
         num_warps=NUM_WARPS, num_stages=NUM_STAGES,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Given ready-made in the starter: arithmetic, device queries and input checks.
-
-
-def _partition_size(capacity: int, num_splits: int, block_size: int) -> int:
-    """Tokens per split: ``ceil(capacity / num_splits)`` rounded up to whole blocks (and long
-    enough that the grid's third dimension stays within CUDA's limit)."""
-    tokens = max(1, math.ceil(capacity / num_splits))
-    tokens = max(tokens, math.ceil(capacity / MAX_GRID_SPLITS))
-    return math.ceil(tokens / block_size) * block_size
-
-
-@functools.cache
-def _num_sms(device: torch.device) -> int:
-    """The GPU's streaming multiprocessors; ``INTERPRETER_SMS`` without a GPU."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return INTERPRETER_SMS
-
-
-@functools.cache
-def _supports_pdl(device: torch.device) -> bool:
-    """Programmatic dependent launch (a kernel launched before the previous one ends) needs an
-    NVIDIA GPU of the Hopper generation (sm_90) or later; ROCm's torch also says "cuda"."""
-    if BACKEND != "cuda" or device.type != "cuda" or torch.version.hip is not None:
-        return False
-    return torch.cuda.get_device_capability(device)[0] >= 9
-
-
-FLOATS = (torch.float16, torch.bfloat16, torch.float32)
-
-
-def _check_inputs(fn, q, k_cache, v_cache, block_tables, seq_lens, num_splits, none_ok=True) -> None:
-    """Clear errors, naming ``fn``, for what the kernels cannot handle, before anything runs."""
-    tensors = {"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_tables": block_tables, "seq_lens": seq_lens}
-    for name, t in tensors.items():
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(t).__name__}")
-    devices = {t.device for t in tensors.values()}
-    if len(devices) > 1:
-        raise ValueError(f"{fn}: all tensors must be on one device, got {sorted(map(str, devices))}")
-    if q.dim() != 3:
-        raise ValueError(f"{fn}: q must be [batch, num_heads, head_dim], got shape {tuple(q.shape)}")
-    if k_cache.dim() != 4 or k_cache.shape != v_cache.shape:
-        raise ValueError(
-            f"{fn}: k_cache and v_cache must both be [num_blocks, block_size, num_kv_heads, head_dim], "
-            f"got {tuple(k_cache.shape)} and {tuple(v_cache.shape)}"
-        )
-    batch, num_heads, head_dim = q.shape
-    num_blocks, block_size, num_kv_heads, cache_dim = k_cache.shape
-    if q.dtype not in FLOATS or k_cache.dtype != q.dtype or v_cache.dtype != q.dtype:
-        raise TypeError(
-            f"{fn}: q, k_cache and v_cache must share one dtype among float16, bfloat16, float32; "
-            f"got {q.dtype}, {k_cache.dtype}, {v_cache.dtype}"
-        )
-    if cache_dim != head_dim:
-        raise ValueError(f"{fn}: q has head_dim {head_dim}, k_cache and v_cache {cache_dim}")
-    if head_dim not in (16, 32, 64, 128, 256):
-        raise ValueError(f"{fn}: head_dim must be a power of two from 16 to 256, got {head_dim}")
-    if block_size < 16 or block_size & (block_size - 1):
-        raise ValueError(f"{fn}: block_size must be a power of two >= 16, got {block_size}")
-    if num_kv_heads == 0 or num_heads % num_kv_heads:
-        raise ValueError(f"{fn}: num_heads={num_heads} must be a multiple of num_kv_heads={num_kv_heads}")
-    if block_tables.dtype != torch.int32 or block_tables.dim() != 2 or block_tables.shape[0] != batch:
-        raise ValueError(
-            f"{fn}: block_tables must be int32 [batch={batch}, max_blocks], "
-            f"got {block_tables.dtype} {tuple(block_tables.shape)}"
-        )
-    if seq_lens.dtype != torch.int32 or tuple(seq_lens.shape) != (batch,):
-        raise ValueError(f"{fn}: seq_lens must be int32 [batch={batch}], got {seq_lens.dtype} {tuple(seq_lens.shape)}")
-    if not (num_splits is None and none_ok) and not _is_count(num_splits):
-        wanted = "None or an int >= 1" if none_ok else "an int >= 1"
-        raise ValueError(f"{fn}: num_splits must be {wanted}, got {num_splits!r}")
-    if k_cache.stride(-1) != 1 or k_cache.stride() != v_cache.stride():
-        raise ValueError(
-            f"{fn}: k_cache and v_cache must have the same strides, with the last dimension contiguous; "
-            f"got {k_cache.stride()} and {v_cache.stride()}"
-        )
-    # Checking values needs them on the host; on a GPU that is a synchronization per call, so
-    # (like vLLM) only CPU tensors are checked. The kernels never read past the block table's
-    # length whatever seq_lens says.
-    if seq_lens.device.type == "cpu" and batch:
-        capacity = block_tables.shape[1] * block_size
-        _check_lengths(fn, seq_lens, capacity, "max_blocks * block_size")
-        lens = seq_lens.to(torch.int64)
-        used = torch.arange(block_tables.shape[1]) < ((lens + block_size - 1) // block_size)[:, None]
-        ids = block_tables[used]
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_blocks):
-            raise ValueError(
-                f"{fn}: block_tables holds block ids outside [0, {num_blocks}) among a sequence's blocks "
-                f"(from {int(ids.min())} to {int(ids.max())})"
-            )
-
-
-def _check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype) -> None:
-    """Clear errors, naming merge_splits, for summaries the reduce kernel cannot handle."""
-    fn = "merge_splits"
-    tensors = {"m": m, "denom": denom, "acc": acc, "seq_lens": seq_lens}
-    for name, t in tensors.items():
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(t).__name__}")
-    devices = {t.device for t in tensors.values()}
-    if len(devices) > 1:
-        raise ValueError(f"{fn}: all tensors must be on one device, got {sorted(map(str, devices))}")
-    for name, t in tensors.items():
-        wanted = torch.int32 if name == "seq_lens" else torch.float32
-        if t.dtype != wanted:
-            raise TypeError(f"{fn}: {name} must be {wanted}, got {t.dtype}")
-    if acc.dim() != 4 or acc.shape[-1] not in (16, 32, 64, 128, 256):
-        raise ValueError(
-            f"{fn}: acc must be [batch, num_heads, max_splits, head_dim] with head_dim a power of two "
-            f"from 16 to 256, got shape {tuple(acc.shape)}"
-        )
-    if m.shape != acc.shape[:3] or denom.shape != acc.shape[:3]:
-        raise ValueError(
-            f"{fn}: m and denom must be [batch, num_heads, max_splits] = {tuple(acc.shape[:3])}, "
-            f"got {tuple(m.shape)} and {tuple(denom.shape)}"
-        )
-    if tuple(seq_lens.shape) != (acc.shape[0],):
-        raise ValueError(f"{fn}: seq_lens must be [batch={acc.shape[0]}], got {tuple(seq_lens.shape)}")
-    if not _is_count(partition_size):
-        raise ValueError(f"{fn}: partition_size must be an int >= 1, got {partition_size!r}")
-    if out_dtype not in FLOATS:
-        raise TypeError(f"{fn}: out_dtype must be one of float16, bfloat16, float32, got {out_dtype!r}")
-    if seq_lens.device.type == "cpu" and acc.shape[0]:
-        _check_lengths(fn, seq_lens, acc.shape[2] * partition_size, "max_splits * partition_size")
-
-
-def _check_lengths(fn, seq_lens, capacity: int, what: str) -> None:
-    low, high = int(seq_lens.min()), int(seq_lens.max())
-    if low < 0 or high > capacity:
-        raise ValueError(f"{fn}: seq_lens must lie in [0, {what} = {capacity}], got values from {low} to {high}")
-
-
-def _is_count(n) -> bool:
-    return isinstance(n, int) and not isinstance(n, bool) and n >= 1

@@ -9,39 +9,45 @@ step exists (``labs check 04-06`` or ``LAB_IMPL=starter pytest <this folder>``):
 3. ``merge_splits`` and ``_reduce_kernel``; then ``paged_decode`` with several splits.
 4. ``choose_num_splits``; then ``paged_decode`` with ``num_splits=None``.
 
-The kernels' signatures and the constants are the solution's (a maintainer test checks it);
-the tests call only the public functions. Given ready-made at the bottom: the partition
-arithmetic, the SM count, the PDL switch and the input checks.
+The kernels' signatures are the solution's (a maintainer test checks it); the tests call only
+the public functions. Given ready-made in ``_host.py`` (imported below): the kernels' settings and
+the split rule's constants, the partition arithmetic, the SM count, the PDL switch and the input
+checks.
 """
 
 from __future__ import annotations
 
-import functools
-import math
+import math  # noqa: F401  (yours to use)
 
 from labkit import triton_env
 
 BACKEND = triton_env.select_backend()
 
-import torch  # noqa: E402
+import torch  # noqa: E402, F401
 import triton  # noqa: E402, F401
 import triton.language as tl  # noqa: E402
 
-# Tokens each partition program loads per iteration (several blocks when blocks are small).
-TILE_TOKENS = 64
-# Warps per partition program and software-pipelining depth of its loads (README, appendix).
-NUM_WARPS = 4
-NUM_STAGES = 3
-# The reduce kernel merges up to this many splits per step (usually all of them in one).
-SPLIT_TILE = 64
-# The split rule (choose_num_splits; README step 4). Tuned on an H100 with bench.py's shapes.
-WAVES = 4  # aim for this many programs per streaming multiprocessor
-MIN_SPLIT_TOKENS = 128  # below this a split's fixed costs outweigh what it adds
-RAGGED_CAPACITY = 16384  # batches whose table holds this many tokens may be ragged...
-RAGGED_SPLIT_TOKENS = 1024  # ...and get splits no longer than this
-# The interpreter has no SMs: it plans for an H100's 132, so the CPU runs the GPU's code paths.
-INTERPRETER_SMS = 132
-MAX_GRID_SPLITS = 65535  # CUDA's limit on a grid's third dimension
+# Given (_host.py): the kernels' settings, the partition arithmetic, the device queries and the
+# input checks: call the checks first, so that bad input gets a clear error before any kernel runs.
+from _host import (  # noqa: E402, F401
+    MIN_SPLIT_TOKENS,
+    NUM_STAGES,
+    NUM_WARPS,
+    RAGGED_CAPACITY,
+    RAGGED_SPLIT_TOKENS,
+    SPLIT_TILE,
+    TILE_TOKENS,
+    WAVES,
+    _check_inputs,
+    _check_summaries,
+    _num_sms,
+    _partition_size,
+    _supports_pdl,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Your work, in the README's steps: the kernels (their signatures are the solution's), then the
+# public functions. Each stub says its step; the kernels do nothing until you write them.
 
 
 @triton.jit
@@ -52,7 +58,9 @@ def _partition_kernel(
     SCALE: tl.constexpr, TILE_N: tl.constexpr, FP32_DOT: tl.constexpr, ONE_SPLIT: tl.constexpr,
     PDL: tl.constexpr,
 ):
-    """Program ``(b, j, s)`` of a ``(batch, num_kv_heads, max_splits)`` grid: sequence ``b``,
+    """Yours, in two steps: the ``ONE_SPLIT`` path (step 1), then the split path (step 2).
+
+    Program ``(b, j, s)`` of a ``(batch, num_kv_heads, max_splits)`` grid: sequence ``b``,
     KV head ``j``, split ``s``, the tokens ``[s * partition_size, min((s + 1) *
     partition_size, seq_len))`` with ``seq_len = min(seq_lens[b], max_blocks * BLOCK_SIZE)``.
 
@@ -70,7 +78,7 @@ def _partition_kernel(
 
     ``GROUP_PAD`` (>= 16, a power of two >= GROUP) is the row count of the group's tile;
     rows past ``GROUP`` are not heads of this group. ``FP32_DOT``: the inputs are float32.
-    ``PDL``: the reduce kernel is launched as a programmatic dependent (README, appendix);
+    ``PDL``: the reduce kernel is launched as a programmatic dependent (going-further/launch-overhead.md);
     the tests pass with it False.
     """
     pass
@@ -79,15 +87,17 @@ def _partition_kernel(
 @triton.jit
 def _reduce_kernel(
     m_ptr, denom_ptr, acc_ptr, seq_lens_ptr, out_ptr, partition_size, max_splits,
-    HEAD_DIM: tl.constexpr, SPLIT_TILE: tl.constexpr, PDL: tl.constexpr,
+    HEAD_DIM: tl.constexpr, SPLIT_TILE: tl.constexpr, PDL: tl.constexpr,  # noqa: F811 (the launch passes SPLIT_TILE)
 ):
-    """Program ``(b, h)`` of a ``(batch, num_heads)`` grid: merge the summaries
+    """Yours, step 3.
+
+    Program ``(b, h)`` of a ``(batch, num_heads)`` grid: merge the summaries
     ``m[b, h, s]``, ``denom[b, h, s]``, ``acc[b, h, s, :]`` of the ``ceil(seq_lens[b] /
     partition_size)`` splits that hold tokens (never more than ``max_splits``; the other
     entries may hold anything) and write the attention output to ``out[b, h, :]`` in the
     output's dtype; zeros when the sequence has no token. ``SPLIT_TILE`` (a power of two):
     how many splits a step may load at once. ``PDL``: wait for the partition kernel before
-    reading (README, appendix). Step 3.
+    reading (going-further/launch-overhead.md). Step 3.
     """
     pass
 
@@ -168,141 +178,3 @@ def choose_num_splits(batch: int, num_kv_heads: int, capacity: int, num_sms: int
         "choose_num_splits: not implemented yet (README step 4: enough programs to fill the SMs a few times, "
         "no tiny splits, ragged batches)"
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Given ready-made: arithmetic, device queries and input checks (the solution's, unchanged).
-
-
-def _partition_size(capacity: int, num_splits: int, block_size: int) -> int:
-    """Tokens per split: ``ceil(capacity / num_splits)`` rounded up to whole blocks (and long
-    enough that the grid's third dimension stays within CUDA's limit)."""
-    tokens = max(1, math.ceil(capacity / num_splits))
-    tokens = max(tokens, math.ceil(capacity / MAX_GRID_SPLITS))
-    return math.ceil(tokens / block_size) * block_size
-
-
-@functools.cache
-def _num_sms(device: torch.device) -> int:
-    """The GPU's streaming multiprocessors; ``INTERPRETER_SMS`` without a GPU."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return INTERPRETER_SMS
-
-
-@functools.cache
-def _supports_pdl(device: torch.device) -> bool:
-    """Programmatic dependent launch (a kernel launched before the previous one ends) needs an
-    NVIDIA GPU of the Hopper generation (sm_90) or later; ROCm's torch also says "cuda"."""
-    if BACKEND != "cuda" or device.type != "cuda" or torch.version.hip is not None:
-        return False
-    return torch.cuda.get_device_capability(device)[0] >= 9
-
-
-FLOATS = (torch.float16, torch.bfloat16, torch.float32)
-
-
-def _check_inputs(fn, q, k_cache, v_cache, block_tables, seq_lens, num_splits, none_ok=True) -> None:
-    """Clear errors, naming ``fn``, for what the kernels cannot handle, before anything runs."""
-    tensors = {"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_tables": block_tables, "seq_lens": seq_lens}
-    for name, t in tensors.items():
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(t).__name__}")
-    devices = {t.device for t in tensors.values()}
-    if len(devices) > 1:
-        raise ValueError(f"{fn}: all tensors must be on one device, got {sorted(map(str, devices))}")
-    if q.dim() != 3:
-        raise ValueError(f"{fn}: q must be [batch, num_heads, head_dim], got shape {tuple(q.shape)}")
-    if k_cache.dim() != 4 or k_cache.shape != v_cache.shape:
-        raise ValueError(
-            f"{fn}: k_cache and v_cache must both be [num_blocks, block_size, num_kv_heads, head_dim], "
-            f"got {tuple(k_cache.shape)} and {tuple(v_cache.shape)}"
-        )
-    batch, num_heads, head_dim = q.shape
-    num_blocks, block_size, num_kv_heads, cache_dim = k_cache.shape
-    if q.dtype not in FLOATS or k_cache.dtype != q.dtype or v_cache.dtype != q.dtype:
-        raise TypeError(
-            f"{fn}: q, k_cache and v_cache must share one dtype among float16, bfloat16, float32; "
-            f"got {q.dtype}, {k_cache.dtype}, {v_cache.dtype}"
-        )
-    if cache_dim != head_dim:
-        raise ValueError(f"{fn}: q has head_dim {head_dim}, k_cache and v_cache {cache_dim}")
-    if head_dim not in (16, 32, 64, 128, 256):
-        raise ValueError(f"{fn}: head_dim must be a power of two from 16 to 256, got {head_dim}")
-    if block_size < 16 or block_size & (block_size - 1):
-        raise ValueError(f"{fn}: block_size must be a power of two >= 16, got {block_size}")
-    if num_kv_heads == 0 or num_heads % num_kv_heads:
-        raise ValueError(f"{fn}: num_heads={num_heads} must be a multiple of num_kv_heads={num_kv_heads}")
-    if block_tables.dtype != torch.int32 or block_tables.dim() != 2 or block_tables.shape[0] != batch:
-        raise ValueError(
-            f"{fn}: block_tables must be int32 [batch={batch}, max_blocks], "
-            f"got {block_tables.dtype} {tuple(block_tables.shape)}"
-        )
-    if seq_lens.dtype != torch.int32 or tuple(seq_lens.shape) != (batch,):
-        raise ValueError(f"{fn}: seq_lens must be int32 [batch={batch}], got {seq_lens.dtype} {tuple(seq_lens.shape)}")
-    if not (num_splits is None and none_ok) and not _is_count(num_splits):
-        wanted = "None or an int >= 1" if none_ok else "an int >= 1"
-        raise ValueError(f"{fn}: num_splits must be {wanted}, got {num_splits!r}")
-    if k_cache.stride(-1) != 1 or k_cache.stride() != v_cache.stride():
-        raise ValueError(
-            f"{fn}: k_cache and v_cache must have the same strides, with the last dimension contiguous; "
-            f"got {k_cache.stride()} and {v_cache.stride()}"
-        )
-    # Checking values needs them on the host; on a GPU that is a synchronization per call, so
-    # (like vLLM) only CPU tensors are checked. The kernels never read past the block table's
-    # length whatever seq_lens says.
-    if seq_lens.device.type == "cpu" and batch:
-        capacity = block_tables.shape[1] * block_size
-        _check_lengths(fn, seq_lens, capacity, "max_blocks * block_size")
-        lens = seq_lens.to(torch.int64)
-        used = torch.arange(block_tables.shape[1]) < ((lens + block_size - 1) // block_size)[:, None]
-        ids = block_tables[used]
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_blocks):
-            raise ValueError(
-                f"{fn}: block_tables holds block ids outside [0, {num_blocks}) among a sequence's blocks "
-                f"(from {int(ids.min())} to {int(ids.max())})"
-            )
-
-
-def _check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype) -> None:
-    """Clear errors, naming merge_splits, for summaries the reduce kernel cannot handle."""
-    fn = "merge_splits"
-    tensors = {"m": m, "denom": denom, "acc": acc, "seq_lens": seq_lens}
-    for name, t in tensors.items():
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(t).__name__}")
-    devices = {t.device for t in tensors.values()}
-    if len(devices) > 1:
-        raise ValueError(f"{fn}: all tensors must be on one device, got {sorted(map(str, devices))}")
-    for name, t in tensors.items():
-        wanted = torch.int32 if name == "seq_lens" else torch.float32
-        if t.dtype != wanted:
-            raise TypeError(f"{fn}: {name} must be {wanted}, got {t.dtype}")
-    if acc.dim() != 4 or acc.shape[-1] not in (16, 32, 64, 128, 256):
-        raise ValueError(
-            f"{fn}: acc must be [batch, num_heads, max_splits, head_dim] with head_dim a power of two "
-            f"from 16 to 256, got shape {tuple(acc.shape)}"
-        )
-    if m.shape != acc.shape[:3] or denom.shape != acc.shape[:3]:
-        raise ValueError(
-            f"{fn}: m and denom must be [batch, num_heads, max_splits] = {tuple(acc.shape[:3])}, "
-            f"got {tuple(m.shape)} and {tuple(denom.shape)}"
-        )
-    if tuple(seq_lens.shape) != (acc.shape[0],):
-        raise ValueError(f"{fn}: seq_lens must be [batch={acc.shape[0]}], got {tuple(seq_lens.shape)}")
-    if not _is_count(partition_size):
-        raise ValueError(f"{fn}: partition_size must be an int >= 1, got {partition_size!r}")
-    if out_dtype not in FLOATS:
-        raise TypeError(f"{fn}: out_dtype must be one of float16, bfloat16, float32, got {out_dtype!r}")
-    if seq_lens.device.type == "cpu" and acc.shape[0]:
-        _check_lengths(fn, seq_lens, acc.shape[2] * partition_size, "max_splits * partition_size")
-
-
-def _check_lengths(fn, seq_lens, capacity: int, what: str) -> None:
-    low, high = int(seq_lens.min()), int(seq_lens.max())
-    if low < 0 or high > capacity:
-        raise ValueError(f"{fn}: seq_lens must lie in [0, {what} = {capacity}], got values from {low} to {high}")
-
-
-def _is_count(n) -> bool:
-    return isinstance(n, int) and not isinstance(n, bool) and n >= 1

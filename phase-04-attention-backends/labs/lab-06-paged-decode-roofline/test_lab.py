@@ -53,6 +53,34 @@ def dtype_id(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def require(ok, message: str) -> None:
+    """Fail with ``message`` alone: what was expected, what came, where (never pytest's rewrite of
+    the expression, which prints the module's internals)."""
+    __tracebackhide__ = True
+    if not ok:
+        raise AssertionError(message)
+
+
+def expect_clear_error(call, fn: str, what: str) -> None:
+    """``call()`` must raise a ValueError or TypeError naming ``fn`` (the given checks of
+    ``_host.py``, called first); a stub's NotImplementedError goes through as it is."""
+    __tracebackhide__ = True
+    try:
+        call()
+    except NotImplementedError:
+        raise
+    except (ValueError, TypeError) as err:
+        if fn in str(err):
+            return
+        got = f"{type(err).__name__}: {err}"
+    except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
+        got = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+    else:
+        got = "no error (the kernels ran on it)"
+    raise AssertionError(f"{what}: expected a ValueError or TypeError naming {fn} before any kernel runs (call the "
+                         f"given check of _host.py first), got {got}")
+
+
 # --------------------------------------------------------------------------- cases and oracles
 
 
@@ -154,10 +182,9 @@ def check(lab, case, num_splits=None, atol=None, what="paged_decode"):
     expected = reference_decode(*case)
     before = [t.clone() for t in case]
     out = lab.paged_decode(*case, num_splits=num_splits)
-    assert isinstance(out, torch.Tensor) and out.shape == q.shape and out.device == q.device, (
-        f"{what}: out must be a tensor shaped and placed like q {tuple(q.shape)} on {q.device}; "
-        f"got {type(out).__name__} {tuple(getattr(out, 'shape', ()))} on {getattr(out, 'device', None)}"
-    )
+    require(isinstance(out, torch.Tensor) and out.shape == q.shape and out.device == q.device,
+            f"{what}: out must be a tensor shaped and placed like q {tuple(q.shape)} on {q.device}; "
+            f"got {type(out).__name__} {tuple(getattr(out, 'shape', ()))} on {getattr(out, 'device', None)}")
     labkit.assert_close(out, expected, atol=atol or ATOL[q.dtype], axes=AXES, what=what, dtype=q.dtype)
     assert_unchanged(before, case, INPUTS, what)
     return out
@@ -256,8 +283,7 @@ def test_bad_input_gets_a_clear_error(lab, name):
         args = (*case[:4], torch.tensor([20, 10_000], dtype=torch.int32, device=DEVICE))
     else:
         args = BAD_INPUTS[name](case)
-    with pytest.raises((ValueError, TypeError), match="paged_decode"):
-        lab.paged_decode(*args, num_splits=num_splits)
+    expect_clear_error(lambda: lab.paged_decode(*args, num_splits=num_splits), "paged_decode", f"paged_decode, {name}")
 
 
 # --------------------------------------------------------------------------- step 2: split summaries
@@ -271,17 +297,15 @@ def check_summaries(lab, case, num_splits, what):
     m_ref, denom_ref, acc_ref, exists = reference_summaries(*case, partition)
     before = [t.clone() for t in case]
     m, denom, acc, partition_size = lab.split_summaries(*case, num_splits=num_splits)
-    assert partition_size == partition, (
-        f"{what}: partition_size {partition_size}, expected ceil({capacity} / {num_splits}) rounded up to whole "
-        f"blocks of {k_cache.shape[1]} = {partition}"
-    )
+    require(partition_size == partition,
+            f"{what}: partition_size {partition_size!r}, expected ceil({capacity} / {num_splits}) rounded up to whole "
+            f"blocks of {k_cache.shape[1]} = {partition} (the given _partition_size)")
     max_splits = m_ref.shape[2]
     for name, t, shape in [("m", m, m_ref.shape), ("denom", denom, m_ref.shape), ("acc", acc, acc_ref.shape)]:
-        assert isinstance(t, torch.Tensor) and tuple(t.shape) == shape, (
-            f"{what}: {name} must be [batch, num_heads, max_splits={max_splits}" + (", head_dim]" if name == "acc"
-                                                                                   else "]")
-            + f" = {shape}, got {tuple(getattr(t, 'shape', ()))}"
-        )
+        require(isinstance(t, torch.Tensor) and tuple(t.shape) == shape,
+                f"{what}: {name} must be a tensor [batch, num_heads, max_splits={max_splits}"
+                + (", head_dim]" if name == "acc" else "]") + f" = {shape}, got {type(t).__name__} "
+                f"{tuple(getattr(t, 'shape', ()))}")
         labkit.assert_dtype(t, torch.float32, what=f"{what}: {name}")
     # Only the splits that hold tokens are specified; compare those, (sequence, head, split) at a time.
     pick = np.broadcast_to(exists[:, None, :], m_ref.shape)
@@ -363,10 +387,9 @@ def check_merge(lab, summaries, seq_lens, partition_size, out_dtype, what, atol=
     lens = torch.tensor(seq_lens, dtype=torch.int32, device=DEVICE)
     before = [t.clone() for t in (m, denom, acc, lens)]
     out = lab.merge_splits(m, denom, acc, lens, partition_size, out_dtype)
-    assert isinstance(out, torch.Tensor) and tuple(out.shape) == expected.shape and out.device == m.device, (
-        f"{what}: out must be [batch, num_heads, head_dim] = {expected.shape} on {m.device}, "
-        f"got {type(out).__name__} {tuple(getattr(out, 'shape', ()))}"
-    )
+    require(isinstance(out, torch.Tensor) and tuple(out.shape) == expected.shape and out.device == m.device,
+            f"{what}: out must be a tensor [batch, num_heads, head_dim] = {expected.shape} on {m.device}, "
+            f"got {type(out).__name__} {tuple(getattr(out, 'shape', ()))} on {getattr(out, 'device', None)}")
     # float32: the merge's own float32 arithmetic; float16: one rounding of outputs below 8 (2**-9 / 2).
     atol = atol or {torch.float32: 1e-4, torch.float16: 3e-3, torch.bfloat16: 2e-2}[out_dtype]
     labkit.assert_close(out, expected, atol=atol, axes=AXES, what=what, dtype=out_dtype)
@@ -425,8 +448,7 @@ def test_merge_splits_bad_input_gets_a_clear_error(lab, name):
     left out (partition_size 0 would divide by zero inside the kernel)."""
     m, denom, acc, _ = make_summaries([20, 9], 16, seed=4)
     args = (m, denom, acc, torch.tensor([20, 9], dtype=torch.int32, device=DEVICE), 16, torch.float32)
-    with pytest.raises((ValueError, TypeError), match="merge_splits"):
-        lab.merge_splits(*BAD_SUMMARIES[name](args))
+    expect_clear_error(lambda: lab.merge_splits(*BAD_SUMMARIES[name](args)), "merge_splits", f"merge_splits, {name}")
 
 
 @pytest.mark.parametrize("num_splits", [1, 2, 3, 5, 9])
@@ -492,15 +514,14 @@ def test_choose_num_splits_fills_an_idle_gpu(lab):
     SM count it is given."""
     for batch, kv_heads, capacity, sms in SPLIT_RULE_CASES:
         splits = lab.choose_num_splits(batch, kv_heads, capacity, sms)
-        assert isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1, (
-            f"choose_num_splits({batch}, {kv_heads}, {capacity}, {sms}) = {splits!r}: must be an int >= 1"
-        )
+        require(isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1,
+                f"choose_num_splits({batch}, {kv_heads}, {capacity}, {sms}) = {splits!r}: must be an int >= 1")
     for batch, kv_heads, capacity, sms in split_rule_cases(lambda b, j, c, s: b * j < s and c >= 128 * s // (b * j)):
         splits = lab.choose_num_splits(batch, kv_heads, capacity, sms)
-        assert batch * kv_heads * splits >= sms, (
-            f"choose_num_splits(batch={batch}, num_kv_heads={kv_heads}, capacity={capacity}, num_sms={sms}) = "
-            f"{splits}: {batch * kv_heads * splits} programs leave SMs of the {sms} idle"
-        )
+        require(batch * kv_heads * splits >= sms,
+                f"choose_num_splits(batch={batch}, num_kv_heads={kv_heads}, capacity={capacity}, num_sms={sms}) = "
+                f"{splits}: {batch * kv_heads * splits} programs leave SMs of the {sms} idle (expected at least "
+                f"{-(-sms // (batch * kv_heads))} splits)")
 
 
 def test_choose_num_splits_does_not_oversplit(lab):
@@ -511,11 +532,13 @@ def test_choose_num_splits_does_not_oversplit(lab):
     for batch, kv_heads, capacity, sms in SPLIT_RULE_CASES:
         splits = lab.choose_num_splits(batch, kv_heads, capacity, sms)
         call = f"choose_num_splits(batch={batch}, num_kv_heads={kv_heads}, capacity={capacity}, num_sms={sms})"
-        assert splits <= max(1, capacity // 128), f"{call} = {splits}: splits shorter than 128 tokens"
+        most = max(1, capacity // 128)
+        require(splits <= most, f"{call} = {splits}: splits shorter than 128 tokens (expected at most {most})")
         if batch == 1:
-            assert kv_heads * splits <= 8 * sms, f"{call} = {splits}: {kv_heads * splits} programs for {sms} SMs"
+            require(kv_heads * splits <= 8 * sms, f"{call} = {splits}: {kv_heads * splits} programs for {sms} SMs, "
+                    f"expected at most 8 per SM ({8 * sms // kv_heads} splits)")
         if batch * kv_heads >= 4 * sms and capacity < 16384:
-            assert splits == 1, f"{call} = {splits}: the batch alone fills the GPU four times"
+            require(splits == 1, f"{call} = {splits}: the batch alone fills the GPU four times, expected 1 split")
 
 
 def test_choose_num_splits_ragged_batches(lab):
@@ -525,10 +548,10 @@ def test_choose_num_splits_ragged_batches(lab):
     (sequence, KV head) pairs, which leaves the long sequence to 8 programs."""
     for batch, kv_heads, capacity, sms in [(64, 8, 65536, 132), (8, 8, 131072, 132), (32, 8, 32768, 132)]:
         splits = lab.choose_num_splits(batch, kv_heads, capacity, sms)
-        assert kv_heads * splits >= sms, (
-            f"choose_num_splits(batch={batch}, num_kv_heads={kv_heads}, capacity={capacity}, num_sms={sms}) = "
-            f"{splits}: one full-length sequence of the batch gets {kv_heads * splits} programs for {sms} SMs"
-        )
+        require(kv_heads * splits >= sms,
+                f"choose_num_splits(batch={batch}, num_kv_heads={kv_heads}, capacity={capacity}, num_sms={sms}) = "
+                f"{splits}: one full-length sequence of the batch gets {kv_heads * splits} programs for {sms} SMs "
+                f"(expected at least {-(-sms // kv_heads)} splits: the ragged rule)")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
@@ -537,7 +560,9 @@ def test_default_split_count_matches_reference(lab, dtype):
     heads, 6 sequences) makes the rule split it on the interpreter's 132 SMs, so the default
     path runs both kernels. Catches whatever the default path gets wrong that a forced
     count does not exercise."""
-    assert lab.choose_num_splits(6, 2, 320, 132) > 1, "choose_num_splits(6, 2, 320, 132) must split (step 4)"
+    splits = lab.choose_num_splits(6, 2, 320, 132)
+    require(isinstance(splits, int) and splits > 1,
+            f"choose_num_splits(6, 2, 320, 132) = {splits!r}, expected more than 1 (step 4): 12 programs on 132 SMs")
     case = make_case([37, 1, 300, 16, 0, 50], dtype=dtype, pad_columns=1, seed=23, poison="nan")
     check(lab, case, what="paged_decode(num_splits=None)")
 
@@ -570,9 +595,9 @@ def test_cache_beyond_2_31_elements(lab):
     q, block_tables, seq_lens, k_blocks, v_blocks = big.inputs(torch)
     expected = reference_decode(q, k_blocks, v_blocks, block_tables, seq_lens)
     shape = (len(big.NUM_SPLITS), *expected.shape)
-    assert isinstance(out, np.ndarray) and out.shape == shape and out.dtype == np.float16, (
-        f"paged_decode on the big cache: expected float16 outputs of shape {expected.shape} (one per num_splits in "
-        f"{big.NUM_SPLITS}), got {getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}")
+    require(isinstance(out, np.ndarray) and out.shape == shape and out.dtype == np.float16,
+            f"paged_decode on the big cache: expected float16 outputs of shape {expected.shape} (one per num_splits "
+            f"in {big.NUM_SPLITS}), got {getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}")
     for num_splits, got in zip(big.NUM_SPLITS, out, strict=True):
         labkit.assert_close(got, expected, atol=ATOL[torch.float16], axes=AXES,
                             what=f"paged_decode(num_splits={num_splits}) on a cache of more than 2**31 elements "

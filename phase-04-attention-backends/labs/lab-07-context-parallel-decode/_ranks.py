@@ -2,16 +2,19 @@
 
 test_lab.py runs this file as a child (``labkit.testing.child``) and receives data only:
 
-    python _ranks.py suite gloo    every case of CASES on 1, 2 and 4 ranks: each rank's output of
-                                   both combines, and three checks per output, as one float64 array
+    python _ranks.py suite gloo    one group of ranks for each world size of WORLD_SIZES and each
+                                   combine of COMBINES: every case of CASES, each rank's output and
+                                   checks of each output; or, for a group that failed, the
+                                   failure's message (:func:`encode_suite`, :func:`decode_suite`)
     python _ranks.py crash gloo    4 ranks (nccl: up to 4 GPUs), of which rank 1 raises between two
                                    collectives: the child fails with a message naming that rank and
                                    its exception
 
 Each rank builds its shard of a case with :func:`build_case` (fixed seeds), runs the implementation
-under test (``rank_summaries``, then ``combine_all_reduce`` and ``combine_all_gather``) and returns
-what it got. The test rebuilds the same cases with the same function and computes the float64 truth
-itself, from the sequences' keys and values, never from the ranks' shards.
+under test (``rank_summaries``, then the group's combine) and returns what it got. The test rebuilds
+the same cases with the same function and computes the float64 truth itself, from the sequences' keys
+and values, never from the ranks' shards. The groups run apart, so a test of the 2-rank
+``combine_all_gather`` reports what that group did, whatever the others did.
 
 :func:`launch` is the launcher that lab.py and bench.py use too: every rank is a process of its own,
 joined by ``torch.distributed.init_process_group`` (a file store in a private folder, so no port can
@@ -47,7 +50,13 @@ from labkit.testing import child
 
 WORLD_SIZES = (1, 2, 4)  # the suite's groups: no communication at all, then 2 and 4 ranks
 COMBINES = ("combine_all_reduce", "combine_all_gather")
-CHECKS = ("shape", "dtype", "inputs unchanged")  # three numbers after each output: 1.0 when it holds
+# What each rank records after each output (numbers): the output's shape (4 entries, -1 past its
+# last dimension; all -2 when it is no tensor), its dtype (an index into DTYPES), and 1.0/0.0 for each
+# summary the combine left unchanged.
+SHAPE_DIMS = 4
+DTYPES = ("float64", "float32", "float16", "bfloat16", "another dtype")
+SUMMARIES = ("m", "denom", "acc")
+CHECK_SIZE = SHAPE_DIMS + 1 + len(SUMMARIES)
 CRASH_WORLD_SIZE, CRASH_RANK = 4, 1  # with nccl, as many ranks as GPUs, up to 4
 CRASH_MESSAGE = f"rank {CRASH_RANK} fails on purpose between two collectives (the crash test)"
 TIMEOUT_S = 120.0  # a group that takes longer is stuck (seconds are enough): its ranks are killed
@@ -80,6 +89,14 @@ CASES = {
     "stripe_of_three_tokens": Spec((23, 50), 4, 2, 8, 4, 3, "inf", 2),
     "huge_logits_on_one_rank": Spec((40, 19), 4, 2, 16, 4, "block", "huge", 1, "hot_rank"),
     "all_logits_near_minus_1000": Spec((33, 6), 2, 1, 16, 4, "token", "nan", 0, "all_negative"),
+}
+# In the group of PAIRS_WORLD_SIZE ranks, ranks 0-1 and 2-3 then form two groups of 2
+# (``torch.distributed.new_group``), each combining its own case over its own group: the same
+# shapes, other numbers, so a collective run over the whole world mixes the pairs' sums.
+PAIRS_WORLD_SIZE = 4
+PAIR_CASES = {
+    "pair_of_ranks_0_1": Spec((21, 8, 30), 4, 2, 8, 4, "block", "huge", 1),
+    "pair_of_ranks_2_3": Spec((21, 8, 30), 4, 2, 8, 4, "block", "nan", 1),
 }
 
 
@@ -130,7 +147,7 @@ def deal(seq_len: int, world_size: int, stripe: int) -> list[tuple[int, int]]:
 
 def build_case(name: str, world_size: int) -> Case:
     """The case ``name`` split over ``world_size`` ranks, the same numbers on every call."""
-    spec = CASES[name]
+    spec = {**CASES, **PAIR_CASES}[name]
     rng = np.random.default_rng(zlib.crc32(name.encode()) + 1000 * world_size)
     batch, d = len(spec.seq_lens), spec.head_dim
     stripe = stripe_of(spec.layout, spec.block_size, world_size, max(spec.seq_lens))
@@ -180,42 +197,70 @@ def _shard(rng, spec: Spec, rank: int, owners, keys, values) -> Shard:
     return Shard(k_cache, v_cache, tables, lens)
 
 
-def result_layout(world_size: int) -> list[tuple[str, str, tuple[int, int, int]]]:
-    """What each rank returns, in order: ``(case, combine, output shape)``; each output is followed
-    by the three CHECKS."""
-    return [(name, combine, (len(spec.seq_lens), spec.num_heads, spec.head_dim))
-            for name, spec in CASES.items() for combine in COMBINES]
+def output_shapes(world_size: int) -> dict[str, tuple[int, int, int]]:
+    """Every case's output shape ``[batch, num_heads, head_dim]``, in the order a rank returns them
+    (each output flattened, then its CHECK_SIZE check numbers); in the group of PAIRS_WORLD_SIZE
+    ranks, last, the output of the rank's pair (``"pairs"``)."""
+    shapes = {name: (len(spec.seq_lens), spec.num_heads, spec.head_dim) for name, spec in CASES.items()}
+    if world_size == PAIRS_WORLD_SIZE:
+        spec = next(iter(PAIR_CASES.values()))
+        shapes["pairs"] = (len(spec.seq_lens), spec.num_heads, spec.head_dim)
+    return shapes
 
 
 def rank_result_size(world_size: int) -> int:
-    return sum(math.prod(shape) + len(CHECKS) for _, _, shape in result_layout(world_size))
+    return sum(math.prod(shape) + CHECK_SIZE for shape in output_shapes(world_size).values())
 
 
 # ---------------------------------------------------------------------------------------------
 # What each rank runs.
 
+_doing = ""  # in a rank: what it is running now, for the message when it raises
 
-def suite_rank(rank: int, world_size: int, backend: str) -> np.ndarray:
-    """Every case on this rank: its summaries, then both combines, recorded as data."""
+
+def suite_rank(rank: int, world_size: int, backend: str, combine: str) -> np.ndarray:
+    """Every case on this rank: its summaries, then the group's combine, recorded as data."""
+    global _doing
     import torch
 
     lab = child.implementation()
     device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
     pieces = []
-    for name in CASES:
+    for name, shape in output_shapes(world_size).items():
+        if name == "pairs":
+            pieces.append(_pair_rank(lab, rank, combine, shape, torch, device))
+            continue
+        _doing = f"case {name}, rank_summaries"
         summaries = _summaries(lab, build_case(name, world_size), rank, torch, device)
-        for combine in COMBINES:
-            pieces.append(_record(getattr(lab, combine), summaries, result_layout(world_size), name, combine))
+        _doing = f"case {name}, {combine}"
+        pieces.append(_record(getattr(lab, combine), summaries, shape, torch))
     return np.concatenate(pieces)
+
+
+def _pair_rank(lab, rank: int, combine: str, shape, torch, device) -> np.ndarray:
+    """Ranks 0-1 and 2-3 as two groups of 2, each combining its own case with ``group=`` its pair."""
+    global _doing
+    import torch.distributed as dist
+
+    pairs = [dist.new_group([0, 1]), dist.new_group([2, 3])]  # every rank creates every group
+    pair, rank_in_pair = divmod(rank, 2)
+    name = list(PAIR_CASES)[pair]
+    _doing = f"case {name} (ranks {2 * pair} and {2 * pair + 1} as a group of 2), rank_summaries"
+    summaries = _summaries(lab, build_case(name, 2), rank_in_pair, torch, device)
+    _doing = f"case {name} (ranks {2 * pair} and {2 * pair + 1} as a group of 2), {combine}(..., group=)"
+    return _record(lambda *args: getattr(lab, combine)(*args, group=pairs[pair]), summaries, shape, torch)
 
 
 def crash_rank(rank: int, world_size: int, backend: str) -> np.ndarray:
     """One combine on every rank, then rank CRASH_RANK raises while the others enter the next one."""
+    global _doing
     import torch
 
     lab = child.implementation()
     device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
+    _doing = "the crash test, rank_summaries"
     summaries = _summaries(lab, build_case(next(iter(CASES)), world_size), rank, torch, device)
+    _doing = "the crash test, combine_all_reduce"
     lab.combine_all_reduce(*summaries)
     if rank == CRASH_RANK:
         raise RuntimeError(CRASH_MESSAGE)
@@ -233,16 +278,60 @@ def _summaries(lab, case: Case, rank: int, torch, device):
     return tuple(torch.from_numpy(np.array(x, dtype=np.float64)).to(device) for x in lab.rank_summaries(*inputs))
 
 
-def _record(combine, summaries, layout, name, combine_name) -> np.ndarray:
-    """``combine``'s output flattened, then 1.0/0.0 for each of CHECKS."""
-    shape = next(s for n, c, s in layout if (n, c) == (name, combine_name))
+def _record(combine, summaries, shape, torch) -> np.ndarray:
+    """``combine``'s output flattened (NaN when it has the wrong shape), then its checks."""
     before = [t.clone() for t in summaries]
     out = combine(*summaries)
-    same_shape = hasattr(out, "shape") and tuple(out.shape) == shape
-    same_dtype = getattr(out, "dtype", None) == summaries[0].dtype
-    unchanged = all(bool(((a == b) | (a.isnan() & b.isnan())).all()) for a, b in zip(before, summaries, strict=True))
-    values = out.detach().cpu().double().numpy().ravel() if same_shape else np.full(math.prod(shape), np.nan)
-    return np.concatenate([values, [float(same_shape), float(same_dtype), float(unchanged)]])
+    if isinstance(out, torch.Tensor):
+        dims = list(out.shape)[:SHAPE_DIMS]
+        got_shape = dims + [-1] * (SHAPE_DIMS - len(dims))
+        name = str(out.dtype).removeprefix("torch.")
+        dtype = DTYPES.index(name) if name in DTYPES else len(DTYPES) - 1
+    else:
+        got_shape, dtype = [-2] * SHAPE_DIMS, len(DTYPES) - 1
+    right_shape = isinstance(out, torch.Tensor) and tuple(out.shape) == shape
+    values = out.detach().cpu().double().numpy().ravel() if right_shape else np.full(math.prod(shape), np.nan)
+    same = [((a == b) | (a.isnan() & b.isnan())).all() for a, b in zip(before, summaries, strict=True)]
+    unchanged = [float(bool(ok)) for ok in same]
+    return np.concatenate([values, got_shape, [dtype], unchanged])
+
+
+# ---------------------------------------------------------------------------------------------
+# The suite's answer: for each group, its outputs or its failure, in one float64 array.
+
+RAN, NOT_RUN, FAILED, NOT_IMPLEMENTED = 1.0, 0.0, 2.0, 3.0
+
+
+def encode_suite(groups: list[tuple[float, np.ndarray | str]]) -> np.ndarray:
+    """``[(status, payload)]`` in the order of :func:`suite_groups` as one array: per group its
+    status, the payload's length, then the payload (the ranks' arrays, or a message as UTF-8 bytes)."""
+    parts = []
+    for status, payload in groups:
+        data = np.frombuffer(payload.encode(), dtype=np.uint8).astype(np.float64) if isinstance(payload, str) \
+            else np.asarray(payload, dtype=np.float64).ravel()
+        parts.append(np.concatenate([[status, data.size], data]))
+    return np.concatenate(parts)
+
+
+def decode_suite(array: np.ndarray) -> dict[tuple[int, str], tuple[float, np.ndarray | str]]:
+    """The inverse of :func:`encode_suite`: ``{(world_size, combine): (status, payload)}``, each
+    ran group's payload shaped ``[world_size, rank_result_size(world_size)]``."""
+    groups, position = {}, 0
+    for world_size, combine in suite_groups():
+        status, size = float(array[position]), int(array[position + 1])
+        data = array[position + 2:position + 2 + size]
+        position += 2 + size
+        if status in (FAILED, NOT_IMPLEMENTED):
+            groups[(world_size, combine)] = (status, bytes(data.astype(np.uint8)).decode("utf-8", "replace"))
+        elif status == RAN:
+            groups[(world_size, combine)] = (status, data.reshape(world_size, rank_result_size(world_size)))
+        else:
+            groups[(world_size, combine)] = (status, data)
+    return groups
+
+
+def suite_groups() -> list[tuple[int, str]]:
+    return [(world_size, combine) for combine in COMBINES for world_size in WORLD_SIZES]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,6 +340,11 @@ def _record(combine, summaries, layout, name, combine_name) -> np.ndarray:
 
 class RanksFailed(RuntimeError):
     """A rank raised, died or hung; the message names it and what it raised."""
+
+    def __init__(self, message: str, *, exception_type: str = "", timed_out: bool = False):
+        super().__init__(message)
+        self.exception_type = exception_type  # of the first rank that raised ("" when none did)
+        self.timed_out = timed_out
 
 
 def set_rank_environment(backend: str) -> None:
@@ -302,18 +396,20 @@ def _wait_for(ranks, workdir: str, timeout: float) -> None:
             for process in ranks:  # the group cannot finish without it: end it now
                 if process.is_alive():
                     process.kill()
-            raise RanksFailed(_failure(ranks, workdir))
+            message, details = _failure(ranks, workdir)
+            raise RanksFailed(message, **details)
         left = deadline - time.monotonic()
         if left <= 0:
             stuck = [r for r, process in enumerate(ranks) if process.is_alive()]
-            raise RanksFailed(f"{len(ranks)} ranks: timed out after {timeout:.0f} s, ranks {stuck} still running")
+            raise RanksFailed(f"{len(ranks)} ranks: timed out after {timeout:.0f} s, ranks {stuck} still running "
+                              "(a collective that some ranks never enter waits forever)", timed_out=True)
         alive = [process.sentinel for process in ranks if process.exitcode is None]
         multiprocessing.connection.wait(alive, timeout=min(left, 1.0))
 
 
-def _failure(ranks, workdir: str) -> str:
-    """The message for a failed group: the first rank that raised (its traceback above it), or the
-    first that died without raising. Ranks that failed later, in a collective with it, come after."""
+def _failure(ranks, workdir: str) -> tuple[str, dict]:
+    """The message for a failed group, and RanksFailed's keywords: the first rank that raised (its
+    traceback above it, what it was running), or the first that died without raising."""
     world_size = len(ranks)
     errors = []
     for rank in range(world_size):
@@ -323,12 +419,14 @@ def _failure(ranks, workdir: str) -> str:
                 errors.append((json.load(f), rank))
     if errors:
         first, rank = min(errors, key=lambda item: item[0]["time"])
+        during = f" in {first['during']}" if first.get("during") else ""
         return (f"{first['traceback'].rstrip()}\n"
-                f"rank {rank} of {world_size} failed: {first['type']}: {' '.join(first['message'].split())}")
+                f"rank {rank} of {world_size} failed{during}: {first['type']}: {' '.join(first['message'].split())}",
+                {"exception_type": first["type"]})
     dead = [(rank, process.exitcode) for rank, process in enumerate(ranks) if process.exitcode not in (None, 0)]
     rank, code = dead[0]
     how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
-    return f"rank {rank} of {world_size} {how} without raising an exception"
+    return f"rank {rank} of {world_size} {how} without raising an exception", {}
 
 
 def _rank_main(fn, rank, world_size, backend, workdir, timeout, launcher_pid, args) -> None:
@@ -353,7 +451,7 @@ def _rank_main(fn, rank, world_size, backend, workdir, timeout, launcher_pid, ar
         dist.destroy_process_group()
     except BaseException as err:  # any failure of a rank is the group's failure, KeyboardInterrupt included
         record = {"time": time.time(), "type": type(err).__name__, "message": str(err),
-                  "traceback": traceback.format_exc()}
+                  "traceback": traceback.format_exc(), "during": _doing}
         # Written whole, then renamed: the launcher may kill this rank at any moment once another
         # rank has failed, and must never read half a record.
         partial = os.path.join(workdir, f"rank{rank}.error.partial")
@@ -391,16 +489,25 @@ def _die_with(launcher_pid: int) -> None:
 
 
 def run_suite(backend: str) -> np.ndarray:
-    """Every world size of WORLD_SIZES in turn: ``[1.0, rank 0's array, rank 1's, ...]`` for a group
-    that ran, ``[0.0]`` for one that cannot run here (nccl with fewer GPUs than ranks)."""
-    parts = []
-    for world_size in WORLD_SIZES:
+    """Every group of :func:`suite_groups` in turn, apart, as :func:`encode_suite` packs them: a
+    group that ran, one that failed (its message), one that cannot run here (nccl with fewer GPUs
+    than ranks). A combine whose group hung is not run on more ranks: it would hang there too."""
+    groups, hung = [], {}
+    for world_size, combine in suite_groups():
         if backend == "nccl" and world_size > _gpu_count():
-            parts.append(np.zeros(1))
-            continue
-        outputs = launch(suite_rank, world_size, args=(backend,), backend=backend)
-        parts.append(np.concatenate([np.ones(1), *outputs]))
-    return np.concatenate(parts)
+            groups.append((NOT_RUN, ""))
+        elif combine in hung:
+            groups.append((FAILED, f"not run: {combine} hung on {hung[combine]} ranks, so it would hang here too"))
+        else:
+            try:
+                outputs = launch(suite_rank, world_size, args=(backend, combine), backend=backend)
+                groups.append((RAN, np.concatenate(outputs)))
+            except RanksFailed as err:
+                status = NOT_IMPLEMENTED if err.exception_type == "NotImplementedError" else FAILED
+                groups.append((status, str(err)))
+                if err.timed_out:
+                    hung[combine] = world_size
+    return encode_suite(groups)
 
 
 def _gpu_count() -> int:
@@ -422,6 +529,9 @@ def main(argv: list[str]) -> int:
     try:
         if command == "suite":
             child.send(run_suite(backend))
+            # The last line of stderr is what the test reads when the child fails: here it has not, and
+            # the groups' failures (tracebacks above) travel in the answer, one per group.
+            print("suite: every group ran or failed on its own; the answer holds each group's outcome", file=sys.stderr)
         else:
             world_size = CRASH_WORLD_SIZE if backend == "gloo" else min(CRASH_WORLD_SIZE, _gpu_count())
             launch(crash_rank, world_size, args=(backend,), backend=backend)

@@ -13,13 +13,14 @@ float64 truth computed here first:
   log-sum-exp of the scores (``np.logaddexp.reduce``), both from the raw keys;
 - ``combine_bytes`` against a step-by-step count of ring collectives.
 
-The distributed tests run ``_ranks.py`` as a child process (``labkit.testing.child``): it starts 1,
-2 and 4 ranks with the ``gloo`` backend (``LAB_DIST_BACKEND=nccl``: one GPU per rank), and each rank
-runs the implementation under test on its shard of the cases in ``_ranks.CASES`` and sends back its
-outputs: data only. The truth is dense attention over each sequence's keys and values, which this
-process rebuilds with ``_ranks.build_case`` (fixed seeds), never from the ranks' shards. Every
-unused cache slot holds poison (huge, NaN or inf); tables have padding columns pointing at a
-poisoned block, or none.
+The distributed tests run ``_ranks.py`` as a child process (``labkit.testing.child``): it starts
+groups of 1, 2 and 4 ranks with the ``gloo`` backend (``LAB_DIST_BACKEND=nccl``: one GPU per rank),
+one group per combine, and each rank runs the implementation under test on its shard of the cases in
+``_ranks.CASES`` (in the group of 4, also as one of two pairs, ``_ranks.PAIR_CASES``) and sends back
+its outputs: data only. A group that fails sends its failure instead, and only its own tests fail.
+The truth is dense attention over each sequence's keys and values, which this process rebuilds with
+``_ranks.build_case`` (fixed seeds), never from the ranks' shards. Every unused cache slot holds
+poison (huge, NaN or inf); tables have padding columns pointing at a poisoned block, or none.
 
 Tolerance: everything is float64. A summary is a sum over at most 70 tokens of O(1) terms, so
 reordering it moves a result by ~1e-14. The log-sum-exp route of the all-gather adds one rounding
@@ -58,6 +59,68 @@ METHODS = ("all_gather", "all_reduce")
 
 # The launcher script: its case builder (fixed seeds) and result layout; and the child helper it uses.
 ranks_script = child.script_module(HERE / "_ranks.py")
+
+
+def require(ok, message: str) -> None:
+    """Fail with ``message`` alone: what was expected, what came, where (never pytest's rewrite of
+    the expression, which prints the module's internals)."""
+    __tracebackhide__ = True
+    if not ok:
+        raise AssertionError(message)
+
+
+def expect_value_error(call, word: str, what: str) -> None:
+    """``call()`` must raise a ValueError whose message names ``word``; a stub's NotImplementedError
+    goes through as it is."""
+    __tracebackhide__ = True
+    try:
+        call()
+    except NotImplementedError:
+        raise
+    except ValueError as err:
+        if word in str(err):
+            return
+        got = f"ValueError: {err}"
+    except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
+        got = f"{type(err).__name__}: {err}"
+    else:
+        got = "no exception"
+    raise AssertionError(f"{what}: expected a ValueError naming {word!r} (the given checks of _checks.py, called "
+                         f"first), got {got}")
+
+
+def looks_like(got, candidates: dict[str, object]) -> str:
+    """The classic mistakes (names of ``candidates``) whose result ``got`` equals, as a sentence."""
+    got = np.asarray(got.detach().cpu() if hasattr(got, "detach") else got)
+
+
+    def equal(value) -> bool:
+        if np.shape(value) != got.shape:
+            return False
+        if got.dtype.kind == "f":  # the same formula, computed another way, differs in the last bits
+            return bool(np.allclose(got, value, rtol=1e-12, atol=1e-12))
+        return bool(np.array_equal(np.asarray(value), got))
+
+    same = [name for name, value in candidates.items() if equal(value)]
+    return f"\n  that is what {' or '.join(same)} gives" if same else ""
+
+
+def assert_equal_naming(actual, expected, wrong: dict[str, object], **kwargs) -> None:
+    """``labkit.assert_equal``, its message followed by the classic mistake ``actual`` equals, if any."""
+    __tracebackhide__ = True
+    try:
+        labkit.assert_equal(actual, expected, **kwargs)
+    except AssertionError as err:
+        raise AssertionError(f"{err}{looks_like(actual, wrong)}") from None
+
+
+def assert_close_naming(actual, expected, wrong: dict[str, object], **kwargs) -> None:
+    """``labkit.assert_close``, its message followed by the classic mistake ``actual`` equals, if any."""
+    __tracebackhide__ = True
+    try:
+        labkit.assert_close(actual, expected, **kwargs)
+    except AssertionError as err:
+        raise AssertionError(f"{err}{looks_like(actual, wrong)}") from None
 
 
 # ------------------------------------------------------------------------------------------
@@ -125,8 +188,10 @@ def assert_summaries_close(actual, expected, what):
     m_exp, denom_exp, acc_exp = expected
     empty = m_exp == -np.inf
     labkit.assert_dtype(m, F64, what=f"{what}: m")
-    assert np.shape(m) == m_exp.shape, f"{what}: m has shape {np.shape(m)}, expected {m_exp.shape}"
-    assert (np.asarray(m)[empty] == -np.inf).all(), f"{what}: m must be -inf where the rank holds no token"
+    require(np.shape(m) == m_exp.shape, f"{what}: m has shape {np.shape(m)}, expected {m_exp.shape}")
+    got_empty = np.asarray(m)[empty]
+    require((got_empty == -np.inf).all(), f"{what}: m must be -inf where the rank holds no token (sequences "
+            f"{sorted({int(b) for b in np.argwhere(empty)[:, 0]})}), got {got_empty[got_empty != -np.inf][:4]}")
     labkit.assert_close(np.where(empty, 0.0, m), np.where(empty, 0.0, m_exp), atol=ATOL, rtol=1e-13,
                         axes=AXES[:2], what=f"{what}: m (the largest score)", dtype=F64)
     labkit.assert_close(denom, denom_exp, atol=ATOL, rtol=1e-13, axes=AXES[:2],
@@ -164,8 +229,20 @@ def test_token_owner_deals_stripes_round_robin(lab, world_size, stripe, seq_len)
     order = np.random.default_rng(seq_len).permutation(seq_len).astype(np.int32)
     order.flags.writeable = False
     ranks, local = lab.token_owner(order, world_size, stripe)
-    labkit.assert_equal(ranks, np.array([owners[t][0] for t in order]), what="ranks", dtype=I64)
-    labkit.assert_equal(local, np.array([owners[t][1] for t in order]), what="local_positions", dtype=I64)
+    t = order.astype(np.int64)
+    where = f"token_owner(positions, world_size={world_size}, stripe={stripe})"
+    wrong_ranks = {"dealing single tokens instead of stripes (t % world_size)": t % world_size,
+                   "the rank without % world_size (t // stripe)": t // stripe,
+                   "the stripe rounded up (ceil(t / stripe) % world_size)": -(-t // stripe) % world_size}
+    expected = np.array([owners[i][0] for i in order])
+    assert_equal_naming(ranks, expected, wrong_ranks, what=f"{where}: ranks (token t's: (t // stripe) % world_size)",
+                        dtype=I64)
+    wrong_local = {"token interleaving's local position (t // world_size)": t // world_size,
+                   "the offset in the stripe without the earlier rounds (t % stripe)": t % stripe,
+                   "the global position": t}
+    expected = np.array([owners[i][1] for i in order])
+    assert_equal_naming(local, expected, wrong_local, what=f"{where}: local_positions ((t // stripe // world_size) "
+                        "* stripe + t % stripe)", dtype=I64)
 
 
 def test_token_owner_interleaves_single_tokens_like_vllm(lab):
@@ -174,8 +251,10 @@ def test_token_owner_interleaves_single_tokens_like_vllm(lab):
 
     Catches: any formula that is not the stripe-1 case of the layout."""
     ranks, local = lab.token_owner(np.arange(9), 2, 1)
-    labkit.assert_equal(ranks, np.array([0, 1, 0, 1, 0, 1, 0, 1, 0]), what="ranks")
-    labkit.assert_equal(local, np.array([0, 0, 1, 1, 2, 2, 3, 3, 4]), what="local_positions")
+    labkit.assert_equal(ranks, np.array([0, 1, 0, 1, 0, 1, 0, 1, 0]),
+                        what="token_owner(0..8, 2 ranks, stripe 1): ranks")
+    labkit.assert_equal(local, np.array([0, 0, 1, 1, 2, 2, 3, 3, 4]),
+                        what="token_owner(0..8, 2 ranks, stripe 1): local_positions")
 
 
 @pytest.mark.parametrize(("world_size", "stripe"), [(2, 4), (4, 4), (3, 1), (4, 3), (5, 7), (1, 4)])
@@ -193,7 +272,15 @@ def test_local_seq_lens_count_each_ranks_tokens(lab, world_size, stripe):
         for rank, _ in dealt(int(n), world_size, stripe):
             expected[rank, b] += 1
     got = lab.local_seq_lens(seq_lens, world_size, stripe)
-    labkit.assert_equal(got, expected, axes=("rank", "sequence"), what="local_seq_lens", dtype=I64)
+    n, ranks = seq_lens.astype(np.int64), np.arange(world_size)[:, None]
+    rounds, rest = n // (world_size * stripe), n % (world_size * stripe)
+    wrong = {"the last round's stripes dealt to the last ranks":
+             rounds * stripe + np.clip(rest - (world_size - 1 - ranks) * stripe, 0, stripe),
+             "the remainder not clipped at 0": rounds * stripe + np.minimum(rest - ranks * stripe, stripe),
+             "an even split by tokens, whatever the stripe": n // world_size + (ranks < n % world_size)}
+    assert_equal_naming(got, expected, wrong, axes=("rank", "sequence"), dtype=I64,
+                        what=f"local_seq_lens(0..{len(seq_lens) - 1}, world_size={world_size}, stripe={stripe}) "
+                        "(the sequence's length is its index)")
 
 
 @pytest.mark.parametrize(("world_size", "stripe", "block_size", "spare_columns"), [
@@ -222,26 +309,37 @@ def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, b
         tables[rank, :need] = rng.permutation(3 * need + 5)[:need]  # rank r's own pool of block ids
     tables.flags.writeable = False
     expected_slots = np.array([tables[r, local // block_size] * block_size + local % block_size for r, local in owners])
-    ranks, slots = lab.shard_slot_mapping(np.arange(seq_len), tables, block_size, stripe)
-    labkit.assert_equal(ranks, np.array([r for r, _ in owners]), what="ranks", dtype=I64)
-    labkit.assert_equal(slots, expected_slots, what="slots", dtype=I64)
+    where = (f"shard_slot_mapping(0..{seq_len - 1}, tables of {world_size} ranks x {width} columns, "
+             f"block_size={block_size}, stripe={stripe})")
+    try:
+        ranks, slots = lab.shard_slot_mapping(np.arange(seq_len), tables, block_size, stripe)
+    except ValueError as err:
+        raise AssertionError(
+            f"{where} refused valid tables: {err}\n  each rank's table holds its own blocks only, as many as its "
+            "LOCAL positions need: check the width with local // block_size, not the global block") from None
+    t = np.arange(seq_len)
+    wrong_ranks = {"dealing stripes of block_size tokens, not of stripe": (t // block_size) % world_size}
+    assert_equal_naming(ranks, np.array([r for r, _ in owners]), wrong_ranks, what=f"{where}: ranks", dtype=I64)
+    rank_of = np.array([r for r, _ in owners])
+    local_of = np.array([local for _, local in owners])
+    wrong = {"the rank's table at the global block t // block_size":
+             tables[rank_of, np.minimum(t // block_size, width - 1)] * block_size + local_of % block_size,
+             "the offset of the global position": tables[rank_of, local_of // block_size] * block_size + t % block_size}
+    assert_equal_naming(slots, expected_slots, wrong, what=f"{where}: slots (rank's table at the local block, times "
+                        "block_size, plus the local offset)", dtype=I64)
 
 
 def test_layout_rejects_bad_input(lab):
     """Clear ValueErrors naming the argument: no ranks, an empty stripe, negative or fractional
     positions, negative lengths, a table too narrow for a rank's tokens. (The checks are given.)"""
-    with pytest.raises(ValueError, match="world_size"):
-        lab.token_owner(np.arange(4), 0, 4)
-    with pytest.raises(ValueError, match="stripe"):
-        lab.token_owner(np.arange(4), 2, 0)
-    with pytest.raises(ValueError, match="positions"):
-        lab.token_owner(np.array([3, -1]), 2, 4)
-    with pytest.raises(ValueError, match="positions"):
-        lab.token_owner(np.array([0.5]), 2, 4)
-    with pytest.raises(ValueError, match="seq_lens"):
-        lab.local_seq_lens(np.array([4, -2]), 2, 4)
-    with pytest.raises(ValueError, match="rank_block_tables"):
-        lab.shard_slot_mapping(np.arange(20), np.zeros((2, 2), dtype=np.int32), 4, 4)  # rank 0 needs 3 blocks
+    expect_value_error(lambda: lab.token_owner(np.arange(4), 0, 4), "world_size", "token_owner(.., world_size=0, ..)")
+    expect_value_error(lambda: lab.token_owner(np.arange(4), 2, 0), "stripe", "token_owner(.., stripe=0)")
+    expect_value_error(lambda: lab.token_owner(np.array([3, -1]), 2, 4), "positions", "token_owner([3, -1], ..)")
+    expect_value_error(lambda: lab.token_owner(np.array([0.5]), 2, 4), "positions", "token_owner([0.5], ..)")
+    expect_value_error(lambda: lab.local_seq_lens(np.array([4, -2]), 2, 4), "seq_lens", "local_seq_lens([4, -2], ..)")
+    expect_value_error(lambda: lab.shard_slot_mapping(np.arange(20), np.zeros((2, 2), dtype=np.int32), 4, 4),
+                       "rank_block_tables", "shard_slot_mapping of 20 tokens, 2 ranks, tables of 2 columns, blocks of "
+                       "4, stripe 4 (rank 0 needs 3 blocks)")
 
 
 # ------------------------------------------------------------------------------------------
@@ -271,7 +369,10 @@ def test_rank_summaries_of_an_empty_shard_are_identities(lab):
     lens = np.zeros(2, dtype=I64)
     lens.flags.writeable = False
     m, denom, acc = lab.rank_summaries(q, k_cache, v_cache, tables, lens)
-    assert (np.asarray(m) == -np.inf).all(), f"m of an empty shard: {m}, expected -inf everywhere"
+    labkit.assert_dtype(m, F64, what="rank_summaries of an empty shard: m")
+    require(np.shape(m) == (2, 4) and (np.asarray(m) == -np.inf).all(),
+            f"rank_summaries of an empty shard: m must be -inf for every (sequence, head), the max of no score "
+            f"(0 would claim a score of 0 was seen); got {np.asarray(m).tolist()}")
     labkit.assert_equal(denom, np.zeros((2, 4)), what="denom of an empty shard", dtype=F64)
     labkit.assert_equal(acc, np.zeros((2, 4, 8)), what="acc of an empty shard", dtype=F64)
 
@@ -298,14 +399,14 @@ def test_rank_summaries_reject_bad_input(lab):
     """Clear ValueErrors naming the problem: q without a batch axis, heads that do not group, a
     length past the table's capacity, a block id outside the pool. (The checks are given.)"""
     q, k_cache, v_cache, tables, lens = rank_case(5, [6, 3])
-    with pytest.raises(ValueError, match="q must be"):
-        lab.rank_summaries(q[0], k_cache, v_cache, tables, lens)
-    with pytest.raises(ValueError, match="multiple of num_kv_heads"):
-        lab.rank_summaries(q[:, :3], k_cache, v_cache, tables, lens)
-    with pytest.raises(ValueError, match="seq_lens"):
-        lab.rank_summaries(q, k_cache, v_cache, tables, np.array([6, 99]))
-    with pytest.raises(ValueError, match="block ids"):
-        lab.rank_summaries(q, k_cache, v_cache, np.full_like(tables, k_cache.shape[0]), lens)
+    expect_value_error(lambda: lab.rank_summaries(q[0], k_cache, v_cache, tables, lens), "q must be",
+                       "rank_summaries with q of shape [num_heads, head_dim] (no batch axis)")
+    expect_value_error(lambda: lab.rank_summaries(q[:, :3], k_cache, v_cache, tables, lens), "multiple of num_kv_heads",
+                       "rank_summaries with 3 query heads on 2 KV heads")
+    expect_value_error(lambda: lab.rank_summaries(q, k_cache, v_cache, tables, np.array([6, 99])), "seq_lens",
+                       "rank_summaries with a length of 99 past the table's capacity")
+    expect_value_error(lambda: lab.rank_summaries(q, k_cache, v_cache, np.full_like(tables, k_cache.shape[0]), lens),
+                       "block ids", "rank_summaries with block ids past the pool")
 
 
 # ------------------------------------------------------------------------------------------
@@ -352,13 +453,25 @@ def test_to_out_lse_is_the_output_and_the_log_sum_exp(lab):
     summaries, out_exp, lse_exp = truth_batch(torch.float64)
     before = [t.clone() for t in summaries]
     out, lse = lab.to_out_lse(*summaries)
-    labkit.assert_close(out, out_exp, atol=ATOL, axes=AXES, what="out", dtype=torch.float64)
-    assert torch.equal(torch.isinf(lse), torch.from_numpy(np.isinf(lse_exp))), f"lse must be -inf exactly where " \
-        f"no key was seen, got {lse}"
-    labkit.assert_close(torch.nan_to_num(lse, neginf=0.0), np.nan_to_num(lse_exp, neginf=0.0), atol=ATOL, rtol=1e-13,
-                        axes=AXES[:2], what="lse", dtype=torch.float64)
-    for a, b in zip(before, summaries, strict=True):
-        assert torch.equal(a, b), "to_out_lse modified its inputs"
+    m, denom, acc = (t.numpy() for t in before)
+    wrong_out = {"out = acc (not divided by denom)": acc}
+    assert_close_naming(out, out_exp, wrong_out, atol=ATOL, axes=AXES, dtype=torch.float64,
+                        what="to_out_lse: out (acc / denom; 0 where denom is 0)")
+    require(isinstance(lse, torch.Tensor) and lse.shape == (2, 3),
+            f"to_out_lse: lse must be a tensor [batch, num_heads] = (2, 3), got {type(lse).__name__} "
+            f"{tuple(getattr(lse, 'shape', ()))}")
+    empty = np.isinf(lse_exp)
+    require(torch.equal(torch.isinf(lse), torch.from_numpy(empty)) and bool((lse[torch.from_numpy(empty)] < 0).all()),
+            f"to_out_lse: lse must be -inf exactly where no key was seen ((sequence, head) "
+            f"{np.argwhere(empty).tolist()}) and finite elsewhere; got {lse.tolist()}")
+    with np.errstate(divide="ignore"):
+        wrong_lse = {"lse = log(denom), without m": np.log(denom)}
+    assert_close_naming(torch.nan_to_num(lse, neginf=0.0), np.nan_to_num(lse_exp, neginf=0.0),
+                        {k: np.nan_to_num(v, neginf=0.0) for k, v in wrong_lse.items()}, atol=ATOL, rtol=1e-13,
+                        axes=AXES[:2], dtype=torch.float64,
+                        what="to_out_lse: lse (m + log(denom), scores near 0, +1000 and -1000)")
+    for name, a, b in zip(("m", "denom", "acc"), before, summaries, strict=True):
+        require(torch.equal(a, b), f"to_out_lse modified its input {name}: compute new tensors, never in place")
 
 
 def test_to_out_lse_keeps_float32(lab):
@@ -371,8 +484,10 @@ def test_to_out_lse_keeps_float32(lab):
     m32, denom32, acc32 = (torch.from_numpy(x).float() for x in (m, denom, acc))
     m, denom, acc = (t.double().numpy() for t in (m32, denom32, acc32))  # what float32 holds
     out, lse = lab.to_out_lse(m32, denom32, acc32)
-    labkit.assert_close(out, acc / denom[..., None], atol=1e-6, rtol=1e-6, axes=AXES, what="out", dtype=torch.float32)
-    labkit.assert_close(lse, m + np.log(denom), atol=1e-6, rtol=1e-6, axes=AXES[:2], what="lse", dtype=torch.float32)
+    labkit.assert_close(out, acc / denom[..., None], atol=1e-6, rtol=1e-6, axes=AXES, dtype=torch.float32,
+                        what="to_out_lse of float32 summaries: out")
+    labkit.assert_close(lse, m + np.log(denom), atol=1e-6, rtol=1e-6, axes=AXES[:2], dtype=torch.float32,
+                        what="to_out_lse of float32 summaries: lse")
 
 
 def test_from_out_lse_gives_summaries_that_merge_like_the_originals(lab):
@@ -387,11 +502,19 @@ def test_from_out_lse_gives_summaries_that_merge_like_the_originals(lab):
     before = (out.clone(), lse.clone())
     m, denom, acc = lab.from_out_lse(out, lse)
     seen = np.isfinite(lse_np)
-    labkit.assert_equal(np.where(seen, m, 0.0), np.where(seen, lse_np, 0.0), what="m = lse", dtype=torch.float64)
-    assert (np.asarray(m)[~seen] == -np.inf).all(), "m must be -inf where lse is -inf"
-    labkit.assert_equal(denom, seen.astype(np.float64), what="denom (1 where seen, 0 where not)", dtype=torch.float64)
-    labkit.assert_equal(acc, np.where(seen[..., None], out_np, 0.0), what="acc = out", dtype=torch.float64)
-    assert torch.equal(out, before[0]) and torch.equal(lse, before[1]), "from_out_lse modified its inputs"
+    labkit.assert_dtype(m, torch.float64, what="from_out_lse: m")
+    require(tuple(m.shape) == lse_np.shape, f"from_out_lse: m must be shaped like lse {lse_np.shape}, "
+            f"got {tuple(m.shape)}")
+    labkit.assert_equal(np.where(seen, np.asarray(m), 0.0), np.where(seen, lse_np, 0.0), what="from_out_lse: m = lse",
+                        axes=AXES[:2])
+    require((np.asarray(m)[~seen] == -np.inf).all(), "from_out_lse: m must be -inf where lse is -inf ((sequence, "
+            f"head) {np.argwhere(~seen).tolist()}), got {np.asarray(m)[~seen].tolist()}")
+    labkit.assert_equal(denom, seen.astype(np.float64), axes=AXES[:2], dtype=torch.float64,
+                        what="from_out_lse: denom (1 where lse is finite, 0 where it is -inf: no key, no weight)")
+    labkit.assert_equal(acc, np.where(seen[..., None], out_np, 0.0), what="from_out_lse: acc = out", axes=AXES,
+                        dtype=torch.float64)
+    for name, a, b in zip(("out", "lse"), before, (out, lse), strict=True):
+        require(torch.equal(a, b), f"from_out_lse modified its input {name}: return new tensors")
 
     # Two disjoint key sets, each encoded as (out, lse), decoded, merged: attention over the union.
     q, keys, values = scored_keys(9, 40, level=1000.0)
@@ -419,12 +542,10 @@ def test_combine_explains_what_is_missing(lab, combine):
     ValueError that says what to do. (The checks are given; this process has no process group.)"""
     m, denom = torch.zeros(2, 3, dtype=torch.float64), torch.ones(2, 3, dtype=torch.float64)
     acc = torch.zeros(2, 3, 8, dtype=torch.float64)
-    with pytest.raises(ValueError, match="init_process_group"):
-        getattr(lab, combine)(m, denom, acc)
-    with pytest.raises(ValueError, match="torch.Tensor"):
-        getattr(lab, combine)(m.numpy(), denom, acc)
-    with pytest.raises(ValueError, match="acc"):
-        getattr(lab, combine)(m, denom, acc[:, :2])
+    fn = getattr(lab, combine)
+    expect_value_error(lambda: fn(m, denom, acc), "init_process_group", f"{combine} without a process group")
+    expect_value_error(lambda: fn(m.numpy(), denom, acc), "torch.Tensor", f"{combine} with m a numpy array")
+    expect_value_error(lambda: fn(m, denom, acc[:, :2]), "acc", f"{combine} with acc of another shape")
 
 
 # ------------------------------------------------------------------------------------------
@@ -465,10 +586,32 @@ def test_combine_bytes_counts_a_ring_step_by_step(lab, method, world_size, batch
     else:
         expected = ring_all_reduce_bytes(world_size, pairs, itemsize) + ring_all_reduce_bytes(
             world_size, pairs * (head_dim + 1), itemsize)
+    call = f"combine_bytes({method!r}, world_size={world_size}, batch={batch}, num_heads={num_heads}, " \
+           f"head_dim={head_dim}, itemsize={itemsize})"
     got = lab.combine_bytes(method, world_size, batch, num_heads, head_dim, itemsize)
-    assert isinstance(got, int | np.integer), f"combine_bytes must return an integer, got {type(got).__name__}"
-    assert got == expected, f"combine_bytes({method!r}, {world_size}, {batch}, {num_heads}, {head_dim}, {itemsize}) " \
-        f"= {got}, a ring moves {expected}"
+    require(isinstance(got, int | np.integer) and not isinstance(got, bool),
+            f"{call} must return an integer (bytes), got {type(got).__name__} {got!r}")
+    require(got == expected, f"{call} = {got}, a ring moves {expected}" + bytes_mistake(
+        got, method, world_size, pairs, head_dim, itemsize))
+
+
+def bytes_mistake(got, method, world_size, pairs, head_dim, itemsize) -> str:
+    """The classic wrong counts that ``got`` equals, named (or "")."""
+    w, p, d, e = world_size, pairs, head_dim, itemsize
+    if method == "all_gather":
+        wrong = {"each rank's piece counted once per rank, itself included (W x W, not W (W - 1))":
+                 w * w * p * (d + 1) * e,
+                 "(out, lse) counted with head_dim + 2 numbers (lse is one number)": w * (w - 1) * p * (d + 2) * e,
+                 "one rank's receive count only (the ring's total is W times it)": (w - 1) * p * (d + 1) * e,
+                 "itemsize left out": w * (w - 1) * p * (d + 1)}
+    else:
+        numbers = p * (d + 2)
+        wrong = {"an all-reduce counted like an all-gather (W (W - 1), not 2 (W - 1))": w * (w - 1) * numbers * e,
+                 "the all-reduce of m left out": 2 * (w - 1) * p * (d + 1) * e,
+                 "one rank's share of the ring only (2 (W - 1) / W of the tensor)": 2 * (w - 1) * numbers * e // w,
+                 "the reduce-scatter or the all-gather half of the ring left out": (w - 1) * numbers * e,
+                 "itemsize left out": 2 * (w - 1) * numbers}
+    return looks_like(np.int64(got), {name: np.int64(value) for name, value in wrong.items()})
 
 
 def test_combine_bytes_readme_numbers(lab):
@@ -476,26 +619,32 @@ def test_combine_bytes_readme_numbers(lab):
     33,024 (all-gather) and 33,280 (all-reduce) bytes, 4 ranks 198,144 and 99,840, 1 rank nothing.
 
     Catches: any formula that disagrees with the README's arithmetic."""
-    assert lab.combine_bytes("all_gather", 2, 1, 32, 128) == 2 * 1 * 32 * 129 * 4 == 33_024
-    assert lab.combine_bytes("all_reduce", 2, 1, 32, 128) == 2 * 1 * 32 * 130 * 4 == 33_280
-    assert lab.combine_bytes("all_gather", 4, 1, 32, 128) == 4 * 3 * 32 * 129 * 4 == 198_144
-    assert lab.combine_bytes("all_reduce", 4, 1, 32, 128) == 2 * 3 * 32 * 130 * 4 == 99_840
-    assert lab.combine_bytes("all_reduce", 1, 1, 32, 128) == 0
+    for method, world_size, expected in [("all_gather", 2, 33_024), ("all_reduce", 2, 33_280),
+                                         ("all_gather", 4, 198_144), ("all_reduce", 4, 99_840),
+                                         ("all_reduce", 1, 0), ("all_gather", 1, 0)]:
+        got = lab.combine_bytes(method, world_size, 1, 32, 128)
+        require(got == expected, f"combine_bytes({method!r}, {world_size} ranks, batch 1, 32 heads of 128, float32) = "
+                f"{got!r}, the README's table says {expected:,}" + bytes_mistake(got, method, world_size, 32, 128, 4))
 
 
 def test_combine_bytes_rejects_bad_input(lab):
     """An unknown method or a world of no rank is a ValueError naming it. (The checks are given.)"""
-    with pytest.raises(ValueError, match="method"):
-        lab.combine_bytes("broadcast", 2, 1, 32, 128)
-    with pytest.raises(ValueError, match="world_size"):
-        lab.combine_bytes("all_gather", 0, 1, 32, 128)
+    expect_value_error(lambda: lab.combine_bytes("broadcast", 2, 1, 32, 128), "method",
+                       "combine_bytes('broadcast', ..)")
+    expect_value_error(lambda: lab.combine_bytes("all_gather", 0, 1, 32, 128), "world_size",
+                       "combine_bytes('all_gather', world_size=0, ..)")
+    expect_value_error(lambda: lab.combine_bytes("all_reduce", 2, -1, 32, 128), "batch",
+                       "combine_bytes('all_reduce', 2, batch=-1, ..)")
 
 
 # ------------------------------------------------------------------------------------------
 # Steps 4-6 on real ranks: _ranks.py in a child process.
 
 TAG_VARIABLE = "LABS_04_07_RUN"  # marks every process of a run, so that survivors can be found
-CHILD_TIMEOUT = len(ranks_script.WORLD_SIZES) * ranks_script.TIMEOUT_S + 120
+# Each combine's groups run one after the other; one that hangs is stopped after TIMEOUT_S and not
+# tried on more ranks, so at most one timeout per combine.
+CHILD_TIMEOUT = len(ranks_script.COMBINES) * ranks_script.TIMEOUT_S + 120
+CHECK_SIZE, SHAPE_DIMS = ranks_script.CHECK_SIZE, ranks_script.SHAPE_DIMS
 _runs: dict[str, tuple] = {}
 
 
@@ -542,29 +691,42 @@ def survivors(tag: str) -> list[int]:
     return found
 
 
-def suite_outputs(world_size: int) -> dict:
-    """``{(case, combine): (outputs [world_size ranks, batch, heads, dim], checks [world_size, 3])}``."""
+def ranks_word(world_size: int) -> str:
+    return f"{world_size} rank{'s' if world_size > 1 else ''}"
+
+
+def group_records(world_size: int, combine: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``{case: (outputs [world_size, batch, heads, dim], checks [world_size, CHECK_SIZE])}`` of the
+    group of ``world_size`` ranks that ran ``combine``; when that group failed, its failure, here."""
     (status, value), _ = ranks_run("suite")
     if status == "raised":
         raise_again(value)
-    position = 0
-    for size in ranks_script.WORLD_SIZES:
-        ran = value[position] == 1.0
-        position += 1
-        width = ranks_script.rank_result_size(size) if ran else 0
-        block = value[position:position + size * width].reshape(size, width) if ran else None
-        position += size * width
-        if size == world_size:
-            break
-    if not ran:
+    group_status, payload = ranks_script.decode_suite(value)[(world_size, combine)]
+    where = f"{combine} in a group of {ranks_word(world_size)}"
+    if group_status == ranks_script.NOT_RUN:
         pytest.skip(f"{world_size} ranks need {world_size} GPUs with LAB_DIST_BACKEND=nccl")
-    results, offset = {}, 0
-    for name, combine, shape in ranks_script.result_layout(world_size):
+    if group_status != ranks_script.RAN:
+        lines = payload.rstrip().splitlines() or ["(no message)"]
+        if group_status == ranks_script.NOT_IMPLEMENTED:
+            raise NotImplementedError(f"{where}: {lines[-1]}")
+        trace = "\n".join(lines[:-1])[-3000:]
+        raise AssertionError(f"{where}: {lines[-1]}" + (f"\n\nthat rank's traceback:\n{trace}" if trace else ""))
+    records, offset = {}, 0
+    for name, shape in ranks_script.output_shapes(world_size).items():
         size = math.prod(shape)
-        outputs = block[:, offset:offset + size].reshape(world_size, *shape)
-        results[(name, combine)] = (outputs, block[:, offset + size:offset + size + len(ranks_script.CHECKS)])
-        offset += size + len(ranks_script.CHECKS)
-    return results
+        records[name] = (payload[:, offset:offset + size].reshape(world_size, *shape),
+                         payload[:, offset + size:offset + size + CHECK_SIZE])
+        offset += size + CHECK_SIZE
+    return records
+
+
+def shape_problem(check_row, shape) -> str:
+    """"" when the rank's output had ``shape``, else what it was."""
+    dims = check_row[:SHAPE_DIMS]
+    if (dims == -2).all():
+        return "the output is not a torch.Tensor"
+    got = tuple(int(d) for d in dims if d >= 0)
+    return "" if got == tuple(shape) else f"the output has shape {got}, expected [batch, num_heads, head_dim] = {shape}"
 
 
 def dense_truth(case) -> np.ndarray:
@@ -572,17 +734,97 @@ def dense_truth(case) -> np.ndarray:
     return np.stack([labkit.attention_f64(case.q[b], case.keys[b], case.values[b]) for b in range(len(case.keys))])
 
 
+def rank_parts(case):
+    """Each rank's summary ``(m, denom, acc)`` ``[world_size, batch, heads, ...]`` from the definition,
+    over the tokens that dealing the stripes by hand gives it: for naming a wrong combine."""
+    world_size = case.world_size
+    batch, num_heads, head_dim = case.q.shape
+    group = num_heads // case.spec.num_kv_heads
+    m, denom = np.full((world_size, batch, num_heads), -np.inf), np.zeros((world_size, batch, num_heads))
+    acc = np.zeros((world_size, batch, num_heads, head_dim))
+    for b, (keys, values) in enumerate(zip(case.keys, case.values, strict=True)):
+        owners = np.array([rank for rank, _ in dealt(len(keys), world_size, case.stripe)], dtype=np.int64)
+        for rank in range(world_size):
+            mine = owners == rank
+            for h in range(num_heads):
+                m[rank, b, h], denom[rank, b, h], acc[rank, b, h] = summary_f64(
+                    case.q[b, h], keys[mine][:, h // group], values[mine][:, h // group])
+    return m, denom, acc
+
+
+def combine_mistake(case, got: np.ndarray, expected: np.ndarray) -> str:
+    """What a wrong combine output looks like: the classic mistakes it equals, or its symptom."""
+    m, denom, acc = rank_parts(case)
+    holds = denom > 0
+
+    def divided(a, d):
+        return np.where(d[..., None] > 0, a / np.where(d > 0, d, 1.0)[..., None], 0.0)
+
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        top = m.max(axis=0)
+        scale = np.where(holds, np.exp(m - np.where(np.isfinite(top), top, 0.0)), 0.0)  # exp(m_rank - M)
+        own = divided(acc, denom)  # each rank's own output
+        wrong = {
+            "adding the ranks' denom and acc without rescaling each by exp(m_rank - M) (in the all-gather "
+            "route: lse = log(denom), without m)":
+                divided(acc.sum(axis=0), denom.sum(axis=0)),
+            "averaging the ranks' own outputs (equal weights, not exp(lse_rank - lse))":
+                own.sum(axis=0) / np.maximum(holds.sum(axis=0), 1)[..., None],
+            "adding the ranks' own outputs": own.sum(axis=0),
+            "all-reducing the rescaled sums with MAX instead of SUM":
+                divided((scale[..., None] * acc).max(axis=0), (scale * denom).max(axis=0)),
+        }
+    same = [name for name, value in wrong.items() if np.allclose(got, value, atol=1e-9, rtol=0, equal_nan=False)]
+    if same:
+        return "\n  that is what " + " or ".join(same) + " gives"
+    nowhere = [b for b, n in enumerate(case.spec.seq_lens) if n == 0]
+    if np.isnan(got).any():
+        rows = sorted({int(b) for b in np.argwhere(np.isnan(got))[:, 0]})
+        if set(rows) <= set(nowhere):
+            return (f"\n  NaN only for sequence(s) {rows}, which no rank holds: the global max is -inf there, so "
+                    "exp(m - M) is exp(-inf - (-inf)) and the division 0/0; use a finite reference and guard the "
+                    "division")
+        return ("\n  NaN: inf / inf from an exp that overflowed (rescale with M = the MAX of the ranks' m, so that "
+                "every exp(m - M) <= 1), exp(-inf - (-inf)) for a rank that holds none of a sequence, or poison read "
+                "past a rank's tokens")
+    if np.isinf(got).any():
+        return "\n  inf: an exp overflowed; rescale with M = the MAX of the ranks' m, so that every exp(m - M) <= 1"
+    lost = (np.abs(got) == 0).all(axis=-1) & (np.abs(expected) > 0).any(axis=-1)
+    if lost.any():
+        return (f"\n  zeros for (sequence, head) {np.argwhere(lost)[:4].tolist()}, where the truth is not: every "
+                "weight exp(m - M) underflowed to 0, so the reference M lies far from the ranks' maxima (M must be "
+                "their MAX)")
+    error = float(np.max(np.abs(got - expected)))
+    if error < 1e-2:
+        return (f"\n  right to {error:.1e} only, where float64 gives {ATOL:g}: is a step of the combine computed in "
+                "float32 or float16 (a cast before the collective, or in the encoding)?")
+    return ""
+
+
+def describe(case) -> str:
+    spec = case.spec
+    scores = {"normal": "", "hot_rank": ", scores near +1000 on the last rank only",
+              "all_negative": ", every score near -1000"}[spec.scores]
+    return (f"lengths {list(spec.seq_lens)}, stripe {case.stripe}, {spec.num_heads} query heads on "
+            f"{spec.num_kv_heads} KV heads, {spec.poison} poison in unused slots{scores}")
+
+
 def check_case(name: str, world_size: int, combine: str) -> None:
     __tracebackhide__ = True
     case = ranks_script.build_case(name, world_size)
     expected = dense_truth(case)  # the truth first, from the sequences themselves
-    outputs, _ = suite_outputs(world_size)[(name, combine)]
+    outputs, checks = group_records(world_size, combine)[name]
     for rank in range(world_size):
-        labkit.assert_close(outputs[rank], expected, atol=ATOL, axes=AXES,
-                            what=f"{combine} on rank {rank} of {world_size}, case {name} (stripe {case.stripe})")
+        where = f"{combine} on rank {rank} of {world_size}, case {name} ({describe(case)})"
+        problem = shape_problem(checks[rank], expected.shape)
+        require(not problem, f"{where}: {problem}")
+        try:
+            labkit.assert_close(outputs[rank], expected, atol=ATOL, axes=AXES, what=where)
+        except AssertionError as err:
+            raise AssertionError(f"{err}{combine_mistake(case, outputs[rank], expected)}") from None
 
 
-WORLDS = [pytest.param(w, id=f"{w} rank{'s' if w > 1 else ''}") for w in ranks_script.WORLD_SIZES]
+WORLDS = [pytest.param(w, id=ranks_word(w)) for w in ranks_script.WORLD_SIZES]
 COMBINES = [pytest.param(c, id=c.removeprefix("combine_")) for c in ranks_script.COMBINES]
 
 
@@ -597,7 +839,7 @@ def test_ranks_match_dense_attention_on_ragged_batches(lab, name, world_size, co
 
     Catches: summing the ranks' sums without rescaling to the shared max, summing or averaging the
     ranks' normalized outputs, rescaling after the sum, lse without the max in the all-gather
-    route, and every rank_summaries bug."""
+    route, sums reduced with MAX, a lower precision on the way, and every rank_summaries bug."""
     check_case(name, world_size, combine)
 
 
@@ -608,8 +850,8 @@ def test_empty_shards_change_nothing(lab, world_size, combine):
     0 alone, the other ranks hold nothing of them, and the empty sequence is on no rank. Every rank
     gets dense attention, and zeros for the empty sequence.
 
-    Catches: NaN from exp(-inf - (-inf)) where no rank holds a token, and every bug that fails on
-    ranks holding different parts of a sequence."""
+    Catches: NaN from exp(-inf - (-inf)) or 0/0 where no rank holds a token, and every bug that
+    fails on ranks holding different parts of a sequence."""
     check_case("contiguous_short_and_empty", world_size, combine)
 
 
@@ -620,8 +862,9 @@ def test_huge_logits_on_one_rank(lab, world_size, combine):
     weights underflow to exactly 0 after rescaling, and the output is attention over the hot
     tokens. Finite and exact.
 
-    Catches: a rank's sums added without rescaling to the global max, lse computed without the
-    max, outputs averaged, the wrong KV head; exp of unshifted scores would overflow to inf."""
+    Catches: a rank's sums added without rescaling to the global max, a shared reference other than
+    the max (the MIN overflows), lse computed without the max, outputs averaged, the wrong KV head;
+    exp of unshifted scores would overflow to inf."""
     check_case("huge_logits_on_one_rank", world_size, combine)
 
 
@@ -637,31 +880,79 @@ def test_all_logits_near_minus_1000(lab, world_size, combine):
 
 
 @pytest.mark.parametrize("combine", COMBINES)
+def test_combine_uses_the_group_it_is_given(lab, combine):
+    """Four ranks, then two groups of two (``torch.distributed.new_group``): ranks 0-1 combine one
+    batch and ranks 2-3 another of the same shapes, each calling the combine with ``group=`` its
+    pair. Each rank gets its own pair's dense attention.
+
+    Catches: a collective called without ``group=group`` (it runs over all four ranks and mixes the
+    other pair's sums in)."""
+    world_size = ranks_script.PAIRS_WORLD_SIZE
+    names = list(ranks_script.PAIR_CASES)
+    truths = [dense_truth(ranks_script.build_case(name, 2)) for name in names]  # the truth first
+    outputs, checks = group_records(world_size, combine)["pairs"]
+    for rank in range(world_size):
+        pair = rank // 2
+        where = (f"{combine}(..., group=) on rank {rank} of {world_size}, whose ranks {2 * pair} and {2 * pair + 1} "
+                 f"form a group of 2 for case {names[pair]}")
+        problem = shape_problem(checks[rank], truths[pair].shape)
+        require(not problem, f"{where}: {problem}")
+        try:
+            labkit.assert_close(outputs[rank], truths[pair], atol=ATOL, axes=AXES, what=where)
+        except AssertionError as err:
+            raise AssertionError(
+                f"{err}\n  every collective of the combine must be given group=group: without it, it runs over all "
+                f"{world_size} ranks and adds the other pair's summaries (if the other distributed tests fail too, "
+                "start with those)") from None
+
+
+@pytest.mark.parametrize("combine", COMBINES)
 @pytest.mark.parametrize("world_size", WORLDS)
 def test_combine_keeps_dtype_and_leaves_the_summaries_alone(lab, world_size, combine):
     """For every case: the output has shape [batch, num_heads, head_dim] and the summaries'
     dtype (float64 here), and the rank's m, denom and acc are unchanged after the combine
     (collectives work in place: a combine must not reduce the caller's tensors).
 
-    Catches: all_reduce(m) on the caller's m, an output cast to float32."""
-    bad = []
-    for (name, method), (_, checks) in suite_outputs(world_size).items():
-        if method != combine:
-            continue
+    Catches: all_reduce(m) on the caller's m, a to_out_lse that writes into its inputs, an output
+    cast to float32."""
+    problems, changed_any = [], False
+    for name, (_, checks) in group_records(world_size, combine).items():
+        shape = ranks_script.output_shapes(world_size)[name]
         for rank, row in enumerate(checks):
-            failed = [what for what, ok in zip(ranks_script.CHECKS, row, strict=True) if ok != 1]
-            bad += [f"{name}, rank {rank}: {what}" for what in failed]
-    assert not bad, f"{combine} on {world_size} ranks: wrong " + "; ".join(bad)
+            problem = shape_problem(row, shape)
+            if problem:
+                problems.append(f"case {name}, rank {rank}: {problem}")
+            dtype = ranks_script.DTYPES[int(row[SHAPE_DIMS])]
+            if dtype != "float64":
+                problems.append(f"case {name}, rank {rank}: the output is {dtype}, expected float64 (the summaries' "
+                                "dtype: no .float() or .half() on the way)")
+            changed = [what for what, ok in zip(ranks_script.SUMMARIES, row[SHAPE_DIMS + 1:], strict=True) if ok != 1]
+            if changed:
+                changed_any = True
+                problems.append(f"case {name}, rank {rank}: the caller's {', '.join(changed)} changed")
+    if changed_any:
+        problems.append(
+            "collectives write their result into the tensor they get: all-reduce a copy (m.clone()) and build new "
+            "tensors for the rescaled sums" if combine == "combine_all_reduce" else
+            "the given combine_all_gather writes into none of them itself; your to_out_lse, which it calls first on "
+            "them, does: compute new tensors, never in place")
+    require(not problems, f"{combine} in a group of {ranks_word(world_size)}:\n  " + "\n  ".join(problems[:12])
+            + (f"\n  ... ({len(problems) - 12} more)" if len(problems) > 12 else ""))
 
 
 def test_no_rank_outlives_its_group(lab):
-    """After the suite's groups of 1, 2 and 4 ranks, no process of the run is left.
+    """After the suite's groups of 1, 2 and 4 ranks, no process of the run is left; and every group
+    got past the stubs (a run that stopped at a NotImplementedError has not run the whole suite).
 
     Catches: a launcher that returns while ranks still run (it kills and joins every rank)."""
     (status, value), alive = ranks_run("suite")
     if status == "raised":
         raise_again(value)
-    assert not alive, f"processes of the run still alive after it ended: {alive}"
+    require(not alive, f"processes of the suite's run still alive after it ended: {alive}")
+    for (world_size, combine), (group_status, payload) in ranks_script.decode_suite(value).items():
+        if group_status == ranks_script.NOT_IMPLEMENTED:
+            last = payload.rstrip().splitlines()[-1]
+            raise NotImplementedError(f"{combine} in a group of {ranks_word(world_size)}: {last}")
 
 
 def test_a_rank_that_raises_fails_the_whole_group(lab):
@@ -678,11 +969,10 @@ def test_a_rank_that_raises_fails_the_whole_group(lab):
     if isinstance(value, pytest.skip.Exception | NotImplementedError):
         raise_again(value)
     message = str(value)
-    expected = re.escape(f"failed: RuntimeError: {ranks_script.CRASH_MESSAGE}")
-    assert re.search(rf"rank {ranks_script.CRASH_RANK} of \d+ {expected}", message), (
-        f"the run must fail naming rank {ranks_script.CRASH_RANK} and its exception; got:\n{message[-1500:]}"
-    )
-    assert not alive, f"processes of the crashed run still alive: {alive}"
+    expected = re.escape(f": RuntimeError: {ranks_script.CRASH_MESSAGE}")
+    require(re.search(rf"rank {ranks_script.CRASH_RANK} of \d+ failed(?: in [^\n:]*)?{expected}", message),
+            f"the run must fail naming rank {ranks_script.CRASH_RANK} and its exception; got:\n{message[-1500:]}")
+    require(not alive, f"processes of the crashed run still alive: {alive}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -723,4 +1013,6 @@ def test_bench_summaries_match_float64(monkeypatch):
     check(bench._from_split_summaries(ref, q, k_cache, v_cache, padded, torch.tensor([n], dtype=torch.int32)),
           "04-06 split summaries")
     m, denom, acc = bench._from_split_summaries(ref, q, k_cache, v_cache, padded, torch.tensor([0], dtype=torch.int32))
-    assert (m == -math.inf).all() and (denom == 0).all() and (acc == 0).all(), "an empty shard must give the identity"
+    require((m == -math.inf).all() and (denom == 0).all() and (acc == 0).all(),
+            f"bench.py's 04-06 summaries of an empty shard must be the identity (-inf, 0, zeros), got m "
+            f"{m.flatten()[:4].tolist()}, denom {denom.flatten()[:4].tolist()}, acc max |.| {float(acc.abs().max()):g}")

@@ -2,12 +2,16 @@
 
     python phase-99-capstone/labs/lab-01-serving-engine/bench.py --out DIR   # H100: under 5 minutes
     python phase-99-capstone/labs/lab-01-serving-engine/bench.py --smoke     # CPU: a tiny model, every path
+    python phase-99-capstone/labs/lab-01-serving-engine/bench.py --impl starter --smoke   # your engine
+
+The engine benchmarked is the reference solution unless ``--impl NAME`` (or ``LAB_IMPL=NAME``, as for the
+tests) names another module of the lab folder: ``--impl starter`` times your own ``starter.py``.
 
 One process builds a ~1.1B-parameter Llama-shaped model in bfloat16 with random weights, directly on the
 GPU, and serves one seeded trace of requests (``make_trace``: prompt and output lengths drawn uniformly,
 half the prompts opening with one of four shared 256-token prefixes) four ways:
 
-1. this lab's engine (reference solution), every step eager;
+1. this lab's engine (the reference solution, or the one ``--impl`` names), every step eager;
 2. the same engine with decode-only steps replayed from CUDA graphs (one per batch-size bucket);
 3. transformers' ``generate`` in static batches of the trace's requests (a batch runs until its longest
    request is done; only the tokens each request asked for count);
@@ -43,6 +47,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
 from labkit import bench, load_sibling, triton_env  # noqa: E402
+from labkit.testing.loader import ImplNotFoundError, impl_name  # noqa: E402
 
 BACKEND = triton_env.select_backend()
 
@@ -541,6 +546,8 @@ def main(argv=None) -> int:
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny model on the CPU (no GPU needed): runs every code path; timings mean nothing")
     parser.add_argument("--no-hf-cb", action="store_true", help="skip transformers' continuous batching")
+    parser.add_argument("--impl", metavar="NAME", help="the engine to time: a module of the lab folder, such as "
+                        "starter (default: $LAB_IMPL, else the reference solution)")
     parser.add_argument("--hf-cb-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.hf_cb_child:
@@ -563,9 +570,13 @@ def main(argv=None) -> int:
     device = "cpu" if args.smoke else "cuda"
     if args.smoke:
         torch.set_num_threads(1)
-    lab = load_sibling(__file__)
+    impl = args.impl or impl_name()
+    try:
+        lab = load_sibling(__file__, impl)
+    except ImplNotFoundError as err:
+        raise SystemExit(str(err)) from None
     header = (bench.device_line() if device == "cuda" else "CPU smoke run (a tiny model; timings mean nothing)") + \
-        f", transformers {transformers.__version__}"
+        f", transformers {transformers.__version__}; the engine: {impl}.py"
     print(header, flush=True)
 
     def left() -> float:
@@ -587,7 +598,10 @@ def main(argv=None) -> int:
 
     # 1. The engine, eager. A warm-up on a few requests compiles the kernels (small batches: decode with
     # splits), the profiled window the rest (large batches); neither is timed.
-    runner = warm_up(lab, torch, model, trace, setup, num_blocks, None)
+    try:
+        runner = warm_up(lab, torch, model, trace, setup, num_blocks, None)
+    except NotImplementedError as err:
+        raise SystemExit(f"{impl}.py is not finished yet: {err}") from None
     eager_name = "this engine, eager"
     if device == "cuda":
         profiles[eager_name] = profile_kernels(lab, torch, model, trace, setup, num_blocks, runner,

@@ -1,4 +1,4 @@
-"""The peak activation of the profiling forward pass is not subtracted.
+"""The peak activation of the profiling run is not subtracted.
 
 Symptom: the cache fills the budget to the brim, and the first large batch (a prefill of
 max_num_batched_tokens tokens) runs out of memory in the middle of serving.

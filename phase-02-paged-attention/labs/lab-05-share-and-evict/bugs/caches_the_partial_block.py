@@ -15,5 +15,5 @@ CAUGHT_BY = [
 
 EDIT = (
     "        num_full_blocks = num_tokens // self.block_size\n",
-    "        num_full_blocks = _cdiv(num_tokens, self.block_size)  # the partial block too\n",
+    "        num_full_blocks = cdiv(num_tokens, self.block_size)  # the partial block too\n",
 )

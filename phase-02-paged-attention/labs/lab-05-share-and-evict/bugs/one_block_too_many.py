@@ -12,6 +12,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    "        num_required_blocks = _cdiv(num_computed_tokens + num_new_tokens, self.block_size)\n",
+    "        num_required_blocks = cdiv(num_computed_tokens + num_new_tokens, self.block_size)\n",
     "        num_required_blocks = (num_computed_tokens + num_new_tokens) // self.block_size + 1\n",
 )

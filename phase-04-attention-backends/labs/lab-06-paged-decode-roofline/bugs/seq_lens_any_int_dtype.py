@@ -7,6 +7,8 @@ instead of as a clear ValueError naming paged_decode.
 
 CAUGHT_BY = ["test_bad_input_gets_a_clear_error"]
 
+SOURCE = "_host.py"  # the input checks are given: they live in _host.py
+
 EDIT = (
     "    if seq_lens.dtype != torch.int32 or tuple(seq_lens.shape) != (batch,):\n",
     "    if seq_lens.dtype not in (torch.int32, torch.int64) or tuple(seq_lens.shape) != (batch,):\n",

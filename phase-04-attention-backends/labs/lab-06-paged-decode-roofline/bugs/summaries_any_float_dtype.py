@@ -7,6 +7,8 @@ merge ever saw them, instead of a clear TypeError naming merge_splits.
 
 CAUGHT_BY = ["test_merge_splits_bad_input_gets_a_clear_error"]
 
+SOURCE = "_host.py"  # the input checks are given: they live in _host.py
+
 EDIT = (
     "        if t.dtype != wanted:\n",
     "        if t.dtype != wanted and not t.is_floating_point():  # any float will do\n",

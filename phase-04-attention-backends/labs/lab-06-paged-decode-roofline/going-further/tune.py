@@ -1,12 +1,13 @@
-"""Lab 04-06 tuning sweep: issue 15's levers for a faster kernel, one variant each, measured in one run.
+"""Lab 04-06 tuning sweep: the kernel's levers, one variant each, checked then timed in one run.
 
-    python phase-04-attention-backends/labs/lab-06-paged-decode-roofline/tune.py [--out DIR] [--variants NAME ...]
-    python .../tune.py --dry-run                      # on a CPU: every variant through the interpreter
-    python .../tune.py --profile VARIANT --shape NAME  # one variant, one shape, a few plain calls (for ncu)
+    python phase-04-attention-backends/labs/lab-06-paged-decode-roofline/going-further/tune.py [--out DIR]
+    python .../going-further/tune.py --variants NAME ...    # a subset
+    python .../going-further/tune.py --dry-run              # on a CPU: every variant through the interpreter
+    python .../going-further/tune.py --profile VARIANT --shape NAME  # one variant, one shape (for ncu)
 
-Each variant is the lab's two kernels with one lever changed (``VARIANTS``; the table in README's
-appendix says what each one tries and why). On a GPU, for every variant: check it against a float64
-reference on every benchmark shape of issue 15 and on small poisoned cases (NaN/inf/huge in unused
+Each variant is the lab's two kernels with one lever changed (``VARIANTS``; ``tuning.md`` next to
+this file says what each one tries and why). On a GPU, for every variant: check it against a float64
+reference on every starred shape of ``bench.py`` and on small poisoned cases (NaN/inf/huge in unused
 slots, tables with and without padding, empty sequences, a group of 5); then time it under CUDA-graph
 replay (L2 flushed) on every shape. One table comes out: microseconds per shape, the ratio to the
 shipped solution and to cuDNN SDPA timed in the same run, and the fraction of the read bandwidth.
@@ -31,8 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[2]))
+LAB = Path(__file__).resolve().parents[1]  # the lab folder: this file lives in its going-further/
+sys.path.insert(0, str(LAB.parents[2]))  # the repository: labkit
 
 from labkit import bench, cases, load_impl, triton_env  # noqa: E402
 
@@ -42,7 +43,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-lab = load_impl(HERE, "solution")  # the shipped kernels: the baseline, and the split rule's constants
+lab = load_impl(LAB, "solution")  # the shipped kernels: the baseline, and the split rule's constants
 
 BLOCK_SIZE, HEAD_DIM = 16, 128
 
@@ -375,7 +376,7 @@ class Shape:
     num_kv_heads: int = 8
 
 
-# Issue 15's table: the bar is >= 1.00x cuDNN SDPA under CUDA graphs on every one of them.
+# bench.py's starred shapes: the target is >= 1.00x cuDNN SDPA under CUDA graphs on every one of them.
 SHAPES = (
     Shape("b1 x 32k", (32768,)),
     Shape("b1 x 128k", (131072,)),
