@@ -29,24 +29,28 @@ import operator
 from collections import deque
 from dataclasses import dataclass, field
 
+import _device  # Stream, HostDeviceBuffer (given)
+import _model_runner  # the model runner (given)
 import numpy as np
 import torch
-from _device import HostDeviceBuffer, Stream
-from _model_runner import (  # noqa: F401  (given; re-exported)
-    CUDAGRAPH_MODES,
-    PAD_SLOT,
-    ModelRunnerBase,
-    ModelRunnerOutput,
-    RunPlan,
-    StepBuffers,
-    StepShape,
-)
 
 import labkit
 
 _engine = labkit.load_reference("99-01")  # Request, RequestStatus, KVCacheManager (lab 02-05's), the model
 _blocks = labkit.load_reference("02-01")  # hash_block_tokens: the key of one full block
-build_model, tiny_config, RequestStatus = _engine.build_model, _engine.tiny_config, _engine.RequestStatus
+
+# Given, and part of this module's API (the tests and the benchmark use them from here).
+build_model = _engine.build_model
+tiny_config = _engine.tiny_config
+RequestStatus = _engine.RequestStatus
+Stream = _device.Stream
+HostDeviceBuffer = _device.HostDeviceBuffer
+StepBuffers = _model_runner.StepBuffers
+StepShape = _model_runner.StepShape
+RunPlan = _model_runner.RunPlan
+ModelRunnerOutput = _model_runner.ModelRunnerOutput
+PAD_SLOT = _model_runner.PAD_SLOT
+CUDAGRAPH_MODES = _model_runner.CUDAGRAPH_MODES
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,7 +248,7 @@ def prepare_inputs(batch: InputBatch, num_scheduled_tokens: np.ndarray, buffers:
 # --------------------------------------------------------------------------------------------
 
 
-class ModelRunner(ModelRunnerBase):
+class ModelRunner(_model_runner.ModelRunnerBase):
     """The given runner (``_model_runner.py``) with your steps plugged in."""
 
     def make_input_batch(self) -> InputBatch:

@@ -275,7 +275,8 @@ def random_schedules(lab, seed: int, num_steps: int = 80):
         chosen = candidates[: rng.randint(1, min(MAX_REQS, len(candidates)))] if candidates else []
         if not chosen:
             continue
-        num_scheduled, new_reqs, cached, expected = {}, [], lab.CachedRequestData(), {}
+        num_scheduled, new_reqs, expected = {}, [], {}
+        cached_ids, cached_blocks, cached_computed = [], [], []  # the columns of CachedRequestData
         for rid in chosen:
             req = live[rid]
             left = len(req["tokens"]) - req["computed"]
@@ -285,13 +286,14 @@ def random_schedules(lab, seed: int, num_steps: int = 80):
             req["blocks"] = req["blocks"] + new_blocks
             num_scheduled[rid] = n
             if rid in in_batch:
-                cached.req_ids.append(rid)
-                cached.new_block_ids.append(new_blocks)
-                cached.num_computed_tokens.append(req["computed"])
+                cached_ids.append(rid)
+                cached_blocks.append(new_blocks)
+                cached_computed.append(req["computed"])
             else:
                 row_tokens[rid] = list(req["tokens"])
                 new_reqs.append(lab.NewRequestData(rid, list(req["tokens"]), list(req["blocks"]), req["computed"]))
             expected[rid] = (row_tokens[rid], req["computed"], list(req["blocks"]), n)
+        cached = lab.CachedRequestData(cached_ids, cached_blocks, cached_computed)
         yield lab.SchedulerOutput(num_scheduled_tokens=num_scheduled, scheduled_new_reqs=new_reqs,
                                   scheduled_cached_reqs=cached), expected
         in_batch = set(chosen)
@@ -386,9 +388,9 @@ def test_rows_stay_put_when_nothing_changes(lab):
 # --------------------------------------------------------------------------------------------
 
 
-def new_buffers(lab):
-    config = transformers.LlamaConfig(**CONFIG)
-    return lab.StepBuffers(lab.Stream("cpu"), 128, MAX_REQS, config, torch.float32, VOCAB)
+def new_buffers(lab, model):
+    """A runner's buffers: 128 tokens, ``MAX_REQS`` rows."""
+    return new_engine(lab, model, max_num_seqs=MAX_REQS, max_num_batched_tokens=128).runner.buffers
 
 
 def brute_force_inputs(rows) -> dict:
@@ -418,7 +420,7 @@ def check_inputs(got: dict, want: dict, where: str) -> None:
     assert not ids, f"{where}: input_ids wrong at (flat index, got): {ids[:8]} (expected {want['input_ids']})"
 
 
-def test_prepare_inputs_matches_brute_force(lab):
+def test_prepare_inputs_matches_brute_force(lab, model):
     """Two steps of a batch: prompt chunks (from 0 and from the middle, some ending their prompts), then the
     next step after two requests left (a new chunk takes one hole, in a reused row with stale tokens and
     block ids past its own; the last row moves into the other) and the decodes went first: three decodes
@@ -430,7 +432,7 @@ def test_prepare_inputs_matches_brute_force(lab):
     ``seq_lens`` or ``logits_indices`` off by one chunk, token ids from the wrong row, a decode input
     read from the host (where the runner never wrote it), a gather from the row the request has now
     instead of the one it had, arrays written somewhere the copies do not read."""
-    batch, buffers = new_batch(lab), new_buffers(lab)
+    batch, buffers = new_batch(lab), new_buffers(lab, model)
     t = {rid: prompts_of(20 + i, [n])[0] for i, (rid, n) in enumerate((("r0", 17), ("r1", 40), ("r2", 5),
                                                                       ("r3", 33), ("r4", 12), ("r5", 20)))}
     tables = {"r0": [7, 3], "r1": [9, 4, 11], "r2": [2], "r3": [6, 12, 5, 8], "r4": [13], "r5": [14, 15]}
