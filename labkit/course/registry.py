@@ -93,6 +93,9 @@ LABS: tuple[Lab, ...] = (
     _lab("99-01", P99, "lab-01-serving-engine", "Capstone: a serving engine for a real model",
          "the engine step (schedule, batch, update) over the course's paged cache and kernels, token for token "
          "with transformers' generate", "triton", "model"),
+    _lab("99-02", P99, "lab-02-engine-at-gpu-speed", "Capstone: the serving engine at GPU speed",
+         "a persistent batch, inputs in numpy, CUDA graphs for every step, the host one step ahead, a cheap "
+         "scheduler: 99-01's tokens, the GPU busy", "triton", "model"),
 )
 
 PHASES = {

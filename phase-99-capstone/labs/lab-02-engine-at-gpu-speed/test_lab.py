@@ -1,0 +1,1032 @@
+"""Lab 99-02: lab 99-01's engine at GPU speed, checked against transformers' ``generate`` and lab 99-01.
+
+Three kinds of truth, each computed before the code under test runs:
+
+- transformers' own ``model.generate`` (greedy, eager attention, its dense cache), one request at a
+  time, on a twin of the model: the tokens, one for one, and the logits within ``LOGIT_ATOL``;
+- lab 99-01's reference engine on the same requests: the same tokens, a busy run with late arrivals,
+  shared prefixes and preemptions;
+- brute force in the test: the persistent batch rebuilt from the schedule, each step's inputs
+  recomputed token by token from the requests and the KV-cache manager's tables, block hashes from
+  lab 02-01's reference ``hash_request_tokens``.
+
+The model is built here from a config with random weights (nothing downloaded), float32 on the CPU,
+two layers. On a CPU the device's work runs through ``_device.Stream`` under both timings a GPU may
+show: ``lazy`` (as late as possible: a token read before its step ran, or a host buffer rewritten
+before its copy ran, shows as wrong tokens) and ``eager`` (at once). The KV caches start full of NaN:
+a row read before it was written shows in the logits.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import labkit
+from labkit import triton_env
+
+torch, triton = triton_env.require_torch_and_triton()
+# transformers 5 (tested: 5.17, 5.24): the model's modules, generate for the truth.
+transformers = pytest.importorskip("transformers", minversion="5.0",
+                                   reason='needs transformers >= 5: pip install -e ".[model]"')
+
+pytestmark = pytest.mark.triton
+
+BS = 16  # tokens per block: the smallest the decode kernels take
+# A Llama-shaped model: 2 layers, 4 query heads sharing 2 KV heads, head_dim 16, no special token. Weights
+# drawn wider than the default 0.02 so that a wrong key, position or slot changes the next token.
+CONFIG = dict(
+    vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, head_dim=16, max_position_embeddings=256, initializer_range=0.1,
+    bos_token_id=None, eos_token_id=None, pad_token_id=None, tie_word_embeddings=False,
+)
+MAX_MODEL_LEN = CONFIG["max_position_embeddings"]
+VOCAB = CONFIG["vocab_size"]
+# Graph sizes for the tests: full graphs of 1 to 8 rows, piecewise graphs up to 64 tokens.
+SIZES = [1, 2, 4, 8, 16, 24, 32, 48, 64]
+
+# Logits: the engine and generate run the same float32 weights and add in other orders (attention over
+# a paged cache as batched float32 matrix products against transformers' float32 softmax; projections
+# over batches of other shapes). Each logit ends ~10 float32 reductions of at most 256 terms of size ~3:
+# a few units of 256 * 2**-24 * 3 ~ 5e-5 at worst, ~2e-6 measured. A wrong position, slot or length
+# moves logits by 0.1 to 1.
+LOGIT_ATOL = 1e-4
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_cpu_thread():
+    """One torch thread: the model is so small that a second one only waits for the first."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def make_model(seed: int = 0, dtype=torch.float32, device: str = "cpu"):
+    """The model, built here (not by the lab): LlamaForCausalLM with weights from ``seed``."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**CONFIG))
+    return model.to(device=device, dtype=dtype).eval()
+
+
+@pytest.fixture(scope="module")
+def model():
+    return make_model()
+
+
+@pytest.fixture(scope="module")
+def truth(model):
+    """``truth(prompt, n)``: (tokens, logits [n, vocab]) of ``generate`` on a dense twin of ``model``."""
+    dense = copy.deepcopy(model)
+    dense.set_attn_implementation("eager")
+    memo = {}
+
+    def generate(prompt, n):
+        key = (tuple(prompt), n)
+        if key not in memo:
+            ids = torch.tensor([prompt])
+            with torch.no_grad():
+                out = dense.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False,
+                                     output_logits=True, return_dict_in_generate=True)
+            tokens = out.sequences[0, len(prompt):].tolist()
+            logits = torch.stack(out.logits)[:, 0].float()
+            assert len(tokens) == n, "generate stopped early: the config must have no EOS token"
+            top2 = logits.topk(2, dim=-1).values
+            # Greedy equality is decisive only without near-ties (choose another seed if this fails).
+            assert bool(((top2[:, 0] - top2[:, 1]) > 2 * LOGIT_ATOL).all()), f"near-tie in the truth for {key}"
+            memo[key] = tokens, logits
+        return memo[key]
+
+    return generate
+
+
+def prompts_of(seed: int, lengths) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [[rng.randrange(VOCAB) for _ in range(n)] for n in lengths]
+
+
+# Lab 99-01's workloads. A shared 40-token "system prompt" (two full blocks and a partial one).
+SYSTEM, ALPHA, BETA, GAMMA, DELTA = prompts_of(1, (40, 6, 20, 9, 50))
+WORKLOAD = {
+    "a": (SYSTEM + ALPHA, 7),
+    "b": (SYSTEM + BETA, 3),
+    "c": (GAMMA, 12),
+    "d": (SYSTEM[:33] + [7, 9], 1),
+    "e": (DELTA, 5),
+    "f": (SYSTEM + ALPHA, 4),  # the same prompt as "a"
+}
+# Six requests needing 20 blocks in all, for pools of 7 to 10.
+CROWD = {f"r{i}": (p, n) for i, (p, n) in enumerate(zip(prompts_of(2, (30, 38, 31, 40, 33, 35)),
+                                                          (20, 12, 16, 10, 18, 14), strict=True))}
+
+
+def expected_outputs(truth, workload) -> dict[str, list[int]]:
+    return {rid: truth(prompt, n)[0] for rid, (prompt, n) in workload.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Driving an engine step by step, recording what each step did
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StepRecord:
+    step: int
+    output: object  # the SchedulerOutput of the step scheduled by this call
+    before: dict  # request id -> (num_computed_tokens, known token ids, outputs, status, placeholders)
+    after: dict  # request id -> (status, num_computed_tokens, outputs, placeholders)
+    tables_after: dict  # request id -> its block table in the KV-cache manager
+    shared_after: set  # blocks held by more than one request
+    waiting: list
+    running: list
+    finished: list
+    rows: list  # the runner's rows after the step (its batch, in order)
+    inputs: dict | None  # the host buffers of the step launched by this call (with record_inputs)
+    pending: int  # device work launched and not yet run, after the call (CPU)
+    in_flight: bool
+
+
+def new_engine(lab, model, **settings):
+    settings = {"num_gpu_blocks": 64, "block_size": BS, "max_num_seqs": 8, "max_num_batched_tokens": 24,
+                "cudagraph_capture_sizes": SIZES, **settings}
+    engine = lab.Engine(model, **settings)
+    engine.runner.fill_kv_caches(float("nan"))  # a row read before it is written poisons the logits
+    return engine
+
+
+def host_inputs(b, num_tokens: int, num_reqs: int, num_gathers: int) -> dict:
+    """A step's inputs as the host tensors of ``StepBuffers`` ``b`` hold them (what the copies send)."""
+    return {
+        "input_ids": b.input_ids.host[:num_tokens].tolist(),
+        "positions": b.positions.host[:num_tokens].tolist(),
+        "slot_mapping": b.slot_mapping.host[:num_tokens].tolist(),
+        "query_start_loc": b.query_start_loc.host[: num_reqs + 1].tolist(),
+        "seq_lens": b.seq_lens.host[:num_reqs].tolist(),
+        "logits_indices": b.logits_indices.host[:num_reqs].tolist(),
+        "gathers": sorted(zip(b.gather_dst.host[:num_gathers].tolist(), b.gather_src.host[:num_gathers].tolist(),
+                              strict=True)),
+    }
+
+
+def drive(engine, workload=None, arrivals=None, max_steps=400, record_inputs=False) -> list[StepRecord]:
+    """Add ``workload`` ({id: (prompt, n)}) now and ``arrivals`` ({call: workload}) before those calls of
+    ``engine.step()``; call it until every request is finished (failing, instead of hanging, after
+    ``max_steps`` calls)."""
+    for rid, (prompt, n) in (workload or {}).items():
+        engine.add_request(rid, prompt, n)
+    arrivals = dict(arrivals or {})
+    records = []
+    while engine.has_unfinished_requests() or arrivals:
+        step = len(records)
+        for rid, (prompt, n) in arrivals.pop(step, {}).items():
+            engine.add_request(rid, prompt, n)
+        assert step < max_steps, f"still unfinished after {max_steps} steps: {len(engine.waiting)} waiting, " \
+                                 f"{len(engine.running)} running"
+        before = {rid: (r.num_computed_tokens, list(r.all_token_ids), len(r.output_token_ids), r.status.name,
+                        r.num_output_placeholders) for rid, r in engine.requests.items()}
+        output = engine.step()
+        runner, mgr = engine.runner, engine.kv_manager
+        rows = list(runner.input_batch.req_ids)
+        inputs = None
+        if record_inputs and output.num_scheduled_tokens:
+            shape = runner.last_shape
+            inputs = host_inputs(runner.buffers, shape.num_tokens, shape.num_reqs, shape.num_gathers)
+        records.append(StepRecord(
+            step, output, before,
+            {rid: (r.status.name, r.num_computed_tokens, len(r.output_token_ids), r.num_output_placeholders)
+             for rid, r in engine.requests.items()},
+            {rid: mgr.get_block_ids(rid) for rid in engine.requests},
+            {b.block_id for b in mgr.block_pool.blocks if b.ref_cnt > 1},
+            [r.request_id for r in engine.waiting], [r.request_id for r in engine.running], list(engine.finished),
+            rows, inputs, runner.stream.num_pending, engine.in_flight is not None,
+        ))
+    return records
+
+
+def outputs(engine) -> dict[str, list[int]]:
+    return {rid: list(r.output_token_ids) for rid, r in engine.requests.items()}
+
+
+def assert_tokens_equal(engine, expected, what="generate"):
+    got = outputs(engine)
+    for rid in expected:
+        assert got[rid] == expected[rid], f"request {rid!r}: the engine generated {got[rid]}, {what} {expected[rid]}"
+
+
+def assert_pool_whole(engine):
+    """Every block is back: free count = pool size - the null block; every ref count 0; no table left."""
+    pool = engine.kv_manager.block_pool
+    held = [b.block_id for b in pool.blocks if b.ref_cnt != 0 and not b.is_null]
+    assert held == [], f"blocks still held after the last request finished: {held}"
+    assert pool.get_num_free_blocks() == pool.num_gpu_blocks - 1, \
+        f"{pool.get_num_free_blocks()} free blocks, expected {pool.num_gpu_blocks - 1}"
+    tables = {rid: engine.kv_manager.get_block_ids(rid) for rid in engine.requests}
+    assert all(t == [] for t in tables.values()), f"block tables left behind: {tables}"
+
+
+TIMINGS = [pytest.param(True, "lazy", id="async-lazy"), pytest.param(True, "eager", id="async-eager"),
+           pytest.param(False, "lazy", id="sync")]
+
+
+# --------------------------------------------------------------------------------------------
+# Step 1: the persistent batch, against a rebuild from scratch
+# --------------------------------------------------------------------------------------------
+
+MAX_REQS, MAX_LEN, MAX_BLOCKS = 6, 128, 8  # a small batch for the unit tests (blocks of 16)
+
+
+def new_batch(lab):
+    return lab.InputBatch(MAX_REQS, MAX_LEN, MAX_BLOCKS, lab.Stream("cpu"))
+
+
+def random_schedules(lab, seed: int, num_steps: int = 80):
+    """Scheduler outputs as an engine sends them, with the rows each must leave behind.
+
+    Requests arrive, run chunks of their prompts and decode, get blocks as they grow, are left out of a
+    step now and then, finish, or are preempted (their blocks and progress gone; they come back as new
+    requests with every token the host knows), sometimes in a step that schedules nothing (the runner
+    never hears of it: their stale rows are still there when they come back). Yields
+    ``(scheduler_output, expected)``, ``expected`` mapping each scheduled request to (the tokens its row
+    must hold, its computed tokens, its whole block table, its tokens this step)."""
+    rng = random.Random(seed)
+    block_ids = iter(range(1, 10**6))
+    live: dict[str, dict] = {}
+    in_batch: set[str] = set()
+    row_tokens: dict[str, list[int]] = {}  # what the runner was sent when the request got its row
+    count = 0
+    for _ in range(num_steps):
+        while len(live) < MAX_REQS + 2 and rng.random() < 0.6:
+            live[f"q{count}"] = {"tokens": [rng.randrange(VOCAB) for _ in range(rng.randint(1, 40))], "computed": 0,
+                                 "blocks": []}
+            count += 1
+        preempted = {rid for rid in live if rid in in_batch and rng.random() < 0.06}
+        for rid in preempted:
+            live[rid].update(computed=0, blocks=[])
+        if preempted and rng.random() < 0.3:  # a step that preempts and schedules nothing: no runner call
+            in_batch -= preempted  # the runner keeps their rows; they come back as new requests
+            continue
+        candidates = [rid for rid in live if rid not in preempted]
+        rng.shuffle(candidates)
+        chosen = candidates[: rng.randint(1, min(MAX_REQS, len(candidates)))] if candidates else []
+        if not chosen:
+            continue
+        num_scheduled, new_reqs, expected = {}, [], {}
+        cached_ids, cached_blocks, cached_computed = [], [], []  # the columns of CachedRequestData
+        for rid in chosen:
+            req = live[rid]
+            left = len(req["tokens"]) - req["computed"]
+            n = 1 if left <= 0 else rng.randint(1, left)  # left 0: a decode of a token still on the device
+            needed = -(-(req["computed"] + n) // BS)
+            new_blocks = [next(block_ids) for _ in range(needed - len(req["blocks"]))]
+            req["blocks"] = req["blocks"] + new_blocks
+            num_scheduled[rid] = n
+            if rid in in_batch:
+                cached_ids.append(rid)
+                cached_blocks.append(new_blocks)
+                cached_computed.append(req["computed"])
+            else:
+                row_tokens[rid] = list(req["tokens"])
+                new_reqs.append(lab.NewRequestData(rid, list(req["tokens"]), list(req["blocks"]), req["computed"]))
+            expected[rid] = (row_tokens[rid], req["computed"], list(req["blocks"]), n)
+        cached = lab.CachedRequestData(cached_ids, cached_blocks, cached_computed)
+        yield lab.SchedulerOutput(num_scheduled_tokens=num_scheduled, scheduled_new_reqs=new_reqs,
+                                  scheduled_cached_reqs=cached), expected
+        in_batch = set(chosen)
+        for rid in chosen:  # the step ran: chunks advance, a chunk at the end samples a token
+            req = live[rid]
+            req["computed"] += num_scheduled[rid]
+            if req["computed"] >= len(req["tokens"]):
+                req["tokens"].append(rng.randrange(VOCAB))
+            if len(req["tokens"]) >= MAX_LEN - 1 or rng.random() < 0.03:
+                del live[rid]  # finished
+
+
+def batch_rows(batch) -> dict:
+    """The batch as the test reads it: request id -> (row, tokens, computed, block table)."""
+    req_ids = list(batch.req_ids)
+    token_ids, num_tokens = batch.token_ids, batch.num_tokens
+    computed, table = batch.num_computed_tokens, batch.block_table
+    table_np, num_blocks = table.np, table.num_blocks
+    return {rid: (row, token_ids[row, : num_tokens[row]].tolist(), int(computed[row]),
+                  table_np[row, : num_blocks[row]].tolist()) for row, rid in enumerate(req_ids)}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_persistent_batch_matches_a_rebuild_on_random_schedules(lab, seed):
+    """After each ``update_states`` of a random stream of schedules, the batch holds exactly the scheduled
+    requests in rows ``0 .. num_reqs - 1`` with no hole, ``req_id_to_index`` agrees with ``req_ids``, each
+    row has the tokens it was sent, the computed-token count sent this step and the whole block table
+    (what it was sent plus every block appended since), and the one-token rows come first.
+
+    Catches: a stale row after a finish or a preemption, a hole left by a removal, a condensed row whose
+    block table (or token ids, or computed tokens) was not moved, new blocks written over the table
+    instead of after it, a resumed request that keeps its old row, decodes behind a prefill chunk."""
+    batch = new_batch(lab)
+    for step, (scheduler_output, expected) in enumerate(random_schedules(lab, seed)):
+        lab.update_states(batch, scheduler_output)
+        where = f"step {step}"
+        req_ids = list(batch.req_ids)
+        assert batch.num_reqs == len(expected) and sorted(req_ids) == sorted(expected), \
+            f"{where}: rows {req_ids} (num_reqs {batch.num_reqs}), scheduled {sorted(expected)}"
+        index = dict(batch.req_id_to_index)
+        assert index == {rid: row for row, rid in enumerate(req_ids)}, \
+            f"{where}: req_id_to_index {index} disagrees with req_ids {req_ids}"
+        rows = batch_rows(batch)
+        for rid, (tokens, computed, blocks, _) in expected.items():
+            row, got_tokens, got_computed, got_blocks = rows[rid]
+            assert got_tokens == tokens, f"{where}: {rid!r} (row {row}) holds tokens {got_tokens}, sent {tokens}"
+            assert got_computed == computed, \
+                f"{where}: {rid!r} (row {row}) has {got_computed} computed tokens, sent {computed}"
+            assert got_blocks == blocks, \
+                f"{where}: {rid!r} (row {row}) has block table {got_blocks}, expected {blocks}"
+        ones = [expected[rid][3] == 1 for rid in req_ids]
+        assert ones == sorted(ones, reverse=True), \
+            f"{where}: the one-token rows must come first, rows compute {[expected[r][3] for r in req_ids]} tokens"
+
+
+def test_rows_stay_put_when_nothing_changes(lab):
+    """The batch persists: steps that only advance its requests move no row; one finish moves one row
+    (the last, into the hole), never rebuilds the rest.
+
+    Catches: an ``update_states`` that rebuilds the batch every step (sorting, or re-adding every request),
+    a condense that shifts every row after a hole down by one."""
+    batch = new_batch(lab)
+    ids = ["a", "b", "c", "d", "e"]
+    prompt = {rid: prompts_of(10 + i, [20])[0] for i, rid in enumerate(ids)}
+    first = lab.SchedulerOutput(num_scheduled_tokens=dict.fromkeys(ids, 20),
+                                scheduled_new_reqs=[lab.NewRequestData(rid, prompt[rid], [i + 1, i + 10], 0)
+                                                    for i, rid in enumerate(ids)])
+    lab.update_states(batch, first)
+    rows = dict(batch.req_id_to_index)
+    for step in range(3):  # decodes of the sampled tokens: nothing but the computed counts changes
+        cached = lab.CachedRequestData(list(ids), [[] for _ in ids], [20 + step] * len(ids))
+        lab.update_states(batch, lab.SchedulerOutput(num_scheduled_tokens=dict.fromkeys(ids, 1),
+                                                     scheduled_cached_reqs=cached))
+        assert dict(batch.req_id_to_index) == rows, f"decode step {step}: rows moved from {rows} to " \
+                                                    f"{dict(batch.req_id_to_index)}"
+    gone = batch.req_ids[1]
+    left = [rid for rid in ids if rid != gone]
+    cached = lab.CachedRequestData(list(left), [[] for _ in left], [23] * len(left))
+    lab.update_states(batch, lab.SchedulerOutput(num_scheduled_tokens=dict.fromkeys(left, 1),
+                                                 scheduled_cached_reqs=cached))
+    now = dict(batch.req_id_to_index)
+    assert batch.num_reqs == len(left) and sorted(now) == sorted(left), \
+        f"after {gone!r} finished: {batch.num_reqs} rows indexed as {now}, expected {sorted(left)}"
+    moved = {rid: (rows[rid], now[rid]) for rid in left if now[rid] != rows[rid]}
+    last = max(rows, key=rows.get)
+    assert moved == {last: (rows[last], 1)}, f"after {gone!r} (row 1) finished, rows moved {moved}; expected only " \
+                                             f"the last row, {last!r}, into row 1"
+
+
+# --------------------------------------------------------------------------------------------
+# Step 2: the step's inputs, against a token-by-token brute force
+# --------------------------------------------------------------------------------------------
+
+
+def new_buffers(lab, model):
+    """A runner's buffers: 128 tokens, ``MAX_REQS`` rows."""
+    return new_engine(lab, model, max_num_seqs=MAX_REQS, max_num_batched_tokens=128).runner.buffers
+
+
+def brute_force_inputs(rows) -> dict:
+    """``rows``: per row, (host tokens, computed tokens, tokens now, block table, row in the previous step).
+    Every token's id (None: on the device), position and slot, the offsets, lengths, sampled rows, and
+    the (flat index, previous row) of each input still on the device, one token at a time."""
+    out = {"input_ids": [], "positions": [], "slot_mapping": [], "query_start_loc": [0], "seq_lens": [],
+           "logits_indices": [], "gathers": []}
+    for tokens, computed, n, table, prev in rows:
+        for p in range(computed, computed + n):
+            out["positions"].append(p)
+            out["slot_mapping"].append(table[p // BS] * BS + p % BS)
+            out["input_ids"].append(tokens[p] if p < len(tokens) else None)
+        if computed + n > len(tokens):
+            out["gathers"].append((out["query_start_loc"][-1] + n - 1, prev))
+        out["query_start_loc"].append(out["query_start_loc"][-1] + n)
+        out["seq_lens"].append(computed + n)
+        out["logits_indices"].append(out["query_start_loc"][-1] - 1)
+    return out
+
+
+def check_inputs(got: dict, want: dict, where: str) -> None:
+    for name in ("positions", "slot_mapping", "query_start_loc", "seq_lens", "logits_indices", "gathers"):
+        assert got[name] == want[name], f"{where}: {name} is {got[name]}, expected {want[name]}"
+    ids = [(i, g) for i, (g, w) in enumerate(zip(got["input_ids"], want["input_ids"], strict=True))
+           if w is not None and g != w]
+    assert not ids, f"{where}: input_ids wrong at (flat index, got): {ids[:8]} (expected {want['input_ids']})"
+
+
+def test_prepare_inputs_matches_brute_force(lab, model):
+    """Two steps of a batch: prompt chunks (from 0 and from the middle, some ending their prompts), then the
+    next step after two requests left (a new chunk takes one hole, in a reused row with stale tokens and
+    block ids past its own; the last row moves into the other) and the decodes went first: three decodes
+    of the tokens the first step sampled (still on the device: gathered from the rows they had then).
+    Every buffer against the brute force, read from the host tensors (what the copies send), and the
+    ``StepShape``.
+
+    Catches: positions restarting at 0, a slot from the logical block number, ``query_start_loc``,
+    ``seq_lens`` or ``logits_indices`` off by one chunk, token ids from the wrong row, a decode input
+    read from the host (where the runner never wrote it), a gather from the row the request has now
+    instead of the one it had, arrays written somewhere the copies do not read."""
+    batch, buffers = new_batch(lab), new_buffers(lab, model)
+    t = {rid: prompts_of(20 + i, [n])[0] for i, (rid, n) in enumerate((("r0", 17), ("r1", 40), ("r2", 5),
+                                                                      ("r3", 33), ("r4", 12), ("r5", 20)))}
+    tables = {"r0": [7, 3], "r1": [9, 4, 11], "r2": [2], "r3": [6, 12, 5, 8], "r4": [13], "r5": [14, 15]}
+    first = {"r0": (0, 17), "r1": (0, 16), "r2": (0, 5), "r3": (16, 17), "r5": (0, 20)}  # (computed, tokens now)
+    lab.update_states(batch, lab.SchedulerOutput(
+        num_scheduled_tokens={rid: n for rid, (_, n) in first.items()},
+        scheduled_new_reqs=[lab.NewRequestData(rid, t[rid], tables[rid], c) for rid, (c, _) in first.items()]))
+    rows_a = list(batch.req_ids)
+    want = brute_force_inputs([(t[rid], *first[rid], tables[rid], None) for rid in rows_a])
+    shape = lab.prepare_inputs(batch, np.array([first[rid][1] for rid in rows_a], dtype=np.int32), buffers, BS)
+    got = host_inputs(buffers, 75, 5, 0)
+    check_inputs(got, want, "first step")
+    assert (shape.num_tokens, shape.num_reqs, shape.num_decodes, shape.max_query_len, shape.num_gathers) == \
+        (75, 5, 0, 20, 0), f"first step: {shape}"
+
+    # Second step: r1 and r2 are gone (two holes: r4 takes one, the last row moves into the other); r0, r3
+    # and r5 decode the token the first step sampled for them.
+    second = {"r0": (17, 1), "r3": (33, 1), "r5": (20, 1), "r4": (0, 12)}
+    cached = lab.CachedRequestData(["r0", "r3", "r5"], [[], [10], []], [17, 33, 20])
+    tables["r3"] = tables["r3"] + [10]
+    lab.update_states(batch, lab.SchedulerOutput(
+        num_scheduled_tokens={rid: n for rid, (_, n) in second.items()}, scheduled_cached_reqs=cached,
+        scheduled_new_reqs=[lab.NewRequestData("r4", t["r4"], tables["r4"], 0)]))
+    rows_b = list(batch.req_ids)
+    assert sorted(rows_b) == sorted(second), f"second step: rows {rows_b}"
+    want = brute_force_inputs([(t[rid], *second[rid], tables[rid], rows_a.index(rid) if rid in rows_a else None)
+                               for rid in rows_b])
+    shape = lab.prepare_inputs(batch, np.array([second[rid][1] for rid in rows_b], dtype=np.int32), buffers, BS)
+    got = host_inputs(buffers, 15, 4, shape.num_gathers)
+    check_inputs(got, want, f"second step (rows {rows_b}, rows of the first step {rows_a})")
+    assert (shape.num_tokens, shape.num_reqs, shape.num_decodes, shape.max_query_len, shape.num_gathers) == \
+        (15, 4, 3, 12, 3), f"second step: {shape}"
+    for name in ("input_ids", "positions", "slot_mapping", "logits_indices", "gather_dst", "gather_src"):
+        dtype = getattr(buffers, name).host.dtype
+        assert dtype == torch.int64, f"buffers.{name} became {dtype}"
+
+
+# --------------------------------------------------------------------------------------------
+# Step 3: graphs for every step
+# --------------------------------------------------------------------------------------------
+
+
+def test_choose_graph_picks_the_smallest_graph_that_fits(lab, model):
+    """With full graphs of 1, 2, 4, 8 rows and piecewise graphs of 1 to 32 tokens: a decode-only step
+    replays the smallest full graph with enough rows; any other step the smallest piecewise graph with
+    enough tokens (rows: its tokens, at most ``max_num_seqs``); a step past the largest graph runs
+    eagerly at its own size. Without piecewise graphs a mixed step runs eagerly; without graphs, every step.
+
+    Catches: a mixed step sent to a decode graph (a chunk's tokens taken for decodes), a graph smaller
+    than the step (its last tokens dropped), the largest graph instead of the smallest that fits, a
+    piecewise graph whose rows are not the captured ones."""
+    sizes = [1, 2, 4, 8, 16, 32]
+    cases = [  # (num_tokens, num_reqs, num_decodes, max_query_len) -> (all graphs, decode graphs only)
+        ((1, 1, 1, 1), ("full", 1, 1), ("full", 1, 1)),
+        ((3, 3, 3, 1), ("full", 4, 4), ("full", 4, 4)),
+        ((8, 8, 8, 1), ("full", 8, 8), ("full", 8, 8)),
+        ((5, 3, 2, 3), ("piecewise", 8, 8), ("eager", 5, 3)),
+        ((7, 6, 5, 2), ("piecewise", 8, 8), ("eager", 7, 6)),
+        ((2, 1, 0, 2), ("piecewise", 2, 2), ("eager", 2, 1)),
+        ((17, 4, 3, 14), ("piecewise", 32, 8), ("eager", 17, 4)),
+        ((32, 2, 0, 16), ("piecewise", 32, 8), ("eager", 32, 2)),
+        ((33, 3, 0, 20), ("eager", 33, 3), ("eager", 33, 3)),
+    ]
+    for mode in ("full_and_piecewise", "full_decode_only", "none"):
+        runner = new_engine(lab, model, max_num_batched_tokens=40, cudagraph_mode=mode,
+                            cudagraph_capture_sizes=sizes).runner
+        for (t, r, d, q), every, decode_only in cases:
+            want = {"full_and_piecewise": every, "full_decode_only": decode_only, "none": ("eager", t, r)}[mode]
+            plan = runner.choose_graph(lab.StepShape(t, r, d, q, 0))
+            got = (plan.mode, plan.num_tokens, plan.num_reqs)
+            assert got == want, f"cudagraph_mode={mode!r}, a step of {t} tokens in {r} rows ({d} decodes first): " \
+                                f"{got}, expected {want}"
+
+
+def test_graph_padding_is_harmless(lab, model):
+    """After a step of 30 tokens in 6 rows has left its values in the buffers, padding a 5-token, 3-row step
+    to a piecewise graph of 8 and a 3-row decode step to a full graph of 4 writes, past the step's own
+    entries: token id 0, position 0, slot ``PAD_SLOT`` (the null block), empty rows (``query_start_loc``
+    non-decreasing from the step's tokens, within the graph's), ``seq_len`` 0, rows to sample that exist.
+
+    Catches: a graph replayed with the last step's metadata in its padding: slots of the last step's
+    tokens (the graph writes its padding keys into a live block), rows to sample past the graph's
+    tokens, rows that read the cache."""
+    runner = new_engine(lab, model, max_num_batched_tokens=40).runner
+    ids = ["a", "b", "c", "d", "e", "f"]
+    runner.update_states(lab.SchedulerOutput(
+        num_scheduled_tokens=dict.fromkeys(ids, 5),
+        scheduled_new_reqs=[lab.NewRequestData(rid, prompts_of(50 + i, [5])[0], [3 + i], 0)
+                            for i, rid in enumerate(ids)]))
+    runner.prepare_inputs(np.array([5] * len(ids), dtype=np.int32))
+    b = runner.buffers
+    cases = (((5, 3, 2, 3), lab.RunPlan("piecewise", 8, 8)), ((3, 3, 3, 1), lab.RunPlan("full", 4, 4)))
+    for (t, r, d, q), plan in cases:
+        runner.pad_graph_inputs(lab.StepShape(t, r, d, q, 0), plan)
+        where = f"a step of {t} tokens in {r} rows padded to {plan}"
+        assert b.input_ids.host[t : plan.num_tokens].tolist() == [0] * (plan.num_tokens - t), f"{where}: input_ids"
+        assert b.positions.host[t : plan.num_tokens].tolist() == [0] * (plan.num_tokens - t), f"{where}: positions"
+        slots = b.slot_mapping.host[t : plan.num_tokens].tolist()
+        assert slots == [lab.PAD_SLOT] * (plan.num_tokens - t), f"{where}: padding slots {slots}, not the null block"
+        loc = b.query_start_loc.host[r + 1 : plan.num_reqs + 1].tolist()
+        assert all(t <= x <= plan.num_tokens for x in loc) and loc == sorted(loc), \
+            f"{where}: query_start_loc of the padding rows {loc}"
+        assert b.seq_lens.host[r : plan.num_reqs].tolist() == [0] * (plan.num_reqs - r), f"{where}: seq_lens"
+        rows = b.logits_indices.host[r : plan.num_reqs].tolist()
+        assert all(0 <= x < t for x in rows), f"{where}: rows to sample {rows} outside the step's {t} tokens"
+
+
+@pytest.mark.parametrize("mode", ["full_and_piecewise", "full_decode_only"])
+def test_every_step_runs_from_a_graph_below_the_largest_size(lab, model, truth, mode):
+    """Graphs of 1 to 64 tokens and a budget of 24: with ``full_and_piecewise`` every step replays a graph
+    (decode-only steps a full graph, the others piecewise graphs), none runs eagerly, and the tokens are
+    ``generate``'s; with ``full_decode_only`` (lab 99-01's choice) the mixed steps run eagerly.
+
+    Catches: graphs captured but never replayed, a step replayed from a graph with last step's
+    metadata or the wrong padding (wrong tokens), a mixed step replayed from a decode graph."""
+    engine = new_engine(lab, model, cudagraph_mode=mode)
+    drive(engine, WORKLOAD)
+    runs = dict(engine.runner.num_runs)
+    assert runs["full"] > 0, f"no decode step replayed a full graph: {runs}"
+    if mode == "full_and_piecewise":
+        assert runs["eager"] == 0 and runs["piecewise"] > 0, f"steps below the largest graph ran eagerly: {runs}"
+    else:
+        assert runs["piecewise"] == 0 and runs["eager"] > 0, f"decode-only graphs: {runs}"
+    assert_tokens_equal(engine, expected_outputs(truth, WORKLOAD))
+
+
+# --------------------------------------------------------------------------------------------
+# The whole engine: tokens and logits
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("async_scheduling", "cpu_timing"), TIMINGS)
+def test_tokens_match_generate(lab, model, truth, async_scheduling, cpu_timing):
+    """Lab 99-01's six requests (shared prefixes, an identical prompt, prompts longer than the budget of 24,
+    1 to 12 new tokens) give ``generate``'s tokens, with the host one step ahead under both CPU timings
+    and with the host waiting for every step.
+
+    Catches: anything that changes what the model sees: a wrong position, slot, block table, length or
+    row to sample; a decode fed the host's stale token instead of the one its previous step sampled; a
+    token read before its step ran or a host buffer rewritten before its copy ran (lazy timing); a
+    finished request's token dropped or doubled."""
+    expected = expected_outputs(truth, WORKLOAD)
+    engine = new_engine(lab, model, async_scheduling=async_scheduling, cpu_timing=cpu_timing)
+    drive(engine, WORKLOAD)
+    assert_tokens_equal(engine, expected)
+
+
+def test_logits_match_generate_within_float32_tolerance(lab, model, truth):
+    """The logits behind every output token, read one step late, are ``generate``'s within ``LOGIT_ATOL``.
+
+    Catches: errors too small to flip a token here, logits of another row or of another step."""
+    expected = {rid: truth(prompt, n)[1] for rid, (prompt, n) in WORKLOAD.items()}
+    engine = new_engine(lab, model, keep_logits=True)
+    drive(engine, WORKLOAD)
+    for rid, want in expected.items():
+        got = engine.requests[rid].logits
+        assert len(got) == len(want), f"request {rid!r}: {len(got)} sampled logits rows, expected {len(want)}"
+        diff = (torch.stack(list(got)) - want).abs().max().item()
+        assert diff <= LOGIT_ATOL, f"request {rid!r}: logits differ from generate's by {diff:.3g} > {LOGIT_ATOL}"
+
+
+@pytest.mark.parametrize("budget", [5, 16, 256])
+def test_chunk_size_changes_nothing(lab, model, truth, budget):
+    """Token budgets of 5 (prompts in many chunks, decodes left out of steps), 16 and 256 (past the largest
+    graph: some steps run eagerly): the same tokens, the budget never exceeded.
+
+    Catches: a chunk that restarts its positions, a request left out of a step whose row is kept or
+    whose next input is lost, a budget exceeded."""
+    expected = expected_outputs(truth, WORKLOAD)
+    engine = new_engine(lab, model, max_num_batched_tokens=budget)
+    records = drive(engine, WORKLOAD)
+    assert_tokens_equal(engine, expected)
+    assert max(r.output.total_num_scheduled_tokens for r in records) <= budget
+
+
+def busy_workload():
+    """Fourteen requests: shared prefixes (SYSTEM's first two blocks), prompts of 5 to 70 tokens, 1 to 16
+    new tokens, arriving in three waves."""
+    rng = random.Random(5)
+    waves = {}
+    for i in range(14):
+        own = prompts_of(30 + i, [rng.randint(5, 38)])[0]
+        prompt = (SYSTEM[:32] + own) if i % 3 == 0 else own
+        waves.setdefault((i // 5) * 3, {})[f"w{i}"] = (prompt, rng.randint(1, 16))
+    return waves
+
+
+def test_tokens_match_lab_99_01_on_a_busy_run(lab, model):
+    """A busy run (14 requests in three waves, shared prefixes, at most 4 running, a budget of 32 tokens
+    and a pool of 8 blocks that forces preemptions), host one step ahead under the eager CPU timing:
+    exactly lab 99-01's tokens (its reference engine, on the same model, run first).
+
+    Catches: any difference from the engine this lab speeds up."""
+    waves = busy_workload()
+    settings = {"num_gpu_blocks": 8, "block_size": BS, "max_num_seqs": 4, "max_num_batched_tokens": 32}
+    reference = labkit.load_reference("99-01").Engine(copy.deepcopy(model), **settings)
+    pending, calls = dict(waves), 0
+    while reference.has_unfinished_requests() or pending:
+        for rid, (prompt, n) in pending.pop(calls, {}).items():
+            reference.add_request(rid, prompt, n)
+        reference.step()
+        calls += 1
+    expected = outputs(reference)
+    assert sum(r.num_preemptions for r in reference.requests.values()) > 0, "the busy run never preempted"
+    engine = new_engine(lab, model, cpu_timing="eager", **settings)
+    drive(engine, arrivals=waves)
+    assert_tokens_equal(engine, expected, "lab 99-01's engine")
+    assert_pool_whole(engine)
+
+
+# --------------------------------------------------------------------------------------------
+# Prefix caching, blocks, preemption
+# --------------------------------------------------------------------------------------------
+
+
+def test_prefix_cache_hits_as_predicted(lab, model, truth):
+    """Lab 99-01's hits, worked out by hand (blocks of 16; SYSTEM is 40 tokens): A = SYSTEM + 6 at call 0:
+    0 hits; B = SYSTEM + 20, C = A's prompt, D = 30 other tokens at call 1: 32, 32, 0 (A's prompt blocks
+    are cached when its step is scheduled: their tokens are known); E = SYSTEM + 3 and F = B's prompt at
+    call 8: 32 and 48. Tokens computed = prompts - hits + (new tokens - 1): the host one step ahead never
+    computes a token it then throws away. Without prefix caching: no hit, the same tokens.
+
+    Catches: no prefix lookup, hits recomputed, blocks cached with a token the host does not know yet,
+    a request that finished on the device scheduled once more."""
+    a, b, c, d, e, f = (SYSTEM + ALPHA, SYSTEM + BETA, SYSTEM + ALPHA, GAMMA + DELTA[:21], SYSTEM[:40] + [5, 6, 7],
+                        SYSTEM + BETA)
+    n = {"A": 4, "B": 3, "C": 5, "D": 2, "E": 3, "F": 2}
+    arrivals = {0: {"A": (a, n["A"])}, 1: {"B": (b, n["B"]), "C": (c, n["C"]), "D": (d, n["D"])},
+                8: {"E": (e, n["E"]), "F": (f, n["F"])}}
+    hits = {"A": 0, "B": 32, "C": 32, "D": 0, "E": 32, "F": 48}
+    lengths = {"A": 46, "B": 60, "C": 46, "D": 30, "E": 43, "F": 60}
+    expected = {rid: truth(p, n[rid])[0] for wave in arrivals.values() for rid, (p, _) in wave.items()}
+    for caching in (True, False):
+        engine = new_engine(lab, model, max_num_batched_tokens=256, enable_prefix_caching=caching)
+        records = drive(engine, arrivals=arrivals)
+        assert all(not engine.requests[r].num_preemptions for r in n), "a roomy pool must never preempt"
+        got_hits = {rid: engine.requests[rid].num_cached_tokens for rid in n}
+        want_hits = hits if caching else dict.fromkeys(n, 0)
+        assert got_hits == want_hits, f"prefix caching {caching}: hits {got_hits}, expected {want_hits}"
+        computed = sum(r.output.total_num_scheduled_tokens for r in records)
+        predicted = sum(lengths[r] - want_hits[r] + n[r] - 1 for r in n)
+        assert computed == predicted, f"prefix caching {caching}: {computed} tokens computed, expected {predicted}"
+        assert_tokens_equal(engine, expected)
+
+
+def test_every_block_returns_to_the_pool(lab, model, truth):
+    """After the workload the pool is whole again, and a request's blocks leave it in the very call of
+    ``step`` that reads its last token.
+
+    Catches: a finished request's blocks kept, or freed only at the end; a finished request kept in the
+    running list."""
+    engine = new_engine(lab, model)
+    records = drive(engine, WORKLOAD)
+    for r in records:
+        for rid in r.finished:
+            assert r.tables_after[rid] == [], f"call {r.step}: finished request {rid!r} still holds blocks " \
+                                              f"{r.tables_after[rid]}"
+            assert rid not in r.running, f"call {r.step}: finished request {rid!r} is still running"
+    assert_pool_whole(engine)
+    assert_tokens_equal(engine, expected_outputs(truth, WORKLOAD))
+
+
+def test_preempted_requests_keep_the_token_on_its_way(lab, model, truth):
+    """Lab 99-01's crowd (20 blocks of requests) in a pool of 7 blocks, a budget of 16, the host one step
+    ahead: requests are preempted while the token of their last step is still on the device; each keeps
+    that token when it arrives (it was computed from the right context) and recomputes it with the rest
+    when it comes back; one of them had its last token on the way, and finishes from the waiting queue.
+    Every request gets ``generate``'s tokens and the pool is whole.
+
+    Catches: a preempted request whose late token is dropped (it then recomputes a different future), or
+    appended twice; a request that reached ``max_new_tokens`` while waiting left in the queue; placeholders
+    reset by the preemption (the late token then goes missing)."""
+    expected = expected_outputs(truth, CROWD)
+    engine = new_engine(lab, model, num_gpu_blocks=7, max_num_batched_tokens=16)
+    records = drive(engine, CROWD)
+    in_flight = [(r.step, rid) for r in records for rid in r.output.preempted_req_ids if r.before[rid][4] > 0]
+    assert in_flight, "no request was preempted with a token on its way: the crowd must force it"
+    finished_waiting = [(r.step, rid) for r in records for rid in r.output.preempted_req_ids
+                        if r.after[rid][0] == "FINISHED"]
+    assert finished_waiting, "no request finished while preempted: the crowd must force it"
+    assert_tokens_equal(engine, expected)
+    assert_pool_whole(engine)
+    for r in records:
+        assert all(r.after[rid][3] in (0, 1) for rid in r.after), f"call {r.step}: placeholders {r.after}"
+
+
+def test_the_host_runs_one_step_ahead(lab, model, truth):
+    """With ``async_scheduling`` (CPU, lazy timing): every call of ``step`` that launches a step returns with
+    that step's device work not yet run and the step in flight (its output is read by the next call);
+    the last call leaves nothing in flight. Without it: nothing is ever left pending.
+
+    Catches: an engine that reads the step it has just launched (the host waits for the device every
+    step: correct tokens, no overlap), one that forgets the step in flight at the end."""
+    for async_scheduling in (True, False):
+        engine = new_engine(lab, model, async_scheduling=async_scheduling)
+        records = drive(engine, WORKLOAD)
+        for r in records:
+            launched = bool(r.output.num_scheduled_tokens)
+            if async_scheduling:
+                assert r.in_flight == launched and (r.pending > 0) == launched, \
+                    f"call {r.step}: launched {launched}, in flight {r.in_flight}, {r.pending} launches not run yet"
+            else:
+                assert not r.in_flight and r.pending == 0, \
+                    f"call {r.step} without async scheduling: {r.pending} launches not run, in flight {r.in_flight}"
+        assert_tokens_equal(engine, expected_outputs(truth, WORKLOAD))
+
+
+# --------------------------------------------------------------------------------------------
+# Every step: the scheduler's invariants and the step's inputs
+# --------------------------------------------------------------------------------------------
+
+# The crowd, late arrivals sharing its prefixes, a pool that preempts, a budget that chunks every prompt.
+LATE = {7: {"x": (CROWD["r0"][0][:32] + [3, 1, 4], 6)}, 12: {"y": (CROWD["r1"][0], 5), "z": ([11] * 17, 9)}}
+
+
+def busy_run(lab, model, **settings):
+    engine = new_engine(lab, model, num_gpu_blocks=10, max_num_seqs=3, max_num_batched_tokens=20, **settings)
+    return engine, drive(engine, CROWD, arrivals=LATE, record_inputs=True)
+
+
+def tokens_read(records, r, async_scheduling: bool) -> set:
+    """The requests whose sampled token the host read in call ``r``: those of the step the previous call left
+    in flight with the host one step ahead, this call's own step's without."""
+    if not async_scheduling:
+        return set(r.output.sampled_req_ids)
+    previous = records[r.step - 1] if r.step else None
+    return set(previous.output.sampled_req_ids) if previous is not None and previous.in_flight else set()
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False], ids=["async", "sync"])
+def test_scheduling_invariants_hold_every_step(lab, model, truth, async_scheduling):
+    """After every call of ``step`` in a busy run (preemptions, chunked prompts, late arrivals):
+
+    - at most ``max_num_batched_tokens`` tokens, at least one per scheduled request, at most
+      ``max_num_seqs`` running; a call that preempted admitted nobody;
+    - every request in exactly one queue with the matching status; a waiting one computed nothing and
+      holds no block; the runner's rows are exactly the requests scheduled now, each with the KV-cache
+      manager's block table;
+    - a scheduled request advanced by its tokens when it was scheduled (its count runs ahead of the
+      tokens the host has read); it has a placeholder exactly while its sampled token is on its way;
+      a request gains a token exactly when the host reads the output of a step that sampled it.
+
+    Catches: the budget or the seats ignored, admission after a preemption, a finished request left
+    running, a preempted one that keeps its progress or blocks, rows of requests not in the step,
+    a stale block table in the runner, a token appended for a partial chunk, a placeholder that never
+    lands or lands twice."""
+    engine, records = busy_run(lab, model, async_scheduling=async_scheduling)
+    queue_status = {"waiting": {"WAITING", "PREEMPTED"}, "running": {"RUNNING"}, "finished": {"FINISHED"}}
+    for r in records:
+        where = f"call {r.step}"
+        sched = r.output.num_scheduled_tokens
+        assert sum(sched.values()) <= engine.max_num_batched_tokens, f"{where}: {sum(sched.values())} tokens"
+        assert all(v >= 1 for v in sched.values()), f"{where}: a request scheduled with no token: {sched}"
+        assert len(r.running) <= engine.max_num_seqs, f"{where}: {len(r.running)} running"
+        if r.output.preempted_req_ids:
+            admitted = [q for q in sched if r.before[q][3] != "RUNNING"]
+            assert not admitted, f"{where}: preempted {r.output.preempted_req_ids} and admitted {admitted}"
+        queues = {"waiting": r.waiting, "running": r.running, "finished": r.finished}
+        seen = sorted(rid for ids in queues.values() for rid in ids)
+        assert seen == sorted(r.before), f"{where}: every request in exactly one queue, got {queues}"
+        for queue, ids in queues.items():
+            for rid in ids:
+                status, computed, _, _ = r.after[rid]
+                assert status in queue_status[queue], f"{where}: {rid!r} is {status} in the {queue} queue"
+                if queue == "waiting":
+                    assert computed == 0 and r.tables_after[rid] == [], \
+                        f"{where}: waiting {rid!r} has {computed} computed tokens, blocks {r.tables_after[rid]}"
+        if sched:
+            assert sorted(r.rows) == sorted(sched), f"{where}: the runner's rows {r.rows}, scheduled {sorted(sched)}"
+        read = tokens_read(records, r, async_scheduling)
+        for rid in r.before:
+            computed, tokens, emitted, status, placeholders = r.before[rid]
+            status_after, computed_after, emitted_after, placeholders_after = r.after[rid]
+            if rid in sched and status == "RUNNING":
+                assert computed_after == computed + sched[rid], \
+                    f"{where}: {rid!r} computed {computed} + {sched[rid]}, reports {computed_after}"
+            in_flight = async_scheduling and rid in r.output.sampled_req_ids
+            assert placeholders_after == int(in_flight), \
+                f"{where}: {rid!r} has {placeholders_after} placeholders, {int(in_flight)} tokens on their way"
+            assert emitted_after == emitted + (rid in read), \
+                f"{where}: {rid!r} gained {emitted_after - emitted} tokens; the host read {int(rid in read)} for it"
+    assert_tokens_equal(engine, expected_outputs(truth, {**CROWD, **LATE[7], **LATE[12]}))
+
+
+def test_step_inputs_match_brute_force(lab, model, truth):
+    """Every launched step's inputs (the host buffers the copies send), recomputed from the requests'
+    tokens and the KV-cache manager's tables: rows with one token first; positions continuing each
+    request's cache; the token ids the host knows; the decodes of a token the previous step sampled
+    gathered from that step's row, and only those; each token's slot through the block table; offsets,
+    lengths and the rows to sample. No slot in a block that another request also holds.
+
+    Catches: every batch-building mistake of steps 1 and 2 (positions, slots, offsets, lengths, a decode's
+    input taken from the host, a gather from the wrong row) in a real run, hits recomputed into shared
+    blocks."""
+    engine, records = busy_run(lab, model)
+    previous = None  # the last launched call
+    for r in records:
+        if r.inputs is None:
+            continue
+        where, got = f"call {r.step}", r.inputs
+        sched = r.output.num_scheduled_tokens
+        counts = [sched[rid] for rid in r.rows]
+        assert counts == sorted(counts, key=lambda n: n != 1), f"{where}: rows {r.rows} compute {counts}: decodes first"
+        new = {d.req_id for d in r.output.scheduled_new_reqs}
+        rows = []
+        for rid in r.rows:
+            n = sched[rid]
+            start = r.after[rid][1] - n
+            if r.before[rid][3] == "RUNNING" and rid not in r.output.preempted_req_ids:
+                assert start == r.before[rid][0], \
+                    f"{where}: {rid!r} starts at {start}, its cache ends at {r.before[rid][0]}"
+            known = r.before[rid][1]
+            from_device = previous is not None and rid not in new and rid in previous.output.sampled_req_ids
+            # The brute force's "host tokens": what the host knew, minus the token the previous step sampled.
+            tokens = known[: start + n - 1] if from_device else known
+            table = r.tables_after[rid] or None
+            prev_row = previous.rows.index(rid) if from_device else None
+            rows.append((tokens, start, n, table, prev_row, rid))
+        want = brute_force_inputs([(t, s, n, tb or [0] * 64, p) for t, s, n, tb, p, _ in rows])
+        for name in ("query_start_loc", "seq_lens", "logits_indices", "positions", "gathers"):
+            assert got[name] == want[name], f"{where}: {name} {got[name]}, expected {want[name]} (rows {r.rows})"
+        ids = [i for i, (g, w) in enumerate(zip(got["input_ids"], want["input_ids"], strict=True))
+               if w is not None and g != w]
+        assert not ids, f"{where}: input_ids wrong at flat indices {ids} (rows {r.rows})"
+        for (_, start, n, table, _, rid), lo in zip(rows, want["query_start_loc"], strict=False):
+            if table is None:
+                continue  # finished in this call: its table is gone (checked in the others)
+            slots = [table[p // BS] * BS + p % BS for p in range(start, start + n)]
+            assert got["slot_mapping"][lo : lo + n] == slots, f"{where}: {rid!r} slots {got['slot_mapping'][lo:lo + n]}"
+            shared = sorted({slot // BS for slot in slots} & r.shared_after)
+            assert not shared, f"{where}: {rid!r} writes into blocks {shared}, which other requests hold"
+        previous = r
+    assert_tokens_equal(engine, expected_outputs(truth, {**CROWD, **LATE[7], **LATE[12]}))
+
+
+# --------------------------------------------------------------------------------------------
+# Bad requests
+# --------------------------------------------------------------------------------------------
+
+
+def test_bad_requests_rejected_and_engine_stays_usable(lab, model, truth):
+    """Each bad request raises a ValueError naming what is wrong and leaves the queues as they were; then
+    the engine serves good requests (one with a rejected request's id) correctly.
+
+    Catches: a bad request that half-enters the engine or breaks it."""
+    prompt, n = WORKLOAD["c"]
+    expected = truth(prompt, n)[0]
+    engine = new_engine(lab, model, num_gpu_blocks=8)
+    engine.add_request("ok", prompt, n)
+    bad = [
+        (("empty", [], 3), "prompt_token_ids"),
+        (("long", [1] * (MAX_MODEL_LEN - 2), 3), "max_model_len"),
+        (("zero", [1, 2, 3], 0), "max_new_tokens"),
+        (("vocab", [1, VOCAB], 3), "prompt_token_ids"),
+        (("text", "hello", 3), "prompt_token_ids"),
+        (("huge", [1] * 100, 20), "blocks"),
+        (("ok", [1, 2, 3], 2), "request_id"),
+        ((7, [1, 2, 3], 2), "request_id"),
+    ]
+    for args, word in bad:
+        with pytest.raises(ValueError, match=word):
+            engine.add_request(*args)
+        assert [r.request_id for r in engine.waiting] == ["ok"] and not engine.running, f"{args[0]!r} was queued"
+    engine.add_request("empty", prompt, n)
+    drive(engine)
+    assert outputs(engine) == {"ok": expected, "empty": expected}
+    assert_pool_whole(engine)
+
+
+# --------------------------------------------------------------------------------------------
+# Step 5: a cheap scheduler
+# --------------------------------------------------------------------------------------------
+
+
+def test_block_hashes_extend_one_block_at_a_time(lab):
+    """``hash_new_full_blocks`` on a request that grows a few tokens at a time (a placeholder on its way
+    counts for nothing): its hashes are lab 02-01's ``hash_request_tokens`` of its known tokens, always.
+    Hashes already there are kept as they are: with two stand-ins in place of the first two, the third
+    block's hash chains from the second stand-in.
+
+    Catches: hashing the whole request again at every block (the cost this step removes), a chain
+    restarted at every block (every block with the same 16 tokens, anywhere, would hit), the partial
+    last block hashed, a token still on the device hashed."""
+    ref = labkit.load_reference("02-01")
+    tokens = prompts_of(40, [90])[0]
+    manager = lab.KVCacheManager(num_gpu_blocks=16, block_size=BS)
+    request = lab.Request("h", tokens[:20], max_new_tokens=100)
+    request.num_output_placeholders = 1
+    for end in (20, 21, 31, 32, 33, 47, 64, 65, 90):
+        request.append_output_token_ids(tokens[len(request.all_token_ids) : end])
+        manager.hash_new_full_blocks(request)
+        want = ref.hash_request_tokens(tokens[:end], BS)
+        assert list(request.block_hashes) == want, f"after {end} tokens: {len(request.block_hashes)} hashes, " \
+                                                   f"expected {len(want)} (lab 02-01's, chained)"
+    stand_ins = [bytes([i]) * len(want[0]) for i in (1, 2)]
+    request = lab.Request("s", tokens[:40], max_new_tokens=10)
+    request.block_hashes = list(stand_ins)
+    manager.hash_new_full_blocks(request)
+    want = stand_ins + [ref.hash_block_tokens(stand_ins[1], tokens[32:48])]
+    request.append_output_token_ids(tokens[40:48])
+    manager.hash_new_full_blocks(request)
+    assert list(request.block_hashes) == want, "the hashes already there must stay; the new one chains from the last"
+
+
+def test_decodes_skip_the_allocator_until_a_block_fills(lab, model, truth):
+    """A roomy pool and a budget that takes every prompt at once: the KV-cache manager's ``allocate_slots``
+    runs once per admission and once per decode whose position starts a new block (position ``p`` with
+    ``p % 16 == 0``), never for the others: 6 admissions + 3 (``a`` at 48, ``c`` at 16, ``f`` at 48).
+
+    Catches: a call into the manager for every request at every step (the cost this step removes), a
+    skipped allocation where the table is full (a slot past the table: wrong tokens)."""
+    engine = new_engine(lab, model, max_num_batched_tokens=256)
+    drive(engine, WORKLOAD)
+    starts = sum(1 for prompt, n in WORKLOAD.values() for p in range(len(prompt), len(prompt) + n - 1) if p % BS == 0)
+    assert starts == 3
+    assert engine.kv_manager.num_allocations == len(WORKLOAD) + starts, \
+        f"allocate_slots ran {engine.kv_manager.num_allocations} times, expected {len(WORKLOAD)} admissions + " \
+        f"{starts} new blocks"
+    assert_tokens_equal(engine, expected_outputs(truth, WORKLOAD))
+
+
+# --------------------------------------------------------------------------------------------
+# The Triton kernels: through the interpreter on a CPU, on the GPU for real
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(triton_env.device() == "cuda", reason="with a GPU, Triton runs no interpreter: the kernels run "
+                    "for real in test_gpu_kernels_and_graphs_match_generate")
+def test_triton_kernels_through_the_interpreter(lab, model, truth):
+    """The runner's Triton backend (lab 04-03's prefill and lab 04-06's decode kernels) through the
+    interpreter on a tiny batch, inside the graphs' CPU stand-ins: ``generate``'s tokens and logits.
+
+    Catches: a batch the kernels read differently from the tensor reference (offsets, lengths, tables of
+    padded rows)."""
+    work = {"i": (GAMMA, 3), "j": (SYSTEM[:18], 2)}
+    expected = {rid: truth(p, n) for rid, (p, n) in work.items()}
+    engine = new_engine(lab, model, backend="triton", max_num_batched_tokens=64, keep_logits=True)
+    drive(engine, work, max_steps=12)
+    for rid, (tokens, logits) in expected.items():
+        assert engine.requests[rid].output_token_ids == tokens, rid
+        diff = (torch.stack(list(engine.requests[rid].logits)) - logits).abs().max().item()
+        assert diff <= LOGIT_ATOL, f"request {rid!r}: logits differ by {diff:.3g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("async_scheduling", [True, False], ids=["async", "sync"])
+def test_gpu_kernels_and_graphs_match_generate(lab, truth, async_scheduling):
+    """On a GPU, float32: lab 99-01's workload and its crowd (a pool of 8 blocks) through the Triton kernels,
+    every step replayed from a CUDA graph (full graphs for decode-only steps, piecewise graphs around
+    eager attention for the others, none eager: the graphs reach the budget of 64): ``generate``'s tokens
+    (computed on the CPU twin), logits within 1e-3 (cuBLAS and the kernels order their float32 sums
+    differently again; no TF32), the pool whole.
+
+    Catches: a graph replayed with the wrong inputs, a copy that has not landed when its kernel reads it,
+    a token read before its step finished, on a real stream."""
+    gpu_model = make_model(device="cuda")
+    for work, settings in ((WORKLOAD, {}), (CROWD, {"num_gpu_blocks": 8})):
+        expected = {rid: truth(p, n) for rid, (p, n) in work.items()}
+        engine = new_engine(lab, gpu_model, keep_logits=True, max_num_batched_tokens=64,
+                            async_scheduling=async_scheduling, **settings)
+        assert engine.runner.backend == "triton"
+        drive(engine, work)
+        for rid, (tokens, logits) in expected.items():
+            assert engine.requests[rid].output_token_ids == tokens, rid
+            diff = (torch.stack(list(engine.requests[rid].logits)).cpu() - logits).abs().max().item()
+            assert diff <= 1e-3, f"request {rid!r}: logits differ by {diff:.3g}"
+        runs = dict(engine.runner.num_runs)
+        assert runs["eager"] == 0 and runs["full"] > 0 and runs["piecewise"] > 0, f"steps run: {runs}"
+        assert_pool_whole(engine)
+
+
+@pytest.mark.gpu
+def test_gpu_steps_never_wait_for_the_device(lab, truth):
+    """On a GPU, with the host one step ahead: the host buffers are pinned, and once the kernels are
+    compiled no step makes the host wait for the device except where the engine asks for it (the
+    events of the input copies and of the sampled tokens): torch's sync debug mode, set to raise, sees
+    no synchronizing operation (a ``.item()``, a ``.tolist()`` of a device tensor, a copy to pageable
+    memory) in a whole run.
+
+    Catches: a step that synchronizes behind the engine's back, which leaves the device idle while the
+    host works."""
+    gpu_model = make_model(device="cuda")
+    engine = new_engine(lab, gpu_model, max_num_batched_tokens=64)
+    b = engine.runner.buffers
+    for name in ("input_ids", "positions", "slot_mapping", "query_start_loc", "seq_lens", "logits_indices"):
+        assert getattr(b, name).host.is_pinned(), f"buffers.{name} is not in pinned host memory"
+    assert engine.runner.input_batch.block_table.table.host.is_pinned(), "the block table is not pinned"
+    drive(engine, WORKLOAD)  # compiles every kernel the run needs
+    expected = expected_outputs(truth, CROWD)
+    engine = new_engine(lab, gpu_model, max_num_batched_tokens=64, num_gpu_blocks=8)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        drive(engine, CROWD)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert_tokens_equal(engine, expected)
