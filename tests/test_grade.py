@@ -1,9 +1,8 @@
 """Tests of ``labs grade``: the wire format, the worker stand-in, the statuses, the reports.
 
-The fast ones run in the default ``pytest`` (the stand-in's workers run in the sandbox, so they
-need bubblewrap); grading the example class in ``tests/fixtures/class`` (one pytest run per
-student and lab) is a maintainer check (``pytest -m maintainer``). The hostile class is
-``tests/test_hostile.py``.
+Maintainer checks (``pytest -m maintainer``), like every test of the grader: a learner's ``pytest``
+never depends on the grader's sandbox. The stand-in's workers run in the sandbox, so those tests
+need bubblewrap. The hostile class is ``tests/test_hostile.py``.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ import pytest
 from labkit.course import registry
 from labkit.grader import grade, sandbox, standin, values, wire
 
+pytestmark = pytest.mark.maintainer
 CLASS = Path(__file__).parent / "fixtures" / "class"
 needs_bwrap = pytest.mark.skipif(sandbox.bwrap() is None, reason=sandbox.INSTALL)
 
@@ -502,7 +502,6 @@ EXPECTED = {
 LIMITS = grade.Limits(call=8.0, lab=240.0, imports=60.0)
 
 
-@pytest.mark.maintainer
 def test_the_example_class_is_graded_right_within_the_time_limits(tmp_path):
     labs = [registry.get(i) for i in ("02-06", "04-04", "02-04")]
     missing = [lab.id for lab in labs if not (lab.path / "test_lab.py").is_file()]
@@ -537,7 +536,6 @@ def _tree(folder: Path) -> dict:
             if p.is_file() and ".ruff_cache" not in p.parts and "__pycache__" not in p.parts}
 
 
-@pytest.mark.maintainer
 def test_labs_grade_writes_the_report(tmp_path):
     for student in ("alice", "carol", "frank"):
         shutil.copytree(CLASS / student, tmp_path / "class" / student)
@@ -588,7 +586,6 @@ def _agreement_cases():
     return cases
 
 
-@pytest.mark.maintainer
 def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
     """Bugs from every lab's gallery, handed in as students' files: the grader's count of passed
     tests is pytest's count under LAB_IMPL=bugs/<name>."""

@@ -249,7 +249,7 @@ class Sandbox:
                 "--proc", "/proc", "--dev", "/dev", *self._gpu_devices(),
                 "--perms", "1777", "--size", str(self.resources.tmp_size), "--tmpfs", "/tmp",
                 "--perms", "1777", "--size", str(self.resources.tmp_size), "--tmpfs", "/dev/shm",
-                *_python_under_scratch(),
+                *self._under_scratch(),
                 # bwrap's root and /dev are tmpfs of the sandbox's user with no size limit: no writes there
                 "--remount-ro", "/dev", "--remount-ro", "/",
                 "--chdir", "/tmp", "--clearenv"]
@@ -261,7 +261,7 @@ class Sandbox:
         # started as nobody, makes the user namespace (see the module's docstring).
         outer = ["--die-with-parent", "--unshare-pid", "--cap-add", "CAP_SYS_ADMIN", "--cap-add",
                  "CAP_SETUID", "--cap-add", "CAP_SETGID", *self._view(), "--dev", "/dev", *self._gpu_devices(),
-                 "--dir", "/proc", "--tmpfs", "/tmp", *_python_under_scratch()]
+                 "--dir", "/proc"]
         return outer, ["--", PYTHON, "-S", "-c", _DROP, str(NOBODY), bwrap(), "--ro-bind", "/", "/", *jail, "--",
                        *command]
 
@@ -294,6 +294,25 @@ class Sandbox:
         # bwrap creates the parents of mount points; make them traversable by the sandbox's user.
         parents = {p for dest, _ in ops for p in dest.parents if p != Path("/") and not any(_within(p, b) for b in
                                                                                              binds)}
+        for parent in sorted(parents, key=lambda p: len(p.parts)):
+            args += ["--chmod", "0755", str(parent)]
+        return args
+
+    def _under_scratch(self) -> list[str]:
+        """The interpreter's folders that lie in /tmp or /dev/shm (a virtual environment made there, as
+        in a clone in /tmp), bound again over the sandbox's private /tmp and /dev/shm, which hide them;
+        the masks inside them again; and the folders bwrap creates above them (mode 0700) opened up,
+        or the sandbox's user (nobody, or the second bwrap when the grader is root) could not reach them."""
+        scratch = (Path("/tmp"), Path("/dev/shm"))
+        binds = [d for d in python_dirs() if any(_within(d, s) and d != s for s in scratch)]
+        args = []
+        for d in binds:
+            args += ["--ro-bind", str(d), str(d)]
+        for h in self.hide:
+            if h.exists() and any(_within(h, b) for b in binds):
+                args += ["--size", "4096", "--tmpfs", str(h), "--remount-ro", str(h)]
+        parents = {p for d in binds for p in d.parents if p not in scratch
+                   and any(_within(p, s) for s in scratch) and not any(_within(p, b) for b in binds)}
         for parent in sorted(parents, key=lambda p: len(p.parts)):
             args += ["--chmod", "0755", str(parent)]
         return args
@@ -340,17 +359,6 @@ def python_dirs() -> list[Path]:
         if d.is_dir() and d not in found and d != Path("/"):
             found.append(d)
     return sorted(found)
-
-
-def _python_under_scratch() -> list[str]:
-    """Binds of the interpreter's folders that lie in /tmp or /dev/shm (a virtual environment made
-    there), made again after the sandbox's private /tmp and /dev/shm would hide them."""
-    scratch = (Path("/tmp"), Path("/dev/shm"))
-    args = []
-    for d in python_dirs():
-        if any(_within(d, s) and d != s for s in scratch):
-            args += ["--ro-bind", str(d), str(d)]
-    return args
 
 
 def gpu_dirs() -> list[Path]:
