@@ -261,7 +261,7 @@ class Sandbox:
         # started as nobody, makes the user namespace (see the module's docstring).
         outer = ["--die-with-parent", "--unshare-pid", "--cap-add", "CAP_SYS_ADMIN", "--cap-add",
                  "CAP_SETUID", "--cap-add", "CAP_SETGID", *self._view(), "--dev", "/dev", *self._gpu_devices(),
-                 "--dir", "/proc"]
+                 "--dir", "/proc", "--dir", "/tmp"]  # mount points of the second bwrap
         return outer, ["--", PYTHON, "-S", "-c", _DROP, str(NOBODY), bwrap(), "--ro-bind", "/", "/", *jail, "--",
                        *command]
 
