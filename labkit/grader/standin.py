@@ -30,18 +30,10 @@ from pathlib import Path
 
 from labkit.grader import sandbox as sandboxes
 from labkit.grader import wire
-from labkit.grader.handles import (
-    RESULT_TYPES,
-    Handle,
-    Handles,
-    Lent,
-    RemoteClass,
-    RemoteFunction,
-    RemoteKernel,
-    serve_lent,
-)
+from labkit.grader.handles import RESULT_TYPES, Handle, Handles, RemoteClass
+from labkit.grader.lending import Lent, is_torch_module, serve_lent
 from labkit.grader.patches import Patches
-from labkit.grader.values import array_leaves, copy_into, decode, encode, is_torch_module
+from labkit.grader.values import array_leaves, copy_into, decode, encode
 
 MAX_REPLY = 1 << 28  # bytes (256 MiB): a larger reply is refused before it is read
 ProtocolError = wire.ProtocolError
@@ -224,7 +216,7 @@ class Submission(types.ModuleType):
         self._call("setglobal", name, f"setting {name}", (value,), {})
 
     def _op(self, op: str, subject, *args, **kwargs):
-        """``op`` (:data:`labkit.grader.objects.OPS`) on ``subject`` in the worker: a handle's use."""
+        """``op`` (:data:`labkit.grader.handles.OPS`) on ``subject`` in the worker: a handle's use."""
         name = subject._table.types[subject._type][0] if type(subject) is Handle else \
             getattr(subject, "__name__", None) or type(subject).__name__
         what = f"{op}{'(.' + str(args[0]) + ')' if op in ('getattr', 'setattr', 'method') else '()'} on a {name}"
@@ -368,3 +360,69 @@ class _Worker:
                 os.close(fd)
             except OSError:
                 pass
+
+
+# --------------------------------------------------------------------------- the lab's functions and kernels
+
+
+class RemoteFunction:
+    def __init__(self, owner, name: str):
+        self._owner, self.__name__, self.__qualname__ = owner, name, name
+
+    def __call__(self, *args, **kwargs):
+        return self._owner._call("call", self.__name__, f"{self.__name__}()", args, kwargs)
+
+    @property
+    def __globals__(self):
+        """The submission module's namespace, for tests that monkeypatch what a function calls."""
+        return RemoteGlobals(self._owner)
+
+    def __repr__(self):
+        return f"<submission function {self.__name__}>"
+
+
+class RemoteGlobals:
+    """The worker module's globals, as far as ``monkeypatch.setitem(fn.__globals__, name, f)`` needs:
+    reading gives the stand-in's API; writing a function makes the worker call it back."""
+
+    def __init__(self, owner):
+        self._owner = owner
+
+    def __getitem__(self, name):
+        try:
+            return self._owner._api[name]
+        except KeyError:
+            raise KeyError(name) from None
+
+    def get(self, name, default=None):
+        return self._owner._api.get(name, default)
+
+    def __contains__(self, name):
+        return name in self._owner._api
+
+    def __setitem__(self, name, value):
+        self._owner._set_global(name, value)
+
+    def __delitem__(self, name):
+        self._owner._call("delglobal", name, f"deleting {name}", (), {})
+
+
+class RemoteKernel:
+    """A ``@triton.jit`` kernel of the submission: ``kernel[grid](*args)`` launches it in the worker."""
+
+    def __init__(self, owner, name: str):
+        self._owner, self.__name__ = owner, name
+
+    def __getitem__(self, grid):
+        if callable(grid):
+            raise TypeError("labs grade launches kernels with a tuple grid only")
+        grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+
+        def launch(*args, **kwargs):
+            return self._owner._call("launch", (self.__name__, encode(grid)), f"{self.__name__}[{grid}]", args,
+                                     kwargs)
+
+        return launch
+
+    def __repr__(self):
+        return f"<submission kernel {self.__name__}>"

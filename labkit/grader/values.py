@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import sys
 
 from labkit.grader.wire import ProtocolError
 
@@ -333,35 +332,6 @@ def _device(kind):
 
         return "cuda" if torch.cuda.is_available() else "cpu"
     return "cpu"
-
-
-# --------------------------------------------------------------------------- a test's torch modules
-
-
-def is_torch_module(obj) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(obj, torch.nn.Module)
-
-
-def module_bytes(module) -> bytes:
-    """A test's ``torch.nn.Module`` (a model an engine is built on), saved whole for the worker. Only
-    the worker loads such bytes (pickle: never from the worker into the grader, which has no "ptmod")."""
-    import io
-
-    import torch
-
-    buffer = io.BytesIO()
-    torch.save(module, buffer)
-    return buffer.getvalue()
-
-
-def load_module(raw: bytes):
-    """In the worker: the module :func:`module_bytes` saved (its class must be importable there)."""
-    import io
-
-    import torch
-
-    return torch.load(io.BytesIO(_as_bytes(raw)), weights_only=False)
 
 
 # --------------------------------------------------------------------------- in-place changes

@@ -20,7 +20,6 @@ through, and the grader checks it.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -32,18 +31,11 @@ import sys
 from pathlib import Path
 
 from labkit.grader import wire
-from labkit.grader.objects import (
-    OPS,
-    GraderIterator,
-    GraderMethod,
-    GraderObject,
-    ObjectTable,
-    Snapshots,
-    plain_fields,
-)
-from labkit.grader.values import array_leaves, decode, encode, load_module
-
-WATCHED_MODULES = ("numpy", "numpy.linalg", "math")  # a test may patch their functions (04-01 wraps np.exp)
+from labkit.grader.handles import OPS, ObjectTable
+from labkit.grader.lending import GraderIterator, GraderMethod, GraderObject, load_module
+from labkit.grader.patches import patched
+from labkit.grader.snapshots import Snapshots, plain_fields
+from labkit.grader.values import array_leaves, decode, encode
 
 
 def apply_limits(limits: dict) -> None:
@@ -248,7 +240,7 @@ class _Session:
                 raise wire.ProtocolError(f"unknown request {kind!r}")
             leaves = array_leaves((args, kwargs))
             before = [_digest(leaf) for leaf in leaves]
-            with _patched(patches):
+            with patched(patches):
                 result = call()
             aliases = {id(leaf): i for i, leaf in enumerate(leaves)}  # a result that is an argument stays one
             changed = [(i, encode(leaf)) for i, leaf in enumerate(leaves) if _digest(leaf) != before[i]]
@@ -272,23 +264,6 @@ class _Session:
                     return request
                 raise wire.ProtocolError("a callback result outside a callback")
             wire.send(self.write_fd, self.handle(request))
-
-
-@contextlib.contextmanager
-def _patched(patches: dict):
-    """Replace watched module functions ("numpy:exp") by the test's wrappers for one call."""
-    saved = []
-    try:
-        for key, value in patches.items():
-            module_name, attr = str(key).split(":", 1)
-            if module_name in WATCHED_MODULES:
-                module = importlib.import_module(module_name)
-                saved.append((module, attr, getattr(module, attr)))
-                setattr(module, attr, value)
-        yield
-    finally:
-        for module, attr, original in reversed(saved):
-            setattr(module, attr, original)
 
 
 def serve(read_fd: int, write_fd: int, file: Path, backend: str) -> int:
