@@ -2,9 +2,9 @@
 
 Loaded with ``-p labkit.grader.pytest_plugin`` by ``labs grade``, configured by the JSON in
 ``LABS_GRADING`` (set by :mod:`labkit.grader.grade` for this trusted process only; no process of
-the student's sees it). The root ``conftest.py``'s ``lab`` fixture then hands the tests a
-:class:`labkit.grader.standin.Submission`, and :mod:`labkit.testing.child` runs a test's child
-script inside the same student's sandbox.
+the student's sees it). It installs itself in :mod:`labkit.testing.seam`: the ``lab`` fixture then
+hands the tests a :class:`labkit.grader.standin.Submission`, and :mod:`labkit.testing.child` runs a
+test's child script inside the same student's sandbox.
 """
 
 from __future__ import annotations
@@ -108,6 +108,6 @@ def pytest_configure(config):
     if settings:
         grader = _Grader(json.loads(settings))
         config.pluginmanager.register(grader, "labs_grader")
-        from labkit.testing import child
+        from labkit.testing import seam
 
-        child.use_runner(grader.run_child)
+        seam.grader = grader

@@ -54,6 +54,10 @@ _INIT = ('"""labkit as the grading sandbox holds it: the worker\'s files, the Tr
          'labs\' references."""\n'
          "from labkit.grader.references import load_reference  # noqa: F401  (labs that build on earlier ones)\n"
          "from labkit.testing import triton_env  # noqa: F401  (starters do `from labkit import triton_env`)\n")
+_SEAM = ('"""labkit.testing.seam as the grading sandbox has it: the implementation under test is the student\'s '
+         'file."""\nimport os\nfrom pathlib import Path\n\n\nclass _StudentFile:\n'
+         '    def lab_module(self, lab_dir):\n        from labkit.grader.worker import import_file\n\n'
+         '        return import_file(Path(os.environ["LABS_IMPL_FILE"]))\n\n\ngrader = _StudentFile()\n')
 STAGED = {
     "labkit/__init__.py": _INIT,
     "labkit/grader/__init__.py": "",
@@ -68,6 +72,7 @@ STAGED = {
     "labkit/testing/__init__.py": "",
     "labkit/testing/triton_env.py": LABKIT / "testing" / "triton_env.py",
     "labkit/testing/child.py": LABKIT / "testing" / "child.py",
+    "labkit/testing/seam.py": _SEAM,
 }
 
 
