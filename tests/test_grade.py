@@ -810,3 +810,109 @@ def test_what_a_test_reads_is_what_one_process_would_read(submission, tmp_path):
     expected = _stateful_scenario(_import_as_module(STATEFUL, tmp_path))
     got = _stateful_scenario(submission(STATEFUL, STATEFUL_API, call_timeout=5))
     assert got == expected
+
+
+# --------------------------------------------------------------------------- the grader's memory stays bounded
+
+BOMBS_SOURCE = '''
+import struct
+from labkit.grader import wire
+
+_send, _kind = wire.send, []
+_NUMBER = [10**6]
+
+
+def arm(kind):
+    _kind.append(kind)
+
+
+def ping():
+    return None
+
+
+def _frame(payload):
+    return struct.pack("<Q", len(payload)) + payload
+
+
+def _snapshots(n, text):
+    snaps = []
+    for _ in range(n):
+        _NUMBER[0] += 1
+        snaps.append((_NUMBER[0], [(f"f{i}", ("v", text)) for i in range(64)]))
+    return snaps
+
+
+def _bomb(fd, message):
+    kind = _kind[-1] if _kind else None
+    if kind == "dicts":  # the most Python objects per byte there is, up to the item limit
+        n = __MAX_ITEMS__ - 10
+        payload = b"l" + struct.pack("<Q", n) + (b"d" + bytes(8)) * n
+    elif kind == "more dicts":  # the whole size limit of them: refused at the item limit
+        n = (__MAX_REPLY__ - 9) // 9
+        payload = b"l" + struct.pack("<Q", n) + (b"d" + bytes(8)) * n
+    elif kind == "text":  # one string of nearly the size limit, in a well-formed reply
+        payload = wire.pack(("ok", ("v", "x" * (__MAX_REPLY__ - 100)), [], ([], [], [])))
+        _kind.clear()
+    elif kind == "snapshots" and type(message) is tuple and message[:1] == ("ok",):  # copies, reply after reply
+        payload = wire.pack(message[:3] + ((message[3][0], _snapshots(40, "y" * 4000), []),))
+    elif kind == "types" and type(message) is tuple and message[:1] == ("ok",):
+        _NUMBER[0] += 300
+        types = [(_NUMBER[0] + i, "T" * 80, [f"m{j}" * 20 for j in range(400)]) for i in range(300)]
+        payload = wire.pack(message[:3] + ((types, [], []),))
+    else:
+        return _send(fd, message)
+    view = memoryview(_frame(payload))
+    while view:
+        view = view[__import__("os").write(fd, view):]
+
+
+wire.send = _bomb
+'''
+
+MEASURE = '''
+import json, sys
+from pathlib import Path
+from labkit.grader import sandbox, standin
+
+def peak():
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) * 1024
+
+folder = Path(sys.argv[1])
+box = sandbox.Sandbox(folder)
+sub = standin.Submission(folder / "starter.py", {"arm": "callable", "ping": "callable"}, box, call_timeout=60)
+sub.ping()
+before, seen = peak(), {}
+for kind in ("dicts", "more dicts", "text", "snapshots", "types"):
+    try:
+        sub.arm(kind)
+        for _ in range(20):
+            sub.ping()
+        seen[kind] = "answered"
+    except standin.SubmissionCrashed as err:
+        seen[kind] = str(err)[:200]
+print(json.dumps({"growth": peak() - before, "seen": seen}))
+sub.close()
+box.close()
+'''
+
+
+def test_the_graders_memory_stays_bounded_whatever_a_reply_holds(tmp_path):
+    """Reply bombs within every limit: the most Python objects per byte (empty dicts) up to the item
+    limit and past it, a string of the size limit, snapshots and classes reply after reply. The
+    trusted process grows by less than 150 MiB over all of them (one reply just under the old
+    256 MiB limit, 29 million empty dicts, grew it by 800 MiB)."""
+    folder = tmp_path / "files"
+    folder.mkdir(mode=0o755)
+    source = BOMBS_SOURCE.replace("__MAX_ITEMS__", str(standin.MAX_ITEMS)).replace("__MAX_REPLY__",
+                                                                                    str(standin.MAX_REPLY))
+    (folder / "starter.py").write_text(source)
+    for path in (folder, folder / "starter.py"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    run = subprocess.run([sys.executable, "-c", MEASURE, str(folder)], capture_output=True, text=True, timeout=600,
+                         cwd=registry.ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    found = json.loads(run.stdout.splitlines()[-1])
+    seen = found["seen"]
+    assert "too many items" in seen["more dicts"] and "items in the snapshots" in seen["snapshots"], seen
+    assert "too many types" in seen["types"] and seen["text"] == "answered", seen
+    assert found["growth"] < 150 << 20, f"the grader grew by {found['growth'] >> 20} MiB: {seen}"

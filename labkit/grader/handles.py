@@ -164,7 +164,7 @@ class Handles:
 
     def add_types(self, types) -> None:
         if type(types) is not list or len(self.types) + len(types) > MAX_TYPES:
-            raise ProtocolError("malformed or too many types")
+            raise ProtocolError("malformed, or too many types of objects")
         for item in types:
             if type(item) is not tuple or len(item) != 3 or type(item[0]) is not int or type(item[1]) is not str \
                     or type(item[2]) is not list:

@@ -35,7 +35,11 @@ from labkit.grader.lending import Lent, is_torch_module, serve_lent
 from labkit.grader.patches import Patches
 from labkit.grader.values import array_leaves, copy_into, decode, encode
 
-MAX_REPLY = 1 << 28  # bytes (256 MiB): a larger reply is refused before it is read
+# What one reply may cost the grader. The largest any lab's tests need, graded on the reference
+# solutions: 0.6 MB and 67,000 items (lab 02-02); big arrays travel through child scripts instead.
+MAX_REPLY = 16 << 20  # bytes: a larger reply is refused before it is read
+MAX_ITEMS = 500_000  # items of the wire format in one reply (a few hundred bytes each, decoded)
+MAX_MESSAGE = 2000  # characters of an exception's message that are kept
 ProtocolError = wire.ProtocolError
 
 
@@ -269,7 +273,8 @@ class Submission(types.ModuleType):
                 self._stop()
                 raise self._incident(SubmissionCrashed, "crashed", f"{what} raised {_describe(reply)}")
             cls = _builtin_exception(str(builtin_name))
-            text = str(message) if qualname == builtin_name else f"({qualname}) {message}"
+            message = str(message)[:MAX_MESSAGE]
+            text = message if qualname == builtin_name else f"({str(qualname)[:200]}) {message}"
             raise (cls or RemoteError)(text)
         if tag != "ok" or len(reply) != 4 or type(reply[2]) is not list:
             raise ProtocolError("a malformed reply")
@@ -315,7 +320,7 @@ def _tag(reply):
 
 
 def _describe(reply) -> str:
-    parts = [str(p) for p in reply[2:5]] if len(reply) >= 5 else ["?", "?", "?"]
+    parts = [str(p)[:MAX_MESSAGE] for p in reply[2:5]] if len(reply) >= 5 else ["?", "?", "?"]
     _, qualname, message = parts
     return f"{qualname}: {message}" if message else qualname
 
@@ -337,7 +342,7 @@ class _Worker:
         wire.send(self._to_worker, message)
 
     def recv(self, deadline: float):
-        return wire.recv(self._from_worker, deadline, limit=MAX_REPLY)
+        return wire.recv(self._from_worker, deadline, limit=MAX_REPLY, max_items=MAX_ITEMS)
 
     def death(self, err: BaseException) -> str:
         """Why the worker stopped answering, in one line."""

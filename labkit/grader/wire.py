@@ -6,10 +6,12 @@ A message is an 8-byte little-endian length, then one value in a small tagged fo
     s str (length, UTF-8)   b bytes (length, raw)   t tuple / l list (count, items)   d dict (count, pairs)
 
 Lengths and counts are 8-byte little-endian. There are no back-references (pickle's memo, YAML's
-anchors): every item costs at least one byte of the message, so a message decodes to at most a
-constant times its size (a few dozen bytes of Python objects per byte). The receiver refuses a
-length over its limit before reading the payload, refuses a count larger than the bytes left,
-nests at most ``MAX_DEPTH`` deep, and stops decoding at its deadline.
+anchors): every item costs at least one byte of the message. The receiver refuses a length over
+its limit before reading the payload (and reads it into one buffer of that length, decoded in
+place, never copied whole), refuses a count larger than the bytes left, stops at ``max_items``
+items (an empty dict is one byte on the wire and some 64 bytes in Python), nests at most
+``MAX_DEPTH`` deep, and stops decoding at its deadline. So what one message costs the receiver is
+bounded by its size limit and its item limit, whatever it holds.
 
 Nothing here imports anything but the standard library: this file is staged into the sandbox
 (:mod:`labkit.grader.sandbox`), where the worker uses it too.
@@ -77,10 +79,11 @@ def _pack(value, out: list, depth: int) -> None:
         raise TypeError(f"a {kind.__qualname__} is not a plain value")
 
 
-def unpack(data: bytes, deadline: float | None = None):
-    """The value in ``data``; ProtocolError if it is malformed, has bytes left over, or is still
-    being decoded at ``deadline`` (a ``time.monotonic()`` value)."""
-    reader = _Reader(bytes(data), deadline)
+def unpack(data, deadline: float | None = None, max_items: int | None = None):
+    """The value in ``data`` (bytes, or any buffer: it is read in place); ProtocolError if it is
+    malformed, has bytes left over, holds more than ``max_items`` items, or is still being decoded at
+    ``deadline`` (a ``time.monotonic()`` value)."""
+    reader = _Reader(memoryview(data).cast("B"), deadline, max_items)
     value = reader.value(0)
     if reader.pos != len(data):
         raise ProtocolError(f"{len(data) - reader.pos} bytes after the value")
@@ -95,8 +98,9 @@ class _Reader:
     """Reads one value from ``data`` at ``pos``. Every read is checked against the end first;
     tags are compared as byte values, numbers read with ``struct.unpack_from``, in place."""
 
-    def __init__(self, data: bytes, deadline: float | None):
+    def __init__(self, data: memoryview, deadline: float | None, max_items: int | None):
         self.data, self.pos, self.deadline = data, 0, deadline
+        self.items_left = max_items if max_items is not None else len(data)  # an item takes a byte at least
 
     def length(self) -> int:
         """A length or count; never more than the bytes left (each item takes at least one)."""
@@ -109,7 +113,7 @@ class _Reader:
             raise ProtocolError(f"a length of {n} with {len(data) - pos} bytes left")
         return n
 
-    def chunk(self) -> bytes:
+    def chunk(self) -> memoryview:
         n = self.length()
         start = self.pos
         self.pos = start + n
@@ -121,6 +125,9 @@ class _Reader:
             raise ProtocolError("truncated message")
         tag = data[pos]
         self.pos = pos = pos + 1
+        self.items_left -= 1
+        if self.items_left < 0:
+            raise ProtocolError("too many items in one message")
         if tag == _N:
             return None
         if tag == _i or tag == _f:
@@ -152,9 +159,9 @@ class _Reader:
         if tag == _T or tag == _F:
             return tag == _T
         if tag == _b:
-            return self.chunk()
+            return bytes(self.chunk())
         if tag == _I:
-            text = self.chunk()
+            text = bytes(self.chunk())
             try:
                 if len(text) > MAX_INT_DIGITS:
                     raise ValueError
@@ -175,25 +182,28 @@ def send(fd: int, value) -> None:
         view = view[os.write(fd, view) :]
 
 
-def recv(fd: int, deadline: float | None = None, limit: int | None = None):
+def recv(fd: int, deadline: float | None = None, limit: int | None = None, max_items: int | None = None):
     """The next message on ``fd``, decoded. TimeoutError when the message has not fully arrived
     by ``deadline`` (``time.monotonic()``); EOFError when the other end closed; ProtocolError for a
-    message announced larger than ``limit`` bytes (refused before reading it) or malformed."""
+    message announced larger than ``limit`` bytes (refused before reading it), holding more than
+    ``max_items`` items, or malformed."""
     (size,) = _LEN.unpack(_read_exactly(fd, _LEN.size, deadline))
     if limit is not None and size > limit:
         raise ProtocolError(f"a message of {size} bytes (the limit is {limit})")
-    return unpack(_read_exactly(fd, size, deadline), deadline)
+    return unpack(_read_exactly(fd, size, deadline), deadline, max_items)
 
 
-def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
-    buf = bytearray()
-    while len(buf) < size:
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytearray:
+    """``size`` bytes from ``fd``, read straight into one buffer of that size."""
+    buf = bytearray(size)
+    view, done = memoryview(buf), 0
+    while done < size:
         if deadline is not None:
             wait = deadline - time.monotonic()
             if wait <= 0 or not select.select([fd], [], [], wait)[0]:
                 raise TimeoutError
-        chunk = os.read(fd, min(size - len(buf), 1 << 20))
-        if not chunk:
+        n = os.readv(fd, [view[done : done + (1 << 20)]])
+        if not n:
             raise EOFError
-        buf += chunk
-    return bytes(buf)
+        done += n
+    return buf
