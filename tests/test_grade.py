@@ -391,7 +391,8 @@ def test_missing_syntax_error_and_links_are_decided_without_running_code(tmp_pat
     folder("mallory").mkdir(parents=True)
     (folder("mallory") / "starter.py").symlink_to(lab.path / "solution.py")  # the instructor's solution
     (tmp_path / "nobody").mkdir()
-    verdicts, warnings = grade.grade(tmp_path, [lab])
+    result = grade.grade(tmp_path, [lab])
+    verdicts, warnings = result.verdicts, result.warnings
     by_student = {v.student: v for v in verdicts}
     assert by_student["carol"].status == "syntax error" and "line 1" in by_student["carol"].first_failure
     assert by_student["mallory"].status == "missing", "a symbolic link is never followed"
@@ -406,7 +407,7 @@ def test_run_folders_are_private_and_the_report_survives_a_failed_clean_up(tmp_p
         (tmp_path / "class" / student / lab.folder / "starter.py").write_text("X = 1\n")
     seen = []
 
-    def fake_grade_one(student, lab, work_file, limits, resources, sandbox, hide=()):
+    def fake_grade_one(student, lab, work_file, limits, resources, sandbox, hide=(), cgroups=None):
         seen.append(work_file)
         return grade.Verdict(student, lab.id, 1, 1, "ok", "", 0.0)
 
@@ -416,7 +417,8 @@ def test_run_folders_are_private_and_the_report_survives_a_failed_clean_up(tmp_p
     monkeypatch.setattr(grade, "grade_one", fake_grade_one)
     monkeypatch.setattr(grade.shutil, "rmtree", broken_rmtree)
     out = tmp_path / "report.json"
-    verdicts, warnings = grade.grade(tmp_path / "class", [lab], jobs=1, out=out)
+    result = grade.grade(tmp_path / "class", [lab], jobs=1, out=out)
+    verdicts, warnings = result.verdicts, result.warnings
     assert [v.status for v in verdicts] == ["ok", "ok"]
     assert json.loads(out.read_text())["results"][1]["student"] == "bob", "written before the clean-up"
     assert len(warnings) == 1 and "could not remove" in warnings[0]
@@ -508,7 +510,8 @@ def test_the_example_class_is_graded_right_within_the_time_limits(tmp_path):
     assert not missing, f"labs {missing} are not written yet"
     before = _tree(CLASS)
     start = time.monotonic()
-    verdicts, warnings = grade.grade(CLASS, labs, LIMITS, jobs=2)
+    result = grade.grade(CLASS, labs, LIMITS, jobs=2)
+    verdicts, warnings = result.verdicts, result.warnings
     elapsed = time.monotonic() - start
 
     got = {(v.student, v.lab): v for v in verdicts}
@@ -599,9 +602,9 @@ def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
         (folder / "starter.py").write_text(_standalone(lab, bug))
         for helper in lab.path.glob("_*.py"):  # the lab's given modules (99-01's _runner.py), as a student has them
             shutil.copy(helper, folder / helper.name)
-    verdicts, warnings = grade.grade(tmp_path / "class", sorted({lab for lab, _ in cases}, key=lambda x: x.id),
-                                     grade.Limits(call=60, lab=400, imports=120), jobs=2)
-    got = {v.student: v for v in verdicts if v.status != "missing"}
+    result = grade.grade(tmp_path / "class", sorted({lab for lab, _ in cases}, key=lambda x: x.id),
+                         grade.Limits(call=60, lab=400, imports=120), jobs=2)
+    got = {v.student: v for v in result.verdicts if v.status != "missing"}
     wrong = []
     for lab, bug in cases:
         run = run_lab_tests(lab.path, impl=f"bugs/{bug.name}")

@@ -19,13 +19,14 @@ from pathlib import Path
 import pytest
 
 from labkit.course import registry
+from labkit.grader import limits
 from labkit.grader import sandbox as sandboxes
 
 pytestmark = [pytest.mark.maintainer, pytest.mark.skipif(sandboxes.bwrap() is None, reason=sandboxes.INSTALL)]
 
 PROBE = Path(__file__).parent / "fixtures" / "sandbox_probe.py"
 TMP_SIZE = 32 << 20
-RESOURCES = sandboxes.Resources(memory=4 << 30, processes=24, tmp_size=TMP_SIZE, cpu_seconds=60, open_files=64)
+RESOURCES = limits.Resources(memory=4 << 30, processes=24, tmp_size=TMP_SIZE, cpu_seconds=60, open_files=64)
 SITE = site.getsitepackages()[0]
 LAB = registry.get("02-06")
 # The repository's own files (its folder itself may exist inside, empty but for the path to a virtual
@@ -227,3 +228,73 @@ def test_an_interpreter_under_tmp_is_bound_again_over_the_private_tmp(monkeypatc
                                         str(venv / "lib/site-packages"), "--chmod", "0755", "/tmp/some-clone"]
     finally:
         box.close()
+
+
+# --------------------------------------------------------------------------- the sandbox's memory, summed
+
+HOGS = {
+    # memfd_create files are memory of no process's address space: setrlimit never saw them (each is
+    # held to the largest file, --tmp-size, so there are several).
+    "memfd": """
+import os
+fds = [os.memfd_create(f"hog{i}") for i in range(12)]
+for fd in fds:
+    for _ in range(256):
+        os.write(fd, b"x" * (1 << 20))
+""",
+    # Five processes of 400 MB each: every one within its own address-space limit.
+    "five processes": """
+import os, time
+for _ in range(5):
+    if os.fork() == 0:
+        hog = bytearray(400 << 20)
+        time.sleep(60)
+        os._exit(0)
+time.sleep(60)
+""",
+    # The sandbox's /tmp and /dev/shm are tmpfs: their pages count too.
+    "tmpfs": """
+for path in ("/tmp/a", "/dev/shm/b"):
+    with open(path, "wb") as f:
+        for _ in range(480):
+            f.write(b"x" * (1 << 20))
+hog = bytearray(400 << 20)
+""",
+}
+GIB = 1 << 30
+
+
+@pytest.mark.parametrize("hog", list(HOGS))
+def test_a_sandbox_is_killed_past_its_memory_limit_summed_over_everything(tmp_path, hog):
+    place, why = limits.find()
+    if place is None:
+        pytest.skip(f"no cgroup can be made on this machine: {why}")
+    script = tmp_path / "hog.py"
+    script.write_text(HOGS[hog])
+    resources = limits.Resources(memory=GIB, processes=64, tmp_size=512 << 20, cpu_seconds=120, open_files=64)
+    with sandboxes.Sandbox(None, resources, cgroups=place) as box:
+        start = time.monotonic()
+        code, _, err = box.run(["script", box.add_script(script)], timeout=120)
+    assert code != 0 and err.decode().rstrip().endswith(sandboxes.memory_limit(resources)), (code, err[-2000:])
+    assert time.monotonic() - start < 60, "killed at once, not at the time limit"
+    left = [p for folder in place.folders for p in Path(folder).glob("sandbox-*")]
+    assert left == [], f"cgroups left behind: {left}"
+
+
+def test_cgroups_are_made_below_the_graders_own_and_hold_the_limits(tmp_path):
+    place, why = limits.find()
+    if place is None:
+        pytest.skip(f"no cgroup can be made on this machine: {why}")
+    own = Path("/proc/self/cgroup").read_text()
+    assert all(any(line.split(":", 2)[2].rstrip("/") in folder for line in own.splitlines()) for folder in
+               place.folders), (place, own)
+    cgroup = limits.Cgroup(place, RESOURCES)
+    try:
+        files = {Path(f).name: Path(f).read_text().split()[0] for folder in cgroup.place.folders
+                 for f in map(str, Path(folder).glob("*")) if Path(f).name in (
+                     "memory.max", "memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "pids.max")}
+        assert int(files.get("memory.max") or files["memory.limit_in_bytes"]) == RESOURCES.memory
+        assert int(files["pids.max"]) == RESOURCES.processes + limits.PIDS_OVERHEAD
+    finally:
+        assert cgroup.remove()
+    assert not any(Path(folder).exists() for folder in cgroup.place.folders)

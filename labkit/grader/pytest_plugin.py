@@ -56,14 +56,17 @@ class _Grader:
     def sandbox(self):
         """The student's sandbox, shared by the workers and the child scripts of this run."""
         if self._box is None:
-            from labkit.grader.sandbox import Resources, Sandbox
+            from labkit.grader.limits import Place, Resources
+            from labkit.grader.sandbox import Sandbox
             from labkit.testing import triton_env
 
             s = self.settings
             gpu = bool(s.get("triton")) and s.get("sandbox", True) and triton_env.cuda_available()
             self._box = Sandbox(self.file.parent, Resources(**s.get("resources", {})), gpu=gpu,
                                 enabled=s.get("sandbox", True), hide=tuple(s.get("hide", ())),
-                                references=s.get("references", {}))
+                                references=s.get("references", {}),
+                                cgroups=Place(s["cgroups"]["version"], tuple(s["cgroups"]["folders"]))
+                                if s.get("cgroups") else None)
         return self._box
 
     def lab_module(self, lab_dir: Path):
@@ -90,9 +93,13 @@ class _Grader:
         if left <= 0:
             self._incident("timeout", f"{script.name}: the lab's time limit was reached")
             return None, b"", b"the lab's time limit was reached"
+        from labkit.grader.sandbox import memory_limit
+
         code, out, err = box.run(["script", box.add_script(script), *args], timeout=left, env=env)
         if code is None:
             self._incident("timeout", f"{script.name} did not finish within {left:.0f} s")
+        elif err.endswith(memory_limit(box.resources).encode()):
+            self._incident("crashed", f"{script.name}: {memory_limit(box.resources)}")
         return code, out, err
 
     def pytest_unconfigure(self):

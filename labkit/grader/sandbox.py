@@ -36,9 +36,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from labkit.grader import limits
+from labkit.grader.limits import DEFAULTS, Resources
+
+AUTO = "auto"  # the cgroups of a Sandbox: found here (labkit.grader.limits.find)
 LABKIT = Path(__file__).resolve().parents[1]
 NOBODY = 65534  # who the sandbox runs as when the grader runs as root
 # The interpreter, by a path that needs no folder outside the sandbox ("venv/../venv/bin/python" would);
@@ -80,36 +83,15 @@ class SandboxError(Exception):
     """The sandbox cannot be built or started on this machine."""
 
 
-@dataclass(frozen=True)
-class Resources:
-    """Limits for every process in one sandbox (0: none). Defaults fit every lab's tests: the checks
-    of a cache past 2**31 elements (02-04, 04-03, 04-06) reserve a 4.3 GB cache (on the CPU, barely
-    touched); torch and OpenBLAS start a thread per core."""
-
-    memory: int = 8 << 30  # bytes of address space (of private writable memory with a GPU)
-    processes: int = max(128, 8 * (os.cpu_count() or 1))  # processes and threads
-    tmp_size: int = 512 << 20  # bytes of /tmp (and of /dev/shm), and the largest file
-    cpu_seconds: int = 1200  # CPU time per process: a backstop, the grader's time limits come first
-    open_files: int = 1024
-
-    def limits(self, *, gpu: bool, sandboxed: bool) -> dict:
-        # A CUDA context reserves address space the size of host and GPU memory together (tens to
-        # hundreds of GB, never touched), so RLIMIT_AS would stop CUDA from starting: with a GPU the
-        # memory limit applies to private writable memory instead (RLIMIT_DATA).
-        return {"memory": self.memory, "memory_kind": "data" if gpu else "as", "processes": self.processes,
-                "file_size": self.tmp_size, "cpu_seconds": self.cpu_seconds, "open_files": self.open_files,
-                "sandboxed": sandboxed}
-
-
 def bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-def check(resources: Resources = Resources()) -> None:
-    """SandboxError unless a sandbox starts here (bwrap installed, user namespaces allowed)."""
+def check(resources: Resources = DEFAULTS, cgroups=AUTO) -> None:
+    """SandboxError unless a sandbox starts here (bwrap installed, user namespaces allowed, its cgroup joined)."""
     if bwrap() is None:
         raise SandboxError(INSTALL)
-    with Sandbox(None, resources) as box:
+    with Sandbox(None, resources, cgroups=cgroups) as box:
         proc = box.popen(["script", "/grader/labkit/grader/__init__.py"], stderr=subprocess.PIPE)
         _, err = proc.communicate(timeout=120)
     if proc.returncode != 0:
@@ -127,10 +109,12 @@ class Sandbox:
     :func:`labkit.grader.references.needed`). ``enabled=False`` (``labs grade --no-sandbox``)
     starts the same processes without bubblewrap: limits and a scratch folder, no isolation."""
 
-    def __init__(self, student_dir: Path | None, resources: Resources = Resources(), *, gpu: bool = False,
-                 enabled: bool = True, hide: tuple = (), references: dict | None = None):
+    def __init__(self, student_dir: Path | None, resources: Resources = DEFAULTS, *, gpu: bool = False,
+                 enabled: bool = True, hide: tuple = (), references: dict | None = None, cgroups=AUTO):
         self.student_dir = Path(student_dir) if student_dir else None
         self.resources, self.gpu, self.enabled = resources, gpu, enabled
+        # Where each process's cgroup is made (labkit.grader.limits.Place), or None: no cgroups.
+        self.cgroups = limits.find(resources)[0] if cgroups == AUTO else cgroups
         from labkit.course.registry import ROOT
 
         self.hide = [Path(p).resolve() for p in (ROOT, Path.home(), tempfile.gettempdir(), *hide)]
@@ -176,8 +160,20 @@ class Sandbox:
               stderr=subprocess.DEVNULL, env: dict | None = None) -> subprocess.Popen:
         """``python -m labkit.grader.worker <args>`` in the sandbox (the worker's first argument is
         its mode; the limits are inserted after it)."""
-        limits = self.resources.limits(gpu=self.gpu, sandboxed=self.enabled)
-        command = [PYTHON, "-m", "labkit.grader.worker", args[0], json.dumps(limits), *args[1:]]
+        rlimits = self.resources.rlimits(gpu=self.gpu, sandboxed=self.enabled)
+        command = [PYTHON, "-m", "labkit.grader.worker", args[0], json.dumps(rlimits), *args[1:]]
+        cgroup = limits.Cgroup(self.cgroups, self.resources) if self.cgroups is not None else None
+        join = ["/bin/sh", "-c", limits.JOIN, "sh", str(len(cgroup.procs)), *cgroup.procs] if cgroup else []
+        try:
+            proc = self._start(command, join, pass_fds, stdout, stderr, env)
+        except BaseException:
+            if cgroup is not None:
+                cgroup.remove()
+            raise
+        proc.cgroup = cgroup
+        return proc
+
+    def _start(self, command, join, pass_fds, stdout, stderr, env) -> subprocess.Popen:
         if self.enabled:
             tmp = "/tmp"
         else:
@@ -185,7 +181,7 @@ class Sandbox:
             self._scratch.append(Path(tmp))
         inner_env = self._environment(tmp, env or {})
         if not self.enabled:
-            return subprocess.Popen(command, cwd=tmp, env=inner_env, stdin=subprocess.DEVNULL, stdout=stdout,
+            return subprocess.Popen([*join, *command], cwd=tmp, env=inner_env, stdin=subprocess.DEVNULL, stdout=stdout,
                                     stderr=stderr, pass_fds=pass_fds, start_new_session=True)
         # bwrap reads its options from a pipe (--args), and gets a bare environment: the sandbox's
         # /proc/1/cmdline and /proc/1/environ show neither the host's paths nor the grader's variables.
@@ -197,7 +193,8 @@ class Sandbox:
                 raise SandboxError(f"bwrap's options take {len(data)} bytes")
             os.write(write_fd, data)
             os.close(write_fd)
-            return subprocess.Popen([bwrap(), "--args", str(read_fd), *rest], cwd="/", env={"PATH": "/usr/bin:/bin"},
+            return subprocess.Popen([*join, bwrap(), "--args", str(read_fd), *rest], cwd="/",
+                                    env={"PATH": "/usr/bin:/bin"},
                                     stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
                                     pass_fds=(*pass_fds, read_fd), start_new_session=True)
         finally:
@@ -212,8 +209,8 @@ class Sandbox:
         deadline = time.monotonic() + timeout
         code = None
         try:
-            while outputs and time.monotonic() < deadline:
-                ready, _, _ = select.select(list(outputs), [], [], max(0.0, deadline - time.monotonic()))
+            while outputs and time.monotonic() < deadline and not memory_killed(proc):
+                ready, _, _ = select.select(list(outputs), [], [], min(0.5, max(0.0, deadline - time.monotonic())))
                 for fd in ready:
                     chunk = os.read(fd, 1 << 16)
                     if not chunk:
@@ -225,9 +222,13 @@ class Sandbox:
         except subprocess.TimeoutExpired:
             pass
         finally:
+            killed = memory_killed(proc)
             stop(proc)
             proc.stdout.close()
             proc.stderr.close()
+        if killed:  # a process of it was: the sandbox as a whole failed, whatever its first process said
+            code = -signal.SIGKILL if code in (0, None) else code
+            err += f"\n{memory_limit(self.resources)}".encode()
         return code, bytes(out), bytes(err)
 
     def _environment(self, tmp: str, extra: dict) -> dict:
@@ -343,7 +344,8 @@ os.execv(sys.argv[2], sys.argv[2:])
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """Kill ``proc`` and its process group; bubblewrap takes everything in the sandbox with it."""
+    """Kill ``proc`` and its process group (bubblewrap takes everything in the sandbox with it), then
+    remove its cgroup."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -352,6 +354,22 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
+    cgroup = getattr(proc, "cgroup", None)
+    if cgroup is not None:
+        cgroup.remove()
+        proc.cgroup = None
+
+
+def memory_killed(proc: subprocess.Popen) -> bool:
+    """Whether the kernel killed a process of ``proc``'s sandbox for memory (ask before :func:`stop`)."""
+    cgroup = getattr(proc, "cgroup", None)
+    return cgroup is not None and cgroup.memory_killed()
+
+
+def memory_limit(resources: Resources) -> str:
+    """The reason given when the kernel killed a process of a sandbox for memory (which kills the sandbox)."""
+    return (f"memory limit: the sandbox's processes (their /tmp and memfd files included) went past "
+            f"{resources.memory / 2**30:g} GiB together (--memory-limit), and the kernel killed it")
 
 
 def python_dirs() -> list[Path]:

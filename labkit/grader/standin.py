@@ -250,8 +250,14 @@ class Submission(types.ModuleType):
             while _tag(reply) == "reverse":  # the submission uses a test's function or object, which may call back in
                 worker.send(self._serve_reverse(reply))
                 reply = worker.recv(deadline)
+            if sandboxes.memory_killed(worker._proc):  # a process of the sandbox was: the sandbox is
+                raise EOFError
             return self._unpack(reply, leaves, what)
         except TimeoutError:
+            if sandboxes.memory_killed(worker._proc):  # waiting for a process the kernel killed
+                message = f"{what}: {sandboxes.memory_limit(self._box.resources)}"
+                self._stop()
+                raise self._incident(SubmissionCrashed, "crashed", message) from None
             self._stop()
             limit = "per-call" if wait >= self._call_timeout else "the lab's"
             raise self._incident(SubmissionTimeout, "timeout", f"{what} did not return within {wait:.1f} s ({limit} "
@@ -332,6 +338,7 @@ class _Worker:
         to_worker_r, self._to_worker = os.pipe()
         self._from_worker, from_worker_w = os.pipe()
         args = ["serve", str(to_worker_r), str(from_worker_w), box.inside(file), "triton" if triton else "numpy"]
+        self._box = box
         try:  # the student's prints go nowhere: the verdict comes from the tests, and a print loop fills no disk
             self._proc = box.popen(args, pass_fds=(to_worker_r, from_worker_w))
         finally:
@@ -348,6 +355,8 @@ class _Worker:
         """Why the worker stopped answering, in one line."""
         if isinstance(err, ProtocolError):
             return f"the worker sent {err}"
+        if sandboxes.memory_killed(self._proc):
+            return sandboxes.memory_limit(self._box.resources)
         try:
             code = self._proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
