@@ -28,7 +28,9 @@ from labkit.course import registry
 from labkit.grader import grade, sandbox, standin, values, wire
 
 pytestmark = pytest.mark.maintainer
-CLASS = Path(__file__).parent / "fixtures" / "class"
+sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+import make_class  # noqa: E402
+
 needs_bwrap = pytest.mark.skipif(sandbox.bwrap() is None, reason=sandbox.INSTALL)
 
 
@@ -508,9 +510,10 @@ def test_the_example_class_is_graded_right_within_the_time_limits(tmp_path):
     labs = [registry.get(i) for i in ("02-06", "04-04", "02-04")]
     missing = [lab.id for lab in labs if not (lab.path / "test_lab.py").is_file()]
     assert not missing, f"labs {missing} are not written yet"
-    before = _tree(CLASS)
+    klass = make_class.write(tmp_path / "class")
+    before = _tree(klass)
     start = time.monotonic()
-    result = grade.grade(CLASS, labs, LIMITS, jobs=2)
+    result = grade.grade(klass, labs, LIMITS, jobs=2)
     verdicts, warnings = result.verdicts, result.warnings
     elapsed = time.monotonic() - start
 
@@ -530,7 +533,7 @@ def test_the_example_class_is_graded_right_within_the_time_limits(tmp_path):
     ran = [v for v in verdicts if v.status not in ("missing", "syntax error")]
     assert elapsed < LIMITS.lab * len(ran), f"{elapsed:.0f} s for {len(ran)} runs"
     # frank's files (a conftest.py, a results file) could land in his sandbox's /tmp only.
-    assert _tree(CLASS) == before
+    assert _tree(klass) == before
     assert not (Path.cwd() / "results.jsonl").exists()
 
 
@@ -540,8 +543,7 @@ def _tree(folder: Path) -> dict:
 
 
 def test_labs_grade_writes_the_report(tmp_path):
-    for student in ("alice", "carol", "frank"):
-        shutil.copytree(CLASS / student, tmp_path / "class" / student)
+    make_class.write(tmp_path / "class", ["alice", "carol", "frank"])
     out = tmp_path / "report.csv"
     run = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(tmp_path / "class"), "--labs", "02-06",
                           "--call-timeout", "5", "--lab-timeout", "60", "--out", str(out)],
