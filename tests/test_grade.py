@@ -18,6 +18,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -294,6 +295,7 @@ def test_the_lab_deadline_stops_every_later_call(submission):
 
 FORGED_READY = """
 import sys
+import threading
 from labkit.grader import values, wire
 
 # The worker's own write end is in its command line: speak first, with a "ready" of our own.
@@ -357,6 +359,7 @@ RESULTS_TEST = """
 import os
 import subprocess
 import sys
+import threading
 
 
 def test_the_results_pipe_is_not_handed_on():
@@ -921,3 +924,108 @@ def test_the_graders_memory_stays_bounded_whatever_a_reply_holds(tmp_path):
     assert "too many items" in seen["more dicts"] and "items in the snapshots" in seen["snapshots"], seen
     assert "too many types" in seen["types"] and seen["text"] == "answered", seen
     assert found["growth"] < 150 << 20, f"the grader grew by {found['growth'] >> 20} MiB: {seen}"
+
+
+# --------------------------------------------------------------------------- waves and shards
+
+def _labs_with_tests():
+    return [lab for lab in registry.LABS if (lab.path / "test_lab.py").is_file()]
+
+
+def test_a_lab_is_graded_in_a_wave_after_every_lab_whose_reference_its_sandbox_holds():
+    from labkit.grader import references, schedule
+
+    labs = _labs_with_tests()
+    waves = schedule.waves(labs)
+    wave_of = {lab.id: i for i, wave in enumerate(waves) for lab in wave}
+    assert sorted(wave_of) == sorted(lab.id for lab in labs)
+    for lab in labs:
+        for held in references.needed(lab.path):
+            assert wave_of[held] < wave_of[lab.id], f"{lab.id}'s sandbox holds {held}'s reference"
+    assert all([lab.id for lab in wave] == [lab.id for lab in labs if wave_of[lab.id] == i]
+               for i, wave in enumerate(waves)), "a wave keeps the labs' order"
+    assert "99-01" in [lab.id for lab in waves[-1]], "the capstone, built on six labs, comes last"
+
+
+def _fake_class(folder: Path, labs, students=("ann", "ben", "cat", "dan", "eve", "fay", "gus")):
+    """Students with a starter.py for every lab but one each (a missing file), and one syntax error."""
+    for i, student in enumerate(students):
+        for j, lab in enumerate(labs):
+            if (i + j) % len(labs) == 0 and i % 2:
+                continue  # missing
+            path = folder / student / lab.folder / "starter.py"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("def broken(:\n" if (i, j) == (2, 1) else "X = 1\n")
+    return folder
+
+
+def test_no_sandbox_holding_a_labs_reference_runs_beside_that_labs_submissions(tmp_path, monkeypatch):
+    """The runs of grade(), recorded: while any submission of lab X is graded, no run whose sandbox
+    holds X's reference is going (``--jobs 3``, labs given in an order that would mix them)."""
+    from labkit.grader import references
+
+    labs = [registry.get(i) for i in ("99-01", "02-05", "02-06", "02-01", "04-03")]
+    runs, lock = [], threading.Lock()
+
+    def fake_grade_one(student, lab, work_file, limits, resources, sandbox, hide=(), cgroups=None):
+        start = time.monotonic()
+        time.sleep(0.05)
+        with lock:
+            runs.append((lab.id, set(references.needed(lab.path)), start, time.monotonic()))
+        return grade.Verdict(student, lab.id, 1, 1, "ok", "", 0.0)
+
+    monkeypatch.setattr(grade, "grade_one", fake_grade_one)
+    result = grade.grade(_fake_class(tmp_path / "class", labs), labs, jobs=3)
+    assert len(runs) == sum(v.status == "ok" for v in result.verdicts) > 20
+    for lab_id, _, start, end in runs:
+        beside = [other for other, held, s, e in runs if lab_id in held and s < end and start < e]
+        assert not beside, f"a run of {lab_id} overlapped runs holding its reference: {beside}"
+    assert result.header["waves"] == "02-06 02-01 | 02-05 04-03 | 99-01"
+
+
+def test_a_class_graded_in_shards_merges_to_one_machines_report(tmp_path, monkeypatch):
+    from labkit.cli import main
+
+    labs = [registry.get(i) for i in ("02-06", "04-04", "02-01")]
+    klass = _fake_class(tmp_path / "class", labs)
+
+    def fake_grade_one(student, lab, work_file, limits, resources, sandbox, hide=(), cgroups=None):
+        if work_file is None:
+            return grade.Verdict(student, lab.id, 0, 0, "missing", "no file", 0.0)
+        total = {"02-06": 60, "04-04": 33, "02-01": 27}[lab.id]
+        passed = (len(student) * 7 + len(lab.id)) % (total + 1)
+        return grade.Verdict(student, lab.id, passed, total, "failed", f"{student} {lab.id}", 0.5)
+
+    monkeypatch.setattr(grade, "grade_one", fake_grade_one)
+    grade.grade(klass, labs, out=tmp_path / "whole.json")
+    shards = []
+    for k in (1, 2, 3):
+        result = grade.grade(klass, labs, out=tmp_path / f"shard{k}.json", shard=(k, 3))
+        assert result.header["shard"] == f"{k}/3"
+        shards.append(tmp_path / f"shard{k}.json")
+    sizes = [len(json.loads(p.read_text())["results"]) for p in shards]
+    assert all(sizes) and sum(sizes) == 7 * 3, f"every student in exactly one shard: {sizes}"
+    assert main(["grade", "merge", *map(str, shards), "--out", str(tmp_path / "merged.json")]) == 0
+    assert (tmp_path / "merged.json").read_text() == (tmp_path / "whole.json").read_text()
+    # A shard missing, twice, or graded differently is refused.
+    assert main(["grade", "merge", *map(str, shards[:2]), "--out", str(tmp_path / "x.json")]) == 2
+    assert main(["grade", "merge", *map(str, shards[:2] + shards[1:2]), "--out", str(tmp_path / "x.json")]) == 2
+    other = json.loads(shards[2].read_text())
+    other["header"]["instructor files"] = "sha256 0000"
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    assert main(["grade", "merge", *map(str, shards[:2]), str(tmp_path / "other.json"), "--out",
+                 str(tmp_path / "x.json")]) == 2
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_a_students_shard_depends_on_the_name_alone():
+    from labkit.grader import schedule
+
+    names = [f"student{i:03d}" for i in range(300)]
+    for n in (1, 2, 5):
+        split = [[s for s in names if schedule.in_shard(s, (k, n))] for k in range(1, n + 1)]
+        assert sorted(sum(split, [])) == names and all(len(part) > 300 / n / 2 for part in split)
+    assert schedule.parse_shard("2/4") == (2, 4)
+    for bad in ("0/4", "5/4", "2", "a/b"):
+        with pytest.raises(ValueError, match="--shard"):
+            schedule.parse_shard(bad)

@@ -70,14 +70,18 @@ class Place:
     version: int
     folders: tuple[str, ...]  # v2: one folder; v1: one per hierarchy (cpu may share one with cpuacct)
 
-    def child(self, name: str) -> Place:
-        """A new cgroup below this one (made now: OSError if it cannot be)."""
+    def child(self, name: str, leaf: bool = False) -> Place:
+        """A new cgroup below this one (made now: OSError if it cannot be). On v2, one that is not a
+        ``leaf`` gives the controllers it has to the cgroups made below it."""
         made = []
         try:
             for folder in self.folders:
                 path = Path(folder) / name
                 path.mkdir()
                 made.append(path)
+                if self.version == 2 and not leaf:
+                    wanted = _words(path / "cgroup.controllers") & set(CONTROLLERS)
+                    (path / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(wanted)))
         except OSError:
             for path in made:
                 _remove_tree(path)
@@ -94,7 +98,7 @@ class Cgroup:
     first process (``procs``: the files it writes its pid into), removed by :meth:`remove`."""
 
     def __init__(self, place: Place, resources: Resources):
-        self.place = place.child(f"sandbox-{secrets.token_hex(4)}")
+        self.place = place.child(f"sandbox-{secrets.token_hex(4)}", leaf=True)
         self.procs = [str(Path(f) / "cgroup.procs") for f in self.place.folders]
         memory = resources.memory
         try:

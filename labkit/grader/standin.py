@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import select
 import subprocess
 import time
 import types
@@ -254,10 +255,6 @@ class Submission(types.ModuleType):
                 raise EOFError
             return self._unpack(reply, leaves, what)
         except TimeoutError:
-            if sandboxes.memory_killed(worker._proc):  # waiting for a process the kernel killed
-                message = f"{what}: {sandboxes.memory_limit(self._box.resources)}"
-                self._stop()
-                raise self._incident(SubmissionCrashed, "crashed", message) from None
             self._stop()
             limit = "per-call" if wait >= self._call_timeout else "the lab's"
             raise self._incident(SubmissionTimeout, "timeout", f"{what} did not return within {wait:.1f} s ({limit} "
@@ -349,6 +346,13 @@ class _Worker:
         wire.send(self._to_worker, message)
 
     def recv(self, deadline: float):
+        """The next message, by ``deadline``; while waiting for it, a sandbox the kernel killed a process of
+        for memory (the process the worker waits for, perhaps) ends the wait as a death."""
+        while not select.select([self._from_worker], [], [], max(0.0, min(0.5, deadline - time.monotonic())))[0]:
+            if sandboxes.memory_killed(self._proc):
+                raise EOFError
+            if time.monotonic() >= deadline:
+                raise TimeoutError
         return wire.recv(self._from_worker, deadline, limit=MAX_REPLY, max_items=MAX_ITEMS)
 
     def death(self, err: BaseException) -> str:
