@@ -273,13 +273,14 @@ def test_a_sandbox_is_killed_past_its_memory_limit_summed_over_everything(tmp_pa
     script = tmp_path / "hog.py"
     script.write_text(HOGS[hog])
     resources = limits.Resources(memory=GIB, processes=64, tmp_size=512 << 20, cpu_seconds=120, open_files=64)
+    before = {p for folder in place.folders for p in Path(folder).glob("sandbox-*")}
     with sandboxes.Sandbox(None, resources, cgroups=place) as box:
         start = time.monotonic()
         code, _, err = box.run(["script", box.add_script(script)], timeout=120)
     assert code != 0 and err.decode().rstrip().endswith(sandboxes.memory_limit(resources)), (code, err[-2000:])
     assert time.monotonic() - start < 60, "killed at once, not at the time limit"
-    left = [p for folder in place.folders for p in Path(folder).glob("sandbox-*")]
-    assert left == [], f"cgroups left behind: {left}"
+    left = {p for folder in place.folders for p in Path(folder).glob("sandbox-*")} - before
+    assert not left, f"cgroups left behind: {left}"
 
 
 def test_cgroups_are_made_below_the_graders_own_and_hold_the_limits(tmp_path):
