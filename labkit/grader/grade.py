@@ -1,23 +1,9 @@
-"""``labs grade``: run the instructor's tests against every student's work.
-
-``SUBMISSIONS/<student>/<lab folder>/starter.py`` is a student's file for a lab
-(the folder mirrors the repository's paths). For each student and lab:
-
-1. Every submission is read into memory before any student code runs (regular files
-   only: a symbolic link is never followed) and written to a private run folder
-   (``mkdtemp``), from which the student's sandbox sees it, read-only.
-2. A missing ``starter.py`` is *missing*; one that does not compile is
-   *syntax error* (compiled here, never run here).
-3. Otherwise the repository's own ``test_lab.py`` runs in a trusted pytest process
-   whose ``lab`` fixture is a :class:`labkit.grader.standin.Submission`: each call goes to
-   a worker that imported the student's file inside a sandbox
-   (:mod:`labkit.grader.sandbox`), under per-call and per-lab time limits. The verdict
-   comes from the instructor's assertions in the trusted process only.
-
-Statuses: ``ok`` (every test passed), ``failed``, ``timeout`` (a call or the lab ran past its
-limit), ``crashed`` (the import raised, or the worker died or broke the protocol),
-``missing``, ``syntax error``. The report is written before the run folders are removed.
-README.md in this folder has the threat model.
+"""``labs grade``: every student's ``starter.py`` against the lab's own tests, in a trusted pytest
+process whose ``lab`` fixture is a stand-in (:mod:`labkit.grader.standin`) for the student's file,
+which runs in a sandbox (:mod:`labkit.grader.sandbox`). Submissions are read into memory before any
+student code runs (regular files only, never a link) and written to private run folders; labs are
+graded in waves (:mod:`labkit.grader.schedule`); the verdicts come from the tests' assertions. Statuses:
+ok, failed, timeout, crashed, missing, syntax error. README.md in this folder has the threat model.
 """
 
 from __future__ import annotations
@@ -123,13 +109,9 @@ def _syntax_error(file: Path) -> str | None:
 
 
 def fingerprint(labs: Iterable[Lab]) -> dict[str, str]:
-    """Hashes of the files the verdicts rest on, so that a change, or a new file, shows.
-
-    The whole ``labkit/`` tree, ``conftest.py`` and ``pyproject.toml`` (pytest's settings), each
-    graded lab's folder (tests, helper scripts, ``starter.py`` whose API is read, and the
-    ``__pycache__`` folders pytest would load), and the interpreter's start-up hooks (``.pth``,
-    ``sitecustomize``, ``usercustomize`` in every site-packages folder). Not a lab's
-    ``solution.py`` or ``bugs/``: grading never loads them."""
+    """Hashes of the files the verdicts rest on (new files included): ``labkit/``, ``conftest.py``,
+    ``pyproject.toml``, each graded lab's folder but ``solution.py`` and ``bugs/`` (grading never loads
+    them), and the interpreter's start-up hooks (``*.pth``, ``sitecustomize``, ``usercustomize``)."""
     files = [ROOT / "conftest.py", ROOT / "pyproject.toml", *(ROOT / "labkit").rglob("*")]
     for lab in labs:
         files += [p for p in lab.path.rglob("*") if p.name != "solution.py"
@@ -256,7 +238,8 @@ def grade(
             report.fill_totals(ordered)
             result = Report(ordered, warnings, header)
             if out is not None:
-                write_report(result, out)
+                check_report_path(out)
+                report.write(result, out)
         finally:
             try:
                 shutil.rmtree(top)
@@ -286,16 +269,3 @@ def _header(files: dict[str, str], labs: list[Lab], waves: list[list[Lab]], limi
     if shard is not None:
         header["shard"] = f"{shard[0]}/{shard[1]}"
     return header
-
-
-def render_report(verdicts: list[Verdict], suffix: str, warnings: list[str] = ()) -> str:
-    """The report as CSV, JSON or Markdown (``suffix``: ".csv", ".json", ".md")."""
-    try:
-        return report.render(Report(verdicts, list(warnings)), suffix)
-    except report.ReportError as err:
-        raise GradeError(str(err)) from None
-
-
-def write_report(result: Report, out: Path) -> None:
-    check_report_path(out)
-    report.write(result, out)

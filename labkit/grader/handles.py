@@ -1,23 +1,10 @@
-"""A submission's objects behind handles: they stay in the worker, the test holds a handle.
-
-When a result holds something that is not data (an instance of the student's class, a bound
-method, a torch module), the object stays in the worker, in an :class:`ObjectTable` under a number,
-and crosses as ``("h", number, type id)``: the test gets a :class:`Handle`, one per number (a weak
-map), so ``a is b`` holds when the worker says it is one object; a handle passed back becomes the
-worker's object again. Its attribute reads and writes (public names only), calls, ``len``,
-iteration, ``in``, ``[]``, ``==``, ``hash``, ``repr`` and ``bool`` are requests that :data:`OPS`
-answers in the worker, each under the call's time limit; reads of plain fields are answered from
-copies (:mod:`labkit.grader.snapshots`). A handle equals only handles: next to data (a block id, a
-key) it is unequal whatever its ``__eq__`` says, so a lie cannot make ``block.block_id == 3`` true.
-The lab's own classes are :class:`RemoteClass` stand-ins: calling one builds an object in the
-worker, ``isinstance`` and ``issubclass`` ask the worker, and a test cannot subclass one (the
-subclass would run student code in the grader). An object keeps its number while it lives (weakly
-held in the worker, strongly while the grader holds a handle; dropped handles are reported with the
-next request); numbers are never reused. At most ``MAX_HANDLES`` handles are alive at once. Handles
-belong to one worker: after a timeout or a crash restarted it, using an old one is a crash, never
-an answer.
-
-Standard library only: this file is staged into the sandbox, where the worker keeps its table.
+"""A submission's objects behind handles: they stay in the worker (:class:`ObjectTable`, number ->
+object), the test holds a :class:`Handle`, one per number, so ``a is b`` holds. A handle's attribute
+reads and writes (public names only), calls, ``len``, iteration, ``in``, ``[]``, ``==``, ``hash``,
+``repr``, ``bool`` are requests that :data:`OPS` answers in the worker; plain fields are read from
+copies (:mod:`labkit.grader.snapshots`). A handle equals only handles; the lab's classes are
+:class:`RemoteClass` stand-ins that a test cannot subclass; handles die with their worker. Staged
+into the sandbox, where the worker keeps its table.
 """
 
 from __future__ import annotations
@@ -43,11 +30,8 @@ RESULT_TYPES = {"len": int, "hash": int, "bool": bool, "isinstance": bool, "issu
 
 
 class ObjectTable:
-    """The objects the grader may name: number -> object. An object keeps its number as long as it
-    lives (numbers are never reused), so a handle named again, or read from a snapshot, is the same
-    handle. Held strongly while the grader holds a handle to it; otherwise only weakly, where the
-    object allows it (what a snapshot mentions, what the grader dropped), else strongly.
-    ``on_death(n)`` is told when a weakly held object dies."""
+    """The objects the grader may name: number -> object, a number never reused. Held strongly while the
+    grader holds a handle, else weakly where the object allows it; ``on_death(n)`` hears of a death."""
 
     def __init__(self, on_death=lambda n: None):
         self.strong: dict[int, object] = {}  # number -> object the grader holds a handle to

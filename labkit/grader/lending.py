@@ -1,19 +1,9 @@
-"""A test's own objects, lent to a submission: they stay in the grader, the worker gets stand-ins.
-
-Lab 02-01's O(1) test counts link operations with duck-typed blocks of its own; 99-01 builds the
-student's engine on the test's model. An object of a class that a ``test_*.py`` defines (or an
-iterator) that a test passes stays in the grader (:class:`Lent`, index -> object); the worker gets a
-:class:`GraderObject` (or :class:`GraderIterator`) whose public attribute reads and writes, public
-method calls, ``==``, ``hash`` and ``bool`` (``next``) are asked of the grader, which answers with
-:func:`serve_lent`. Only what the test passed is reachable: an answer must be data, a handle, or an
-object already lent; never a class, a module, a function the test did not pass, or a ``_`` name
-(no ``__class__``, ``__dict__``, ``__globals__``, no private counter).
-
-A test's torch module crosses the other way, as a copy (:func:`module_bytes`, ``torch.save``),
-once per worker; only the worker loads such bytes (the grader's decoder has no tag for them).
-
-Standard library at import time: this file is staged into the sandbox, where the worker uses its
-stand-ins.
+"""A test's own objects lent to a submission: objects of a class a ``test_*.py`` defines, and
+iterators, stay in the grader (:class:`Lent`); the worker gets stand-ins (:class:`GraderObject`,
+:class:`GraderIterator`) whose public attributes, methods, ``==``, ``hash``, ``bool`` (``next``) are
+asked of the grader, which answers only for what the test passed (:func:`serve_lent`), never with a
+class, a module, an unpassed function or a ``_`` name. A test's torch module crosses as a copy
+(``torch.save``), once per worker, loaded only in the worker. Staged into the sandbox.
 """
 
 from __future__ import annotations

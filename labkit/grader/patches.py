@@ -1,10 +1,6 @@
-"""A test's patches of numpy's and math's functions, made the same way in the worker for each call.
-
-Lab 04-01's test wraps ``np.exp`` (``monkeypatch.setattr(np, "exp", watched)``) to see how the
-student's code calls it. The student's code runs in the worker, so each call tells the worker which
-watched functions are replaced at that moment (``"numpy:exp"`` -> the test's wrapper, which the
-worker calls back): :class:`Patches` on the grader's side, :func:`patched` in the worker. Standard
-library only: this file is staged into the sandbox.
+"""A test's patches of numpy's and math's functions (04-01 wraps ``np.exp``), made the same way in
+the worker for each call: :class:`Patches` names those replaced (``"numpy:exp"`` -> the test's
+wrapper, which the worker calls back), :func:`patched` applies them there. Staged into the sandbox.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""The grader's pytest plugin: the ``lab`` fixture becomes a stand-in for a student's file.
-
-Loaded with ``-p labkit.grader.pytest_plugin`` by ``labs grade``, configured by the JSON in
-``LABS_GRADING`` (set by :mod:`labkit.grader.grade` for this trusted process only; no process of
-the student's sees it). It installs itself in :mod:`labkit.testing.seam`: the ``lab`` fixture then
-hands the tests a :class:`labkit.grader.standin.Submission`, and :mod:`labkit.testing.child` runs a
-test's child script inside the same student's sandbox.
+"""The grader's pytest plugin, loaded with ``-p labkit.grader.pytest_plugin`` by ``labs grade`` and
+configured by ``LABS_GRADING`` (JSON, this trusted process's only): it installs itself in
+:mod:`labkit.testing.seam`, so that the ``lab`` fixture is a stand-in for the student's file and a
+test's child script runs in the student's sandbox.
 """
 
 from __future__ import annotations

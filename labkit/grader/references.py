@@ -1,13 +1,8 @@
 """Earlier labs' reference solutions, for the labs that build on them (``labkit.load_reference``).
 
-Lab 02-05's ``starter.py`` takes lab 02-01's ``BlockPool`` with ``labkit.load_reference("02-01")``;
-under grading the student's file runs in a sandbox that holds no repository. So the grader stages
-the reference solutions a lab needs (found by reading, never running, ``load_reference("..")`` in
-the lab's files, transitively) at ``/grader/references/<lab id>.py``, and the sandbox's ``labkit``
-offers :func:`load_reference` over them. The graded lab's own solution is never staged: a lab's
-reference is in the sandbox only when it is an earlier lab's, which its students are given anyway.
-
-The trusted side uses :func:`needed`; the sandboxed worker uses :func:`load_reference`.
+The grader stages the ones a lab needs (found by reading, never running, its files, transitively:
+:func:`needed`) at ``/grader/references/<lab id>.py``; in the sandbox, :func:`load_reference`
+imports them. A lab's own solution is never staged.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""The grading report: its header, one verdict per student and lab, the warnings; in CSV, JSON or
-Markdown; and the merge of the reports of a class graded in shards.
-
-The header says how the class was graded (the sandbox, how memory was held, the limits, the labs and
-their waves, a digest of the instructor's files), so that a report read later says what its verdicts
-rest on. Every string in a verdict may come from a student (a folder name, an exception message), so
-each is shown as data, never as markup: control characters are removed everywhere
-(:func:`labkit.text.clean`); in Markdown each cell is escaped (:func:`labkit.text.markdown_table`
-with ``literal=True``); in CSV HTML's ``& < >`` become entities and a cell that a spreadsheet would
-run as a formula (``=``, ``+``, ``-``, ``@`` first) gets a leading apostrophe.
+"""The grading report: its header (how the class was graded), one verdict per student and lab, the
+warnings; as CSV, JSON or Markdown; and the merge of a sharded class's reports. Every string that may
+come from a student is shown as data: control characters removed, Markdown cells escaped, CSV cells
+HTML-escaped and defused as spreadsheet formulas.
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
-"""The operating-system sandbox around every process that runs a student's code (Linux, bubblewrap).
+"""The bubblewrap sandbox around every process that runs a student's code (Linux).
 
-Inside, a process sees:
-
-- read-only: the system's programs and libraries (``/usr``, ``/lib``...), the Python installation
-  and its site-packages (found from the running interpreter), ``/etc/ld.so.cache``;
-- read-only at ``/grader``: a *staged copy* of the few labkit files the worker needs (below),
-  not the repository; at ``/submission``: that student's own files, nothing else;
-- its own size-limited ``/tmp`` (the working directory) and ``/dev/shm``, a minimal ``/dev``, a
-  ``/proc`` of its own PID namespace;
-- no network (a network namespace with only loopback), no other process, no IPC, its own
-  hostname, an unprivileged uid, an environment of our choosing; it cannot create user
-  namespaces (``--disable-userns``), and dies with the grader (``--die-with-parent``).
-
-Anything sensitive that a read-only bind happens to contain (the repository, the submissions,
-the grader's temporary folders, the home folder) is hidden under an empty read-only tmpfs.
-The worker sets the resource limits (:func:`labkit.grader.worker.apply_limits`) before the
-student's file is imported.
-
-Run as root, bubblewrap would map the sandbox's user to root outside, for which the kernel does
-not enforce the process limit; so a first bubblewrap (root, mounts only) builds the view, and a
-second one, started as ``nobody``, makes the user namespace: processes inside run as nobody.
-With a CUDA GPU the NVIDIA device nodes, ``/sys`` and the driver's libraries are added.
+Inside: the system's programs and the Python installation, read-only; at ``/grader`` a staged copy
+of the few labkit files the worker needs (:data:`STAGED`); at ``/submission`` that student's files;
+a private size-limited ``/tmp`` and ``/dev/shm``; no network, no other process, an unprivileged uid,
+no user namespaces, death with the grader. Each process joins a cgroup of its own first
+(:mod:`labkit.grader.limits`). As root, a first bwrap builds the view and a second, started as
+``nobody``, makes the user namespace (the kernel exempts root from the process limit).
+README.md in this folder has the whole design.
 """
 
 from __future__ import annotations
@@ -61,22 +47,11 @@ _SEAM = ('"""labkit.testing.seam as the grading sandbox has it: the implementati
          'file."""\nimport os\nfrom pathlib import Path\n\n\nclass _StudentFile:\n'
          '    def lab_module(self, lab_dir):\n        from labkit.grader.worker import import_file\n\n'
          '        return import_file(Path(os.environ["LABS_IMPL_FILE"]))\n\n\ngrader = _StudentFile()\n')
-STAGED = {
-    "labkit/__init__.py": _INIT,
-    "labkit/grader/__init__.py": "",
-    "labkit/grader/wire.py": LABKIT / "grader" / "wire.py",
-    "labkit/grader/values.py": LABKIT / "grader" / "values.py",
-    "labkit/grader/handles.py": LABKIT / "grader" / "handles.py",
-    "labkit/grader/snapshots.py": LABKIT / "grader" / "snapshots.py",
-    "labkit/grader/lending.py": LABKIT / "grader" / "lending.py",
-    "labkit/grader/patches.py": LABKIT / "grader" / "patches.py",
-    "labkit/grader/worker.py": LABKIT / "grader" / "worker.py",
-    "labkit/grader/references.py": LABKIT / "grader" / "references.py",
-    "labkit/testing/__init__.py": "",
-    "labkit/testing/triton_env.py": LABKIT / "testing" / "triton_env.py",
-    "labkit/testing/child.py": LABKIT / "testing" / "child.py",
-    "labkit/testing/seam.py": _SEAM,
-}
+STAGED = {"labkit/__init__.py": _INIT, "labkit/grader/__init__.py": "", "labkit/testing/__init__.py": "",
+          "labkit/testing/seam.py": _SEAM,
+          **{f"labkit/{name}.py": LABKIT / f"{name}.py" for name in (
+              "grader/wire", "grader/values", "grader/handles", "grader/snapshots", "grader/lending", "grader/patches",
+              "grader/worker", "grader/references", "testing/triton_env", "testing/child")}}
 
 
 class SandboxError(Exception):
@@ -101,13 +76,9 @@ def check(resources: Resources = DEFAULTS, cgroups=AUTO) -> None:
 
 
 class Sandbox:
-    """One student's sandbox: the staged labkit, their files, and how to start processes in it.
-
-    ``student_dir``: the folder of the student's files (read-only at /submission). ``hide``:
-    host folders that must stay invisible inside (the repository, home and temporary folder
-    always). ``references``: earlier labs' reference solutions the lab loads (lab id -> file,
-    :func:`labkit.grader.references.needed`). ``enabled=False`` (``labs grade --no-sandbox``)
-    starts the same processes without bubblewrap: limits and a scratch folder, no isolation."""
+    """One student's sandbox: ``student_dir`` at /submission, the staged labkit, ``references`` (lab id ->
+    file); ``hide``: host folders kept invisible (the repository, home, temporary folder always).
+    ``enabled=False`` (``--no-sandbox``): the same processes without bubblewrap, no isolation."""
 
     def __init__(self, student_dir: Path | None, resources: Resources = DEFAULTS, *, gpu: bool = False,
                  enabled: bool = True, hide: tuple = (), references: dict | None = None, cgroups=AUTO):

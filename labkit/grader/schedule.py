@@ -1,22 +1,12 @@
-"""When and where each student's lab is graded: in waves by the labs' dependency graph, on one
-machine at a time, and split into shards by student for classes larger than one machine.
+"""When and where each student's lab is graded.
 
-**Waves.** A lab's sandbox holds the reference solutions of the earlier labs it builds on (lab 02-05's
-holds 02-01's: :mod:`labkit.grader.references`). Sandboxes that run at the same time share a kernel
-and the files of the Python installation, and can signal each other through them (byte-range locks
-on a read-only file they all bind, the page cache, CPU load): one student's 02-05 sandbox could hand
-02-01's reference to a 02-01 submission graded at the same moment. Closing every such channel is not
-the goal; the rule is: **no sandbox that holds lab X's reference runs while any submission of lab X
-is being graded.** So the labs are graded in waves (:func:`waves`): a lab's submissions all finish
-before any lab that stages its reference starts; ``--jobs`` runs in parallel inside a wave. A
-channel between sandboxes of one wave then carries nothing a receiver may not already read itself.
-Between machines there is no channel; two graders on one machine would break the rule, so a grader
-holds :func:`machine_lock` while it grades.
-
-**Shards.** ``labs grade --shard K/N`` grades only the students whose name hashes to shard K of N
-(:func:`in_shard`): a split that depends on the name alone, so a student stays in the same shard
-when others are added, and any batch system can run the N shards on N machines;
-``labs grade merge`` joins their reports (:func:`labkit.grader.report.merge`).
+Concurrent sandboxes share a kernel and the Python installation's files, and can signal each other
+through them (byte-range locks, the page cache): one student's 02-05 sandbox, which holds lab 02-01's
+reference, could hand it to a 02-01 submission graded at the same moment. The rule: no sandbox that
+holds lab X's reference runs while any submission of lab X is graded. So labs are graded in
+:func:`waves` by their dependency graph (``--jobs`` runs in parallel inside a wave), and one grader
+at a time per machine (:func:`machine_lock`). ``--shard K/N`` grades the students whose name hashes
+to shard K (:func:`in_shard`), for a class spread over N machines.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
-"""Snapshots: the plain fields of a submission's objects, copied to the grader and kept current.
+"""Snapshots: the plain fields of a submission's objects, copied to the grader and kept current, so
+that most reads cost no round trip (lab 02-01's tests make some 40,000 requests; README.md has what
+the copies save).
 
-Most reads of a submission's objects are of plain fields (``block.ref_cnt``, ``block.next_free_block``):
-asking the worker for each would be a round trip (lab 02-01's tests make some 40,000 requests). So
-the worker (:class:`Snapshots`) keeps, for each object it has named (a result, then what those objects'
-fields name, breadth first: at most ``PREFETCH`` new ones a reply, ``WATCH_MAX`` in all), a copy on
-the grader's side (:class:`Copies`): its public instance fields that are numbers, strings, None,
-references to objects, or small lists, tuples and dicts of those; any other field is marked "ask".
-At the end of every request that may have run the student's code (a call, a method, a write, ``==``,
-an exception too) the worker compares every watched object with what it last sent: first the field
-objects and their containers' items by identity (in C), then, where one differs, a key that tells 1
-from True and 0.0 from -0.0 and names objects by number, so that comparing runs no student code. The
-reply carries the snapshots that changed and the objects that died. So whenever no request is in
-flight, every copy equals its object as a read would give it, and the grader answers reads from it;
-during a callback (the student's code half-way through a request) nothing is read from a copy.
-
-What is not a plain instance field (a property, a class attribute, a field of a class with its own
-``__getattribute__``, an array) is always asked for. Not seen until the next request: a background
-thread or a finalizer that changes a field after the reply was sent, as if the student answered late.
-
-The grader keeps at most ``MAX_COPIED`` items of copies per worker: more is a protocol error (a crash).
-Standard library only: this file is staged into the sandbox, where the worker keeps its side.
+The worker (:class:`Snapshots`) copies the public instance fields of each object it names (its
+results, then what their fields name: at most ``PREFETCH`` new ones a reply, ``WATCH_MAX`` in all)
+that are numbers, strings, None, references or small containers of those; any other field is
+"ask". At the end of every request that may have run student code it compares each watched object
+with what it sent (field objects by identity first, then keys that run no student code) and the
+reply carries what changed. The grader (:class:`Copies`) answers reads from them while no request
+is in flight, and keeps at most ``MAX_COPIED`` items. Staged into the sandbox.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
-"""A student's module, run in a sandboxed worker and called from the grader's trusted process.
+"""A student's module as the trusted pytest process sees it: :class:`Submission`, whose names forward
+each call to a worker (``python -m labkit.grader.worker serve``) in the student's sandbox.
 
-The instructor's tests run in a trusted pytest process against a :class:`Submission`: a
-stand-in module whose functions and classes forward each call to a worker (``python -m
-labkit.grader.worker serve``) that imported the student's file inside the student's sandbox
-(:mod:`labkit.grader.sandbox`). The worker sends back the result and any array argument it
-changed in place (``write_kv`` scatters into the cache); the stand-in copies those changes into
-the caller's arrays, so the tests cannot tell the difference. A result that is not data (an
-object of the student's class) stays in the worker, and the test gets a handle to it; an object of
-the test's own that it passes in stays here, lent (:mod:`labkit.grader.handles`).
-
-The trusted side believes nothing it is told. Replies are size-limited before they are read and
-decoded by the call's deadline (:mod:`labkit.grader.wire`); only plain data and references cross
-(:mod:`labkit.grader.values`). Of the names the worker's "ready" message lists, only those of the
-lab's public API (its ``starter.py``) are taken, kept in a table of their own: nothing a worker
-says can set an attribute of the stand-in. A call that does not return within its time limit, or
-a worker that dies or breaks the protocol, ends that call with :class:`SubmissionTimeout` or
-:class:`SubmissionCrashed`; the next call starts a fresh worker, and the old worker's handles are
-dead (using one is a :class:`SubmissionCrashed`).
+In-place changes to array arguments come back and are copied into the caller's arrays; objects
+that are not data stay in the worker behind handles (:mod:`labkit.grader.handles`); a test's own
+objects are lent (:mod:`labkit.grader.lending`). Nothing the worker sends is believed: replies are
+bounded (:data:`MAX_REPLY`, :data:`MAX_ITEMS`) and decoded by the call's deadline, and of its
+"ready" message only the lab's API names (its ``starter.py``) are taken. A call past its time
+limit, or a worker that dies or breaks the protocol, is :class:`SubmissionTimeout` or
+:class:`SubmissionCrashed`; the next call starts a fresh worker.
 """
 
 from __future__ import annotations
@@ -45,10 +36,8 @@ ProtocolError = wire.ProtocolError
 
 
 class SubmissionTimeout(BaseException):
-    """A call into the submission ran past its time limit.
-
-    A BaseException, like pytest's own outcomes, so that a test's
-    ``pytest.raises(Exception)`` cannot swallow it and count the test passed."""
+    """A call ran past its time limit (a BaseException, like pytest's outcomes: a test's
+    ``pytest.raises(Exception)`` cannot swallow it)."""
 
 
 class SubmissionCrashed(BaseException):
@@ -60,15 +49,10 @@ class RemoteError(Exception):
 
 
 class Submission(types.ModuleType):
-    """A stand-in module for a student's file that lives in a sandboxed worker process.
-
-    ``file``: the student's file (in ``box.student_dir``). ``api``: the lab's public names, from
-    its ``starter.py`` (name -> "callable", "value" or "any"). ``box``: the student's sandbox.
-    ``triton``: select the Triton backend before the import. ``call_timeout``: seconds one call
-    may take. ``deadline``: a ``time.time()`` after which every call fails at once (the lab's
-    limit). ``import_timeout``: seconds the import may take. ``on_incident(kind, message)``: told
-    about every timeout and crash, so the grader can tell them from ordinary failures.
-    """
+    """A stand-in module for the student's ``file``, run in ``box``: the names of ``api`` (the lab's
+    ``starter.py``: name -> "callable", "value" or "any"). ``deadline``: a ``time.time()`` after which
+    every call fails at once (the lab's limit); ``on_incident(kind, message)`` hears of every timeout
+    and crash."""
 
     def __init__(self, file: Path, api: dict[str, str], box: sandboxes.Sandbox, *, triton: bool = False,
                  call_timeout: float = 10.0, deadline: float | None = None, import_timeout: float = 60.0,
@@ -108,8 +92,6 @@ class Submission(types.ModuleType):
                 found[name] = RemoteClass(name, owner=self)
             elif kind == "function" and expected in ("callable", "any"):
                 found[name] = RemoteFunction(self, name)
-            elif kind == "kernel" and expected == "callable":
-                found[name] = RemoteKernel(self, name)
             elif kind == "value" and expected in ("value", "any"):
                 found[name] = self._decode(payload)
         return found
@@ -169,7 +151,7 @@ class Submission(types.ModuleType):
             return ("api", obj.__name__)  # the submission's own class or function
         if is_torch_module(obj):
             return self._handles.module(obj, lend)  # a test's model: a copy for the worker (99-01's engine)
-        if callable(obj) and not isinstance(obj, (type, RemoteClass, RemoteKernel)):
+        if callable(obj) and not isinstance(obj, (type, RemoteClass)):
             if id(obj) not in self._callback_index:  # trusted code (a test's wrapper): the worker calls back
                 if not lend:
                     raise TypeError("a function the test did not pass cannot be handed to a submission")
@@ -380,7 +362,7 @@ class _Worker:
                 pass
 
 
-# --------------------------------------------------------------------------- the lab's functions and kernels
+# --------------------------------------------------------------------------- the lab's functions
 
 
 class RemoteFunction:
@@ -423,24 +405,3 @@ class RemoteGlobals:
 
     def __delitem__(self, name):
         self._owner._call("delglobal", name, f"deleting {name}", (), {})
-
-
-class RemoteKernel:
-    """A ``@triton.jit`` kernel of the submission: ``kernel[grid](*args)`` launches it in the worker."""
-
-    def __init__(self, owner, name: str):
-        self._owner, self.__name__ = owner, name
-
-    def __getitem__(self, grid):
-        if callable(grid):
-            raise TypeError("labs grade launches kernels with a tuple grid only")
-        grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-
-        def launch(*args, **kwargs):
-            return self._owner._call("launch", (self.__name__, encode(grid)), f"{self.__name__}[{grid}]", args,
-                                     kwargs)
-
-        return launch
-
-    def __repr__(self):
-        return f"<submission kernel {self.__name__}>"

@@ -1,16 +1,9 @@
-"""What a call's arguments and results become on the pipe: plain values, tagged by kind.
-
-:func:`encode` turns numbers, strings, containers, numpy arrays and scalars, torch tensors,
-dtypes, frozen dataclass instances and named tuples into tagged tuples of plain values (arrays as
-dtype, shape and raw bytes), which :mod:`labkit.grader.wire` writes as bytes; :func:`decode`
-builds them back. Anything else (an object of a class, a function, a mutable dataclass
-instance) is handed to the caller's ``on_object``, which turns it into a reference (a handle to
-an object that stays in the worker, a test's own object, a callback), or refused with a
-TypeError. Decoding trusts nothing: names must be identifiers, shapes must match the bytes that
-came with them, and a tensor without its data is never allocated.
-
-Standard library at import time (numpy and torch are imported when an array arrives): this file
-is staged into the sandbox, where the worker uses it too.
+"""Values across the pipe: numbers, strings, containers, numpy arrays and scalars, torch tensors,
+dtypes, frozen dataclass instances and named tuples, as tagged tuples of plain values (arrays as dtype,
+shape and raw bytes) that :mod:`labkit.grader.wire` writes. Anything else goes to the caller's
+``on_object`` (a handle, a lent object, a callback) or is a TypeError. Decoding trusts nothing:
+names must be identifiers, shapes must match their bytes, a tensor without its data is never
+allocated. Staged into the sandbox (numpy and torch are imported when an array arrives).
 """
 
 from __future__ import annotations
@@ -27,12 +20,9 @@ _TORCH_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "
 
 
 def encode(value, on_object=None, arguments: dict | None = None, _depth: int = 0):
-    """``value`` as nested tuples of plain values, tagged by kind.
-
-    ``on_object(obj)`` turns what is not data into a reference tag (a handle, a callback);
-    without it such a value is a TypeError. ``arguments`` maps ``id()`` of the call's array
-    arguments to their index: a result that *is* one of them crosses as ``("arg", index)`` and
-    comes back as the caller's own array."""
+    """``value`` as nested tuples of plain values, tagged by kind. ``on_object(obj)`` turns what is not
+    data into a reference (else TypeError); ``arguments`` (``id()`` -> index of the call's arrays): a
+    result that *is* one of them crosses as ``("arg", index)``, to come back as the caller's own."""
     if _depth > MAX_NESTING:
         raise TypeError("nested too deeply")
     if arguments and id(value) in arguments:
@@ -136,12 +126,8 @@ def _torch_dtype_name(dtype) -> str:
 
 
 def decode(data, hooks: dict | None = None):
-    """The inverse of :func:`encode`; ProtocolError on anything malformed.
-
-    ``hooks`` maps the tags only one side accepts (references: "h" a worker's object, "api" a name
-    of the lab's API, "cb" a callback, "tobj" a test's object, "arg" an argument; and "dc" in the
-    worker) to functions of the payload; without a hook "dc" gives a :class:`Record` and the others
-    are refused."""
+    """The inverse of :func:`encode`; ProtocolError on anything malformed. ``hooks``: tag -> function of
+    the payload, for the tags only one side accepts (references: "h", "api", "cb", "tobj", "arg"...)."""
     try:
         return _Decoder(hooks or {}).value(data, 0)
     except ProtocolError:

@@ -5,16 +5,11 @@ A message is an 8-byte little-endian length, then one value in a small tagged fo
     N None   T True   F False   i int (8 bytes)   I int (decimal text)   f float (8 bytes)
     s str (length, UTF-8)   b bytes (length, raw)   t tuple / l list (count, items)   d dict (count, pairs)
 
-Lengths and counts are 8-byte little-endian. There are no back-references (pickle's memo, YAML's
-anchors): every item costs at least one byte of the message. The receiver refuses a length over
-its limit before reading the payload (and reads it into one buffer of that length, decoded in
-place, never copied whole), refuses a count larger than the bytes left, stops at ``max_items``
-items (an empty dict is one byte on the wire and some 64 bytes in Python), nests at most
-``MAX_DEPTH`` deep, and stops decoding at its deadline. So what one message costs the receiver is
-bounded by its size limit and its item limit, whatever it holds.
-
-Nothing here imports anything but the standard library: this file is staged into the sandbox
-(:mod:`labkit.grader.sandbox`), where the worker uses it too.
+No back-references (pickle's memo): every item costs a byte at least. The receiver refuses a length
+over its limit before reading, reads the message into one buffer and decodes it in place, refuses a
+count larger than the bytes left, more than ``max_items`` items, nesting past ``MAX_DEPTH``, and
+decoding past its deadline: one message costs it a bounded amount, whatever it holds. Standard
+library only: this file is staged into the sandbox.
 """
 
 from __future__ import annotations

@@ -3,18 +3,10 @@
     python -m labkit.grader.worker serve LIMITS READ_FD WRITE_FD FILE numpy|triton
     python -m labkit.grader.worker script LIMITS SCRIPT [ARGS...]
 
-``LIMITS`` is a JSON object (:func:`apply_limits`), applied before anything of the student's
-runs. ``serve`` imports the student's ``FILE`` and answers the grader over two pipes
-(:mod:`labkit.grader.wire`): ``("ready", names)`` or ``("error", ...)`` after the import, then one
-reply per request (``call`` a function, ``launch`` a Triton kernel, ``setglobal``/``delglobal``
-for a test's monkeypatching): ``("ok", result, in_place_updates)`` or
-``("error", "exception", builtin_base, qualname, message)``. A global replaced by a test's
-function becomes a stub that sends ``("callback", ...)`` and serves requests until the grader
-answers ``cbret``/``cberr``. ``script`` runs a lab's helper script
-(:mod:`labkit.testing.child`) as ``__main__``.
-
-Nothing decided here is trusted: everything this process sends is what the student's code let
-through, and the grader checks it.
+``serve`` imports the student's ``FILE`` and answers requests over two pipes (:mod:`labkit.grader.wire`):
+``call``, ``op`` (a handle's use), ``setglobal``/``delglobal`` (a test's monkeypatching); a
+test's function or object is asked back (``reverse``) while a request runs. ``script`` runs a lab's
+child script (:mod:`labkit.testing.child`) as ``__main__``. Nothing decided here is trusted.
 """
 
 from __future__ import annotations
@@ -39,20 +31,13 @@ from labkit.grader.values import array_leaves, decode, encode
 
 
 def apply_limits(limits: dict) -> None:
-    """setrlimit each limit for this process and every process it starts. ``memory`` (bytes)
-    limits the address space, or with ``"memory_kind": "data"`` the private writable memory (a GPU
-    driver reserves huge address ranges). The process limit is set here, inside the sandbox's own
-    user namespace: the kernel counts processes per user and namespace (ucounts), and a limit set
-    on bwrap itself would also count every process the instructor's account runs elsewhere."""
+    """setrlimit each limit for this process and every process it starts. The process limit is set here,
+    in the sandbox's own user namespace: the kernel counts processes per user and namespace."""
     import resource
 
-    table = {
-        "memory": resource.RLIMIT_DATA if limits.get("memory_kind") == "data" else resource.RLIMIT_AS,
-        "processes": resource.RLIMIT_NPROC,
-        "file_size": resource.RLIMIT_FSIZE,
-        "open_files": resource.RLIMIT_NOFILE,
-        "cpu_seconds": resource.RLIMIT_CPU,
-    }
+    table = {"memory": resource.RLIMIT_DATA if limits.get("memory_kind") == "data" else resource.RLIMIT_AS,
+             "processes": resource.RLIMIT_NPROC, "file_size": resource.RLIMIT_FSIZE,
+             "open_files": resource.RLIMIT_NOFILE, "cpu_seconds": resource.RLIMIT_CPU}
     for name, which in table.items():
         value = int(limits.get(name) or 0)
         if value > 0:
@@ -154,9 +139,7 @@ class _Session:
         for name, value in vars(self.module).items():
             if name.startswith("_") or inspect.ismodule(value):
                 continue
-            if type(value).__module__.startswith("triton"):
-                names[name] = ("kernel", None)
-            elif inspect.isclass(value):
+            if inspect.isclass(value):
                 names[name] = ("class", None)
             elif callable(value):
                 names[name] = ("function", None)
@@ -228,10 +211,6 @@ class _Session:
                 fields = plain_fields(subject) if op == "getattr" and len(args) == 1 and not kwargs else None
                 pure = fields is not None and type(args[0]) is str and args[0] in fields and \
                     args[0] not in self.snapshots.shadowed(type(subject))
-            elif kind == "launch":
-                name, grid = target
-                kernel, grid = self.originals[name], self.decode(grid)
-                call = lambda: kernel[grid](*args, **kwargs)
             elif kind == "setglobal":
                 call = lambda: setattr(self.module, target, args[0])
             elif kind == "delglobal":
