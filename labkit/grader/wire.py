@@ -78,7 +78,7 @@ def unpack(data, deadline: float | None = None, max_items: int | None = None):
     """The value in ``data`` (bytes, or any buffer: it is read in place); ProtocolError if it is
     malformed, has bytes left over, holds more than ``max_items`` items, or is still being decoded at
     ``deadline`` (a ``time.monotonic()`` value)."""
-    reader = _Reader(memoryview(data).cast("B"), deadline, max_items)
+    reader = _Reader(data if type(data) in (bytes, bytearray) else bytes(data), deadline, max_items)
     value = reader.value(0)
     if reader.pos != len(data):
         raise ProtocolError(f"{len(data) - reader.pos} bytes after the value")
@@ -93,8 +93,9 @@ class _Reader:
     """Reads one value from ``data`` at ``pos``. Every read is checked against the end first;
     tags are compared as byte values, numbers read with ``struct.unpack_from``, in place."""
 
-    def __init__(self, data: memoryview, deadline: float | None, max_items: int | None):
+    def __init__(self, data: bytes | bytearray, deadline: float | None, max_items: int | None):
         self.data, self.pos, self.deadline = data, 0, deadline
+        self.view = memoryview(data)  # strings and bytes are copied out of it, one at a time
         self.items_left = max_items if max_items is not None else len(data)  # an item takes a byte at least
 
     def length(self) -> int:
@@ -112,7 +113,7 @@ class _Reader:
         n = self.length()
         start = self.pos
         self.pos = start + n
-        return self.data[start : start + n]
+        return self.view[start : start + n]
 
     def value(self, depth: int):
         data, pos = self.data, self.pos
