@@ -90,11 +90,14 @@ class Cgroup:
         except OSError:
             self.place.remove()
             raise
+        # The kernel's count of processes it killed here for memory (read after every reply: one file).
+        self.oom = next((Path(f) / n for f in self.place.folders for n in ("memory.events", "memory.oom_control")
+                         if (Path(f) / n).exists()), None)
 
     def memory_killed(self) -> bool:
         """Whether the kernel killed a process of this sandbox for going past its memory limit."""
-        return any(_counts(Path(f) / name).get(key, 0) > 0 for f in self.place.folders
-                   for name in ("memory.events", "memory.oom_control") for key in ("oom_kill", "oom_group_kill"))
+        counts = _counts(self.oom) if self.oom is not None else {}
+        return counts.get("oom_kill", 0) > 0 or counts.get("oom_group_kill", 0) > 0
 
     def remove(self) -> bool:
         return self.place.remove()

@@ -1,5 +1,5 @@
 """Values across the pipe: numbers, strings, containers, numpy arrays and scalars, torch tensors,
-dtypes, frozen dataclass instances and named tuples, as tagged tuples of plain values (arrays as dtype,
+dtypes and frozen dataclass instances (a named tuple as a tuple), as tagged tuples of plain values (arrays as dtype,
 shape and raw bytes) that :mod:`labkit.grader.wire` writes. Anything else goes to the caller's
 ``on_object`` (a handle, a lent object, a callback) or is a TypeError. Decoding trusts nothing:
 names must be identifiers, shapes must match their bytes, a tensor without its data is never
@@ -8,13 +8,11 @@ allocated. Staged into the sandbox (numpy and torch are imported when an array a
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 
 from labkit.grader.wire import ProtocolError
 
 MAX_NESTING = 32
-MAX_RECORD_TYPES = 64  # distinct named-tuple types the trusted side builds for one worker's results
 _NUMPY_KINDS = set("biufc")  # bool, signed, unsigned, float, complex
 _TORCH_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
 
@@ -45,7 +43,7 @@ def encode(value, on_object=None, arguments: dict | None = None, _depth: int = 0
     if isinstance(value, Record):
         return ("dc", value._name, [(k, inner(v)) for k, v in value._fields.items()])
     if isinstance(value, tuple) and isinstance(getattr(kind, "_fields", None), tuple):  # a named tuple
-        return ("nt", kind.__name__, [str(f) for f in kind._fields], [inner(v) for v in value])
+        return ("t", [inner(v) for v in value])
     if _is_record(value, mutable_too=on_object is None):  # a value: its fields; a mutable one is an object
         return ("dc", kind.__name__, [(f.name, inner(getattr(value, f.name))) for f in dataclasses.fields(value)])
     module = kind.__module__ or ""
@@ -185,10 +183,6 @@ class _Decoder:
     def tag_dc(self, depth, name, fields):
         return Record(_identifier(name), {_identifier(k): self.value(v, depth) for k, v in _as_list(fields)})
 
-    def tag_nt(self, depth, name, fields, values):
-        cls = _named_tuple(_identifier(name), tuple(_identifier(f) for f in _as_list(fields)))
-        return cls(*[self.value(v, depth) for v in _as_list(values)])
-
     def tag_npdt(self, depth, dtype_str):
         return _numpy_dtype(dtype_str)
 
@@ -250,17 +244,6 @@ class Record:
 
     def __repr__(self):
         return f"{self._name}({', '.join(f'{k}={v!r}' for k, v in self._fields.items())})"
-
-
-_NAMED_TUPLES: dict = {}
-
-
-def _named_tuple(name: str, fields: tuple):
-    if (name, fields) not in _NAMED_TUPLES:
-        if len(_NAMED_TUPLES) >= MAX_RECORD_TYPES:
-            raise ProtocolError("too many named-tuple types")
-        _NAMED_TUPLES[name, fields] = collections.namedtuple(name, fields)
-    return _NAMED_TUPLES[name, fields]
 
 
 def _identifier(name):
