@@ -1003,3 +1003,18 @@ def test_a_students_shard_depends_on_the_name_alone():
     for bad in ("0/4", "5/4", "2", "a/b"):
         with pytest.raises(ValueError, match="--shard"):
             schedule.parse_shard(bad)
+
+
+def test_the_trusted_process_of_a_lab_is_held_to_its_memory_limit(tmp_path, monkeypatch):
+    """Each reply is bounded, but a test may keep what it gets: the trusted pytest process of each
+    student's lab runs in a cgroup of its own, and past its limit the verdict is crashed, "memory limit"."""
+    from labkit.grader import limits
+
+    if limits.find()[0] is None:
+        pytest.skip("no cgroup can be made on this machine")
+    lab = registry.get("02-06")
+    (tmp_path / "class" / "ann" / lab.folder).mkdir(parents=True)
+    (tmp_path / "class" / "ann" / lab.folder / "starter.py").write_text((lab.path / "solution.py").read_text())
+    monkeypatch.setattr(grade, "TRUSTED_MEMORY", 2 << 20)  # less than pytest needs to run the tests
+    verdict = grade.grade(tmp_path / "class", [lab]).verdicts[0]
+    assert verdict.status == "crashed" and "memory limit: the grader's process" in verdict.first_failure, verdict

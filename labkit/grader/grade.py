@@ -37,6 +37,10 @@ UNSANDBOXED = ("graded WITHOUT a sandbox (--no-sandbox): student code ran as the
                "this repository, the other submissions, the network and the grader itself; do not trust this report "
                "unless you trust every submission")
 STARTUP_GRACE = 20.0  # seconds on top of the lab limit before the whole test run is killed
+# The trusted pytest process of one student's lab may hold this much (99-01's, the largest, allocates some
+# 150 MiB once it has joined its cgroup):
+# what a submission sends is bounded reply by reply, and this bounds what the tests keep of it.
+TRUSTED_MEMORY = 4 << 30
 
 
 @dataclass(frozen=True)
@@ -158,10 +162,16 @@ def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits, re
                 "resources": asdict(resources or Resources()), "hide": [str(h) for h in hide],
                 "references": {i: str(f) for i, f in references.needed(lab.path).items()},
                 "cgroups": asdict(cgroups) if cgroups is not None else None}
+    trusted = limits_.Cgroup(cgroups, Resources(memory=TRUSTED_MEMORY, processes=0), "grader") if cgroups else None
+    settings["trusted_cgroup"] = trusted.procs if trusted else []  # the trusted process joins it at start
     # The trusted pytest process writes no bytecode: the fingerprint then sees any change to __pycache__.
     env = {"LABS_GRADING": json.dumps(settings), "PYTHONDONTWRITEBYTECODE": "1"}
     run = run_lab_tests(lab.path, impl="starter", env=env, timeout=limits.lab + STARTUP_GRACE, cwd=ROOT,
                         pytest_args=("-p", "labkit.grader.pytest_plugin"))
+    if trusted is not None and trusted.memory_killed():
+        return Verdict(clean(student), lab.id, 0, run.total or run.collected or 0, "crashed",
+                       f"memory limit: the grader's process for this lab went past {TRUSTED_MEMORY / 2**30:g} GiB "
+                       "holding what the submission sent", round(run.seconds, 1))
     return verdict_from_run(student, lab, run)
 
 

@@ -72,11 +72,11 @@ class Place:
 
 
 class Cgroup:
-    """One sandbox's cgroup, below ``place``, with ``resources``' limits; its first process writes its
-    pid into each of ``procs``."""
+    """One sandbox's cgroup (or the trusted pytest process's: ``name``), below ``place``, with
+    ``resources``' limits; its first process writes its pid into each of ``procs``."""
 
-    def __init__(self, place: Place, resources: Resources):
-        self.place = place.child(f"sandbox-{secrets.token_hex(4)}", leaf=True)
+    def __init__(self, place: Place, resources: Resources, name: str = "sandbox"):
+        self.place = place.child(f"{name}-{secrets.token_hex(4)}", leaf=True)
         self.procs = [str(Path(f) / "cgroup.procs") for f in self.place.folders]
         limits = {"memory.max": resources.memory, "memory.swap.max": 0,  # v2: swap on top of memory.max: none
                   "memory.oom.group": 1, "cpu.weight": 100,  # v2: the whole sandbox is killed together
