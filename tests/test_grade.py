@@ -1,9 +1,8 @@
 """Tests of ``labs grade``: the wire format, the worker stand-in, the statuses, the reports.
 
-The fast ones run in the default ``pytest`` (the stand-in's workers run in the sandbox, so they
-need bubblewrap); grading the example class in ``tests/fixtures/class`` (one pytest run per
-student and lab) is a maintainer check (``pytest -m maintainer``). The hostile class is
-``tests/test_hostile.py``.
+Maintainer checks (``pytest -m maintainer``), like every test of the grader: a learner's ``pytest``
+never depends on the grader's sandbox. The stand-in's workers run in the sandbox, so those tests
+need bubblewrap. The hostile class is ``tests/test_hostile.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,9 +26,12 @@ import numpy as np
 import pytest
 
 from labkit.course import registry
-from labkit.grader import grade, sandbox, standin, values, wire
+from labkit.grader import grade, report, sandbox, standin, values, wire
 
-CLASS = Path(__file__).parent / "fixtures" / "class"
+pytestmark = pytest.mark.maintainer
+sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+import make_class  # noqa: E402
+
 needs_bwrap = pytest.mark.skipif(sandbox.bwrap() is None, reason=sandbox.INSTALL)
 
 
@@ -96,8 +99,8 @@ def test_records_and_named_tuples_keep_their_fields():
     Summary = collections.namedtuple("Summary", "m denom acc")
     budget = _round_trip(Budget(2336, True))
     assert budget.total_bytes == 2336 and budget.fits is True
-    summary = _round_trip(Summary(1.0, 2.0, np.ones(3)))
-    assert summary.m == 1.0 and summary.denom == 2.0 and np.array_equal(summary.acc, np.ones(3))
+    summary = _round_trip(Summary(1.0, 2.0, np.ones(3)))  # a named tuple crosses as a tuple
+    assert type(summary) is tuple and summary[:2] == (1.0, 2.0) and np.array_equal(summary[2], np.ones(3))
 
 
 @pytest.mark.parametrize("value", [object(), np.array([object()]), lambda: 0, {1, object()}], ids=str)
@@ -292,6 +295,7 @@ def test_the_lab_deadline_stops_every_later_call(submission):
 
 FORGED_READY = """
 import sys
+import threading
 from labkit.grader import values, wire
 
 # The worker's own write end is in its command line: speak first, with a "ready" of our own.
@@ -317,32 +321,6 @@ def test_nothing_the_ready_message_says_sets_an_attribute_of_the_stand_in(submis
         sub.double()
 
 
-KERNEL = """
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_one(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
-"""
-
-
-@needs_bwrap
-@pytest.mark.triton
-def test_a_kernel_launch_runs_in_the_worker_and_fills_the_callers_tensor(submission):
-    from labkit.testing import triton_env
-
-    torch, _ = triton_env.require_torch_and_triton()
-    sub = submission(KERNEL, {"add_one": "callable"}, triton=True, call_timeout=60, import_timeout=120)
-    x = torch.arange(10, dtype=torch.float32, device=triton_env.device())
-    out = torch.zeros_like(x)
-    sub.add_one[(3,)](x, out, 10, BLOCK=4)
-    assert torch.equal(out, x + 1)
-
-
 def test_the_api_is_read_from_the_starter_without_running_it(tmp_path):
     from labkit.grader.pytest_plugin import starter_api
 
@@ -355,6 +333,7 @@ RESULTS_TEST = """
 import os
 import subprocess
 import sys
+import threading
 
 
 def test_the_results_pipe_is_not_handed_on():
@@ -391,7 +370,8 @@ def test_missing_syntax_error_and_links_are_decided_without_running_code(tmp_pat
     folder("mallory").mkdir(parents=True)
     (folder("mallory") / "starter.py").symlink_to(lab.path / "solution.py")  # the instructor's solution
     (tmp_path / "nobody").mkdir()
-    verdicts, warnings = grade.grade(tmp_path, [lab])
+    result = grade.grade(tmp_path, [lab])
+    verdicts, warnings = result.verdicts, result.warnings
     by_student = {v.student: v for v in verdicts}
     assert by_student["carol"].status == "syntax error" and "line 1" in by_student["carol"].first_failure
     assert by_student["mallory"].status == "missing", "a symbolic link is never followed"
@@ -406,7 +386,7 @@ def test_run_folders_are_private_and_the_report_survives_a_failed_clean_up(tmp_p
         (tmp_path / "class" / student / lab.folder / "starter.py").write_text("X = 1\n")
     seen = []
 
-    def fake_grade_one(student, lab, work_file, limits, resources, sandbox, hide=()):
+    def fake_grade_one(student, lab, work_file, limits, resources, sandbox, hide=(), cgroups=None):
         seen.append(work_file)
         return grade.Verdict(student, lab.id, 1, 1, "ok", "", 0.0)
 
@@ -416,7 +396,8 @@ def test_run_folders_are_private_and_the_report_survives_a_failed_clean_up(tmp_p
     monkeypatch.setattr(grade, "grade_one", fake_grade_one)
     monkeypatch.setattr(grade.shutil, "rmtree", broken_rmtree)
     out = tmp_path / "report.json"
-    verdicts, warnings = grade.grade(tmp_path / "class", [lab], jobs=1, out=out)
+    result = grade.grade(tmp_path / "class", [lab], jobs=1, out=out)
+    verdicts, warnings = result.verdicts, result.warnings
     assert [v.status for v in verdicts] == ["ok", "ok"]
     assert json.loads(out.read_text())["results"][1]["student"] == "bob", "written before the clean-up"
     assert len(warnings) == 1 and "could not remove" in warnings[0]
@@ -455,11 +436,11 @@ def test_bad_input_is_a_grade_error(tmp_path):
 def test_reports_in_three_formats():
     verdicts = [grade.Verdict("alice", "02-06", 33, 33, "ok", "", 1.0),
                 grade.Verdict("bob", "02-06", 12, 33, "failed", "test_x: AssertionError: a | b", 2.0)]
-    rows = list(csv.DictReader(io.StringIO(grade.render_report(verdicts, ".csv"))))
+    rows = list(csv.DictReader(io.StringIO(report.render(report.Report(verdicts), ".csv"))))
     assert rows[1]["status"] == "failed" and rows[1]["passed"] == "12" and rows[1]["first_failure"].endswith("a | b")
-    data = json.loads(grade.render_report(verdicts, ".json", ["a warning"]))
+    data = json.loads(report.render(report.Report(verdicts, ["a warning"]), ".json"))
     assert data["results"][0]["student"] == "alice" and data["warnings"] == ["a warning"]
-    md = grade.render_report(verdicts, ".md")
+    md = report.render(report.Report(verdicts), ".md")
     assert "| bob | 02\\-06 | 12 | 33 | failed | test\\_x\\: AssertionError\\: a \\| b | 2.0 |" in md
 
 
@@ -469,13 +450,13 @@ HOSTILE_TEXT = "=HYPERLINK(\"http://evil\") <script>alert(1)</script> **bold** [
 def test_a_students_text_is_shown_as_data_in_every_report():
     verdicts = [grade.Verdict("<b>eve</b>\x1b[31m", "02-06", 0, 3, "failed", HOSTILE_TEXT, 1.0)]
     for suffix in (".csv", ".json", ".md"):
-        text = grade.render_report(verdicts, suffix, [HOSTILE_TEXT])
+        text = report.render(report.Report(verdicts, [HOSTILE_TEXT]), suffix)
         assert "\x1b" not in text and "\x07" not in text, suffix
-    csv_text = grade.render_report(verdicts, ".csv", [HOSTILE_TEXT])
+    csv_text = report.render(report.Report(verdicts, [HOSTILE_TEXT]), ".csv")
     rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert rows[0]["first_failure"].startswith("'=HYPERLINK"), "a spreadsheet formula is defused"
     assert "<script>" not in csv_text and "&lt;script&gt;" in csv_text and "&lt;b&gt;eve" in csv_text
-    md = grade.render_report(verdicts, ".md", [HOSTILE_TEXT])
+    md = report.render(report.Report(verdicts, [HOSTILE_TEXT]), ".md")
     assert "<script>" not in md and "<b>" not in md and "**bold**" not in md and "[x](y)" not in md
     assert md.count("\n|") == 2, "one header, one separator... and one row: the pipe and newline did not break it"
 
@@ -502,14 +483,15 @@ EXPECTED = {
 LIMITS = grade.Limits(call=8.0, lab=240.0, imports=60.0)
 
 
-@pytest.mark.maintainer
 def test_the_example_class_is_graded_right_within_the_time_limits(tmp_path):
     labs = [registry.get(i) for i in ("02-06", "04-04", "02-04")]
     missing = [lab.id for lab in labs if not (lab.path / "test_lab.py").is_file()]
     assert not missing, f"labs {missing} are not written yet"
-    before = _tree(CLASS)
+    klass = make_class.write(tmp_path / "class")
+    before = _tree(klass)
     start = time.monotonic()
-    verdicts, warnings = grade.grade(CLASS, labs, LIMITS, jobs=2)
+    result = grade.grade(klass, labs, LIMITS, jobs=2)
+    verdicts, warnings = result.verdicts, result.warnings
     elapsed = time.monotonic() - start
 
     got = {(v.student, v.lab): v for v in verdicts}
@@ -528,7 +510,7 @@ def test_the_example_class_is_graded_right_within_the_time_limits(tmp_path):
     ran = [v for v in verdicts if v.status not in ("missing", "syntax error")]
     assert elapsed < LIMITS.lab * len(ran), f"{elapsed:.0f} s for {len(ran)} runs"
     # frank's files (a conftest.py, a results file) could land in his sandbox's /tmp only.
-    assert _tree(CLASS) == before
+    assert _tree(klass) == before
     assert not (Path.cwd() / "results.jsonl").exists()
 
 
@@ -537,10 +519,8 @@ def _tree(folder: Path) -> dict:
             if p.is_file() and ".ruff_cache" not in p.parts and "__pycache__" not in p.parts}
 
 
-@pytest.mark.maintainer
 def test_labs_grade_writes_the_report(tmp_path):
-    for student in ("alice", "carol", "frank"):
-        shutil.copytree(CLASS / student, tmp_path / "class" / student)
+    make_class.write(tmp_path / "class", ["alice", "carol", "frank"])
     out = tmp_path / "report.csv"
     run = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(tmp_path / "class"), "--labs", "02-06",
                           "--call-timeout", "5", "--lab-timeout", "60", "--out", str(out)],
@@ -588,7 +568,6 @@ def _agreement_cases():
     return cases
 
 
-@pytest.mark.maintainer
 def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
     """Bugs from every lab's gallery, handed in as students' files: the grader's count of passed
     tests is pytest's count under LAB_IMPL=bugs/<name>."""
@@ -602,9 +581,9 @@ def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
         (folder / "starter.py").write_text(_standalone(lab, bug))
         for helper in lab.path.glob("_*.py"):  # the lab's given modules (99-01's _runner.py), as a student has them
             shutil.copy(helper, folder / helper.name)
-    verdicts, warnings = grade.grade(tmp_path / "class", sorted({lab for lab, _ in cases}, key=lambda x: x.id),
-                                     grade.Limits(call=60, lab=400, imports=120), jobs=2)
-    got = {v.student: v for v in verdicts if v.status != "missing"}
+    result = grade.grade(tmp_path / "class", sorted({lab for lab, _ in cases}, key=lambda x: x.id),
+                         grade.Limits(call=60, lab=400, imports=120), jobs=2)
+    got = {v.student: v for v in result.verdicts if v.status != "missing"}
     wrong = []
     for lab, bug in cases:
         run = run_lab_tests(lab.path, impl=f"bugs/{bug.name}")
@@ -813,3 +792,229 @@ def test_what_a_test_reads_is_what_one_process_would_read(submission, tmp_path):
     expected = _stateful_scenario(_import_as_module(STATEFUL, tmp_path))
     got = _stateful_scenario(submission(STATEFUL, STATEFUL_API, call_timeout=5))
     assert got == expected
+
+
+# --------------------------------------------------------------------------- the grader's memory stays bounded
+
+BOMBS_SOURCE = '''
+import struct
+from labkit.grader import wire
+
+_send, _kind = wire.send, []
+_NUMBER = [10**6]
+
+
+def arm(kind):
+    _kind.append(kind)
+
+
+def ping():
+    return None
+
+
+def _frame(payload):
+    return struct.pack("<Q", len(payload)) + payload
+
+
+def _snapshots(n, text):
+    snaps = []
+    for _ in range(n):
+        _NUMBER[0] += 1
+        snaps.append((_NUMBER[0], [(f"f{i}", ("v", text)) for i in range(64)]))
+    return snaps
+
+
+def _bomb(fd, message):
+    kind = _kind[-1] if _kind else None
+    if kind == "dicts":  # the most Python objects per byte there is, up to the item limit
+        n = __MAX_ITEMS__ - 10
+        payload = b"l" + struct.pack("<Q", n) + (b"d" + bytes(8)) * n
+    elif kind == "more dicts":  # the whole size limit of them: refused at the item limit
+        n = (__MAX_REPLY__ - 9) // 9
+        payload = b"l" + struct.pack("<Q", n) + (b"d" + bytes(8)) * n
+    elif kind == "text":  # one string of nearly the size limit, in a well-formed reply
+        payload = wire.pack(("ok", ("v", "x" * (__MAX_REPLY__ - 100)), [], ([], [], [])))
+        _kind.clear()
+    elif kind == "snapshots" and type(message) is tuple and message[:1] == ("ok",):  # copies, reply after reply
+        payload = wire.pack(message[:3] + ((message[3][0], _snapshots(40, "y" * 4000), []),))
+    elif kind == "types" and type(message) is tuple and message[:1] == ("ok",):
+        _NUMBER[0] += 300
+        types = [(_NUMBER[0] + i, "T" * 80, [f"m{j}" * 20 for j in range(400)]) for i in range(300)]
+        payload = wire.pack(message[:3] + ((types, [], []),))
+    else:
+        return _send(fd, message)
+    view = memoryview(_frame(payload))
+    while view:
+        view = view[__import__("os").write(fd, view):]
+
+
+wire.send = _bomb
+'''
+
+MEASURE = '''
+import json, sys
+from pathlib import Path
+from labkit.grader import sandbox, standin
+
+def peak():
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) * 1024
+
+folder = Path(sys.argv[1])
+box = sandbox.Sandbox(folder)
+sub = standin.Submission(folder / "starter.py", {"arm": "callable", "ping": "callable"}, box, call_timeout=60)
+sub.ping()
+before, seen = peak(), {}
+for kind in ("dicts", "more dicts", "text", "snapshots", "types"):
+    try:
+        sub.arm(kind)
+        for _ in range(20):
+            sub.ping()
+        seen[kind] = "answered"
+    except standin.SubmissionCrashed as err:
+        seen[kind] = str(err)[:200]
+print(json.dumps({"growth": peak() - before, "seen": seen}))
+sub.close()
+box.close()
+'''
+
+
+def test_the_graders_memory_stays_bounded_whatever_a_reply_holds(tmp_path):
+    """Reply bombs within every limit: the most Python objects per byte (empty dicts) up to the item
+    limit and past it, a string of the size limit, snapshots and classes reply after reply. The
+    trusted process grows by less than 150 MiB over all of them (one reply just under the old
+    256 MiB limit, 29 million empty dicts, grew it by 800 MiB)."""
+    folder = tmp_path / "files"
+    folder.mkdir(mode=0o755)
+    source = BOMBS_SOURCE.replace("__MAX_ITEMS__", str(standin.MAX_ITEMS)).replace("__MAX_REPLY__",
+                                                                                    str(standin.MAX_REPLY))
+    (folder / "starter.py").write_text(source)
+    for path in (folder, folder / "starter.py"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    run = subprocess.run([sys.executable, "-c", MEASURE, str(folder)], capture_output=True, text=True, timeout=600,
+                         cwd=registry.ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    found = json.loads(run.stdout.splitlines()[-1])
+    seen = found["seen"]
+    assert "too many items" in seen["more dicts"] and "items in the snapshots" in seen["snapshots"], seen
+    assert "too many types" in seen["types"] and seen["text"] == "answered", seen
+    assert found["growth"] < 150 << 20, f"the grader grew by {found['growth'] >> 20} MiB: {seen}"
+
+
+# --------------------------------------------------------------------------- waves and shards
+
+def _labs_with_tests():
+    return [lab for lab in registry.LABS if (lab.path / "test_lab.py").is_file()]
+
+
+def test_a_lab_is_graded_in_a_wave_after_every_lab_whose_reference_its_sandbox_holds():
+    from labkit.grader import references, schedule
+
+    labs = _labs_with_tests()
+    waves = schedule.waves(labs)
+    wave_of = {lab.id: i for i, wave in enumerate(waves) for lab in wave}
+    assert sorted(wave_of) == sorted(lab.id for lab in labs)
+    for lab in labs:
+        for held in references.needed(lab.path):
+            assert wave_of[held] < wave_of[lab.id], f"{lab.id}'s sandbox holds {held}'s reference"
+    assert all([lab.id for lab in wave] == [lab.id for lab in labs if wave_of[lab.id] == i]
+               for i, wave in enumerate(waves)), "a wave keeps the labs' order"
+    assert "99-01" in [lab.id for lab in waves[-1]], "the capstone, built on six labs, comes last"
+
+
+def _fake_class(folder: Path, labs, students=("ann", "ben", "cat", "dan", "eve", "fay", "gus")):
+    """Students with a starter.py for every lab but one each (a missing file), and one syntax error."""
+    for i, student in enumerate(students):
+        for j, lab in enumerate(labs):
+            if (i + j) % len(labs) == 0 and i % 2:
+                continue  # missing
+            path = folder / student / lab.folder / "starter.py"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("def broken(:\n" if (i, j) == (2, 1) else "X = 1\n")
+    return folder
+
+
+def test_no_sandbox_holding_a_labs_reference_runs_beside_that_labs_submissions(tmp_path, monkeypatch):
+    """The runs of grade(), recorded: while any submission of lab X is graded, no run whose sandbox
+    holds X's reference is going (``--jobs 3``, labs given in an order that would mix them)."""
+    from labkit.grader import references
+
+    labs = [registry.get(i) for i in ("99-01", "02-05", "02-06", "02-01", "04-03")]
+    runs, lock = [], threading.Lock()
+
+    def fake_grade_one(student, lab, work_file, limits, resources, sandbox, hide=(), cgroups=None):
+        start = time.monotonic()
+        time.sleep(0.05)
+        with lock:
+            runs.append((lab.id, set(references.needed(lab.path)), start, time.monotonic()))
+        return grade.Verdict(student, lab.id, 1, 1, "ok", "", 0.0)
+
+    monkeypatch.setattr(grade, "grade_one", fake_grade_one)
+    result = grade.grade(_fake_class(tmp_path / "class", labs), labs, jobs=3)
+    assert len(runs) == sum(v.status == "ok" for v in result.verdicts) > 20
+    for lab_id, _, start, end in runs:
+        beside = [other for other, held, s, e in runs if lab_id in held and s < end and start < e]
+        assert not beside, f"a run of {lab_id} overlapped runs holding its reference: {beside}"
+    assert result.header["waves"] == "02-06 02-01 | 02-05 04-03 | 99-01"
+
+
+def test_a_class_graded_in_shards_merges_to_one_machines_report(tmp_path, monkeypatch):
+    from labkit.cli import main
+
+    labs = [registry.get(i) for i in ("02-06", "04-04", "02-01")]
+    klass = _fake_class(tmp_path / "class", labs)
+
+    def fake_grade_one(student, lab, work_file, limits, resources, sandbox, hide=(), cgroups=None):
+        if work_file is None:
+            return grade.Verdict(student, lab.id, 0, 0, "missing", "no file", 0.0)
+        total = {"02-06": 60, "04-04": 33, "02-01": 27}[lab.id]
+        passed = (len(student) * 7 + len(lab.id)) % (total + 1)
+        return grade.Verdict(student, lab.id, passed, total, "failed", f"{student} {lab.id}", 0.5)
+
+    monkeypatch.setattr(grade, "grade_one", fake_grade_one)
+    grade.grade(klass, labs, out=tmp_path / "whole.json")
+    shards = []
+    for k in (1, 2, 3):
+        result = grade.grade(klass, labs, out=tmp_path / f"shard{k}.json", shard=(k, 3))
+        assert result.header["shard"] == f"{k}/3"
+        shards.append(tmp_path / f"shard{k}.json")
+    sizes = [len(json.loads(p.read_text())["results"]) for p in shards]
+    assert all(sizes) and sum(sizes) == 7 * 3, f"every student in exactly one shard: {sizes}"
+    assert main(["grade", "merge", *map(str, shards), "--out", str(tmp_path / "merged.json")]) == 0
+    assert (tmp_path / "merged.json").read_text() == (tmp_path / "whole.json").read_text()
+    # A shard missing, twice, or graded differently is refused.
+    assert main(["grade", "merge", *map(str, shards[:2]), "--out", str(tmp_path / "x.json")]) == 2
+    assert main(["grade", "merge", *map(str, shards[:2] + shards[1:2]), "--out", str(tmp_path / "x.json")]) == 2
+    other = json.loads(shards[2].read_text())
+    other["header"]["instructor files"] = "sha256 0000"
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    assert main(["grade", "merge", *map(str, shards[:2]), str(tmp_path / "other.json"), "--out",
+                 str(tmp_path / "x.json")]) == 2
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_a_students_shard_depends_on_the_name_alone():
+    from labkit.grader import schedule
+
+    names = [f"student{i:03d}" for i in range(300)]
+    for n in (1, 2, 5):
+        split = [[s for s in names if schedule.in_shard(s, (k, n))] for k in range(1, n + 1)]
+        assert sorted(sum(split, [])) == names and all(len(part) > 300 / n / 2 for part in split)
+    assert schedule.parse_shard("2/4") == (2, 4)
+    for bad in ("0/4", "5/4", "2", "a/b"):
+        with pytest.raises(ValueError, match="--shard"):
+            schedule.parse_shard(bad)
+
+
+def test_the_trusted_process_of_a_lab_is_held_to_its_memory_limit(tmp_path, monkeypatch):
+    """Each reply is bounded, but a test may keep what it gets: the trusted pytest process of each
+    student's lab runs in a cgroup of its own, and past its limit the verdict is crashed, "memory limit"."""
+    from labkit.grader import limits
+
+    if limits.find()[0] is None:
+        pytest.skip("no cgroup can be made on this machine")
+    lab = registry.get("02-06")
+    (tmp_path / "class" / "ann" / lab.folder).mkdir(parents=True)
+    (tmp_path / "class" / "ann" / lab.folder / "starter.py").write_text((lab.path / "solution.py").read_text())
+    monkeypatch.setattr(grade, "TRUSTED_MEMORY", 2 << 20)  # less than pytest needs to run the tests
+    verdict = grade.grade(tmp_path / "class", [lab]).verdicts[0]
+    assert verdict.status == "crashed" and "memory limit: the grader's process" in verdict.first_failure, verdict

@@ -1,9 +1,11 @@
-"""The hostile class (tests/fixtures/hostile), graded by ``labs grade`` as an instructor would.
+"""The hostile class (tests/fixtures/make_hostile.py), graded by ``labs grade`` as an instructor would.
 
-Every attacker must get what it deserves (no test passed; the status its attack earns), every
-honest student ``ok``; afterwards nothing of the repository or the Python environment has
-changed, no process an attacker started is alive, and the report still reads as written. A
-maintainer check (``pytest -m maintainer``; it takes minutes), needs bubblewrap.
+Every attacker must get what it deserves (the statuses its attack may earn; no test passed for an
+escape attempt, the control bug's count for an attack on the object protocol), every honest student
+``ok``; afterwards nothing of the repository or the Python environment has changed, no process an
+attacker started is alive, and the report still reads as written. The memory hogs are graded apart,
+under ``--memory-limit 1``: each is ``crashed`` with the reason "memory limit". A maintainer check
+(``pytest -m maintainer``; it takes minutes), needs bubblewrap.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import hashlib
 import http.server
 import json
 import os
-import shutil
 import site
 import socket
 import subprocess
@@ -24,40 +25,18 @@ from pathlib import Path
 import pytest
 
 from labkit.course import registry
-from labkit.grader import report, sandbox
+from labkit.course.runner import run_lab_tests
+from labkit.grader import limits, report, sandbox
 
 pytestmark = [pytest.mark.maintainer,
               pytest.mark.skipif(sandbox.bwrap() is None, reason=sandbox.INSTALL)]
 
-HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
-sys.path.insert(0, str(HOSTILE.parent))
+sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import make_hostile  # noqa: E402
 
-LABS = ["02-06", "04-04", "02-04"]
-# (student, lab) -> the statuses its attack may earn; every attacker must pass no test at all.
-EXPECTED = {
-    ("a00-honest", "02-06"): {"ok"},
-    ("a00-honest", "04-04"): {"ok"},
-    ("a01-daemon", "02-06"): {"failed", "crashed"},  # it kills its own worker (a labkit process)
-    ("a02-copy-relative", "02-06"): {"failed"},
-    ("a03-copy-walk", "04-04"): {"failed"},
-    ("a04-copy-sysmodules", "02-06"): {"failed"},
-    ("a05-copy-registry", "04-04"): {"failed"},
-    ("a06-copy-classmate", "02-06"): {"failed"},
-    ("a07-reference-helpers", "02-06"): {"failed"},
-    ("a08-forge-results", "04-04"): {"failed"},
-    ("a09-persist", "04-04"): {"failed"},
-    ("a10-pipe-bomb", "02-06"): {"crashed"},
-    ("a11-decode-bomb", "04-04"): {"crashed"},
-    ("a12-ready-forger", "04-04"): {"failed", "crashed"},
-    ("a13-in-place", "02-06"): {"failed"},
-    ("a14-bomber", "04-04"): {"failed", "crashed"},
-    ("a15-network", "02-06"): {"failed"},
-    ("a16-report-injector", "04-04"): {"failed"},
-    ("a17-triton-snoop", "02-04"): {"failed"},
-    ("zz-honest", "02-06"): {"ok"},
-    ("zz-honest", "04-04"): {"ok"},
-}
+LABS = ["02-06", "04-04", "02-04", "02-01", "02-05"]
+STUDENTS = {(s.name, s.lab): s for s in make_hostile.CLASS_LIST}
+HOGS = {(s.name, s.lab): s for s in make_hostile.MEMORY_LIST}
 
 
 def _tree_hashes(root: Path) -> dict[str, str]:
@@ -118,35 +97,56 @@ def _serve_solution() -> http.server.HTTPServer | None:
     return None
 
 
+def _grade(folder: Path, out: Path, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "labkit.cli", "grade", str(folder), "--out", str(out), "--call-timeout", "10",
+         "--lab-timeout", "150", "--jobs", "2", *flags],
+        capture_output=True, text=True, cwd=registry.ROOT, timeout=3600,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "200"})
+
+
+def _verdicts(written: bytes) -> dict:
+    return {(r["student"], r["lab"]): r for r in json.loads(written)["results"]} if written else {}
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    stale = make_hostile.stale_files()
-    assert not stale, f"out of date (run python tests/fixtures/make_hostile.py): {stale}"
     work = tmp_path_factory.mktemp("hostile")
-    shutil.copytree(HOSTILE, work / "class", ignore=shutil.ignore_patterns("README.md", "ruff.toml", "__pycache__"))
+    make_hostile.write(work / "class")
     out = work / "report.json"
     server = _serve_solution()
     with socket.create_connection(server.server_address, timeout=5):
         pass  # the server is up: an attacker that reaches the host's loopback would get the solution
     repo_before, env_before = _tree_hashes(registry.ROOT), _environment_state()
     start = time.monotonic()
-    run = subprocess.run(
-        [sys.executable, "-m", "labkit.cli", "grade", str(work / "class"), "--labs", *LABS, "--out", str(out),
-         "--call-timeout", "10", "--lab-timeout", "150", "--jobs", "2"],
-        capture_output=True, text=True, cwd=registry.ROOT, timeout=3600,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "200"})
+    run = _grade(work / "class", out, "--labs", *LABS)
     seconds = time.monotonic() - start
     server.shutdown()
     written = out.read_bytes() if out.exists() else b""
     time.sleep(5)  # a surviving daemon would be busy rewriting reports and killing graders by now
+    control = run_lab_tests(registry.get(make_hostile.CONTROL_BUG[0]).path, impl=f"bugs/{make_hostile.CONTROL_BUG[1]}")
     return {
-        "run": run, "seconds": seconds, "report": out, "written": written,
-        "verdicts": {(r["student"], r["lab"]): r for r in json.loads(written)["results"]} if written else {},
+        "run": run, "seconds": seconds, "report": out, "written": written, "verdicts": _verdicts(written),
         "warnings": json.loads(written)["warnings"] if written else [],
+        "header": json.loads(written)["header"] if written else {},
         "repo_changed": _changed(repo_before, _tree_hashes(registry.ROOT)),
         "env_changed": _changed(env_before, _environment_state()),
-        "alive": _marked_processes(),
+        "alive": _marked_processes(), "control": control,
     }
+
+
+@pytest.fixture(scope="module")
+def hogs(tmp_path_factory):
+    """The memory hogs and an honest student, graded under --memory-limit 1 (GiB)."""
+    place, why = limits.find()
+    if place is None:
+        pytest.skip(f"no cgroup can be made on this machine: {why}")
+    work = tmp_path_factory.mktemp("hogs")
+    make_hostile.write(work / "class", make_hostile.MEMORY_LIST)
+    start = time.monotonic()
+    run = _grade(work / "class", work / "report.json", "--labs", "02-06", "--memory-limit", "1")
+    written = (work / "report.json").read_bytes() if (work / "report.json").exists() else b""
+    return {"run": run, "seconds": time.monotonic() - start, "verdicts": _verdicts(written)}
 
 
 def _changed(before: dict, after: dict) -> list[str]:
@@ -158,18 +158,33 @@ def test_the_class_is_graded_and_reported(graded):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert graded["written"], "no report"
     assert graded["warnings"] == []
+    assert graded["header"]["waves"] == "02-06 04-04 02-04 02-01 | 02-05", graded["header"]
     print(f"graded the hostile class in {graded['seconds']:.0f} s")
 
 
-@pytest.mark.parametrize("key", list(EXPECTED), ids=lambda key: f"{key[0]}-{key[1]}")
+@pytest.mark.parametrize("key", list(STUDENTS), ids=lambda key: f"{key[0]}-{key[1]}")
 def test_every_student_gets_what_they_deserve(graded, key):
-    verdict = graded["verdicts"].get(key)
+    student, verdict = STUDENTS[key], graded["verdicts"].get(key)
     assert verdict is not None, f"{key} is not in the report"
-    assert verdict["status"] in EXPECTED[key], verdict
-    if EXPECTED[key] == {"ok"}:
+    assert verdict["status"] in student.statuses, verdict
+    control = graded["control"]
+    deserved = {"none": 0, "all": verdict["total"], "control": control.passed}[student.passed]
+    assert verdict["passed"] == deserved and verdict["total"] > 0, \
+        f"{student.what}: deserves {deserved} passed ({student.passed}), got {verdict}"
+    if student.passed == "control":  # the control bug under the grader: pytest's own count
+        assert verdict["total"] == control.total, (verdict, control.passed, control.total)
+
+
+@pytest.mark.parametrize("key", list(HOGS), ids=lambda key: f"{key[0]}-{key[1]}")
+def test_memory_is_capped_for_the_whole_sandbox(hogs, key):
+    student, verdict = HOGS[key], hogs["verdicts"].get(key)
+    assert hogs["run"].returncode == 0, hogs["run"].stderr[-3000:]
+    assert verdict is not None, f"{key} is not in the report"
+    assert verdict["status"] in student.statuses, verdict
+    if student.passed == "all":
         assert verdict["passed"] == verdict["total"] > 0, verdict
     else:
-        assert verdict["passed"] == 0, f"the attack earned passes: {verdict}"
+        assert verdict["passed"] == 0 and "memory limit" in verdict["first_failure"], verdict
 
 
 def test_nothing_of_the_repository_or_the_environment_changed(graded):
@@ -183,10 +198,10 @@ def test_no_process_an_attacker_started_is_alive(graded):
 
 def test_the_report_is_intact(graded):
     assert graded["report"].read_bytes() == graded["written"], "the report changed after labs grade exited"
-    rows = list(graded["verdicts"].values())
+    rows = [report.Verdict(**r) for r in graded["verdicts"].values()]
     text = graded["written"].decode()
     assert "\x1b" not in text and "\x07" not in text
-    markdown = report.render(rows, ".md")
+    markdown = report.render(report.Report(rows), ".md")
     assert "<script>" not in markdown and "<img" not in markdown and "[ok](http" not in markdown
     injected = graded["verdicts"][("a16-report-injector", "04-04")]
     assert "HYPERLINK" in injected["first_failure"], "the injector's message is in the report, as data"

@@ -5,7 +5,8 @@ gallery, grade a class.
     labs check [LAB ...] [--impl starter]
     labs hint LAB [N]
     labs bugs LAB
-    labs grade SUBMISSIONS [--labs LAB ...] [--out report.csv|.json|.md]
+    labs grade SUBMISSIONS [--labs LAB ...] [--out report.csv|.json|.md] [--shard K/N]
+    labs grade merge REPORT.json ... --out REPORT
 
 A LAB is an id from ``labs list`` ("02-06") or the lab's folder.
 """
@@ -20,14 +21,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from labkit.cli import common
+from labkit.cli import common, grade
 from labkit.cli.check import cmd_check
 from labkit.cli.common import UsageError, require_folder, resolve_lab
 from labkit.cli.gallery import cmd_bugs
-from labkit.cli.grade import cmd_grade
 from labkit.course import hints, registry
 from labkit.course.registry import Lab
-from labkit.grader.sandbox import Resources
 
 # --------------------------------------------------------------------------- labs list
 
@@ -167,44 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diff", action="store_true", help="print each bug as the diff it makes to the solution")
     p.set_defaults(func=cmd_bugs)
 
-    p = sub.add_parser(
-        "grade", help="grade a class: every student's starter.py against the instructor's tests",
-        description="Run each lab's test_lab.py from this repository on every student's starter.py. Student code "
-                    "runs only in a bubblewrap sandbox (no network, no repository, no other submission, resource "
-                    "limits), under time limits; the verdicts are decided by the tests, in a process that runs no "
-                    "student code.",
-        epilog="Statuses: ok, failed, timeout, crashed, missing, syntax error. Exit status 1 when the "
-               "instructor's files changed during the run. Threat model: labkit/grader/README.md.",
-    )
-    p.add_argument("submissions", metavar="SUBMISSIONS",
-                   help="a folder with one folder per student, mirroring the repository's paths "
-                        "(SUBMISSIONS/<student>/<lab folder>/starter.py)")
-    p.add_argument("--labs", nargs="+", metavar="LAB", help="labs to grade (default: all)")
-    p.add_argument("--out", metavar="REPORT", help="write the report: report.csv, report.json or report.md")
-    p.add_argument("--call-timeout", type=float, default=10.0, metavar="S",
-                   help="seconds one call into a submission may take (default 10)")
-    p.add_argument("--lab-timeout", type=float, default=120.0, metavar="S",
-                   help="seconds for one student's whole lab (default 120)")
-    p.add_argument("--import-timeout", type=float, default=60.0, metavar="S",
-                   help="seconds importing a submission may take (default 60)")
-    p.add_argument("--jobs", type=int, default=2, help="student-lab pairs graded at a time (default 2)")
-    defaults = Resources()
-    limits = p.add_argument_group("resource limits of each sandbox (0: no limit, except --tmp-size)")
-    limits.add_argument("--memory-limit", type=float, default=defaults.memory / 2**30, metavar="GIB",
-                        help=f"address space per process, GiB (private writable memory with a GPU; default "
-                             f"{defaults.memory / 2**30:g})")
-    limits.add_argument("--process-limit", type=int, default=defaults.processes, metavar="N",
-                        help=f"processes and threads (default {defaults.processes})")
-    limits.add_argument("--tmp-size", type=float, default=defaults.tmp_size / 2**20, metavar="MIB",
-                        help=f"size of the sandbox's /tmp and largest file, MiB (default {defaults.tmp_size >> 20})")
-    limits.add_argument("--cpu-limit", type=int, default=defaults.cpu_seconds, metavar="S",
-                        help=f"CPU seconds per process (default {defaults.cpu_seconds})")
-    limits.add_argument("--open-files-limit", type=int, default=defaults.open_files, metavar="N",
-                        help=f"open files per process (default {defaults.open_files})")
-    p.add_argument("--no-sandbox", action="store_true",
-                   help="grade without bubblewrap (macOS, or no user namespaces): student code then runs as you, "
-                        "sees this repository and the network; a warning goes into the report")
-    p.set_defaults(func=cmd_grade)
+    grade.add_parser(sub)
     return parser
 
 

@@ -165,7 +165,9 @@ def run_lab_tests(
                 raise
             finally:
                 _parse_events(events.lines(final=True), run)
-        run.output = (Path(tmp) / "output.log").read_text(errors="replace")[-4000:]
+        with open(Path(tmp) / "output.log", "rb") as log:  # its tail only: a test may print what a student sent
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 16_000))
+            run.output = log.read().decode(errors="replace")[-4000:]
     run.seconds = time.monotonic() - start
     if run.returncode not in (0, 1, 5) and not run.timed_out and not run.errors:
         run.errors.append(run.output_line() or f"pytest exited with code {run.returncode}")

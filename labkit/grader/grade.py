@@ -1,29 +1,17 @@
-"""``labs grade``: run the instructor's tests against every student's work.
-
-``SUBMISSIONS/<student>/<lab folder>/starter.py`` is a student's file for a lab
-(the folder mirrors the repository's paths). For each student and lab:
-
-1. Every submission is read into memory before any student code runs (regular files
-   only: a symbolic link is never followed) and written to a private run folder
-   (``mkdtemp``), from which the student's sandbox sees it, read-only.
-2. A missing ``starter.py`` is *missing*; one that does not compile is
-   *syntax error* (compiled here, never run here).
-3. Otherwise the repository's own ``test_lab.py`` runs in a trusted pytest process
-   whose ``lab`` fixture is a :class:`labkit.grader.standin.Submission`: each call goes to
-   a worker that imported the student's file inside a sandbox
-   (:mod:`labkit.grader.sandbox`), under per-call and per-lab time limits. The verdict
-   comes from the instructor's assertions in the trusted process only.
-
-Statuses: ``ok`` (every test passed), ``failed``, ``timeout`` (a call or the lab ran past its
-limit), ``crashed`` (the import raised, or the worker died or broke the protocol),
-``missing``, ``syntax error``. The report is written before the run folders are removed.
-README.md in this folder has the threat model.
+"""``labs grade``: every student's ``starter.py`` against the lab's own tests, in a trusted pytest
+process whose ``lab`` fixture is a stand-in (:mod:`labkit.grader.standin`) for the student's file,
+which runs in a sandbox (:mod:`labkit.grader.sandbox`). Submissions are read into memory before any
+student code runs (regular files only, never a link) and written to private run folders; labs are
+graded in waves (:mod:`labkit.grader.schedule`); the verdicts come from the tests' assertions. Statuses:
+ok, failed, timeout, crashed, missing, syntax error. README.md in this folder has the threat model.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import secrets
 import shutil
 import site
 import sys
@@ -35,11 +23,12 @@ from pathlib import Path
 
 from labkit.course.registry import ROOT, Lab
 from labkit.course.runner import LabRun, run_in_parallel, run_lab_tests
-from labkit.grader import references, report
-from labkit.grader.sandbox import Resources
+from labkit.grader import limits as limits_
+from labkit.grader import references, report, schedule
+from labkit.grader.limits import Place, Resources
+from labkit.grader.report import STATUSES, Report, Verdict  # noqa: F401  (STATUSES: part of this module's API)
 from labkit.text import clean
 
-STATUSES = ("ok", "failed", "timeout", "crashed", "missing", "syntax error")
 REPORT_SUFFIXES = report.SUFFIXES
 WORK_FILE = "starter.py"
 MAX_FILE_BYTES = 2_000_000  # a larger file in a submission is not copied
@@ -48,6 +37,10 @@ UNSANDBOXED = ("graded WITHOUT a sandbox (--no-sandbox): student code ran as the
                "this repository, the other submissions, the network and the grader itself; do not trust this report "
                "unless you trust every submission")
 STARTUP_GRACE = 20.0  # seconds on top of the lab limit before the whole test run is killed
+# The trusted pytest process of one student's lab may hold this much (99-01's, the largest, allocates some
+# 150 MiB once it has joined its cgroup):
+# what a submission sends is bounded reply by reply, and this bounds what the tests keep of it.
+TRUSTED_MEMORY = 4 << 30
 
 
 @dataclass(frozen=True)
@@ -55,20 +48,6 @@ class Limits:
     call: float = 10.0  # seconds one call into the submission may take
     lab: float = 120.0  # seconds for one student's whole lab (import and every test)
     imports: float = 60.0  # seconds the import of the student's file may take (torch, triton...)
-
-
-@dataclass
-class Verdict:
-    student: str
-    lab: str  # the lab id, "02-06"
-    passed: int
-    total: int
-    status: str
-    first_failure: str
-    seconds: float
-
-    def row(self) -> dict:
-        return asdict(self)
 
 
 class GradeError(Exception):
@@ -134,13 +113,9 @@ def _syntax_error(file: Path) -> str | None:
 
 
 def fingerprint(labs: Iterable[Lab]) -> dict[str, str]:
-    """Hashes of the files the verdicts rest on, so that a change, or a new file, shows.
-
-    The whole ``labkit/`` tree, ``conftest.py`` and ``pyproject.toml`` (pytest's settings), each
-    graded lab's folder (tests, helper scripts, ``starter.py`` whose API is read, and the
-    ``__pycache__`` folders pytest would load), and the interpreter's start-up hooks (``.pth``,
-    ``sitecustomize``, ``usercustomize`` in every site-packages folder). Not a lab's
-    ``solution.py`` or ``bugs/``: grading never loads them."""
+    """Hashes of the files the verdicts rest on (new files included): ``labkit/``, ``conftest.py``,
+    ``pyproject.toml``, each graded lab's folder but ``solution.py`` and ``bugs/`` (grading never loads
+    them), and the interpreter's start-up hooks (``*.pth``, ``sitecustomize``, ``usercustomize``)."""
     files = [ROOT / "conftest.py", ROOT / "pyproject.toml", *(ROOT / "labkit").rglob("*")]
     for lab in labs:
         files += [p for p in lab.path.rglob("*") if p.name != "solution.py"
@@ -162,7 +137,9 @@ def verdict_from_run(student: str, lab: Lab, run: LabRun) -> Verdict:
         status = "crashed"
     else:
         status = "failed"
-    first = run.first_problem()
+    # The first failure that explains the status: for a crash or a timeout, the first test that had one.
+    why = next((t for t in run.failures if any(i.get("kind") == status for i in t.incidents)), None)
+    first = f"{why.name}: {why.message}" if why is not None else run.first_problem()
     if status == "timeout" and not first:
         first = "the lab's time limit was reached"
     skipped = sum(t.outcome == "skipped" for t in run.tests)
@@ -171,9 +148,10 @@ def verdict_from_run(student: str, lab: Lab, run: LabRun) -> Verdict:
 
 
 def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits, resources: Resources | None = None,
-              sandbox: bool = True, hide: tuple = ()) -> Verdict:
+              sandbox: bool = True, hide: tuple = (), cgroups: Place | None = None) -> Verdict:
     """One student's verdict on one lab; ``work_file`` is the snapshot (None: missing), which
-    the worker imports in the student's sandbox (``hide``: more host folders to keep out of it)."""
+    the worker imports in the student's sandbox (``hide``: more host folders to keep out of it;
+    ``cgroups``: where each of its sandboxes gets its cgroup, None: nowhere)."""
     if work_file is None or not work_file.is_file():
         return Verdict(clean(student), lab.id, 0, 0, "missing", f"no {lab.folder}/{WORK_FILE}", 0.0)
     error = _syntax_error(work_file)
@@ -182,11 +160,18 @@ def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits, re
     settings = {"file": str(work_file), "call": limits.call, "imports": limits.imports,
                 "deadline": time.time() + limits.lab, "triton": "triton" in lab.tags, "sandbox": sandbox,
                 "resources": asdict(resources or Resources()), "hide": [str(h) for h in hide],
-                "references": {i: str(f) for i, f in references.needed(lab.path).items()}}
+                "references": {i: str(f) for i, f in references.needed(lab.path).items()},
+                "cgroups": asdict(cgroups) if cgroups is not None else None}
+    trusted = limits_.Cgroup(cgroups, Resources(memory=TRUSTED_MEMORY, processes=0), "grader") if cgroups else None
+    settings["trusted_cgroup"] = trusted.procs if trusted else []  # the trusted process joins it at start
     # The trusted pytest process writes no bytecode: the fingerprint then sees any change to __pycache__.
     env = {"LABS_GRADING": json.dumps(settings), "PYTHONDONTWRITEBYTECODE": "1"}
     run = run_lab_tests(lab.path, impl="starter", env=env, timeout=limits.lab + STARTUP_GRACE, cwd=ROOT,
                         pytest_args=("-p", "labkit.grader.pytest_plugin"))
+    if trusted is not None and trusted.memory_killed():
+        return Verdict(clean(student), lab.id, 0, run.total or run.collected or 0, "crashed",
+                       f"memory limit: the grader's process for this lab went past {TRUSTED_MEMORY / 2**30:g} GiB "
+                       "holding what the submission sent", round(run.seconds, 1))
     return verdict_from_run(student, lab, run)
 
 
@@ -200,13 +185,17 @@ def grade(
     resources: Resources | None = None,
     sandbox: bool = True,
     out: Path | None = None,
-) -> tuple[list[Verdict], list[str]]:
-    """Grade every student on every lab. Returns the verdicts (student, then lab order) and
-    warnings (labs not in the repository yet, changed instructor files, no sandbox). ``out``:
-    the report, written before the run folders are removed (a failure to remove them is a
-    warning, never a lost report)."""
+    shard: tuple[int, int] | None = None,
+    on_wait: Callable[[], None] = lambda: None,
+) -> Report:
+    """Grade every student (of ``shard``: K of N, when given) on every lab, in waves
+    (:mod:`labkit.grader.schedule`). Returns the report: the verdicts (student, then lab order),
+    warnings (labs not in the repository yet, changed instructor files, no sandbox) and the header.
+    ``out``: the report, written before the run folders are removed (a failure to remove them is a
+    warning, never a lost report). ``on_wait``: told when another grader on this machine goes first."""
     submissions = Path(submissions)
-    names = students(submissions)
+    resources = resources or Resources()
+    names = [s for s in students(submissions) if schedule.in_shard(s, shard)]
     warnings = [] if sandbox else [UNSANDBOXED]
     ready = []
     for lab in labs:
@@ -214,43 +203,53 @@ def grade(
             ready.append(lab)
         else:
             warnings.append(f"lab {lab.id} is not in the repository yet ({lab.folder}/test_lab.py): not graded")
+    waves = schedule.waves(ready)
+    place, memory = limits_.find(resources)
     saved_flag, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # ours must not look like tampering
     try:
         before = fingerprint(ready)
+        header = _header(before, ready, waves, limits, resources, sandbox, memory, shard)
         snapshots = {(s, lab.id): read_submission(submissions / s / lab.folder) for s in names for lab in ready}
         top = Path(tempfile.mkdtemp(prefix="labs-grade-"))
         try:
             def task(key):
                 student, lab = key
                 files = snapshots[student, lab.id]
+                run_cgroups = None
                 try:
                     dest = Path(tempfile.mkdtemp(prefix=f"{lab.id}-", dir=top)) / "files"
                     _write_submission(files, dest)
                     work = dest / WORK_FILE if WORK_FILE in files else None
-                    verdict = grade_one(student, lab, work, limits, resources, sandbox, hide=(submissions, top))
+                    # One cgroup for this run's sandboxes, removed with whatever a killed run left in it.
+                    run_cgroups = place.child(f"labs-grade-{os.getpid()}-{secrets.token_hex(4)}") if place else None
+                    verdict = grade_one(student, lab, work, limits, resources, sandbox, hide=(submissions, top),
+                                        cgroups=run_cgroups)
                 except Exception as err:  # the grader's own failure: report it, keep going
                     verdict = Verdict(clean(student), lab.id, 0, 0, "crashed",
                                       clean(f"grader error: {type(err).__name__}: {err}"), 0.0)
+                finally:
+                    if run_cgroups is not None and not run_cgroups.remove():
+                        warnings.append(f"could not remove the cgroup {run_cgroups.folders[0]}")
                 if on_verdict:
                     on_verdict(verdict)
                 return verdict
 
-            keys = [(s, lab) for s in names for lab in ready]
-            verdicts = dict(zip([(s, lab.id) for s, lab in keys], run_in_parallel(task, keys, jobs), strict=True))
+            verdicts = {}
+            with schedule.machine_lock(on_wait):
+                for wave in waves:  # a wave's runs all end before the next wave's start
+                    keys = [(s, lab) for s in names for lab in wave]
+                    verdicts.update(zip([(s, lab.id) for s, lab in keys], run_in_parallel(task, keys, jobs),
+                                        strict=True))
             after = fingerprint(ready)
             changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
             if changed:
                 warnings.append(f"{TAMPERED} " + ", ".join(changed))
-            # A missing or unparsable file scores 0 of the lab's tests, as counted in the runs that did happen.
-            counts: dict[str, int] = {}
-            for v in verdicts.values():
-                counts[v.lab] = max(counts.get(v.lab, 0), v.total)
-            for v in verdicts.values():
-                if v.status in ("missing", "syntax error"):
-                    v.total = counts.get(v.lab, 0)
             ordered = [verdicts[s, lab.id] for s in names for lab in ready]
+            report.fill_totals(ordered)
+            result = Report(ordered, warnings, header)
             if out is not None:
-                write_report(ordered, out, warnings)
+                check_report_path(out)
+                report.write(result, out)
         finally:
             try:
                 shutil.rmtree(top)
@@ -258,17 +257,25 @@ def grade(
                 warnings.append(f"could not remove the grader's run folders {top}: {err}")
     finally:
         sys.dont_write_bytecode = saved_flag
-    return ordered, warnings
+    return result
 
 
-def render_report(verdicts: list[Verdict], suffix: str, warnings: list[str] = ()) -> str:
-    """The report as CSV, JSON or Markdown (``suffix``: ".csv", ".json", ".md")."""
-    try:
-        return report.render([v.row() for v in verdicts], suffix, warnings)
-    except report.ReportError as err:
-        raise GradeError(str(err)) from None
-
-
-def write_report(verdicts: list[Verdict], out: Path, warnings: list[str] = ()) -> None:
-    check_report_path(out)
-    report.write([v.row() for v in verdicts], out, warnings)
+def _header(files: dict[str, str], labs: list[Lab], waves: list[list[Lab]], limits: Limits, resources: Resources,
+            sandbox: bool, memory: str, shard: tuple[int, int] | None) -> dict[str, str]:
+    """How the class was graded, for the report's header (the same on every machine of a sharded run)."""
+    inside = {str(Path(f).relative_to(ROOT)): h for f, h in files.items() if Path(f).is_relative_to(ROOT)}
+    digest = hashlib.sha256(json.dumps(sorted(inside.items())).encode()).hexdigest()[:16]
+    header = {
+        "sandbox": "bubblewrap" if sandbox else "NONE (--no-sandbox)",
+        "memory": memory if sandbox else "NOT capped (no sandbox)",
+        "limits": (f"call {limits.call:g} s, import {limits.imports:g} s, lab {limits.lab:g} s; per process: "
+                   f"{resources.memory / 2**30:g} GiB of address space, {resources.cpu_seconds} CPU s, "
+                   f"{resources.open_files} open files; {resources.processes} processes, "
+                   f"/tmp {resources.tmp_size >> 20} MiB"),
+        "labs": " ".join(lab.id for lab in labs),
+        "waves": " | ".join(" ".join(lab.id for lab in wave) for wave in waves),
+        "instructor files": f"sha256 {digest} (labkit, conftest.py, pyproject.toml, the labs' tests)",
+    }
+    if shard is not None:
+        header["shard"] = f"{shard[0]}/{shard[1]}"
+    return header

@@ -1,64 +1,121 @@
-"""Objects across the pipe, the grader's side: handles to a submission's objects, and a test's own
-objects lent to the submission.
-
-A **handle** (:class:`Handle`) stands for an object that stays in the worker (an instance of the
-student's class, anything a call returns that is not data). Its attribute reads and writes (public
-names only), calls, ``len``, iteration, ``in``, ``[]``, ``==``, ``hash``, ``repr`` and ``bool``
-are requests to the worker (:data:`labkit.grader.objects.OPS`), each under the call's time limit.
-:class:`Handles` keeps one handle per worker object (so ``a is b`` holds when the worker says it
-is one object), at most ``MAX_HANDLES`` alive at once, and tells the worker which ones the test
-dropped. Handles belong to one worker: after a timeout or a crash restarted it, using an old one
-is a :class:`~labkit.grader.standin.SubmissionCrashed`, never an answer. The lab's own classes are
-:class:`RemoteClass` stand-ins: calling one builds an object in the worker, ``isinstance`` and
-``issubclass`` ask the worker, and a test cannot subclass one (it would run student code here).
-
-The **reverse** (:class:`Lent`): objects of a test's own classes (defined in a ``test_*.py``) that
-the test passes to the submission stay here; the worker gets a stand-in that asks for their
-public attributes (read and write), calls their public methods, and asks for ``==``, ``hash`` and
-``bool``. Only objects the test passed are reachable: a value sent back must be data, a handle,
-or an object already lent; never a class, a module, a function the test did not pass, or a ``_``
-name (no ``__class__``, ``__dict__``, ``__globals__``, no private counter).
+"""A submission's objects behind handles: they stay in the worker (:class:`ObjectTable`, number ->
+object), the test holds a :class:`Handle`, one per number, so ``a is b`` holds. A handle's attribute
+reads and writes (public names only), calls, ``len``, iteration, ``in``, ``[]``, ``==``, ``hash``,
+``repr``, ``bool`` are requests that :data:`OPS` answers in the worker; plain fields are read from
+copies (:mod:`labkit.grader.snapshots`). A handle equals only handles; the lab's classes are
+:class:`RemoteClass` stand-ins that a test cannot subclass; handles die with their worker. Staged
+into the sandbox, where the worker keeps its table.
 """
 
 from __future__ import annotations
 
-import collections.abc
-import sys
-import types
+import operator
 import weakref
-from pathlib import Path
 
-from labkit.grader.values import encode, module_bytes
+from labkit.grader.lending import module_bytes, public_name
+from labkit.grader.snapshots import ASK, Copies
 from labkit.grader.wire import ProtocolError
 
 MAX_HANDLES = 100_000  # handles alive at once, per worker: more is a protocol error (a crash)
 MAX_REPR = 2000  # characters of a worker's repr that are kept
-MAX_SNAPSHOTS = 50_000  # snapshots kept at once (the worker keeps at most 4096 current; the rest must be gone)
-SNAPSHOT_FIELDS = 64  # fields of one snapshot
-MAX_TYPES = 10_000  # classes of the submission's objects, per worker
+MAX_TYPES = 1000  # classes of the submission's objects, per worker
+MAX_METHODS = 500  # public method names of one class
 
 # Answers the worker must give for the protocol's own operations (Python would refuse others too).
 RESULT_TYPES = {"len": int, "hash": int, "bool": bool, "isinstance": bool, "issubclass": bool, "contains": bool,
                 "repr": str}
 
 
-def public_name(name) -> str:
-    if type(name) is not str or not name.isidentifier() or name.startswith("_"):
-        raise AttributeError(f"{name!r}: only public attributes cross between the grader and a submission")
-    return name
+# --------------------------------------------------------------------------- the worker's side
+
+
+class ObjectTable:
+    """The objects the grader may name: number -> object, a number never reused. Held strongly while the
+    grader holds a handle, else weakly where the object allows it; ``on_death(n)`` hears of a death."""
+
+    def __init__(self, on_death=lambda n: None):
+        self.strong: dict[int, object] = {}  # number -> object the grader holds a handle to
+        self.weak: dict[int, weakref.ref] = {}  # number -> the object, while it lives
+        self.numbers: dict[int, int] = {}  # id(object) -> number
+        self.next_number = 1
+        self.on_death = on_death
+
+    def number(self, obj, hold: bool = True) -> int:
+        """The number of ``obj``, registered if new; ``hold``: the grader gets a handle to it now."""
+        n = self.numbers.get(id(obj))
+        if n is None:
+            n, self.next_number, i = self.next_number, self.next_number + 1, id(obj)
+            self.numbers[i] = n
+            try:
+                self.weak[n] = weakref.ref(obj, lambda _, n=n, i=i: self._forget(n, i))
+            except TypeError:  # no weak references to it: kept, so that its number stays its own
+                hold = True
+        if hold:
+            self.strong[n] = obj
+        return n
+
+    def _forget(self, n: int, i: int) -> None:
+        self.weak.pop(n, None)
+        if self.numbers.get(i) == n:
+            del self.numbers[i]
+        self.on_death(n)
+
+    def peek(self, n):
+        """Object ``n`` if it lives, else None."""
+        obj = self.strong.get(n)
+        if obj is None and n in self.weak:
+            obj = self.weak[n]()
+        return obj
+
+    def get(self, n):
+        obj = self.peek(n) if type(n) is int else None
+        if obj is None:
+            raise LookupError(f"no object number {n!r} in the worker (forgotten, or never handed out)")
+        return obj
+
+    def hold(self, numbers) -> None:
+        """The grader made handles for these (read from snapshots): keep them alive."""
+        for n in numbers if type(numbers) is list else ():
+            ref = self.weak.get(n) if type(n) is int else None
+            obj = ref() if ref is not None else None
+            if obj is not None:
+                self.strong[n] = obj
+
+    def release(self, numbers) -> None:
+        """The grader dropped its handles to these: they may be freed now (their numbers stay theirs)."""
+        for n in numbers if type(numbers) is list else ():
+            if type(n) is int and n in self.weak:
+                self.strong.pop(n, None)
+
+
+def _call(obj, *args, **kwargs):
+    return obj(*args, **kwargs)
+
+
+def _method(obj, name, *args, **kwargs):
+    return getattr(obj, name)(*args, **kwargs)
+
+
+# What a handle's use asks of the object it stands for (``subject``): getattr(subject, *args)...
+OPS = {
+    "getattr": getattr, "setattr": setattr, "delattr": delattr, "call": _call, "method": _method,
+    "len": len, "bool": bool, "repr": repr, "hash": hash, "eq": operator.eq, "ne": operator.ne,
+    "iter": iter, "next": next, "contains": operator.contains, "getitem": operator.getitem,
+    "setitem": operator.setitem, "delitem": operator.delitem, "isinstance": isinstance, "issubclass": issubclass,
+}
+
+
+# --------------------------------------------------------------------------- the grader's side
 
 
 class Handles:
-    """The handles to one worker's objects, and their snapshots (one table per worker process, dead with it).
-
-    ``snapshots``: number -> {field name: encoded value, or None for a field that must be asked for},
-    as the worker sent them (:class:`labkit.grader.objects.Snapshots`), kept current by the worker at
-    the end of every request: a handle answers a read from its snapshot whenever no request is in flight."""
+    """The handles to one worker's objects, the copies of their snapshots, the classes they belong to
+    (one table per worker process, dead with it)."""
 
     def __init__(self, owner):
         self.owner, self.alive = owner, True
         self.by_number = weakref.WeakValueDictionary()  # number -> its handle, while the test holds it
-        self.snapshots: dict[int, dict | None] = {}
+        self.snapshots = Copies()
         self.types: dict[int, tuple[str, frozenset]] = {}  # type id -> (class name, public method names)
         self.modules: dict[int, tuple[int, object]] = {}  # id() of a test's torch module -> (index, module)
         # ("made" | "dropped", number) in the order they happened, for the next request to tell the worker.
@@ -87,28 +144,18 @@ class Handles:
             raise ProtocolError("malformed snapshot updates")
         types, snaps, gone = updates
         self.add_types(types)
-        for item in snaps:
-            if type(item) is not tuple or len(item) != 2 or type(item[0]) is not int:
-                raise ProtocolError("a malformed snapshot")
-            number, fields = item
-            if fields is not None and (type(fields) is not list or len(fields) > SNAPSHOT_FIELDS or not all(
-                    type(f) is tuple and len(f) == 2 and type(f[0]) is str for f in fields)):
-                raise ProtocolError("a malformed snapshot")
-            # Values are decoded when read: a handle read from a snapshot is the one handle of its number.
-            self.snapshots[number] = None if fields is None else dict(fields)
-        for number in gone:
-            self.snapshots.pop(number, None)
-        if len(self.snapshots) > MAX_SNAPSHOTS:
-            raise ProtocolError(f"more than {MAX_SNAPSHOTS} snapshots of the submission's objects")
+        self.snapshots.apply(snaps, gone)
 
     def add_types(self, types) -> None:
         if type(types) is not list or len(self.types) + len(types) > MAX_TYPES:
-            raise ProtocolError("malformed or too many types")
+            raise ProtocolError("malformed, or too many types of objects")
         for item in types:
             if type(item) is not tuple or len(item) != 3 or type(item[0]) is not int or type(item[1]) is not str \
                     or type(item[2]) is not list:
                 raise ProtocolError("a malformed type")
-            self.types[item[0]] = (item[1][:80], frozenset(m for m in item[2] if type(m) is str))
+            if len(item[2]) > MAX_METHODS or not all(type(m) is str and len(m) <= 100 for m in item[2]):
+                raise ProtocolError("a type with too many methods")
+            self.types[item[0]] = (item[1][:80], frozenset(item[2]))
 
     def take_changes(self) -> tuple[list[int], list[int]]:
         """(numbers of the handles made, of those dropped) since the last request, for the worker."""
@@ -155,7 +202,7 @@ class Handle:
         fields = table.snapshots.get(self._number) if not table.owner._busy and table.alive else None
         if fields is not None and name in fields:
             encoded = fields[name]
-            return self._ask("getattr", name) if encoded is None else table.value(encoded)
+            return self._ask("getattr", name) if encoded is ASK else table.value(encoded)
         if name in table.types[self._type][1]:  # obj.method(...) is one request, not a read and then a call
             return RemoteMethod(self, name)
         return self._ask("getattr", name)
@@ -176,7 +223,7 @@ class Handle:
         return self._ask("bool")
 
     def __iter__(self):
-        return _items(self._table.owner, self._ask("iter"))  # iter() runs now, each next() when asked for
+        return _remote_items(self._table.owner, self._ask("iter"))  # iter() runs now, each next() when asked for
 
     def __contains__(self, item):
         return self._ask("contains", item)
@@ -226,7 +273,7 @@ class RemoteMethod:
         return f"<method {self.__name__} of a submission's {subject._table.types[subject._type][0]}>"
 
 
-def _items(owner, iterator):
+def _remote_items(owner, iterator):
     while True:
         try:
             item = owner._op("next", iterator)
@@ -263,134 +310,3 @@ class RemoteClass(type):
 
     def __repr__(cls):
         return f"<submission class {cls.__name__}>"
-
-
-def lendable(obj) -> bool:
-    """An object the grader may lend to the submission: an instance of a class that a test file
-    defines (``test_*.py``), nothing else (not a path, a file, a random generator, a module)."""
-    if isinstance(obj, (type, types.ModuleType)) or callable(obj):
-        return False
-    module = sys.modules.get(type(obj).__module__)
-    return Path(getattr(module, "__file__", None) or "").name.startswith("test_")
-
-
-class Lent:
-    """The test's objects lent to one submission: index -> object, kept alive with the stand-in.
-    An iterator the test passes (``reversed(blocks)``, a generator) is lent too, for ``next`` only:
-    the submission sees its items one by one, when it asks, as in the test's own process."""
-
-    def __init__(self):
-        self.objects: list = []
-        self.index: dict[int, int] = {}  # id(object) -> index
-        self.iterators: set[int] = set()  # indexes of the lent iterators
-
-    def tag(self, obj, lend: bool) -> tuple:
-        """``("tobj", index)`` or ``("titer", index)``; a new one only when ``lend`` (an argument)."""
-        i = self.index.get(id(obj))
-        if i is None:
-            iterator = isinstance(obj, collections.abc.Iterator) and not callable(obj)
-            if not lend or not (iterator or lendable(obj)):
-                raise TypeError(f"a {type(obj).__qualname__} cannot be passed between the grader and a submission")
-            i = self.index[id(obj)] = len(self.objects)
-            self.objects.append(obj)
-            if iterator:
-                self.iterators.add(i)
-        return ("titer" if i in self.iterators else "tobj", i)
-
-    def get(self, i):
-        if type(i) is not int or not 0 <= i < len(self.objects):
-            raise ProtocolError("a reference to an object the test never passed")
-        return self.objects[i]
-
-
-def serve_lent(obj, op: str, args: tuple, kwargs: dict, iterator: bool):
-    """What the worker asked of a lent object: ``(result, is_method)``. An iterator answers ``next``
-    only; an object of the test's class its public attributes and methods, ``==``, ``hash``, ``bool``."""
-    if iterator or op == "next":
-        if iterator and op == "next" and not args and not kwargs:
-            return next(obj), False
-    elif op in ("getattr", "setattr", "method"):
-        name = public_name(args[0] if args else None)
-        if op == "getattr":
-            value = getattr(obj, name)
-            method = isinstance(value, types.MethodType) and value.__self__ is obj
-            return (None, True) if method else (value, False)
-        if op == "setattr" and len(args) == 2 and not kwargs:
-            setattr(obj, name, args[1])
-            return None, False
-        if op == "method":
-            method = getattr(obj, name)
-            if not (isinstance(method, types.MethodType) and method.__self__ is obj):
-                raise TypeError(f"{name!r} of a test's object is not one of its methods")
-            return method(*args[1:], **kwargs), False
-    elif op in ("eq", "ne") and len(args) == 1 and not kwargs:
-        return (obj == args[0]) if op == "eq" else (obj != args[0]), False
-    elif op in ("hash", "bool") and not args and not kwargs:
-        return (hash(obj) if op == "hash" else bool(obj)), False
-    raise ProtocolError(f"a malformed request for a test's object ({op!r})")
-
-
-# --------------------------------------------------------------------------- the lab's functions and kernels
-
-
-class RemoteFunction:
-    def __init__(self, owner, name: str):
-        self._owner, self.__name__, self.__qualname__ = owner, name, name
-
-    def __call__(self, *args, **kwargs):
-        return self._owner._call("call", self.__name__, f"{self.__name__}()", args, kwargs)
-
-    @property
-    def __globals__(self):
-        """The submission module's namespace, for tests that monkeypatch what a function calls."""
-        return RemoteGlobals(self._owner)
-
-    def __repr__(self):
-        return f"<submission function {self.__name__}>"
-
-
-class RemoteGlobals:
-    """The worker module's globals, as far as ``monkeypatch.setitem(fn.__globals__, name, f)`` needs:
-    reading gives the stand-in's API; writing a function makes the worker call it back."""
-
-    def __init__(self, owner):
-        self._owner = owner
-
-    def __getitem__(self, name):
-        try:
-            return self._owner._api[name]
-        except KeyError:
-            raise KeyError(name) from None
-
-    def get(self, name, default=None):
-        return self._owner._api.get(name, default)
-
-    def __contains__(self, name):
-        return name in self._owner._api
-
-    def __setitem__(self, name, value):
-        self._owner._set_global(name, value)
-
-    def __delitem__(self, name):
-        self._owner._call("delglobal", name, f"deleting {name}", (), {})
-
-
-class RemoteKernel:
-    """A ``@triton.jit`` kernel of the submission: ``kernel[grid](*args)`` launches it in the worker."""
-
-    def __init__(self, owner, name: str):
-        self._owner, self.__name__ = owner, name
-
-    def __getitem__(self, grid):
-        if callable(grid):
-            raise TypeError("labs grade launches kernels with a tuple grid only")
-        grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-
-        def launch(*args, **kwargs):
-            return self._owner._call("launch", (self.__name__, encode(grid)), f"{self.__name__}[{grid}]", args,
-                                     kwargs)
-
-        return launch
-
-    def __repr__(self):
-        return f"<submission kernel {self.__name__}>"

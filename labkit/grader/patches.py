@@ -1,17 +1,16 @@
-"""Which of numpy's and math's functions a test has patched, for the worker to patch the same way.
-
-Lab 04-01's test wraps ``np.exp`` (``monkeypatch.setattr(np, "exp", watched)``) to see how the
-student's code calls it. The student's code runs in the worker, so each call tells the worker which
-watched functions are replaced at that moment (``"numpy:exp"`` -> the test's wrapper, which the
-worker calls back). Trusted side only.
+"""A test's patches of numpy's and math's functions (04-01 wraps ``np.exp``), made the same way in
+the worker for each call: :class:`Patches` names those replaced (``"numpy:exp"`` -> the test's
+wrapper, which the worker calls back), :func:`patched` applies them there. Staged into the sandbox.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import operator
 import sys
 
-from labkit.grader.worker import WATCHED_MODULES
+WATCHED_MODULES = ("numpy", "numpy.linalg", "math")  # a test may patch their functions (04-01 wraps np.exp)
 
 
 class Patches:
@@ -40,3 +39,20 @@ class Patches:
             for attr in [a for a, f in originals.items() if current.get(a, f) is not f]:
                 patched[f"{module_name}:{attr}"] = current[attr]
         return patched
+
+
+@contextlib.contextmanager
+def patched(patches: dict):
+    """Replace watched module functions ("numpy:exp") by the test's wrappers for one call."""
+    saved = []
+    try:
+        for key, value in patches.items():
+            module_name, attr = str(key).split(":", 1)
+            if module_name in WATCHED_MODULES:
+                module = importlib.import_module(module_name)
+                saved.append((module, attr, getattr(module, attr)))
+                setattr(module, attr, value)
+        yield
+    finally:
+        for module, attr, original in reversed(saved):
+            setattr(module, attr, original)

@@ -1,10 +1,7 @@
-"""The grader's pytest plugin: the ``lab`` fixture becomes a stand-in for a student's file.
-
-Loaded with ``-p labkit.grader.pytest_plugin`` by ``labs grade``, configured by the JSON in
-``LABS_GRADING`` (set by :mod:`labkit.grader.grade` for this trusted process only; no process of
-the student's sees it). The root ``conftest.py``'s ``lab`` fixture then hands the tests a
-:class:`labkit.grader.standin.Submission`, and :mod:`labkit.testing.child` runs a test's child
-script inside the same student's sandbox.
+"""The grader's pytest plugin, loaded with ``-p labkit.grader.pytest_plugin`` by ``labs grade`` and
+configured by ``LABS_GRADING`` (JSON, this trusted process's only): it installs itself in
+:mod:`labkit.testing.seam`, so that the ``lab`` fixture is a stand-in for the student's file and a
+test's child script runs in the student's sandbox.
 """
 
 from __future__ import annotations
@@ -56,14 +53,17 @@ class _Grader:
     def sandbox(self):
         """The student's sandbox, shared by the workers and the child scripts of this run."""
         if self._box is None:
-            from labkit.grader.sandbox import Resources, Sandbox
+            from labkit.grader.limits import Place, Resources
+            from labkit.grader.sandbox import Sandbox
             from labkit.testing import triton_env
 
             s = self.settings
             gpu = bool(s.get("triton")) and s.get("sandbox", True) and triton_env.cuda_available()
             self._box = Sandbox(self.file.parent, Resources(**s.get("resources", {})), gpu=gpu,
                                 enabled=s.get("sandbox", True), hide=tuple(s.get("hide", ())),
-                                references=s.get("references", {}))
+                                references=s.get("references", {}),
+                                cgroups=Place(s["cgroups"]["version"], tuple(s["cgroups"]["folders"]))
+                                if s.get("cgroups") else None)
         return self._box
 
     def lab_module(self, lab_dir: Path):
@@ -90,9 +90,13 @@ class _Grader:
         if left <= 0:
             self._incident("timeout", f"{script.name}: the lab's time limit was reached")
             return None, b"", b"the lab's time limit was reached"
+        from labkit.grader.sandbox import memory_limit
+
         code, out, err = box.run(["script", box.add_script(script), *args], timeout=left, env=env)
         if code is None:
             self._incident("timeout", f"{script.name} did not finish within {left:.0f} s")
+        elif err.endswith(memory_limit(box.resources).encode()):
+            self._incident("crashed", f"{script.name}: {memory_limit(box.resources)}")
         return code, out, err
 
     def pytest_unconfigure(self):
@@ -107,7 +111,9 @@ def pytest_configure(config):
     settings = os.environ.get("LABS_GRADING")
     if settings:
         grader = _Grader(json.loads(settings))
+        for procs in grader.settings.get("trusted_cgroup", []):  # bounds what this process may hold
+            Path(procs).write_text(str(os.getpid()))
         config.pluginmanager.register(grader, "labs_grader")
-        from labkit.testing import child
+        from labkit.testing import seam
 
-        child.use_runner(grader.run_child)
+        seam.grader = grader

@@ -1,10 +1,7 @@
-"""The grading report as CSV, JSON or Markdown.
-
-Every string in a verdict may come from a student (a folder name, an exception message), so
-each is shown as data, never as markup: control characters are removed everywhere
-(:func:`labkit.text.clean`); in Markdown each cell is escaped (:func:`labkit.text.markdown_table`
-with ``literal=True``); in CSV HTML's ``& < >`` become entities and a cell that a spreadsheet
-would run as a formula (``=``, ``+``, ``-``, ``@`` first) gets a leading apostrophe.
+"""The grading report: its header (how the class was graded), one verdict per student and lab, the
+warnings; as CSV, JSON or Markdown; and the merge of a sharded class's reports. Every string that may
+come from a student is shown as data: control characters removed, Markdown cells escaped, CSV cells
+HTML-escaped and defused as spreadsheet formulas.
 """
 
 from __future__ import annotations
@@ -13,16 +10,39 @@ import csv
 import html
 import io
 import json
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from labkit.text import clean, markdown_escape, markdown_table
 
 SUFFIXES = (".csv", ".json", ".md")
 COLUMNS = ["student", "lab", "passed", "total", "status", "first_failure", "seconds"]
+STATUSES = ("ok", "failed", "timeout", "crashed", "missing", "syntax error")
 
 
 class ReportError(ValueError):
-    """A report name this module cannot write."""
+    """A report name this module cannot write, or reports that cannot be merged."""
+
+
+@dataclass
+class Verdict:
+    student: str
+    lab: str  # the lab id, "02-06"
+    passed: int
+    total: int
+    status: str
+    first_failure: str
+    seconds: float
+
+    def row(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Report:
+    verdicts: list[Verdict]
+    warnings: list[str] = field(default_factory=list)
+    header: dict[str, str] = field(default_factory=dict)  # how the class was graded, one line each
 
 
 def check_path(out: Path | None) -> None:
@@ -37,28 +57,83 @@ def _csv_cell(value):
     return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
-def render(rows: list[dict], suffix: str, warnings: list[str] = ()) -> str:
-    """``rows`` (one dict per verdict, keys COLUMNS) and ``warnings`` in the format ``suffix`` names."""
+def render(report: Report, suffix: str) -> str:
+    """``report`` in the format ``suffix`` names (".csv", ".json", ".md")."""
+    rows, warnings, header = [v.row() for v in report.verdicts], report.warnings, report.header
     suffix = suffix.lower()
     if suffix == ".json":
         cleaned = [{k: clean(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
-        return json.dumps({"results": cleaned, "warnings": [clean(w) for w in warnings]}, indent=2) + "\n"
+        return json.dumps({"header": {k: clean(v) for k, v in header.items()}, "results": cleaned,
+                           "warnings": [clean(w) for w in warnings]}, indent=2) + "\n"
     if suffix == ".csv":
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
+        for key, value in header.items():  # rows of their own, so that a spreadsheet shows them too
+            writer.writerow({"student": "(header)", "lab": key, "first_failure": _csv_cell(value)})
         for row in rows:
             writer.writerow({k: _csv_cell(row[k]) for k in COLUMNS})
-        for warning in warnings:  # a row of its own, so that a spreadsheet shows it too
+        for warning in warnings:
             writer.writerow({"student": "(warning)", "first_failure": _csv_cell(warning)})
         return buf.getvalue()
     if suffix == ".md":
+        lines = "".join(f"- {markdown_escape(k)}: {markdown_escape(v)}\n" for k, v in header.items())
         table = markdown_table(COLUMNS, [[row[k] for k in COLUMNS] for row in rows], literal=True)
-        return table + "\n" + "".join(f"\n> warning: {markdown_escape(w)}\n" for w in warnings)
+        return lines + ("\n" if lines else "") + table + "\n" + \
+            "".join(f"\n> warning: {markdown_escape(w)}\n" for w in warnings)
     raise ReportError(f"unknown report format {suffix!r}")
 
 
-def write(rows: list[dict], out: Path, warnings: list[str] = ()) -> None:
+def write(report: Report, out: Path) -> None:
     check_path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(rows, out.suffix, warnings), encoding="utf-8")
+    out.write_text(render(report, out.suffix), encoding="utf-8")
+
+
+def read(path: Path) -> Report:
+    """A report written as JSON (the format that keeps everything)."""
+    if path.suffix.lower() != ".json":
+        raise ReportError(f"{path}: only JSON reports can be merged (write each shard's with --out NAME.json)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        verdicts = [Verdict(**{k: row[k] for k in COLUMNS}) for row in data["results"]]
+        return Report(verdicts, [str(w) for w in data["warnings"]], {str(k): str(v) for k, v in data["header"].items()})
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ReportError(f"{path}: not a report of labs grade ({type(err).__name__}: {err})") from None
+
+
+def merge(reports: list[Report]) -> Report:
+    """The report of the whole class, from the reports of its shards (one each, graded with the same
+    instructor files, labs and limits): verdicts in student order, then the labs' order, as one
+    machine writes them; a missing or unparsable file scores 0 of its lab's tests, as counted in
+    every shard."""
+    if not reports:
+        raise ReportError("no reports to merge")
+    shards = sorted(r.header.get("shard", "") for r in reports)
+    n = shards[0].split("/")[-1] if shards[0] else ""
+    if not n.isdigit() or shards != [f"{k}/{n}" for k in range(1, int(n) + 1)]:
+        raise ReportError(f"the reports are shards {', '.join(s or '(none)' for s in shards)}: merge needs "
+                          "each shard K/N of one grading, once")
+    common = {k: v for k, v in reports[0].header.items() if k != "shard"}
+    for r in reports[1:]:
+        differ = sorted(k for k in common.keys() | r.header.keys() - {"shard"} if r.header.get(k) != common.get(k))
+        if differ:
+            raise ReportError(f"shard {r.header['shard']} was graded differently ({', '.join(differ)} differ): "
+                              "grade every shard with the same checkout and options")
+    labs = common.get("labs", "").split()
+    verdicts = sorted((v for r in reports for v in r.verdicts),
+                      key=lambda v: (v.student, labs.index(v.lab) if v.lab in labs else len(labs), v.lab))
+    fill_totals(verdicts)
+    warnings = list(dict.fromkeys(w for r in reports for w in r.warnings))
+    return Report(verdicts, warnings, common)
+
+
+def fill_totals(verdicts: list[Verdict]) -> None:
+    """A missing or unparsable file scores 0 of its lab's tests, as counted in the runs that did happen."""
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        if v.status not in ("missing", "syntax error"):
+            counts[v.lab] = max(counts.get(v.lab, 0), v.total)
+    for v in verdicts:
+        if v.status in ("missing", "syntax error"):
+            v.total = counts.get(v.lab, 0)

@@ -1,26 +1,12 @@
-"""The operating-system sandbox around every process that runs a student's code (Linux, bubblewrap).
+"""The bubblewrap sandbox around every process that runs a student's code (Linux).
 
-Inside, a process sees:
-
-- read-only: the system's programs and libraries (``/usr``, ``/lib``...), the Python installation
-  and its site-packages (found from the running interpreter), ``/etc/ld.so.cache``;
-- read-only at ``/grader``: a *staged copy* of the few labkit files the worker needs (below),
-  not the repository; at ``/submission``: that student's own files, nothing else;
-- its own size-limited ``/tmp`` (the working directory) and ``/dev/shm``, a minimal ``/dev``, a
-  ``/proc`` of its own PID namespace;
-- no network (a network namespace with only loopback), no other process, no IPC, its own
-  hostname, an unprivileged uid, an environment of our choosing; it cannot create user
-  namespaces (``--disable-userns``), and dies with the grader (``--die-with-parent``).
-
-Anything sensitive that a read-only bind happens to contain (the repository, the submissions,
-the grader's temporary folders, the home folder) is hidden under an empty read-only tmpfs.
-The worker sets the resource limits (:func:`labkit.grader.worker.apply_limits`) before the
-student's file is imported.
-
-Run as root, bubblewrap would map the sandbox's user to root outside, for which the kernel does
-not enforce the process limit; so a first bubblewrap (root, mounts only) builds the view, and a
-second one, started as ``nobody``, makes the user namespace: processes inside run as nobody.
-With a CUDA GPU the NVIDIA device nodes, ``/sys`` and the driver's libraries are added.
+Inside: the system's programs and the Python installation, read-only; at ``/grader`` a staged copy
+of the few labkit files the worker needs (:data:`STAGED`); at ``/submission`` that student's files;
+a private size-limited ``/tmp`` and ``/dev/shm``; no network, no other process, an unprivileged uid,
+no user namespaces, death with the grader. Each process joins a cgroup of its own first
+(:mod:`labkit.grader.limits`). As root, a first bwrap builds the view and a second, started as
+``nobody``, makes the user namespace (the kernel exempts root from the process limit).
+README.md in this folder has the whole design.
 """
 
 from __future__ import annotations
@@ -36,9 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from labkit.grader import limits
+from labkit.grader.limits import DEFAULTS, Resources
+
+AUTO = "auto"  # the cgroups of a Sandbox: found here (labkit.grader.limits.find)
 LABKIT = Path(__file__).resolve().parents[1]
 NOBODY = 65534  # who the sandbox runs as when the grader runs as root
 # The interpreter, by a path that needs no folder outside the sandbox ("venv/../venv/bin/python" would);
@@ -54,54 +43,30 @@ _INIT = ('"""labkit as the grading sandbox holds it: the worker\'s files, the Tr
          'labs\' references."""\n'
          "from labkit.grader.references import load_reference  # noqa: F401  (labs that build on earlier ones)\n"
          "from labkit.testing import triton_env  # noqa: F401  (starters do `from labkit import triton_env`)\n")
-STAGED = {
-    "labkit/__init__.py": _INIT,
-    "labkit/grader/__init__.py": "",
-    "labkit/grader/wire.py": LABKIT / "grader" / "wire.py",
-    "labkit/grader/values.py": LABKIT / "grader" / "values.py",
-    "labkit/grader/objects.py": LABKIT / "grader" / "objects.py",
-    "labkit/grader/worker.py": LABKIT / "grader" / "worker.py",
-    "labkit/grader/references.py": LABKIT / "grader" / "references.py",
-    "labkit/testing/__init__.py": "",
-    "labkit/testing/triton_env.py": LABKIT / "testing" / "triton_env.py",
-    "labkit/testing/child.py": LABKIT / "testing" / "child.py",
-}
+_SEAM = ('"""labkit.testing.seam as the grading sandbox has it: the implementation under test is the student\'s '
+         'file."""\nimport os\nfrom pathlib import Path\n\n\nclass _StudentFile:\n'
+         '    def lab_module(self, lab_dir):\n        from labkit.grader.worker import import_file\n\n'
+         '        return import_file(Path(os.environ["LABS_IMPL_FILE"]))\n\n\ngrader = _StudentFile()\n')
+STAGED = {"labkit/__init__.py": _INIT, "labkit/grader/__init__.py": "", "labkit/testing/__init__.py": "",
+          "labkit/testing/seam.py": _SEAM,
+          **{f"labkit/{name}.py": LABKIT / f"{name}.py" for name in (
+              "grader/wire", "grader/values", "grader/handles", "grader/snapshots", "grader/lending", "grader/patches",
+              "grader/worker", "grader/references", "testing/triton_env", "testing/child")}}
 
 
 class SandboxError(Exception):
     """The sandbox cannot be built or started on this machine."""
 
 
-@dataclass(frozen=True)
-class Resources:
-    """Limits for every process in one sandbox (0: none). Defaults fit every lab's tests: the checks
-    of a cache past 2**31 elements (02-04, 04-03, 04-06) reserve a 4.3 GB cache (on the CPU, barely
-    touched); torch and OpenBLAS start a thread per core."""
-
-    memory: int = 8 << 30  # bytes of address space (of private writable memory with a GPU)
-    processes: int = max(128, 8 * (os.cpu_count() or 1))  # processes and threads
-    tmp_size: int = 512 << 20  # bytes of /tmp (and of /dev/shm), and the largest file
-    cpu_seconds: int = 1200  # CPU time per process: a backstop, the grader's time limits come first
-    open_files: int = 1024
-
-    def limits(self, *, gpu: bool, sandboxed: bool) -> dict:
-        # A CUDA context reserves address space the size of host and GPU memory together (tens to
-        # hundreds of GB, never touched), so RLIMIT_AS would stop CUDA from starting: with a GPU the
-        # memory limit applies to private writable memory instead (RLIMIT_DATA).
-        return {"memory": self.memory, "memory_kind": "data" if gpu else "as", "processes": self.processes,
-                "file_size": self.tmp_size, "cpu_seconds": self.cpu_seconds, "open_files": self.open_files,
-                "sandboxed": sandboxed}
-
-
 def bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-def check(resources: Resources = Resources()) -> None:
-    """SandboxError unless a sandbox starts here (bwrap installed, user namespaces allowed)."""
+def check(resources: Resources = DEFAULTS, cgroups=AUTO) -> None:
+    """SandboxError unless a sandbox starts here (bwrap installed, user namespaces allowed, its cgroup joined)."""
     if bwrap() is None:
         raise SandboxError(INSTALL)
-    with Sandbox(None, resources) as box:
+    with Sandbox(None, resources, cgroups=cgroups) as box:
         proc = box.popen(["script", "/grader/labkit/grader/__init__.py"], stderr=subprocess.PIPE)
         _, err = proc.communicate(timeout=120)
     if proc.returncode != 0:
@@ -111,18 +76,16 @@ def check(resources: Resources = Resources()) -> None:
 
 
 class Sandbox:
-    """One student's sandbox: the staged labkit, their files, and how to start processes in it.
+    """One student's sandbox: ``student_dir`` at /submission, the staged labkit, ``references`` (lab id ->
+    file); ``hide``: host folders kept invisible (the repository, home, temporary folder always).
+    ``enabled=False`` (``--no-sandbox``): the same processes without bubblewrap, no isolation."""
 
-    ``student_dir``: the folder of the student's files (read-only at /submission). ``hide``:
-    host folders that must stay invisible inside (the repository, home and temporary folder
-    always). ``references``: earlier labs' reference solutions the lab loads (lab id -> file,
-    :func:`labkit.grader.references.needed`). ``enabled=False`` (``labs grade --no-sandbox``)
-    starts the same processes without bubblewrap: limits and a scratch folder, no isolation."""
-
-    def __init__(self, student_dir: Path | None, resources: Resources = Resources(), *, gpu: bool = False,
-                 enabled: bool = True, hide: tuple = (), references: dict | None = None):
+    def __init__(self, student_dir: Path | None, resources: Resources = DEFAULTS, *, gpu: bool = False,
+                 enabled: bool = True, hide: tuple = (), references: dict | None = None, cgroups=AUTO):
         self.student_dir = Path(student_dir) if student_dir else None
         self.resources, self.gpu, self.enabled = resources, gpu, enabled
+        # Where each process's cgroup is made (labkit.grader.limits.Place), or None: no cgroups.
+        self.cgroups = limits.find(resources)[0] if cgroups == AUTO else cgroups
         from labkit.course.registry import ROOT
 
         self.hide = [Path(p).resolve() for p in (ROOT, Path.home(), tempfile.gettempdir(), *hide)]
@@ -170,8 +133,20 @@ class Sandbox:
               stderr=subprocess.DEVNULL, env: dict | None = None) -> subprocess.Popen:
         """``python -m labkit.grader.worker <args>`` in the sandbox (the worker's first argument is
         its mode; the limits are inserted after it)."""
-        limits = self.resources.limits(gpu=self.gpu, sandboxed=self.enabled)
-        command = [PYTHON, "-m", "labkit.grader.worker", args[0], json.dumps(limits), *args[1:]]
+        rlimits = self.resources.rlimits(gpu=self.gpu, sandboxed=self.enabled)
+        command = [PYTHON, "-m", "labkit.grader.worker", args[0], json.dumps(rlimits), *args[1:]]
+        cgroup = limits.Cgroup(self.cgroups, self.resources) if self.cgroups is not None else None
+        join = ["/bin/sh", "-c", limits.JOIN, "sh", str(len(cgroup.procs)), *cgroup.procs] if cgroup else []
+        try:
+            proc = self._start(command, join, pass_fds, stdout, stderr, env)
+        except BaseException:
+            if cgroup is not None:
+                cgroup.remove()
+            raise
+        proc.cgroup = cgroup
+        return proc
+
+    def _start(self, command, join, pass_fds, stdout, stderr, env) -> subprocess.Popen:
         if self.enabled:
             tmp = "/tmp"
         else:
@@ -179,7 +154,7 @@ class Sandbox:
             self._scratch.append(Path(tmp))
         inner_env = self._environment(tmp, env or {})
         if not self.enabled:
-            return subprocess.Popen(command, cwd=tmp, env=inner_env, stdin=subprocess.DEVNULL, stdout=stdout,
+            return subprocess.Popen([*join, *command], cwd=tmp, env=inner_env, stdin=subprocess.DEVNULL, stdout=stdout,
                                     stderr=stderr, pass_fds=pass_fds, start_new_session=True)
         # bwrap reads its options from a pipe (--args), and gets a bare environment: the sandbox's
         # /proc/1/cmdline and /proc/1/environ show neither the host's paths nor the grader's variables.
@@ -191,7 +166,8 @@ class Sandbox:
                 raise SandboxError(f"bwrap's options take {len(data)} bytes")
             os.write(write_fd, data)
             os.close(write_fd)
-            return subprocess.Popen([bwrap(), "--args", str(read_fd), *rest], cwd="/", env={"PATH": "/usr/bin:/bin"},
+            return subprocess.Popen([*join, bwrap(), "--args", str(read_fd), *rest], cwd="/",
+                                    env={"PATH": "/usr/bin:/bin"},
                                     stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
                                     pass_fds=(*pass_fds, read_fd), start_new_session=True)
         finally:
@@ -206,8 +182,8 @@ class Sandbox:
         deadline = time.monotonic() + timeout
         code = None
         try:
-            while outputs and time.monotonic() < deadline:
-                ready, _, _ = select.select(list(outputs), [], [], max(0.0, deadline - time.monotonic()))
+            while outputs and time.monotonic() < deadline and not memory_killed(proc):
+                ready, _, _ = select.select(list(outputs), [], [], min(0.5, max(0.0, deadline - time.monotonic())))
                 for fd in ready:
                     chunk = os.read(fd, 1 << 16)
                     if not chunk:
@@ -219,9 +195,13 @@ class Sandbox:
         except subprocess.TimeoutExpired:
             pass
         finally:
+            killed = memory_killed(proc)
             stop(proc)
             proc.stdout.close()
             proc.stderr.close()
+        if killed:  # a process of it was: the sandbox as a whole failed, whatever its first process said
+            code = -signal.SIGKILL if code in (0, None) else code
+            err += f"\n{memory_limit(self.resources)}".encode()
         return code, bytes(out), bytes(err)
 
     def _environment(self, tmp: str, extra: dict) -> dict:
@@ -251,7 +231,7 @@ class Sandbox:
                 "--proc", "/proc", "--dev", "/dev", *self._gpu_devices(),
                 "--perms", "1777", "--size", str(self.resources.tmp_size), "--tmpfs", "/tmp",
                 "--perms", "1777", "--size", str(self.resources.tmp_size), "--tmpfs", "/dev/shm",
-                *_python_under_scratch(),
+                *self._under_scratch(),
                 # bwrap's root and /dev are tmpfs of the sandbox's user with no size limit: no writes there
                 "--remount-ro", "/dev", "--remount-ro", "/",
                 "--chdir", "/tmp", "--clearenv"]
@@ -263,7 +243,7 @@ class Sandbox:
         # started as nobody, makes the user namespace (see the module's docstring).
         outer = ["--die-with-parent", "--unshare-pid", "--cap-add", "CAP_SYS_ADMIN", "--cap-add",
                  "CAP_SETUID", "--cap-add", "CAP_SETGID", *self._view(), "--dev", "/dev", *self._gpu_devices(),
-                 "--dir", "/proc", "--tmpfs", "/tmp", *_python_under_scratch()]
+                 "--dir", "/proc", "--dir", "/tmp"]  # mount points of the second bwrap
         return outer, ["--", PYTHON, "-S", "-c", _DROP, str(NOBODY), bwrap(), "--ro-bind", "/", "/", *jail, "--",
                        *command]
 
@@ -300,6 +280,25 @@ class Sandbox:
             args += ["--chmod", "0755", str(parent)]
         return args
 
+    def _under_scratch(self) -> list[str]:
+        """The interpreter's folders that lie in /tmp or /dev/shm (a virtual environment made there, as
+        in a clone in /tmp), bound again over the sandbox's private /tmp and /dev/shm, which hide them;
+        the masks inside them again; and the folders bwrap creates above them (mode 0700) opened up,
+        or the sandbox's user (nobody, or the second bwrap when the grader is root) could not reach them."""
+        scratch = (Path("/tmp"), Path("/dev/shm"))
+        binds = [d for d in python_dirs() if any(_within(d, s) and d != s for s in scratch)]
+        args = []
+        for d in binds:
+            args += ["--ro-bind", str(d), str(d)]
+        for h in self.hide:
+            if h.exists() and any(_within(h, b) for b in binds):
+                args += ["--size", "4096", "--tmpfs", str(h), "--remount-ro", str(h)]
+        parents = {p for d in binds for p in d.parents if p not in scratch
+                   and any(_within(p, s) for s in scratch) and not any(_within(p, b) for b in binds)}
+        for parent in sorted(parents, key=lambda p: len(p.parts)):
+            args += ["--chmod", "0755", str(parent)]
+        return args
+
     def _gpu_devices(self) -> list[str]:
         if not self.gpu:
             return []
@@ -318,7 +317,8 @@ os.execv(sys.argv[2], sys.argv[2:])
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """Kill ``proc`` and its process group; bubblewrap takes everything in the sandbox with it."""
+    """Kill ``proc`` and its process group (bubblewrap takes everything in the sandbox with it), then
+    remove its cgroup."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -327,6 +327,22 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
+    cgroup = getattr(proc, "cgroup", None)
+    if cgroup is not None:
+        cgroup.remove()
+        proc.cgroup = None
+
+
+def memory_killed(proc: subprocess.Popen) -> bool:
+    """Whether the kernel killed a process of ``proc``'s sandbox for memory (ask before :func:`stop`)."""
+    cgroup = getattr(proc, "cgroup", None)
+    return cgroup is not None and cgroup.memory_killed()
+
+
+def memory_limit(resources: Resources) -> str:
+    """The reason given when the kernel killed a process of a sandbox for memory (which kills the sandbox)."""
+    return (f"memory limit: the sandbox's processes (their /tmp and memfd files included) went past "
+            f"{resources.memory / 2**30:g} GiB together (--memory-limit), and the kernel killed it")
 
 
 def python_dirs() -> list[Path]:
@@ -342,17 +358,6 @@ def python_dirs() -> list[Path]:
         if d.is_dir() and d not in found and d != Path("/"):
             found.append(d)
     return sorted(found)
-
-
-def _python_under_scratch() -> list[str]:
-    """Binds of the interpreter's folders that lie in /tmp or /dev/shm (a virtual environment made
-    there), made again after the sandbox's private /tmp and /dev/shm would hide them."""
-    scratch = (Path("/tmp"), Path("/dev/shm"))
-    args = []
-    for d in python_dirs():
-        if any(_within(d, s) and d != s for s in scratch):
-            args += ["--ro-bind", str(d), str(d)]
-    return args
 
 
 def gpu_dirs() -> list[Path]:

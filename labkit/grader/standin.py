@@ -1,28 +1,20 @@
-"""A student's module, run in a sandboxed worker and called from the grader's trusted process.
+"""A student's module as the trusted pytest process sees it: :class:`Submission`, whose names forward
+each call to a worker (``python -m labkit.grader.worker serve``) in the student's sandbox.
 
-The instructor's tests run in a trusted pytest process against a :class:`Submission`: a
-stand-in module whose functions and classes forward each call to a worker (``python -m
-labkit.grader.worker serve``) that imported the student's file inside the student's sandbox
-(:mod:`labkit.grader.sandbox`). The worker sends back the result and any array argument it
-changed in place (``write_kv`` scatters into the cache); the stand-in copies those changes into
-the caller's arrays, so the tests cannot tell the difference. A result that is not data (an
-object of the student's class) stays in the worker, and the test gets a handle to it; an object of
-the test's own that it passes in stays here, lent (:mod:`labkit.grader.handles`).
-
-The trusted side believes nothing it is told. Replies are size-limited before they are read and
-decoded by the call's deadline (:mod:`labkit.grader.wire`); only plain data and references cross
-(:mod:`labkit.grader.values`). Of the names the worker's "ready" message lists, only those of the
-lab's public API (its ``starter.py``) are taken, kept in a table of their own: nothing a worker
-says can set an attribute of the stand-in. A call that does not return within its time limit, or
-a worker that dies or breaks the protocol, ends that call with :class:`SubmissionTimeout` or
-:class:`SubmissionCrashed`; the next call starts a fresh worker, and the old worker's handles are
-dead (using one is a :class:`SubmissionCrashed`).
+In-place changes to array arguments come back and are copied into the caller's arrays; objects
+that are not data stay in the worker behind handles (:mod:`labkit.grader.handles`); a test's own
+objects are lent (:mod:`labkit.grader.lending`). Nothing the worker sends is believed: replies are
+bounded (:data:`MAX_REPLY`, :data:`MAX_ITEMS`) and decoded by the call's deadline, and of its
+"ready" message only the lab's API names (its ``starter.py``) are taken. A call past its time
+limit, or a worker that dies or breaks the protocol, is :class:`SubmissionTimeout` or
+:class:`SubmissionCrashed`; the next call starts a fresh worker.
 """
 
 from __future__ import annotations
 
 import builtins
 import os
+import select
 import subprocess
 import time
 import types
@@ -30,28 +22,22 @@ from pathlib import Path
 
 from labkit.grader import sandbox as sandboxes
 from labkit.grader import wire
-from labkit.grader.handles import (
-    RESULT_TYPES,
-    Handle,
-    Handles,
-    Lent,
-    RemoteClass,
-    RemoteFunction,
-    RemoteKernel,
-    serve_lent,
-)
+from labkit.grader.handles import RESULT_TYPES, Handle, Handles, RemoteClass
+from labkit.grader.lending import Lent, is_torch_module, serve_lent
 from labkit.grader.patches import Patches
-from labkit.grader.values import array_leaves, copy_into, decode, encode, is_torch_module
+from labkit.grader.values import array_leaves, copy_into, decode, encode
 
-MAX_REPLY = 1 << 28  # bytes (256 MiB): a larger reply is refused before it is read
+# What one reply may cost the grader. The largest any lab's tests need, graded on the reference
+# solutions: 0.6 MB and 67,000 items (lab 02-02); big arrays travel through child scripts instead.
+MAX_REPLY = 16 << 20  # bytes: a larger reply is refused before it is read
+MAX_ITEMS = 500_000  # items of the wire format in one reply (a few hundred bytes each, decoded)
+MAX_MESSAGE = 2000  # characters of an exception's message that are kept
 ProtocolError = wire.ProtocolError
 
 
 class SubmissionTimeout(BaseException):
-    """A call into the submission ran past its time limit.
-
-    A BaseException, like pytest's own outcomes, so that a test's
-    ``pytest.raises(Exception)`` cannot swallow it and count the test passed."""
+    """A call ran past its time limit (a BaseException, like pytest's outcomes: a test's
+    ``pytest.raises(Exception)`` cannot swallow it)."""
 
 
 class SubmissionCrashed(BaseException):
@@ -63,15 +49,10 @@ class RemoteError(Exception):
 
 
 class Submission(types.ModuleType):
-    """A stand-in module for a student's file that lives in a sandboxed worker process.
-
-    ``file``: the student's file (in ``box.student_dir``). ``api``: the lab's public names, from
-    its ``starter.py`` (name -> "callable", "value" or "any"). ``box``: the student's sandbox.
-    ``triton``: select the Triton backend before the import. ``call_timeout``: seconds one call
-    may take. ``deadline``: a ``time.time()`` after which every call fails at once (the lab's
-    limit). ``import_timeout``: seconds the import may take. ``on_incident(kind, message)``: told
-    about every timeout and crash, so the grader can tell them from ordinary failures.
-    """
+    """A stand-in module for the student's ``file``, run in ``box``: the names of ``api`` (the lab's
+    ``starter.py``: name -> "callable", "value" or "any"). ``deadline``: a ``time.time()`` after which
+    every call fails at once (the lab's limit); ``on_incident(kind, message)`` hears of every timeout
+    and crash."""
 
     def __init__(self, file: Path, api: dict[str, str], box: sandboxes.Sandbox, *, triton: bool = False,
                  call_timeout: float = 10.0, deadline: float | None = None, import_timeout: float = 60.0,
@@ -111,8 +92,6 @@ class Submission(types.ModuleType):
                 found[name] = RemoteClass(name, owner=self)
             elif kind == "function" and expected in ("callable", "any"):
                 found[name] = RemoteFunction(self, name)
-            elif kind == "kernel" and expected == "callable":
-                found[name] = RemoteKernel(self, name)
             elif kind == "value" and expected in ("value", "any"):
                 found[name] = self._decode(payload)
         return found
@@ -172,7 +151,7 @@ class Submission(types.ModuleType):
             return ("api", obj.__name__)  # the submission's own class or function
         if is_torch_module(obj):
             return self._handles.module(obj, lend)  # a test's model: a copy for the worker (99-01's engine)
-        if callable(obj) and not isinstance(obj, (type, RemoteClass, RemoteKernel)):
+        if callable(obj) and not isinstance(obj, (type, RemoteClass)):
             if id(obj) not in self._callback_index:  # trusted code (a test's wrapper): the worker calls back
                 if not lend:
                     raise TypeError("a function the test did not pass cannot be handed to a submission")
@@ -224,7 +203,7 @@ class Submission(types.ModuleType):
         self._call("setglobal", name, f"setting {name}", (value,), {})
 
     def _op(self, op: str, subject, *args, **kwargs):
-        """``op`` (:data:`labkit.grader.objects.OPS`) on ``subject`` in the worker: a handle's use."""
+        """``op`` (:data:`labkit.grader.handles.OPS`) on ``subject`` in the worker: a handle's use."""
         name = subject._table.types[subject._type][0] if type(subject) is Handle else \
             getattr(subject, "__name__", None) or type(subject).__name__
         what = f"{op}{'(.' + str(args[0]) + ')' if op in ('getattr', 'setattr', 'method') else '()'} on a {name}"
@@ -254,6 +233,8 @@ class Submission(types.ModuleType):
             while _tag(reply) == "reverse":  # the submission uses a test's function or object, which may call back in
                 worker.send(self._serve_reverse(reply))
                 reply = worker.recv(deadline)
+            if sandboxes.memory_killed(worker._proc):  # a process of the sandbox was: the sandbox is
+                raise EOFError
             return self._unpack(reply, leaves, what)
         except TimeoutError:
             self._stop()
@@ -277,7 +258,8 @@ class Submission(types.ModuleType):
                 self._stop()
                 raise self._incident(SubmissionCrashed, "crashed", f"{what} raised {_describe(reply)}")
             cls = _builtin_exception(str(builtin_name))
-            text = str(message) if qualname == builtin_name else f"({qualname}) {message}"
+            message = str(message)[:MAX_MESSAGE]
+            text = message if qualname == builtin_name else f"({str(qualname)[:200]}) {message}"
             raise (cls or RemoteError)(text)
         if tag != "ok" or len(reply) != 4 or type(reply[2]) is not list:
             raise ProtocolError("a malformed reply")
@@ -323,7 +305,7 @@ def _tag(reply):
 
 
 def _describe(reply) -> str:
-    parts = [str(p) for p in reply[2:5]] if len(reply) >= 5 else ["?", "?", "?"]
+    parts = [str(p)[:MAX_MESSAGE] for p in reply[2:5]] if len(reply) >= 5 else ["?", "?", "?"]
     _, qualname, message = parts
     return f"{qualname}: {message}" if message else qualname
 
@@ -335,6 +317,7 @@ class _Worker:
         to_worker_r, self._to_worker = os.pipe()
         self._from_worker, from_worker_w = os.pipe()
         args = ["serve", str(to_worker_r), str(from_worker_w), box.inside(file), "triton" if triton else "numpy"]
+        self._box = box
         try:  # the student's prints go nowhere: the verdict comes from the tests, and a print loop fills no disk
             self._proc = box.popen(args, pass_fds=(to_worker_r, from_worker_w))
         finally:
@@ -345,12 +328,21 @@ class _Worker:
         wire.send(self._to_worker, message)
 
     def recv(self, deadline: float):
-        return wire.recv(self._from_worker, deadline, limit=MAX_REPLY)
+        """The next message, by ``deadline``; while waiting for it, a sandbox the kernel killed a process of
+        for memory (the process the worker waits for, perhaps) ends the wait as a death."""
+        while not select.select([self._from_worker], [], [], max(0.0, min(0.5, deadline - time.monotonic())))[0]:
+            if sandboxes.memory_killed(self._proc):
+                raise EOFError
+            if time.monotonic() >= deadline:
+                raise TimeoutError
+        return wire.recv(self._from_worker, deadline, limit=MAX_REPLY, max_items=MAX_ITEMS)
 
     def death(self, err: BaseException) -> str:
         """Why the worker stopped answering, in one line."""
         if isinstance(err, ProtocolError):
             return f"the worker sent {err}"
+        if sandboxes.memory_killed(self._proc):
+            return sandboxes.memory_limit(self._box.resources)
         try:
             code = self._proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -368,3 +360,48 @@ class _Worker:
                 os.close(fd)
             except OSError:
                 pass
+
+
+# --------------------------------------------------------------------------- the lab's functions
+
+
+class RemoteFunction:
+    def __init__(self, owner, name: str):
+        self._owner, self.__name__, self.__qualname__ = owner, name, name
+
+    def __call__(self, *args, **kwargs):
+        return self._owner._call("call", self.__name__, f"{self.__name__}()", args, kwargs)
+
+    @property
+    def __globals__(self):
+        """The submission module's namespace, for tests that monkeypatch what a function calls."""
+        return RemoteGlobals(self._owner)
+
+    def __repr__(self):
+        return f"<submission function {self.__name__}>"
+
+
+class RemoteGlobals:
+    """The worker module's globals, as far as ``monkeypatch.setitem(fn.__globals__, name, f)`` needs:
+    reading gives the stand-in's API; writing a function makes the worker call it back."""
+
+    def __init__(self, owner):
+        self._owner = owner
+
+    def __getitem__(self, name):
+        try:
+            return self._owner._api[name]
+        except KeyError:
+            raise KeyError(name) from None
+
+    def get(self, name, default=None):
+        return self._owner._api.get(name, default)
+
+    def __contains__(self, name):
+        return name in self._owner._api
+
+    def __setitem__(self, name, value):
+        self._owner._set_global(name, value)
+
+    def __delitem__(self, name):
+        self._owner._call("delglobal", name, f"deleting {name}", (), {})

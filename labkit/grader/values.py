@@ -1,39 +1,26 @@
-"""What a call's arguments and results become on the pipe: plain values, tagged by kind.
-
-:func:`encode` turns numbers, strings, containers, numpy arrays and scalars, torch tensors,
-dtypes, frozen dataclass instances and named tuples into tagged tuples of plain values (arrays as
-dtype, shape and raw bytes), which :mod:`labkit.grader.wire` writes as bytes; :func:`decode`
-builds them back. Anything else (an object of a class, a function, a mutable dataclass
-instance) is handed to the caller's ``on_object``, which turns it into a reference (a handle to
-an object that stays in the worker, a test's own object, a callback), or refused with a
-TypeError. Decoding trusts nothing: names must be identifiers, shapes must match the bytes that
-came with them, and a tensor without its data is never allocated.
-
-Standard library at import time (numpy and torch are imported when an array arrives): this file
-is staged into the sandbox, where the worker uses it too.
+"""Values across the pipe: numbers, strings, containers, numpy arrays and scalars, torch tensors,
+dtypes and frozen dataclass instances (a named tuple as a tuple), as tagged tuples of plain values (arrays as dtype,
+shape and raw bytes) that :mod:`labkit.grader.wire` writes. Anything else goes to the caller's
+``on_object`` (a handle, a lent object, a callback) or is a TypeError. Decoding trusts nothing:
+names must be identifiers, shapes must match their bytes, a tensor without its data is never
+allocated. Staged into the sandbox (numpy and torch are imported when an array arrives).
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
-import sys
 
 from labkit.grader.wire import ProtocolError
 
 MAX_NESTING = 32
-MAX_RECORD_TYPES = 64  # distinct named-tuple types the trusted side builds for one worker's results
 _NUMPY_KINDS = set("biufc")  # bool, signed, unsigned, float, complex
 _TORCH_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
 
 
 def encode(value, on_object=None, arguments: dict | None = None, _depth: int = 0):
-    """``value`` as nested tuples of plain values, tagged by kind.
-
-    ``on_object(obj)`` turns what is not data into a reference tag (a handle, a callback);
-    without it such a value is a TypeError. ``arguments`` maps ``id()`` of the call's array
-    arguments to their index: a result that *is* one of them crosses as ``("arg", index)`` and
-    comes back as the caller's own array."""
+    """``value`` as nested tuples of plain values, tagged by kind. ``on_object(obj)`` turns what is not
+    data into a reference (else TypeError); ``arguments`` (``id()`` -> index of the call's arrays): a
+    result that *is* one of them crosses as ``("arg", index)``, to come back as the caller's own."""
     if _depth > MAX_NESTING:
         raise TypeError("nested too deeply")
     if arguments and id(value) in arguments:
@@ -56,7 +43,7 @@ def encode(value, on_object=None, arguments: dict | None = None, _depth: int = 0
     if isinstance(value, Record):
         return ("dc", value._name, [(k, inner(v)) for k, v in value._fields.items()])
     if isinstance(value, tuple) and isinstance(getattr(kind, "_fields", None), tuple):  # a named tuple
-        return ("nt", kind.__name__, [str(f) for f in kind._fields], [inner(v) for v in value])
+        return ("t", [inner(v) for v in value])
     if _is_record(value, mutable_too=on_object is None):  # a value: its fields; a mutable one is an object
         return ("dc", kind.__name__, [(f.name, inner(getattr(value, f.name))) for f in dataclasses.fields(value)])
     module = kind.__module__ or ""
@@ -137,12 +124,8 @@ def _torch_dtype_name(dtype) -> str:
 
 
 def decode(data, hooks: dict | None = None):
-    """The inverse of :func:`encode`; ProtocolError on anything malformed.
-
-    ``hooks`` maps the tags only one side accepts (references: "h" a worker's object, "api" a name
-    of the lab's API, "cb" a callback, "tobj" a test's object, "arg" an argument; and "dc" in the
-    worker) to functions of the payload; without a hook "dc" gives a :class:`Record` and the others
-    are refused."""
+    """The inverse of :func:`encode`; ProtocolError on anything malformed. ``hooks``: tag -> function of
+    the payload, for the tags only one side accepts (references: "h", "api", "cb", "tobj", "arg"...)."""
     try:
         return _Decoder(hooks or {}).value(data, 0)
     except ProtocolError:
@@ -199,10 +182,6 @@ class _Decoder:
 
     def tag_dc(self, depth, name, fields):
         return Record(_identifier(name), {_identifier(k): self.value(v, depth) for k, v in _as_list(fields)})
-
-    def tag_nt(self, depth, name, fields, values):
-        cls = _named_tuple(_identifier(name), tuple(_identifier(f) for f in _as_list(fields)))
-        return cls(*[self.value(v, depth) for v in _as_list(values)])
 
     def tag_npdt(self, depth, dtype_str):
         return _numpy_dtype(dtype_str)
@@ -267,17 +246,6 @@ class Record:
         return f"{self._name}({', '.join(f'{k}={v!r}' for k, v in self._fields.items())})"
 
 
-_NAMED_TUPLES: dict = {}
-
-
-def _named_tuple(name: str, fields: tuple):
-    if (name, fields) not in _NAMED_TUPLES:
-        if len(_NAMED_TUPLES) >= MAX_RECORD_TYPES:
-            raise ProtocolError("too many named-tuple types")
-        _NAMED_TUPLES[name, fields] = collections.namedtuple(name, fields)
-    return _NAMED_TUPLES[name, fields]
-
-
 def _identifier(name):
     if type(name) is not str or not name.isidentifier() or name.startswith("__"):
         raise ProtocolError("malformed name")
@@ -333,35 +301,6 @@ def _device(kind):
 
         return "cuda" if torch.cuda.is_available() else "cpu"
     return "cpu"
-
-
-# --------------------------------------------------------------------------- a test's torch modules
-
-
-def is_torch_module(obj) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(obj, torch.nn.Module)
-
-
-def module_bytes(module) -> bytes:
-    """A test's ``torch.nn.Module`` (a model an engine is built on), saved whole for the worker. Only
-    the worker loads such bytes (pickle: never from the worker into the grader, which has no "ptmod")."""
-    import io
-
-    import torch
-
-    buffer = io.BytesIO()
-    torch.save(module, buffer)
-    return buffer.getvalue()
-
-
-def load_module(raw: bytes):
-    """In the worker: the module :func:`module_bytes` saved (its class must be importable there)."""
-    import io
-
-    import torch
-
-    return torch.load(io.BytesIO(_as_bytes(raw)), weights_only=False)
 
 
 # --------------------------------------------------------------------------- in-place changes

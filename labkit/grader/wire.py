@@ -5,14 +5,11 @@ A message is an 8-byte little-endian length, then one value in a small tagged fo
     N None   T True   F False   i int (8 bytes)   I int (decimal text)   f float (8 bytes)
     s str (length, UTF-8)   b bytes (length, raw)   t tuple / l list (count, items)   d dict (count, pairs)
 
-Lengths and counts are 8-byte little-endian. There are no back-references (pickle's memo, YAML's
-anchors): every item costs at least one byte of the message, so a message decodes to at most a
-constant times its size (a few dozen bytes of Python objects per byte). The receiver refuses a
-length over its limit before reading the payload, refuses a count larger than the bytes left,
-nests at most ``MAX_DEPTH`` deep, and stops decoding at its deadline.
-
-Nothing here imports anything but the standard library: this file is staged into the sandbox
-(:mod:`labkit.grader.sandbox`), where the worker uses it too.
+No back-references (pickle's memo): every item costs a byte at least. The receiver refuses a length
+over its limit before reading, reads the message into one buffer and decodes it in place, refuses a
+count larger than the bytes left, more than ``max_items`` items, nesting past ``MAX_DEPTH``, and
+decoding past its deadline: one message costs it a bounded amount, whatever it holds. Standard
+library only: this file is staged into the sandbox.
 """
 
 from __future__ import annotations
@@ -77,10 +74,11 @@ def _pack(value, out: list, depth: int) -> None:
         raise TypeError(f"a {kind.__qualname__} is not a plain value")
 
 
-def unpack(data: bytes, deadline: float | None = None):
-    """The value in ``data``; ProtocolError if it is malformed, has bytes left over, or is still
-    being decoded at ``deadline`` (a ``time.monotonic()`` value)."""
-    reader = _Reader(bytes(data), deadline)
+def unpack(data, deadline: float | None = None, max_items: int | None = None):
+    """The value in ``data`` (bytes, or any buffer: it is read in place); ProtocolError if it is
+    malformed, has bytes left over, holds more than ``max_items`` items, or is still being decoded at
+    ``deadline`` (a ``time.monotonic()`` value)."""
+    reader = _Reader(data if type(data) in (bytes, bytearray) else bytes(data), deadline, max_items)
     value = reader.value(0)
     if reader.pos != len(data):
         raise ProtocolError(f"{len(data) - reader.pos} bytes after the value")
@@ -95,8 +93,10 @@ class _Reader:
     """Reads one value from ``data`` at ``pos``. Every read is checked against the end first;
     tags are compared as byte values, numbers read with ``struct.unpack_from``, in place."""
 
-    def __init__(self, data: bytes, deadline: float | None):
+    def __init__(self, data: bytes | bytearray, deadline: float | None, max_items: int | None):
         self.data, self.pos, self.deadline = data, 0, deadline
+        self.view = memoryview(data)  # strings and bytes are copied out of it, one at a time
+        self.items_left = max_items if max_items is not None else len(data)  # an item takes a byte at least
 
     def length(self) -> int:
         """A length or count; never more than the bytes left (each item takes at least one)."""
@@ -109,11 +109,11 @@ class _Reader:
             raise ProtocolError(f"a length of {n} with {len(data) - pos} bytes left")
         return n
 
-    def chunk(self) -> bytes:
+    def chunk(self) -> memoryview:
         n = self.length()
         start = self.pos
         self.pos = start + n
-        return self.data[start : start + n]
+        return self.view[start : start + n]
 
     def value(self, depth: int):
         data, pos = self.data, self.pos
@@ -121,6 +121,9 @@ class _Reader:
             raise ProtocolError("truncated message")
         tag = data[pos]
         self.pos = pos = pos + 1
+        self.items_left -= 1
+        if self.items_left < 0:
+            raise ProtocolError("too many items in one message")
         if tag == _N:
             return None
         if tag == _i or tag == _f:
@@ -152,9 +155,9 @@ class _Reader:
         if tag == _T or tag == _F:
             return tag == _T
         if tag == _b:
-            return self.chunk()
+            return bytes(self.chunk())
         if tag == _I:
-            text = self.chunk()
+            text = bytes(self.chunk())
             try:
                 if len(text) > MAX_INT_DIGITS:
                     raise ValueError
@@ -175,25 +178,28 @@ def send(fd: int, value) -> None:
         view = view[os.write(fd, view) :]
 
 
-def recv(fd: int, deadline: float | None = None, limit: int | None = None):
+def recv(fd: int, deadline: float | None = None, limit: int | None = None, max_items: int | None = None):
     """The next message on ``fd``, decoded. TimeoutError when the message has not fully arrived
     by ``deadline`` (``time.monotonic()``); EOFError when the other end closed; ProtocolError for a
-    message announced larger than ``limit`` bytes (refused before reading it) or malformed."""
+    message announced larger than ``limit`` bytes (refused before reading it), holding more than
+    ``max_items`` items, or malformed."""
     (size,) = _LEN.unpack(_read_exactly(fd, _LEN.size, deadline))
     if limit is not None and size > limit:
         raise ProtocolError(f"a message of {size} bytes (the limit is {limit})")
-    return unpack(_read_exactly(fd, size, deadline), deadline)
+    return unpack(_read_exactly(fd, size, deadline), deadline, max_items)
 
 
-def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
-    buf = bytearray()
-    while len(buf) < size:
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytearray:
+    """``size`` bytes from ``fd``, read straight into one buffer of that size."""
+    buf = bytearray(size)
+    view, done = memoryview(buf), 0
+    while done < size:
         if deadline is not None:
             wait = deadline - time.monotonic()
             if wait <= 0 or not select.select([fd], [], [], wait)[0]:
                 raise TimeoutError
-        chunk = os.read(fd, min(size - len(buf), 1 << 20))
-        if not chunk:
+        n = os.readv(fd, [view[done : done + (1 << 20)]])
+        if not n:
             raise EOFError
-        buf += chunk
-    return bytes(buf)
+        done += n
+    return buf

@@ -3,24 +3,15 @@
     python -m labkit.grader.worker serve LIMITS READ_FD WRITE_FD FILE numpy|triton
     python -m labkit.grader.worker script LIMITS SCRIPT [ARGS...]
 
-``LIMITS`` is a JSON object (:func:`apply_limits`), applied before anything of the student's
-runs. ``serve`` imports the student's ``FILE`` and answers the grader over two pipes
-(:mod:`labkit.grader.wire`): ``("ready", names)`` or ``("error", ...)`` after the import, then one
-reply per request (``call`` a function, ``launch`` a Triton kernel, ``setglobal``/``delglobal``
-for a test's monkeypatching): ``("ok", result, in_place_updates)`` or
-``("error", "exception", builtin_base, qualname, message)``. A global replaced by a test's
-function becomes a stub that sends ``("callback", ...)`` and serves requests until the grader
-answers ``cbret``/``cberr``. ``script`` runs a lab's helper script
-(:mod:`labkit.testing.child`) as ``__main__``.
-
-Nothing decided here is trusted: everything this process sends is what the student's code let
-through, and the grader checks it.
+``serve`` imports the student's ``FILE`` and answers requests over two pipes (:mod:`labkit.grader.wire`):
+``call``, ``op`` (a handle's use), ``setglobal``/``delglobal`` (a test's monkeypatching); a
+test's function or object is asked back (``reverse``) while a request runs. ``script`` runs a lab's
+child script (:mod:`labkit.testing.child`) as ``__main__``. Nothing decided here is trusted.
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -32,35 +23,21 @@ import sys
 from pathlib import Path
 
 from labkit.grader import wire
-from labkit.grader.objects import (
-    OPS,
-    GraderIterator,
-    GraderMethod,
-    GraderObject,
-    ObjectTable,
-    Snapshots,
-    plain_fields,
-)
-from labkit.grader.values import array_leaves, decode, encode, load_module
-
-WATCHED_MODULES = ("numpy", "numpy.linalg", "math")  # a test may patch their functions (04-01 wraps np.exp)
+from labkit.grader.handles import OPS, ObjectTable
+from labkit.grader.lending import GraderIterator, GraderMethod, GraderObject, load_module
+from labkit.grader.patches import patched
+from labkit.grader.snapshots import Snapshots, plain_fields
+from labkit.grader.values import array_leaves, decode, encode
 
 
 def apply_limits(limits: dict) -> None:
-    """setrlimit each limit for this process and every process it starts. ``memory`` (bytes)
-    limits the address space, or with ``"memory_kind": "data"`` the private writable memory (a GPU
-    driver reserves huge address ranges). The process limit is set here, inside the sandbox's own
-    user namespace: the kernel counts processes per user and namespace (ucounts), and a limit set
-    on bwrap itself would also count every process the instructor's account runs elsewhere."""
+    """setrlimit each limit for this process and every process it starts. The process limit is set here,
+    in the sandbox's own user namespace: the kernel counts processes per user and namespace."""
     import resource
 
-    table = {
-        "memory": resource.RLIMIT_DATA if limits.get("memory_kind") == "data" else resource.RLIMIT_AS,
-        "processes": resource.RLIMIT_NPROC,
-        "file_size": resource.RLIMIT_FSIZE,
-        "open_files": resource.RLIMIT_NOFILE,
-        "cpu_seconds": resource.RLIMIT_CPU,
-    }
+    table = {"memory": resource.RLIMIT_DATA if limits.get("memory_kind") == "data" else resource.RLIMIT_AS,
+             "processes": resource.RLIMIT_NPROC, "file_size": resource.RLIMIT_FSIZE,
+             "open_files": resource.RLIMIT_NOFILE, "cpu_seconds": resource.RLIMIT_CPU}
     for name, which in table.items():
         value = int(limits.get(name) or 0)
         if value > 0:
@@ -162,9 +139,7 @@ class _Session:
         for name, value in vars(self.module).items():
             if name.startswith("_") or inspect.ismodule(value):
                 continue
-            if type(value).__module__.startswith("triton"):
-                names[name] = ("kernel", None)
-            elif inspect.isclass(value):
+            if inspect.isclass(value):
                 names[name] = ("class", None)
             elif callable(value):
                 names[name] = ("function", None)
@@ -236,10 +211,6 @@ class _Session:
                 fields = plain_fields(subject) if op == "getattr" and len(args) == 1 and not kwargs else None
                 pure = fields is not None and type(args[0]) is str and args[0] in fields and \
                     args[0] not in self.snapshots.shadowed(type(subject))
-            elif kind == "launch":
-                name, grid = target
-                kernel, grid = self.originals[name], self.decode(grid)
-                call = lambda: kernel[grid](*args, **kwargs)
             elif kind == "setglobal":
                 call = lambda: setattr(self.module, target, args[0])
             elif kind == "delglobal":
@@ -248,7 +219,7 @@ class _Session:
                 raise wire.ProtocolError(f"unknown request {kind!r}")
             leaves = array_leaves((args, kwargs))
             before = [_digest(leaf) for leaf in leaves]
-            with _patched(patches):
+            with patched(patches):
                 result = call()
             aliases = {id(leaf): i for i, leaf in enumerate(leaves)}  # a result that is an argument stays one
             changed = [(i, encode(leaf)) for i, leaf in enumerate(leaves) if _digest(leaf) != before[i]]
@@ -272,23 +243,6 @@ class _Session:
                     return request
                 raise wire.ProtocolError("a callback result outside a callback")
             wire.send(self.write_fd, self.handle(request))
-
-
-@contextlib.contextmanager
-def _patched(patches: dict):
-    """Replace watched module functions ("numpy:exp") by the test's wrappers for one call."""
-    saved = []
-    try:
-        for key, value in patches.items():
-            module_name, attr = str(key).split(":", 1)
-            if module_name in WATCHED_MODULES:
-                module = importlib.import_module(module_name)
-                saved.append((module, attr, getattr(module, attr)))
-                setattr(module, attr, value)
-        yield
-    finally:
-        for module, attr, original in reversed(saved):
-            setattr(module, attr, original)
 
 
 def serve(read_fd: int, write_fd: int, file: Path, backend: str) -> int:

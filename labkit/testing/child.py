@@ -20,10 +20,10 @@ The labs' checks of a KV cache of more than 2**31 elements (02-04, 04-03, 04-06)
 the blocks that its ``inputs()`` drew in the top blocks; the test rebuilds the same small blocks
 with ``inputs()`` and computes the float64 expectation from them. Nothing here computes an answer.
 
-Normally the child is a plain subprocess and ``LAB_IMPL`` is passed on. Under ``labs grade`` the
-grader installs a runner (:func:`use_runner`): the same script runs inside the student's sandbox,
-with the student's file as the implementation. The array comes back through the child's stdout
-as ``.npy`` bytes, read with ``allow_pickle=False``; what the child prints goes to stderr.
+Normally the child is a plain subprocess and ``LAB_IMPL`` is passed on; under ``labs grade`` the
+same script runs inside the student's sandbox, with the student's file as the implementation
+(:mod:`labkit.testing.seam`). The array comes back through the child's stdout as ``.npy`` bytes,
+read with ``allow_pickle=False``; what the child prints goes to stderr.
 
 At import only the standard library is needed: this file is staged into the grading sandbox.
 """
@@ -36,19 +36,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from labkit.testing import seam
+
 SKIP_STATUS = 77  # the child's exit status for "cannot run here" (honoured outside labs grade only)
-_runner = None  # set by the grader: runner(script, args, env, timeout) -> (returncode, stdout, stderr)
 _channel: int | None = None  # in the child: the original stdout, kept for send()
 
 
 class ChildFailed(AssertionError):
     """The child crashed, timed out, or sent no array: the test fails with this message."""
-
-
-def use_runner(runner) -> None:
-    """Run every child through ``runner`` from now on (``labs grade``: in the student's sandbox)."""
-    global _runner
-    _runner = runner
 
 
 # --------------------------------------------------------------------------- the test's side
@@ -64,11 +59,9 @@ def run(script: Path | str, *args, timeout: float = 300.0, env: dict | None = No
 
     script = Path(script).resolve()
     extra = {str(k): str(v) for k, v in (env or {}).items()}
-    graded = _runner is not None
-    if graded:
-        code, out, err = _runner(script, [str(a) for a in args], extra, timeout)
-    else:
-        code, out, err = _run_plain(script, [str(a) for a in args], extra, timeout)
+    graded = seam.grader is not None
+    runner = seam.grader.run_child if graded else _run_plain
+    code, out, err = runner(script, [str(a) for a in args], extra, timeout)
     text = err.decode("utf-8", "replace").strip()
     last = text.splitlines()[-1] if text else ""
     if code == SKIP_STATUS and not graded:
@@ -107,7 +100,6 @@ def _run_plain(script: Path, args: list[str], env: dict, timeout: float):
     root = str(Path(__file__).resolve().parents[2])
     full_env = {**os.environ, "LAB_IMPL": impl_name(), **env}
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
-    full_env.pop("LABS_IMPL_FILE", None)
     try:
         done = subprocess.run([sys.executable, str(script), *args], capture_output=True, timeout=timeout,
                               env=full_env, stdin=subprocess.DEVNULL)
@@ -123,11 +115,8 @@ def implementation():
     """In the child: the implementation under test (``LAB_IMPL`` of the script's lab folder, or
     under ``labs grade`` the student's file). From here on, prints go to stderr."""
     _claim_stdout()
-    student_file = os.environ.get("LABS_IMPL_FILE")
-    if student_file:
-        from labkit.grader.worker import import_file
-
-        return import_file(Path(student_file))
+    if seam.grader is not None:  # in the grading sandbox
+        return seam.grader.lab_module(None)
     from labkit.testing.loader import lab_dir_of, load_impl
 
     return load_impl(lab_dir_of(sys.argv[0]))

@@ -168,6 +168,14 @@ def _exec(lab_dir: Path, name: str, path: Path, code, given: tuple[Path, object]
     return module
 
 
+def under_test(lab_dir: Path) -> ModuleType:
+    """The module a lab's tests exercise (the ``lab`` fixture): ``$LAB_IMPL``'s, or under ``labs grade``
+    a stand-in for the student's file (:mod:`labkit.testing.seam`)."""
+    from labkit.testing import seam
+
+    return seam.grader.lab_module(lab_dir) if seam.grader is not None else load_impl(lab_dir)
+
+
 def load_sibling(file: str | Path, impl: str = DEFAULT_IMPL) -> ModuleType:
     """From a file inside a lab folder (a ``lab.py``, a ``bench.py``), load another
     implementation of the same lab: ``load_sibling(__file__)`` is its solution."""

@@ -1,21 +1,14 @@
-"""Objects across the pipe, the worker's side: a submission's objects stay here, a test's stay there.
+"""Snapshots: the plain fields of a submission's objects, copied to the grader and kept current, so
+that most reads cost no round trip (lab 02-01's tests make some 40,000 requests; README.md has what
+the copies save).
 
-When a result holds something that is not data (an instance of the student's class, a bound
-method, a torch module), the object stays in the worker, registered in an :class:`ObjectTable`
-under a number, and crosses as ``("h", number, type name)``: the grader gets a handle
-(:mod:`labkit.grader.handles`), and every use of it (an attribute, a method call, ``len``,
-``==``...) comes back here as a request ``("op", (name, subject), args, kwargs, ...)`` that
-:data:`OPS` answers. The same object always has the same number, so the grader can keep one
-handle per object (``a is b`` works there); numbers are never reused, and an object is forgotten
-when the grader says its handle is gone.
-
-The reverse: a test may hand the student's code objects of its own (``("tobj", index)``). They
-stay in the grader; here each is a :class:`GraderObject`, one per index, whose attribute reads and
-writes, public method calls, ``==``, ``hash`` and ``bool`` are asked of the grader, which answers
-only for public names of objects the test passed.
-
-Nothing here is trusted: the student's code can change any of it. The grader checks what it is
-sent. Standard library only: this file is staged into the sandbox.
+The worker (:class:`Snapshots`) copies the public instance fields of each object it names (its
+results, then what their fields name: at most ``PREFETCH`` new ones a reply, ``WATCH_MAX`` in all)
+that are numbers, strings, None, references or small containers of those; any other field is
+"ask". At the end of every request that may have run student code it compares each watched object
+with what it sent (field objects by identity first, then keys that run no student code) and the
+reply carries what changed. The grader (:class:`Copies`) answers reads from them while no request
+is in flight, and keeps at most ``MAX_COPIED`` items. Staged into the sandbox.
 """
 
 from __future__ import annotations
@@ -24,74 +17,23 @@ import dataclasses
 import inspect
 import math
 import operator
-import weakref
+from typing import TYPE_CHECKING
+
+from labkit.grader.wire import ProtocolError
+
+if TYPE_CHECKING:
+    from labkit.grader.handles import ObjectTable
 
 SNAPSHOT_ITEMS = 64  # fields of one snapshot, and items of a container field (a larger one is asked for)
 WATCH_MAX = 4096  # objects whose snapshots the worker keeps current (more are asked for, read by read)
 PREFETCH = 256  # objects a reply may add snapshots of (those its result names, then those their fields name)
 ASK = None  # in a snapshot: a public field that is not plain (the grader asks for it when it is read)
+# Items of copies the grader keeps per worker (a few hundred bytes each): the most any lab's tests
+# need, graded on the reference solutions, is some 15,000 (99-01's engine).
+MAX_COPIED = 200_000
 
 
-class ObjectTable:
-    """The objects the grader may name: number -> object. An object keeps its number as long as it
-    lives (numbers are never reused), so a handle named again, or read from a snapshot, is the same
-    handle. Held strongly while the grader holds a handle to it; otherwise only weakly, where the
-    object allows it (what a snapshot mentions, what the grader dropped), else strongly.
-    ``on_death(n)`` is told when a weakly held object dies."""
-
-    def __init__(self, on_death=lambda n: None):
-        self.strong: dict[int, object] = {}  # number -> object the grader holds a handle to
-        self.weak: dict[int, weakref.ref] = {}  # number -> the object, while it lives
-        self.numbers: dict[int, int] = {}  # id(object) -> number
-        self.next_number = 1
-        self.on_death = on_death
-
-    def number(self, obj, hold: bool = True) -> int:
-        """The number of ``obj``, registered if new; ``hold``: the grader gets a handle to it now."""
-        n = self.numbers.get(id(obj))
-        if n is None:
-            n, self.next_number, i = self.next_number, self.next_number + 1, id(obj)
-            self.numbers[i] = n
-            try:
-                self.weak[n] = weakref.ref(obj, lambda _, n=n, i=i: self._forget(n, i))
-            except TypeError:  # no weak references to it: kept, so that its number stays its own
-                hold = True
-        if hold:
-            self.strong[n] = obj
-        return n
-
-    def _forget(self, n: int, i: int) -> None:
-        self.weak.pop(n, None)
-        if self.numbers.get(i) == n:
-            del self.numbers[i]
-        self.on_death(n)
-
-    def peek(self, n):
-        """Object ``n`` if it lives, else None."""
-        obj = self.strong.get(n)
-        if obj is None and n in self.weak:
-            obj = self.weak[n]()
-        return obj
-
-    def get(self, n):
-        obj = self.peek(n) if type(n) is int else None
-        if obj is None:
-            raise LookupError(f"no object number {n!r} in the worker (forgotten, or never handed out)")
-        return obj
-
-    def hold(self, numbers) -> None:
-        """The grader made handles for these (read from snapshots): keep them alive."""
-        for n in numbers if type(numbers) is list else ():
-            ref = self.weak.get(n) if type(n) is int else None
-            obj = ref() if ref is not None else None
-            if obj is not None:
-                self.strong[n] = obj
-
-    def release(self, numbers) -> None:
-        """The grader dropped its handles to these: they may be freed now (their numbers stay theirs)."""
-        for n in numbers if type(numbers) is list else ():
-            if type(n) is int and n in self.weak:
-                self.strong.pop(n, None)
+# --------------------------------------------------------------------------- the worker's side
 
 
 def methods_of(cls) -> frozenset:
@@ -121,18 +63,9 @@ class _NotPlain(Exception):
 
 
 class Snapshots:
-    """What the grader knows of the submission's objects, kept current.
-
-    With every handle the grader may get a **snapshot**: the object's public instance fields that are
-    plain (numbers, strings, None; references to objects; lists, tuples and dicts of those, small),
-    from which it answers reads without asking. The worker remembers what it sent (``sent``: number
-    -> a comparison key of the fields) and, at the end of every request that may have run the
-    student's code (a call, a method, a write; an exception too), compares every watched object with
-    it and sends the ones that changed. So whenever the grader is not waiting for a reply, each of
-    its snapshots equals its object, as a read would give it. Objects that a reply names for the first
-    time (its result, and what the new snapshots' fields name, breadth first) get snapshots too, up to
-    ``PREFETCH`` a reply and ``WATCH_MAX`` in all; the others are asked for, read by read. A snapshot
-    stays until its object dies (``gone``)."""
+    """The worker's side: what it last sent of each watched object (``sent``: number -> comparison key),
+    the objects named since the last reply (``pending``), the classes the grader has not been told of
+    (id, name, public method names), and the numbers of objects that died (``gone``)."""
 
     def __init__(self, table: ObjectTable, refer):
         self.table, self.refer = table, refer  # refer(obj) -> ("tobj"/"titer"/"api", ...) or None
@@ -300,89 +233,52 @@ def _is_object(kind: type) -> bool:
     return found
 
 
-def _call(obj, *args, **kwargs):
-    return obj(*args, **kwargs)
+# --------------------------------------------------------------------------- the grader's side
 
 
-def _method(obj, name, *args, **kwargs):
-    return getattr(obj, name)(*args, **kwargs)
+class Copies:
+    """The grader's copies of one worker's snapshots: number -> {field name: encoded value, or ASK}.
+    Applied from each reply; a handle reads from them only while no request is in flight."""
+
+    def __init__(self):
+        self.fields: dict[int, dict] = {}
+        self.items = 0  # what the copies cost, in items of the encoding
+
+    def apply(self, snaps, gone) -> None:
+        """A reply's ``[(number, fields or None)]`` and the numbers of objects that died."""
+        if type(snaps) is not list or type(gone) is not list:
+            raise ProtocolError("malformed snapshot updates")
+        for item in snaps:
+            if type(item) is not tuple or len(item) != 2 or type(item[0]) is not int:
+                raise ProtocolError("a malformed snapshot")
+            number, fields = item
+            if fields is not None and (type(fields) is not list or len(fields) > SNAPSHOT_ITEMS or not all(
+                    type(f) is tuple and len(f) == 2 and type(f[0]) is str for f in fields)):
+                raise ProtocolError("a malformed snapshot")
+            self._drop(number)
+            if fields is not None:
+                self.fields[number] = dict(fields)  # values are decoded when read
+                self.items += 1 + sum(_items(value, 0) for _, value in fields)
+        for number in gone:
+            self._drop(number)
+        if self.items > MAX_COPIED:
+            raise ProtocolError(f"more than {MAX_COPIED} items in the snapshots of the submission's objects")
+
+    def _drop(self, number) -> None:
+        old = self.fields.pop(number, None)
+        if old is not None:
+            self.items -= 1 + sum(_items(value, 0) for value in old.values())
+
+    def get(self, number) -> dict | None:
+        return self.fields.get(number)
 
 
-# What a handle's use asks of the object it stands for (``subject``): getattr(subject, *args)...
-OPS = {
-    "getattr": getattr, "setattr": setattr, "delattr": delattr, "call": _call, "method": _method,
-    "len": len, "bool": bool, "repr": repr, "hash": hash, "eq": operator.eq, "ne": operator.ne,
-    "iter": iter, "next": next, "contains": operator.contains, "getitem": operator.getitem,
-    "setitem": operator.setitem, "delitem": operator.delitem, "isinstance": isinstance, "issubclass": issubclass,
-}
-
-
-class GraderObject:
-    """A test's own object, living in the grader: every use asks it there (``ask(op, index, *args)``).
-
-    Only public names are asked for; a ``_`` name is an AttributeError at once (the grader would
-    refuse it anyway). ``repr`` is answered here, so that printing one costs nothing."""
-
-    __slots__ = ("_ask", "_index")
-
-    def __init__(self, ask, index: int):
-        object.__setattr__(self, "_ask", ask)
-        object.__setattr__(self, "_index", index)
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(f"a test's object has no {name!r} here (public attributes only)")
-        return self._ask("getattr", self._index, name)
-
-    def __setattr__(self, name, value):
-        if name.startswith("_"):
-            raise AttributeError(f"a test's object: {name!r} cannot be set (public attributes only)")
-        self._ask("setattr", self._index, name, value)
-
-    def __eq__(self, other):
-        return self._ask("eq", self._index, other)
-
-    def __ne__(self, other):
-        return self._ask("ne", self._index, other)
-
-    def __hash__(self):
-        return self._ask("hash", self._index)
-
-    def __bool__(self):
-        return self._ask("bool", self._index)
-
-    def __repr__(self):
-        return f"<a test's object #{self._index}>"
-
-
-class GraderMethod:
-    """A public method of a test's object, as ``getattr`` returned it: calling it asks the grader."""
-
-    __slots__ = ("_ask", "_index", "_name")
-
-    def __init__(self, ask, index: int, name: str):
-        self._ask, self._index, self._name = ask, index, name
-
-    def __call__(self, *args, **kwargs):
-        return self._ask("method", self._index, self._name, *args, **kwargs)
-
-    def __repr__(self):
-        return f"<method {self._name} of a test's object #{self._index}>"
-
-
-class GraderIterator:
-    """An iterator the test passed (``reversed(blocks)``): each ``next`` asks the grader for one item."""
-
-    __slots__ = ("_ask", "_index")
-
-    def __init__(self, ask, index: int):
-        self._ask, self._index = ask, index
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        return self._ask("next", self._index)
-
-    def __repr__(self):
-        return f"<a test's iterator #{self._index}>"
+def _items(encoded, depth: int) -> int:
+    """What one encoded field value costs: its tuples and lists, and its text by 64 characters."""
+    if depth > 8:
+        raise ProtocolError("a snapshot nested too deeply")
+    if type(encoded) in (tuple, list):
+        return 1 + sum(_items(x, depth + 1) for x in encoded)
+    if type(encoded) in (str, bytes):
+        return 1 + len(encoded) // 64
+    return 1

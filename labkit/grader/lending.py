@@ -1,0 +1,191 @@
+"""A test's own objects lent to a submission: objects of a class a ``test_*.py`` defines, and
+iterators, stay in the grader (:class:`Lent`); the worker gets stand-ins (:class:`GraderObject`,
+:class:`GraderIterator`) whose public attributes, methods, ``==``, ``hash``, ``bool`` (``next``) are
+asked of the grader, which answers only for what the test passed (:func:`serve_lent`), never with a
+class, a module, an unpassed function or a ``_`` name. A test's torch module crosses as a copy
+(``torch.save``), once per worker, loaded only in the worker. Staged into the sandbox.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import sys
+import types
+from pathlib import Path
+
+from labkit.grader.wire import ProtocolError
+
+
+def public_name(name) -> str:
+    if type(name) is not str or not name.isidentifier() or name.startswith("_"):
+        raise AttributeError(f"{name!r}: only public attributes cross between the grader and a submission")
+    return name
+
+
+# --------------------------------------------------------------------------- the grader's side
+
+
+def lendable(obj) -> bool:
+    """An object the grader may lend to the submission: an instance of a class that a test file
+    defines (``test_*.py``), nothing else (not a path, a file, a random generator, a module)."""
+    if isinstance(obj, (type, types.ModuleType)) or callable(obj):
+        return False
+    module = sys.modules.get(type(obj).__module__)
+    return Path(getattr(module, "__file__", None) or "").name.startswith("test_")
+
+
+class Lent:
+    """The test's objects lent to one submission: index -> object, kept alive with the stand-in.
+    An iterator the test passes (``reversed(blocks)``, a generator) is lent too, for ``next`` only:
+    the submission sees its items one by one, when it asks, as in the test's own process."""
+
+    def __init__(self):
+        self.objects: list = []
+        self.index: dict[int, int] = {}  # id(object) -> index
+        self.iterators: set[int] = set()  # indexes of the lent iterators
+
+    def tag(self, obj, lend: bool) -> tuple:
+        """``("tobj", index)`` or ``("titer", index)``; a new one only when ``lend`` (an argument)."""
+        i = self.index.get(id(obj))
+        if i is None:
+            iterator = isinstance(obj, collections.abc.Iterator) and not callable(obj)
+            if not lend or not (iterator or lendable(obj)):
+                raise TypeError(f"a {type(obj).__qualname__} cannot be passed between the grader and a submission")
+            i = self.index[id(obj)] = len(self.objects)
+            self.objects.append(obj)
+            if iterator:
+                self.iterators.add(i)
+        return ("titer" if i in self.iterators else "tobj", i)
+
+    def get(self, i):
+        if type(i) is not int or not 0 <= i < len(self.objects):
+            raise ProtocolError("a reference to an object the test never passed")
+        return self.objects[i]
+
+
+def serve_lent(obj, op: str, args: tuple, kwargs: dict, iterator: bool):
+    """What the worker asked of a lent object: ``(result, is_method)``. An iterator answers ``next``
+    only; an object of the test's class its public attributes and methods, ``==``, ``hash``, ``bool``."""
+    if iterator or op == "next":
+        if iterator and op == "next" and not args and not kwargs:
+            return next(obj), False
+    elif op in ("getattr", "setattr", "method"):
+        name = public_name(args[0] if args else None)
+        if op == "getattr":
+            value = getattr(obj, name)
+            method = isinstance(value, types.MethodType) and value.__self__ is obj
+            return (None, True) if method else (value, False)
+        if op == "setattr" and len(args) == 2 and not kwargs:
+            setattr(obj, name, args[1])
+            return None, False
+        if op == "method":
+            method = getattr(obj, name)
+            if not (isinstance(method, types.MethodType) and method.__self__ is obj):
+                raise TypeError(f"{name!r} of a test's object is not one of its methods")
+            return method(*args[1:], **kwargs), False
+    elif op in ("eq", "ne") and len(args) == 1 and not kwargs:
+        return (obj == args[0]) if op == "eq" else (obj != args[0]), False
+    elif op in ("hash", "bool") and not args and not kwargs:
+        return (hash(obj) if op == "hash" else bool(obj)), False
+    raise ProtocolError(f"a malformed request for a test's object ({op!r})")
+
+
+def is_torch_module(obj) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.nn.Module)
+
+
+def module_bytes(module) -> bytes:
+    """A test's ``torch.nn.Module`` (a model an engine is built on), saved whole for the worker."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(module, buffer)
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------- the worker's side
+
+
+def load_module(raw) -> object:
+    """In the worker: the module :func:`module_bytes` saved (its class must be importable there)."""
+    import io
+
+    import torch
+
+    if type(raw) is not bytes:
+        raise ProtocolError("malformed module data")
+    return torch.load(io.BytesIO(raw), weights_only=False)
+
+
+class GraderObject:
+    """A test's own object, living in the grader: every use asks it there (``ask(op, index, *args)``).
+
+    Only public names are asked for; a ``_`` name is an AttributeError at once (the grader would
+    refuse it anyway). ``repr`` is answered here, so that printing one costs nothing."""
+
+    __slots__ = ("_ask", "_index")
+
+    def __init__(self, ask, index: int):
+        object.__setattr__(self, "_ask", ask)
+        object.__setattr__(self, "_index", index)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(f"a test's object has no {name!r} here (public attributes only)")
+        return self._ask("getattr", self._index, name)
+
+    def __setattr__(self, name, value):
+        if name.startswith("_"):
+            raise AttributeError(f"a test's object: {name!r} cannot be set (public attributes only)")
+        self._ask("setattr", self._index, name, value)
+
+    def __eq__(self, other):
+        return self._ask("eq", self._index, other)
+
+    def __ne__(self, other):
+        return self._ask("ne", self._index, other)
+
+    def __hash__(self):
+        return self._ask("hash", self._index)
+
+    def __bool__(self):
+        return self._ask("bool", self._index)
+
+    def __repr__(self):
+        return f"<a test's object #{self._index}>"
+
+
+class GraderMethod:
+    """A public method of a test's object, as ``getattr`` returned it: calling it asks the grader."""
+
+    __slots__ = ("_ask", "_index", "_name")
+
+    def __init__(self, ask, index: int, name: str):
+        self._ask, self._index, self._name = ask, index, name
+
+    def __call__(self, *args, **kwargs):
+        return self._ask("method", self._index, self._name, *args, **kwargs)
+
+    def __repr__(self):
+        return f"<method {self._name} of a test's object #{self._index}>"
+
+
+class GraderIterator:
+    """An iterator the test passed (``reversed(blocks)``): each ``next`` asks the grader for one item."""
+
+    __slots__ = ("_ask", "_index")
+
+    def __init__(self, ask, index: int):
+        self._ask, self._index = ask, index
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self._ask("next", self._index)
+
+    def __repr__(self):
+        return f"<a test's iterator #{self._index}>"

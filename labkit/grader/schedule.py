@@ -1,0 +1,80 @@
+"""When and where each student's lab is graded.
+
+Concurrent sandboxes share a kernel and the Python installation's files, and can signal each other
+through them (byte-range locks, the page cache): one student's 02-05 sandbox, which holds lab 02-01's
+reference, could hand it to a 02-01 submission graded at the same moment. The rule: no sandbox that
+holds lab X's reference runs while any submission of lab X is graded. So labs are graded in
+:func:`waves` by their dependency graph (``--jobs`` runs in parallel inside a wave), and one grader
+at a time per machine (:func:`machine_lock`). ``--shard K/N`` grades the students whose name hashes
+to shard K (:func:`in_shard`), for a class spread over N machines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from labkit.course.registry import Lab
+from labkit.grader import references
+
+
+def waves(labs: list[Lab]) -> list[list[Lab]]:
+    """``labs`` in waves: a lab comes after every graded lab whose reference its sandbox holds (the
+    longest chain of such labs below it), and keeps its place in ``labs`` within its wave."""
+    graded = {lab.id for lab in labs}
+    below = {lab.id: set(references.needed(lab.path)) & graded for lab in labs}
+    depth: dict[str, int] = {}
+
+    def level(lab_id: str) -> int:
+        if lab_id not in depth:
+            depth[lab_id] = 0  # a cycle (none exists: a lab loads earlier labs only) cannot recurse forever
+            depth[lab_id] = 1 + max((level(x) for x in below[lab_id]), default=-1)
+        return depth[lab_id]
+
+    out: list[list[Lab]] = [[] for _ in range(1 + max((level(lab.id) for lab in labs), default=-1))]
+    for lab in labs:
+        out[level(lab.id)].append(lab)
+    return out
+
+
+def in_shard(student: str, shard: tuple[int, int] | None) -> bool:
+    """Whether ``student`` is graded by shard ``(K, N)`` (1 <= K <= N); every student when None."""
+    if shard is None:
+        return True
+    k, n = shard
+    return int.from_bytes(hashlib.sha256(student.encode()).digest()[:8], "big") % n == k - 1
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` -> (K, N); ValueError unless 1 <= K <= N."""
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {text!r}: write K/N, e.g. 1/4") from None
+    if not 1 <= k <= n:
+        raise ValueError(f"--shard {text!r}: K must be between 1 and N")
+    return k, n
+
+
+LOCK = Path(tempfile.gettempdir()) / "labs-grade.lock"
+
+
+@contextlib.contextmanager
+def machine_lock(on_wait: Callable[[], None] = lambda: None) -> Iterator[None]:
+    """Held while a grader grades: a second ``labs grade`` on this machine waits for the first (its
+    waves and the other's would overlap). ``on_wait`` is called once if it has to wait."""
+    fd = os.open(LOCK, os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_wait()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
