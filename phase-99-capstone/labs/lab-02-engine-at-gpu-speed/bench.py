@@ -2,6 +2,7 @@
 
     python phase-99-capstone/labs/lab-02-engine-at-gpu-speed/bench.py --out DIR   # H100: about 4 minutes
     python phase-99-capstone/labs/lab-02-engine-at-gpu-speed/bench.py --smoke     # CPU: a tiny model, every path
+    python phase-99-capstone/labs/lab-02-engine-at-gpu-speed/bench.py --plot-from DIR/results.md  # redraw its plot
 
 One process builds lab 99-01's ~1.1B-parameter Llama-shaped model in bfloat16 with random weights on
 the GPU and serves two seeded traces, every request arriving at once:
@@ -26,7 +27,8 @@ phase (timers around each phase), and the GPU's busy fraction over 30 decode ste
 the last one's end). The engine under test is ``--impl`` (or ``LAB_IMPL``: ``starter`` for yours). The
 run keeps to ``--budget-s`` (default 480 s): the baseline and the finished engine come first; the
 intermediate engines and profiles are skipped, with the reason, when time runs short. ``--out DIR``
-writes ``results.md`` and ``results.png``. Without a CUDA GPU it stops at once, unless ``--smoke`` asks
+writes ``results.md`` and ``results.svg`` (the plot, drawn from that table; ``--plot-from results.md``
+redraws it on any machine). Without a CUDA GPU it stops at once, unless ``--smoke`` asks
 for the tiny CPU run (which checks the code paths: the device work runs on the CPU queue of
 ``_device.Stream``; its timings mean nothing).
 """
@@ -477,46 +479,83 @@ def report(setup: Setup, specs, traces, runs: dict, header: str, elapsed: float,
     return "\n".join(lines) + "\n"
 
 
-def plot(specs, runs: dict, path: Path) -> None:
-    """Left: tokens/s of each engine on both traces. Right: the GPU's busy fraction over decode steps at
-    full batch (trace A), or, without a profile, the host's milliseconds per step outside the waits."""
+def trace_tables(results_md: Path) -> dict[str, list[dict[str, str]]]:
+    """The engines' table of each trace in a results.md this script wrote, by the trace's heading
+    ("A: lab 99-01's trace"): a list of rows, each {header: cell}."""
+    found, trace, headers = {}, None, None
+    for line in results_md.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            trace = line.removeprefix("## Trace ").strip() if line.startswith("## Trace ") else None
+        if not line.startswith("|"):
+            headers = None  # a table ends at its first line that is not a row
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if headers is None:
+            headers = cells
+        elif trace and "output tokens/s" in headers and not set(line) <= set("|-: "):
+            found.setdefault(trace, []).append(dict(zip(headers, cells, strict=True)))
+    if not found:
+        raise SystemExit(f"{results_md}: no trace's table of output tokens/s (not a results.md of this bench.py?)")
+    return found
+
+
+def plot(results_md: Path, path: Path) -> Path:
+    """Draw ``path`` (an SVG) from the tables of ``results_md`` (a results.md this script wrote): above,
+    the output tokens/s of each engine on each trace; below, the GPU's busy fraction over decode steps
+    at full batch, against the 85% bar. The run and its plot cannot disagree, and the plot can be
+    redrawn anywhere (``--plot-from``)."""
+    import textwrap
+
+    from matplotlib.patches import Rectangle
+    from matplotlib.ticker import StrMethodFormatter
+
     from labkit import figures
 
+    tables = trace_tables(results_md)
+    # The run's first line of prose: "NVIDIA H100 80GB HBM3, torch ...", or "CPU smoke run (...), ..."
+    machine = next(line for line in results_md.read_text(encoding="utf-8").splitlines()
+                   if line.strip() and not line.startswith("#")).split(", ")[0].split(" (")[0]
+    engines = list(dict.fromkeys(row["engine"] for rows in tables.values() for row in rows))
     plt = figures.pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
-    labels = [name.split(".")[0] for name in RUNGS]
-    width = 0.38
-    colors = [figures.COLORS["valid"], figures.COLORS["accent"]]
-    top = 0.0
-    for i, spec in enumerate(specs):
-        values = [runs[(spec.name, r)].tokens_per_s if (spec.name, r) in runs and not runs[(spec.name, r)].skipped
-                  else 0 for r in range(len(RUNGS))]
-        top = max(top, *values)
-        left.bar([x + (i - 0.5) * width for x in range(len(RUNGS))], values, width, label=f"trace {spec.name}",
-                 color=colors[i % 2])
-    left.set_ylim(0, 1.3 * top if top > 0 else 1)
-    left.set_xticks(range(len(RUNGS)), labels)
-    left.set_ylabel("output tokens/s (higher is better)")
-    left.set_title("Each step of the lab, both traces")
-    left.legend(loc="upper left")
-    left.set_xlabel("0: lab 99-01 | 1: steps 1-2 | 2: + graphs | 3: + one step ahead | 4: + cheap scheduler")
-    busy = [(r, runs[(specs[0].name, r)].busy) for r in range(len(RUNGS))
-            if (specs[0].name, r) in runs and runs[(specs[0].name, r)].busy]
-    if busy:
-        right.bar([labels[r] for r, _ in busy], [100 * p["busy"] for _, p in busy], color=figures.COLORS["query"])
-        right.axhline(85, color=figures.COLORS["poison"], linestyle="--", label="the bar: 85%")
-        right.set_ylim(0, 100)
-        right.set_ylabel("GPU busy (%)")
-        right.set_title(f"Trace {specs[0].name[:1]}: GPU busy over decode steps at full batch")
-        right.legend(loc="lower right")
-    else:
-        done = [r for r in range(len(RUNGS)) if (specs[0].name, r) in runs and not runs[(specs[0].name, r)].skipped]
-        host = [sum(v for k, v in runs[(specs[0].name, r)].phases_ms.items() if "wait" not in k) for r in done]
-        right.bar([labels[r] for r in done], host, color=figures.COLORS["query"])
-        right.set_ylabel("host ms per step, waits excluded")
-        right.set_title(f"Trace {specs[0].name[:1]}: the host's work per step (no GPU profile)")
-    right.set_xlabel("engine")
-    figures.save(fig, path)
+    fig, (speed, busy) = plt.subplots(2, 1, figsize=(figures.WIDTH, 7.0), sharex=True, layout="constrained")
+    width = 0.8 / len(tables)
+    handles, labels = [], []
+    for i, (trace, rows) in enumerate(tables.items()):
+        by_engine = {row["engine"]: row for row in rows}
+        xs = [e + (i - (len(tables) - 1) / 2) * width for e in range(len(engines))]
+        color = figures.SERIES[i % len(figures.SERIES)]
+        for x, engine in zip(xs, engines, strict=True):
+            row = by_engine.get(engine, {})
+            tokens = figures.number(row.get("output tokens/s", "-"))
+            if tokens is not None:
+                speed.bar(x, tokens, width, color=color)
+                speed.text(x, tokens, row["against 0."], ha="center", va="bottom", fontsize=9)
+            else:  # skipped (the time budget ran out) or not run: say so where its bar would stand
+                speed.text(x, 0, " skipped", rotation=90, ha="center", va="bottom", fontsize=9,
+                           color=figures.COLORS["muted"])
+            fraction = figures.number(row.get("GPU busy, decode at full batch", "-"))
+            if fraction is not None:
+                busy.bar(x, fraction, width, color=color)
+                busy.text(x, fraction, f"{fraction:.0f}%", ha="center", va="bottom", fontsize=9)
+        handles.append(Rectangle((0, 0), 1, 1, facecolor=color))
+        labels.append(f"trace {trace}")
+    speed.set_ylim(0, speed.get_ylim()[1] * 1.08)  # room for the ratios above the bars
+    speed.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    speed.set_ylabel("output tokens/s\n(higher is better)")
+    speed.set_title(textwrap.fill(f"{machine}: each engine on each trace (above a bar: against engine 0)", 80),
+                    loc="left")
+    handles.append(busy.axhline(85, color=figures.COLORS["ink"], linestyle="--", linewidth=1.0))
+    labels.append("the bar: 85% busy")
+    busy.set_ylim(0, 109)  # room for a label above a full bar
+    busy.set_yticks(range(0, 101, 20))
+    busy.set_ylabel("GPU busy (%), decode\nsteps at full batch")
+    busy.set_title("The GPU's busy fraction (torch.profiler; no bar: not profiled)", loc="left")
+    busy.set_xticks(range(len(engines)), [textwrap.fill(engine, 16) for engine in engines])
+    for ax in (speed, busy):
+        ax.grid(axis="y", alpha=0.6)
+        ax.set_axisbelow(True)
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)
+    return figures.save(fig, path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -526,12 +565,17 @@ def plot(specs, runs: dict, path: Path) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="write results.md and results.png into this folder")
+    parser.add_argument("--out", type=Path, help="write results.md and results.svg into this folder")
+    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
+                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny model on the CPU (no GPU needed): runs every code path; timings mean nothing")
     parser.add_argument("--impl", help="the implementation under test (default: $LAB_IMPL, else solution)")
     parser.add_argument("--budget-s", type=float, help="the whole run's time budget in seconds (default 480)")
     args = parser.parse_args(argv)
+    if args.plot_from:
+        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+        return 0
 
     began = time.perf_counter()
     if BACKEND == "missing":
@@ -628,9 +672,9 @@ def main(argv=None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.md").write_text(text)
         try:
-            plot(setup.traces, runs, args.out / "results.png")
-            print(f"wrote {args.out / 'results.md'} and {args.out / 'results.png'}")
-        except SystemExit as err:
+            plot(args.out / "results.md", args.out / "results.svg")
+            print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
+        except SystemExit as err:  # matplotlib missing: the table is still written
             print(f"wrote {args.out / 'results.md'}; no plot: {err}")
     print(f"total {time.perf_counter() - began:.0f} s")
     return 0
