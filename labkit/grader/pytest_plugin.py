@@ -61,7 +61,7 @@ class _Grader:
             gpu = bool(s.get("triton")) and s.get("sandbox", True) and triton_env.cuda_available()
             self._box = Sandbox(self.file.parent, Resources(**s.get("resources", {})), gpu=gpu,
                                 enabled=s.get("sandbox", True), hide=tuple(s.get("hide", ())),
-                                references=s.get("references", {}),
+                                references=s.get("references", {}), given=tuple(s.get("given", ())),
                                 cgroups=Place(s["cgroups"]["version"], tuple(s["cgroups"]["folders"]))
                                 if s.get("cgroups") else None)
         return self._box

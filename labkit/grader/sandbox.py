@@ -81,7 +81,8 @@ class Sandbox:
     ``enabled=False`` (``--no-sandbox``): the same processes without bubblewrap, no isolation."""
 
     def __init__(self, student_dir: Path | None, resources: Resources = DEFAULTS, *, gpu: bool = False,
-                 enabled: bool = True, hide: tuple = (), references: dict | None = None, cgroups=AUTO):
+                 enabled: bool = True, hide: tuple = (), references: dict | None = None, given: tuple = (),
+                 cgroups=AUTO):
         self.student_dir = Path(student_dir) if student_dir else None
         self.resources, self.gpu, self.enabled = resources, gpu, enabled
         # Where each process's cgroup is made (labkit.grader.limits.Place), or None: no cgroups.
@@ -91,7 +92,10 @@ class Sandbox:
         self.hide = [Path(p).resolve() for p in (ROOT, Path.home(), tempfile.gettempdir(), *hide)]
         self.staging = Path(tempfile.mkdtemp(prefix="labs-sandbox-"))
         self._scratch: list[Path] = []
-        staged = {**STAGED, "scripts/.keep": "", "references/.keep": ""}
+        staged = {**STAGED, "scripts/.keep": "", "references/.keep": "", "given/.keep": ""}
+        # The graded lab's given modules, from the course: the worker imports them before any file of
+        # the student's folder of the same name (a student hands in starter.py, not the course's code).
+        staged.update({f"given/{Path(file).name}": Path(file) for file in given})
         for lab_id, file in (references or {}).items():  # a solution, and the given modules next to it
             staged[f"references/{lab_id}/solution.py"] = Path(file)
             staged.update({f"references/{lab_id}/{given.name}": given for given in Path(file).parent.glob("_*.py")})

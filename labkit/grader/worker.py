@@ -74,12 +74,18 @@ def _error(exc: BaseException, kind: str = "exception") -> tuple:
     return ("error", kind, base, type(exc).__qualname__, message[:2000])
 
 
+GIVEN_DIR = Path(__file__).resolve().parents[2] / "given"  # the graded lab's given modules, staged by the grader
+
+
 def import_file(file: Path, name: str = "submission"):
-    """Import the student's ``file``; modules next to it (their own helpers) import too."""
+    """Import the student's ``file``; modules next to it (their own helpers) import too, after the lab's
+    given modules (``_checks.py``...), which come from the course, whatever the student's folder holds."""
     spec = importlib.util.spec_from_file_location(name, file)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     sys.path.insert(0, str(file.parent))
+    if GIVEN_DIR.is_dir():
+        sys.path.insert(0, str(GIVEN_DIR))
     spec.loader.exec_module(module)
     return module
 
