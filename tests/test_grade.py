@@ -1018,3 +1018,20 @@ def test_the_trusted_process_of_a_lab_is_held_to_its_memory_limit(tmp_path, monk
     monkeypatch.setattr(grade, "TRUSTED_MEMORY", 2 << 20)  # less than pytest needs to run the tests
     verdict = grade.grade(tmp_path / "class", [lab]).verdicts[0]
     assert verdict.status == "crashed" and "memory limit: the grader's process" in verdict.first_failure, verdict
+
+
+def test_the_labs_given_modules_come_from_the_course_whatever_the_student_hands_in(tmp_path):
+    """A lab's given modules (02-06's ``_checks.py``) are the course's: a student who hands in
+    starter.py alone is graded, and one whose folder holds an ``_checks.py`` of their own (here one that
+    refuses to load) is graded against the course's, never theirs."""
+    lab = registry.get("02-06")
+    solution = (lab.path / "solution.py").read_text()
+    for student in ("alone", "shadow"):
+        (tmp_path / "class" / student / lab.folder).mkdir(parents=True)
+        (tmp_path / "class" / student / lab.folder / "starter.py").write_text(solution)
+    (tmp_path / "class" / "shadow" / lab.folder / "_checks.py").write_text(
+        "raise ImportError(\"the student's own _checks.py was imported\")\n")
+    verdicts = {v.student: v for v in grade.grade(tmp_path / "class", [lab]).verdicts}
+    for student in ("alone", "shadow"):
+        verdict = verdicts[student]
+        assert verdict.status == "ok" and verdict.passed == verdict.total > 0, verdict

@@ -61,7 +61,7 @@ def probe(tmp_path_factory):
 def test_only_the_staged_labkit_and_the_students_own_files_are_visible(probe):
     assert probe["submission"] == ["helper.py", "starter.py"]
     assert probe["grader"] == sorted(["scripts/sandbox_probe.py", "scripts/.keep", "references/.keep",
-                                      *sandboxes.STAGED]), \
+                                      "given/.keep", *sandboxes.STAGED]), \
         "the worker's files only: no lab folder, no labkit.testing.reference, no registry"
     assert probe["forbidden"] == [], "a course file is visible inside the sandbox"
     assert probe["files_seen"] > 1000, "the walk saw the interpreter's files, so it did look"

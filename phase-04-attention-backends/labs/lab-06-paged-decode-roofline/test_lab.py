@@ -90,7 +90,8 @@ def make_case(seq_lens, *, num_heads=8, num_kv_heads=2, head_dim=64, block_size=
     ``paged_decode``'s arguments ``(q, k_cache, v_cache, block_tables, seq_lens)``.
 
     ``labkit.cases.decode_case`` draws it (on the CPU, in float32, then rounded to ``dtype``):
-    the batch's blocks scattered over a shuffled pool with as many spare blocks again, the table
+    the batch's blocks scattered over a shuffled pool with as many spare blocks again (the pool's
+    last block among the longest sequence's), the table
     ``pad_columns`` columns wider than the longest sequence needs (0: the longest sequence fills
     its row), every padding entry pointing at a spare block. Every slot that holds no valid
     token is then poisoned with ``poison``. ``scores``: ``None`` (random, of order 1), ``"high"``
@@ -102,6 +103,13 @@ def make_case(seq_lens, *, num_heads=8, num_kv_heads=2, head_dim=64, block_size=
                              block_size=block_size, dtype=torch.float32, seed=seed, spare_blocks=spare,
                              pad_columns=pad_columns)
     q, k = case.q, case.k_cache
+    if max(seq_lens) > 0:
+        # The pool's last block holds the longest sequence's first tokens: a kernel that bounds its
+        # reads one block short of the pool (as if the null block were not in it) is then wrong.
+        tables, last = case.block_tables, k.shape[0] - 1
+        first = int(tables[max(range(len(seq_lens)), key=lambda b: seq_lens[b]), 0])
+        was_first, was_last = tables == first, tables == last
+        tables[was_first], tables[was_last] = last, first
     if scores is not None:
         # q . k / sqrt(head_dim) = alpha (mu + noise . u) / sqrt(head_dim): near +-1000, spread of a few units.
         u = torch.nn.functional.normalize(torch.randn(num_kv_heads, head_dim, generator=torch.Generator().manual_seed(
