@@ -28,7 +28,14 @@ TMP_SIZE = 32 << 20
 RESOURCES = sandboxes.Resources(memory=4 << 30, processes=24, tmp_size=TMP_SIZE, cpu_seconds=60, open_files=64)
 SITE = site.getsitepackages()[0]
 LAB = registry.get("02-06")
-LOOK_FOR = [str(registry.ROOT), str(LAB.path / "solution.py"), str(Path.home() / ".cache")]
+# The Python installation is visible by design (read-only); a virtual environment made inside the
+# repository, as the README's Quickstart makes it, names the repository's folder in its own paths.
+INTERPRETER = [str(d) for d in sandboxes.python_dirs()]
+VENV_IN_REPO = any(Path(d).is_relative_to(registry.ROOT) for d in INTERPRETER)
+LOOK_FOR = [str(registry.ROOT / name) for name in ("README.md", "pyproject.toml", "labkit", "conftest.py")]
+LOOK_FOR += [str(LAB.path / "solution.py"), str(Path.home() / ".cache")]
+if not VENV_IN_REPO:  # else the folder exists inside, as the parent of the interpreter's, holding nothing else
+    LOOK_FOR.append(str(registry.ROOT))
 WRITE_TARGETS = ["/grader/labkit/evil.py", "/submission/conftest.py", f"{SITE}/evil.pth", "/usr/evil",
                  f"{sys.prefix}/evil", "/evil", "/dev/evil", "/etc/evil", "/home/evil", "/dev/shm/../evil"]
 
@@ -90,6 +97,8 @@ def test_an_unprivileged_user_and_an_environment_of_our_own(probe):
         "bubblewrap's own environment (readable in /proc/1/environ) carries nothing of the grader's"
     assert probe["fds"] == [0, 1, 2, 3], "only stdin/out/err (and the probe's own listing) are open"
     bwraps = [c.split(" -- ")[0] for c in probe["cmdlines"] if c.split(" ")[0].endswith("bwrap")]
+    for folder in sorted(INTERPRETER, key=len, reverse=True):  # the interpreter's paths reveal nothing new
+        bwraps = [c.replace(folder, "<python>") for c in bwraps]
     leaks = [c for c in bwraps for host in (str(registry.ROOT), "labs-sandbox-", "labs-grade-") if host in c]
     assert bwraps and leaks == [], "bwrap's options, in /proc/1/cmdline, name folders of the host"
 

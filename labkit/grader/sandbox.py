@@ -45,6 +45,7 @@ NOBODY = 65534  # who the sandbox runs as when the grader runs as root
 # symbolic links are kept, so that a virtual environment still finds its pyvenv.cfg.
 PYTHON = os.path.abspath(sys.executable)
 INSIDE_UID = 1000
+SCRATCH = (Path("/tmp"), Path("/dev/shm"))  # private and writable in the sandbox, hiding the host's
 INSTALL = ("labs grade runs each student's code in a bubblewrap sandbox, and `bwrap` is not installed: "
            "sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora), "
            "sudo pacman -S bubblewrap (Arch). No bubblewrap on macOS or Windows: grade in a Linux VM or "
@@ -247,25 +248,26 @@ class Sandbox:
     def _wrap(self, command: list[str], env: dict) -> tuple[list[str], list[str]]:
         """The bubblewrap command line around ``command``: (bwrap's options, the rest from "--" on)."""
         jail = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-                "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--hostname", "sandbox",
-                "--proc", "/proc", "--dev", "/dev", *self._gpu_devices(),
-                "--perms", "1777", "--size", str(self.resources.tmp_size), "--tmpfs", "/tmp",
-                "--perms", "1777", "--size", str(self.resources.tmp_size), "--tmpfs", "/dev/shm",
-                *_python_under_scratch(),
-                # bwrap's root and /dev are tmpfs of the sandbox's user with no size limit: no writes there
-                "--remount-ro", "/dev", "--remount-ro", "/",
-                "--chdir", "/tmp", "--clearenv"]
+                "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--hostname", "sandbox"]
+        # The private /tmp and /dev/shm come before the view: a Python installation that lies in them (a
+        # virtual environment made in /tmp) is bound, and masked where it must be, on top of them.
+        scratch = ["--proc", "/proc", "--dev", "/dev", *self._gpu_devices(),
+                   "--perms", "1777", "--size", str(self.resources.tmp_size), "--tmpfs", "/tmp",
+                   "--perms", "1777", "--size", str(self.resources.tmp_size), "--tmpfs", "/dev/shm"]
+        # bwrap's root and /dev are tmpfs of the sandbox's user with no size limit: no writes there
+        tail = ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
         for key, value in env.items():
-            jail += ["--setenv", key, value]
+            tail += ["--setenv", key, value]
         if os.geteuid() != 0:
-            return [*self._view(), *jail], ["--", *command]
+            return [*jail, *scratch, *self._view(), *tail], ["--", *command]
         # As root: the first bwrap builds the view with root's access to the files; the second,
-        # started as nobody, makes the user namespace (see the module's docstring).
+        # started as nobody, makes the user namespace (see the module's docstring). Its own /tmp would
+        # hide an installation in the first one's: bound again from there, masks included.
         outer = ["--die-with-parent", "--unshare-pid", "--cap-add", "CAP_SYS_ADMIN", "--cap-add",
-                 "CAP_SETUID", "--cap-add", "CAP_SETGID", *self._view(), "--dev", "/dev", *self._gpu_devices(),
-                 "--dir", "/proc", "--tmpfs", "/tmp", *_python_under_scratch()]
-        return outer, ["--", PYTHON, "-S", "-c", _DROP, str(NOBODY), bwrap(), "--ro-bind", "/", "/", *jail, "--",
-                       *command]
+                 "CAP_SETUID", "--cap-add", "CAP_SETGID", "--dev", "/dev", *self._gpu_devices(),
+                 "--dir", "/proc", "--tmpfs", "/tmp", *self._view()]
+        inner = ["--ro-bind", "/", "/", *jail, *scratch, *_python_under_scratch(), *tail]
+        return outer, ["--", PYTHON, "-S", "-c", _DROP, str(NOBODY), bwrap(), *inner, "--", *command]
 
     def _view(self) -> list[str]:
         """Mount operations that make the sandbox's file system: binds, then masks, parents opened."""
@@ -293,9 +295,10 @@ class Sandbox:
             args += ["--ro-bind", str(self.student_dir), "/submission"]
         if self.gpu and os.path.isdir("/sys"):
             args += ["--ro-bind", "/sys", "/sys"]
-        # bwrap creates the parents of mount points; make them traversable by the sandbox's user.
-        parents = {p for dest, _ in ops for p in dest.parents if p != Path("/") and not any(_within(p, b) for b in
-                                                                                             binds)}
+        # bwrap creates the parents of mount points with mode 0700; make them traversable by the
+        # sandbox's user (not /tmp and /dev/shm themselves: they keep their 1777).
+        parents = {p for dest, _ in ops for p in dest.parents
+                   if p not in (Path("/"), *SCRATCH) and not any(_within(p, b) for b in binds)}
         for parent in sorted(parents, key=lambda p: len(p.parts)):
             args += ["--chmod", "0755", str(parent)]
         return args
@@ -347,10 +350,9 @@ def python_dirs() -> list[Path]:
 def _python_under_scratch() -> list[str]:
     """Binds of the interpreter's folders that lie in /tmp or /dev/shm (a virtual environment made
     there), made again after the sandbox's private /tmp and /dev/shm would hide them."""
-    scratch = (Path("/tmp"), Path("/dev/shm"))
     args = []
     for d in python_dirs():
-        if any(_within(d, s) and d != s for s in scratch):
+        if any(_within(d, s) and d != s for s in SCRATCH):
             args += ["--ro-bind", str(d), str(d)]
     return args
 
