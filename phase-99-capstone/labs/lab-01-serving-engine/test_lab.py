@@ -498,8 +498,9 @@ def test_schedule_matches_brute_force_under_preemption(lab, model, truth):
     got_counts = {rid: request.num_preemptions for rid, request in engine.requests.items()}
     if got_counts != want_counts:
         wrong = {rid: got_counts[rid] for rid in got_counts if got_counts[rid] != want_counts[rid]}
-        pytest.fail(f"num_preemptions {wrong}, expected {({rid: want_counts[rid] for rid in wrong})}: the run preempted "
-                    f"as planned, and _preempt counts every preemption on the request (README step 1)")
+        want = {rid: want_counts[rid] for rid in wrong}
+        pytest.fail(f"num_preemptions {wrong}, expected {want}: the run preempted as planned, and _preempt counts "
+                    f"every preemption on the request (README step 1)")
     assert_tokens_equal(engine, expected_outputs(truth, {**CROWD, **SCHEDULE_LATE[4], **SCHEDULE_LATE[9]}))
 
 
