@@ -47,6 +47,17 @@ def _where(index: tuple, axes: Sequence[str] | None) -> str:
     return ", ".join(f"{name} {int(i)}" for name, i in zip(names, index, strict=False))
 
 
+def _plural(noun: str) -> str:
+    """"token" -> "tokens", "query" -> "queries", "batch" -> "batches", "axis 0" -> "axis 0 indices"."""
+    if noun.startswith("axis "):
+        return f"{noun} indices"
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return noun[:-1] + "ies"
+    if noun.endswith(("s", "x", "ch", "sh")):
+        return noun + "es"
+    return noun + "s"
+
+
 def assert_close(
     actual,
     expected,
@@ -95,7 +106,7 @@ def assert_close(
         first = axes[0] if axes else "axis 0"
         rows = sorted({int(i) for i in np.argwhere(bad)[:, 0]})
         shown = ", ".join(map(str, rows[:16])) + (" ..." if len(rows) > 16 else "")
-        lines.append(f"  {first}s that differ: {shown} (of {a.shape[0]})")
+        lines.append(f"  {_plural(first)} that differ: {shown} (of {a.shape[0]})")
     raise AssertionError("\n".join(lines))
 
 

@@ -119,7 +119,8 @@ def test_hash_is_the_same_in_every_process(lab):
     first_block, sequence, block_size = [1, 2, 3, 4], list(range(40, 52)), 4
     keys = [lab.hash_block_tokens(None, first_block), *lab.hash_request_tokens(sequence, block_size)]
     kinds = [f"{type(k).__name__} of length {len(k)}" for k in keys if not (isinstance(k, bytes) and len(k) == 32)]
-    assert not kinds, f"keys must be 32-byte bytes objects (a SHA-256 digest), got {kinds}"
+    if kinds:
+        raise AssertionError(f"keys must be 32-byte bytes objects (a SHA-256 digest), got {kinds}")
     here = b"".join(keys)
     args = [",".join(map(str, first_block)), ",".join(map(str, sequence)), block_size]
     for seed in ("0", "12345"):
@@ -297,7 +298,8 @@ def test_popleft_and_append_keep_fifo_order(lab):
     first = queue.popleft()
     assert first is blocks[0], f"popleft() on [0, 1, 2, 3, 4] returned block {first.block_id}, expected block 0"
     links = [name for name in LINKS if getattr(first, name) is not None]
-    assert not links, f"block 0, popped, still has {links}: a block out of the queue has both links None"
+    if links:
+        raise AssertionError(f"block 0, popped, still has {links}: a block out of the queue has both links None")
     _expect(_queue_ids(queue), [1, 2, 3, 4], "the queue after popleft()")
     queue.append(first)
     _expect(_queue_ids(queue), [1, 2, 3, 4, 0], "after append(block 0)")
@@ -382,7 +384,8 @@ def test_free_queue_o1_middle_removal(lab):
     queue = lab.FreeKVCacheBlockQueue(blocks)
     queue.remove(blocks[3])
     links = [name for name in LINKS if getattr(blocks[3], name) is not None]
-    assert not links, f"block 3, removed, still has {links}: a block out of the queue has both links None"
+    if links:
+        raise AssertionError(f"block 3, removed, still has {links}: a block out of the queue has both links None")
     _expect(_queue_ids(queue), [0, 1, 2, 4, 5, 6], "[0..6] after remove(block 3)")
     queue.remove(blocks[0])  # the front
     queue.remove(blocks[6])  # the back
@@ -811,8 +814,9 @@ def _check_against_model(pool, model, sequences, key_names, where, looked_up, sw
     expected = {key: sorted(ids) for key, ids in model.index.items()}
     wrong = [f"{name(key)}: blocks {as_sets.get(key, [])}, expected {expected.get(key, [])}"
              for key in sorted({*as_sets, *expected}, key=name) if as_sets.get(key) != expected.get(key)]
-    assert not wrong, f"{where}: the prefix-cache index differs from the model's for {len(wrong)} key(s): " + (
-        "; ".join(wrong[:4]) + (" ..." if len(wrong) > 4 else ""))
+    if wrong:
+        raise AssertionError(f"{where}: the prefix-cache index differs from the model's for {len(wrong)} key(s): "
+                             + "; ".join(wrong[:4]) + (" ..." if len(wrong) > 4 else ""))
     for key in key_names:
         entries = (index.get(key), tuple(model.index.get(key, ())))
         if sweep or looked_up.get(key) != entries:

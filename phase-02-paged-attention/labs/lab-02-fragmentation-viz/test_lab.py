@@ -51,15 +51,48 @@ def serve_paged(lab, stream, num_blocks, block_size):
 
 
 def assert_timeline(got: dict, expected: dict, what: str) -> None:
-    """Every key of ``expected`` equals ``got``'s, as int64 arrays (or the same int)."""
+    """Every key of ``expected`` equals ``got``'s, as int64 arrays (or the same int).
+
+    The per-step counts are compared first, step by step: a failure names the earliest step where
+    any of them differs, with all of that step's counts and the requests admitted there, so that a
+    replay that went wrong at step 7 is not reported as arrays of different lengths."""
     __tracebackhide__ = True
+    for key in expected:
+        if key not in got:
+            raise AssertionError(f"{what}: the timeline has no {key!r} (it has {sorted(got)})")
+    steps = [key for key in STEP_KEYS if key in expected]
+    if steps:
+        got_steps = {key: [int(v) for v in np.asarray(got[key]).reshape(-1)] for key in steps}
+        common = min([len(expected[key]) for key in steps] + [len(got_steps[key]) for key in steps])
+        first = next((t for t in range(common) if any(got_steps[k][t] != int(expected[k][t]) for k in steps)), None)
+        if first is None and any(len(got_steps[k]) != len(expected[k]) for k in steps):
+            first = common  # equal as far as both go: one replay ended early, or went on
+        if first is not None:
+            def at(values, t):
+                return str(values[t]) if t < len(values) else "(no such step)"
+
+            lines = [f"{what}: the replays part at step {first} (the timeline has {len(got_steps[steps[0]])} "
+                     f"steps, expected {len(expected[steps[0]])}):"]
+            lines += [f"  {key}: got {at(got_steps[key], first)}, expected {at([int(v) for v in expected[key]], first)}"
+                      for key in steps]
+            if "admitted_at" in expected and "admitted_at" in got and len(got["admitted_at"]) == len(
+                    expected["admitted_at"]):
+                admitted = [r for r, t in enumerate(np.asarray(got["admitted_at"]).tolist()) if t == first]
+                want = [r for r, t in enumerate(expected["admitted_at"]) if t == first]
+                if admitted != want:
+                    lines.append(f"  requests admitted (first time) at step {first}: got {admitted}, expected {want} "
+                                 "(first come, first served: a request that does not fit stops the queue)")
+            raise AssertionError("\n".join(lines))
     for key, want in expected.items():
-        assert key in got, f"{what}: the timeline has no {key!r} (it has {sorted(got)})"
+        if key in STEP_KEYS:
+            labkit.assert_equal(got[key], np.array(want, dtype="int64"), axes=("step",), what=f"{what}: {key}",
+                                dtype="int64")
+            continue
         if isinstance(want, int):
-            assert got[key] == want, f"{what}: {key} = {got[key]}, expected {want}"
+            if got[key] != want:
+                raise AssertionError(f"{what}: {key} = {got[key]}, expected {want}")
         else:
-            axes = ("step",) if key in STEP_KEYS else ("request",)
-            labkit.assert_equal(got[key], np.array(want, dtype="int64"), axes=axes, what=f"{what}: {key}",
+            labkit.assert_equal(got[key], np.array(want, dtype="int64"), axes=("request",), what=f"{what}: {key}",
                                 dtype="int64")
 
 
@@ -298,6 +331,19 @@ def test_bad_input_names_the_argument(lab):
         lab.serve_contiguous(read_only([(0, 10, 10)]), 64, 16)  # 20 tokens > max_len 16
     with pytest.raises(ValueError, match="stream"):
         lab.serve_paged(read_only([(0, 10, 10)]), 5, 4)  # peaks at 19 tokens: 5 blocks, only 4 free
+    # At the edge, a request that fits is served: its peak is prompt_len + output_len - 1 tokens.
+    for call, got in (
+            ("serve_paged([(0, 10, 7)], num_blocks=5, block_size=4) (peaks at 16 tokens: 4 blocks, 4 free)",
+             lambda: lab.serve_paged(read_only([(0, 10, 7)]), 5, 4)),
+            ("serve_contiguous([(0, 10, 6)], num_slots=64, max_len=16) (prompt_len + output_len = max_len)",
+             lambda: lab.serve_contiguous(read_only([(0, 10, 6)]), 64, 16))):
+        try:
+            timeline = got()
+        except ValueError as err:
+            raise AssertionError(f"{call} raised ValueError({err}): the request fits, and must be served. The last "
+                                 "sampled token's KV is never written, so a request peaks at prompt_len + output_len "
+                                 "- 1 tokens") from err
+        assert_timeline(timeline, {"finished_at": [6 if "paged" in call else 5]}, call)
     with pytest.raises(ValueError, match="stream"):
         lab.serve_paged(read_only([(0, 10)]), 64, 4)  # not (arrival, prompt_len, output_len)
     with pytest.raises(ValueError, match="max_len"):
@@ -313,14 +359,27 @@ def random_stream(rng, num_requests=40, last_arrival=30, max_prompt=40, max_outp
                      rng.integers(1, max_output + 1, size=num_requests)], axis=1)
 
 
-def brute_force_replay(stream, *, max_len=None, num_slots=None, num_blocks=None, block_size=None):
+# Classic mistakes the paged replay can make on purpose, so that a failure can name the one a
+# learner's replay reproduces (counts alone cannot: a block is a block).
+REPLAY_MISTAKES = {
+    "finished_head_first": "a finished request's blocks go back to the pool head first; free them tail first "
+                           "(pool.free_blocks(reversed(blocks)))",
+    "preempted_head_first": "a preempted request's blocks go back to the pool head first; free them tail first "
+                            "(pool.free_blocks(reversed(blocks)))",
+    "grow_newest_first": "the grow phase serves the newest running request first; serve them oldest first (in "
+                         "admission order)",
+}
+
+
+def brute_force_replay(stream, *, max_len=None, num_slots=None, num_blocks=None, block_size=None, mistake=None):
     """The step model of the README in plain integers and lists, for a contiguous allocator
     (``max_len``, ``num_slots``) or a paged one (``num_blocks`` of ``block_size``). Also returns, per
     step, the tokens each running request holds and, paged, the block ids of each running request.
 
     The paged pool is a list of free block ids, front first, as lab 02-01's free queue orders them:
     1 .. num_blocks - 1 at first (block 0 is the null block), new blocks taken from the front, a
-    request's blocks given back at the back, tail first (``reversed(table)``)."""
+    request's blocks given back at the back, tail first (``reversed(table)``). ``mistake`` (a key of
+    ``REPLAY_MISTAKES``) replays one classic mistake instead, to name it when a replay matches it."""
     paged = num_blocks is not None
     arrival, prompt, output = ([int(x) for x in stream[:, i]] for i in range(3))
     n = len(arrival)
@@ -334,20 +393,21 @@ def brute_force_replay(stream, *, max_len=None, num_slots=None, num_blocks=None,
         del free_ids[:count]
         return taken
 
-    def give_back(r):
-        free_ids.extend(reversed(table.pop(r)))
+    def give_back(r, head_first=False):
+        free_ids.extend(table.pop(r) if head_first else reversed(table.pop(r)))
 
     out = {k: [] for k in STEP_KEYS} | {"admitted_at": [-1] * n, "finished_at": [-1] * n, "preemptions": 0}
     held, tables = [], []
     t = 0
     while queue or running:
-        for r in list(running) if paged else []:  # oldest first: each newest token needs a slot
+        growing = list(running) if paged else []  # oldest first: each newest token needs a slot
+        for r in growing[::-1] if mistake == "grow_newest_first" else growing:
             if r not in running:
                 continue
             need = ceil_div(prompt[r] + sampled[r], block_size) - len(table[r])
             while need > len(free_ids):
                 victim = running.pop()  # the newest
-                give_back(victim)
+                give_back(victim, head_first=mistake == "preempted_head_first")
                 queue.insert(0, victim)
                 out["preemptions"] += 1
                 if victim == r:
@@ -378,7 +438,7 @@ def brute_force_replay(stream, *, max_len=None, num_slots=None, num_blocks=None,
                 out["finished_at"][r] = t
                 running.remove(r)
                 if paged:
-                    give_back(r)
+                    give_back(r, head_first=mistake == "finished_head_first")
         t += 1
     return out, held, tables
 
@@ -441,9 +501,25 @@ def test_serve_paged_matches_brute_force(lab, seed, block_size):
     newest first."""
     stream = random_stream(np.random.default_rng(seed))
     num_blocks = 288 // block_size
-    expected, held, expected_tables = brute_force_replay(stream, num_blocks=num_blocks, block_size=block_size)
     got = serve_paged(lab, read_only(stream), num_blocks, block_size)
     what = f"paged, seed {seed}, block_size {block_size}"
+    try:
+        check_paged_replay(got, stream, num_blocks, block_size, what)
+    except AssertionError as err:
+        for mistake, why in REPLAY_MISTAKES.items():  # does the replay reproduce a classic mistake exactly?
+            try:
+                check_paged_replay(got, stream, num_blocks, block_size, what, mistake=mistake)
+            except AssertionError:
+                continue
+            raise AssertionError(f"{what}: every step matches a replay in which {why}.\n{err}") from None
+        raise
+
+
+def check_paged_replay(got, stream, num_blocks, block_size, what, mistake=None):
+    """``got`` against the brute-force paged replay (of ``mistake``, if given): counts, then tables."""
+    __tracebackhide__ = True
+    expected, held, expected_tables = brute_force_replay(stream, num_blocks=num_blocks, block_size=block_size,
+                                                         mistake=mistake)
     assert_timeline(got, expected, what)
     assert len(got["block_tables"]) == len(held), (
         f"{what}: block_tables has {len(got['block_tables'])} steps, expected {len(held)}")

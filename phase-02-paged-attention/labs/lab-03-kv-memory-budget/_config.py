@@ -21,7 +21,8 @@ def _config_int(config, key, default=None) -> int:
     value = config.get(key) if isinstance(config, dict) else None
     if value is None:
         if default is None:
-            raise ValueError(f"config[{key!r}] is missing: the model's config.json must give it")
+            what = "is missing" if not isinstance(config, dict) or key not in config else "is None"
+            raise ValueError(f"config[{key!r}] {what}: the model's config.json must give it")
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"config[{key!r}] must be a positive integer, got {value!r}")

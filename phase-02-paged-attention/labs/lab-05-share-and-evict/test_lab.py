@@ -45,15 +45,30 @@ def _allocate(mgr, req, num_new, num_hit=0, hits=None):
         if "already cached" in text:
             raise AssertionError(
                 f"{call} raised inside lab 02-01's pool ({text}): the manager asked the pool to cache a block "
-                f"that is cached already. num_cached_block[{req.request_id!r}] must become the number of full "
-                f"blocks after each caching, so that the next call starts after them (README step 2)") from err
+                f"that is cached already. num_cached_block[{req.request_id!r}] counts the request's blocks that are "
+                f"cached: for a new request it starts at the number of its prefix-cache hits (cached already), and "
+                f"after each caching it becomes the number of full blocks, so that the next call starts after them "
+                f"(README step 2)") from err
         raise
+
+
+def _lookup(mgr, req):
+    """``mgr.get_computed_blocks(req)``; a hit of every token is reported at once: the scheduler has
+    nothing left to compute for the request, and would call ``allocate_slots`` with 0 new tokens."""
+    __tracebackhide__ = True
+    hits, num_hit = mgr.get_computed_blocks(req)
+    if num_hit >= req.num_tokens:
+        raise AssertionError(
+            f"get_computed_blocks({req.request_id!r}) hit {num_hit} tokens of a request of {req.num_tokens}: the last "
+            f"token is always computed (its forward pass gives the logits of the next token), so a lookup takes at "
+            f"most (num_tokens - 1) // block_size = {(req.num_tokens - 1) // mgr.block_size} blocks (README step 1)")
+    return hits, num_hit
 
 
 def _prefill(mgr, req):
     """Admit a request in one step: look up its cached prefix, allocate the rest of its tokens, and
     (if it fits) mark them computed, as the scheduler does. Returns (hit ids, hit tokens, new ids or None)."""
-    hits, num_hit = mgr.get_computed_blocks(req)
+    hits, num_hit = _lookup(mgr, req)
     new = _allocate(mgr, req, req.num_tokens - num_hit, num_hit, hits)
     if new is not None:
         req.num_computed_tokens = req.num_tokens
@@ -586,7 +601,7 @@ def test_random_workload_matches_a_brute_force_model(lab, seed):
             waiting.append(lab.Request(f"r{next(names)}", tokens))
         elif action == "admit" and waiting:
             req = waiting[0]
-            hits, num_hit = mgr.get_computed_blocks(req)
+            hits, num_hit = _lookup(mgr, req)
             expected_hits = model.hits(req.all_token_ids)
             _expect((_ids(hits), num_hit), (expected_hits, len(expected_hits) * block_size),
                     f"seed {seed}, step {step}: get_computed_blocks({req.request_id}) (hit ids, hit tokens)")

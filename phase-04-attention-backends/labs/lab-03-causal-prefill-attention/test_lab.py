@@ -575,7 +575,12 @@ def test_kernel_grouped_query_heads(lab, torch, num_heads, num_kv_heads):
     small for the group."""
     batch = make_batch(torch, [(9, 12), (0, 5)], num_heads=num_heads, num_kv_heads=num_kv_heads,
                        seed=num_heads + num_kv_heads)
-    check_kernel(lab, torch, batch, f"paged_prefill, {num_heads} query heads over {num_kv_heads} KV heads")
+    group = num_heads // num_kv_heads
+    what = f"paged_prefill, {num_heads} query heads over {num_kv_heads} KV heads"
+    if group & (group - 1):  # not a power of two: it does not divide BLOCK_M, and rows are left over
+        what += (f" (a group of {group} does not divide the tile's BLOCK_M rows: the rows from BLOCK_Q * GROUP on "
+                 f"belong to no token of the tile, and are masked like padding on load and store)")
+    check_kernel(lab, torch, batch, what)
 
 
 @triton_test

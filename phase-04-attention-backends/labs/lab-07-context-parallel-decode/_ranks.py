@@ -79,7 +79,8 @@ class Spec:
     layout: str | int  # "block" (stripe = block_size), "token" (stripe 1), "contiguous", or a stripe
     poison: str  # what every slot that holds no token contains: "huge", "nan" or "inf"
     pad_columns: int  # table columns past the blocks in use, pointing at a poisoned block
-    scores: str = "normal"  # "hot_rank": near +1000 on the last rank's tokens only; "all_negative": near -1000
+    # "hot_rank": near +1000 on the last rank's tokens only; "all_negative": near -1000; "all_positive": near +1000
+    scores: str = "normal"
 
 
 CASES = {
@@ -92,11 +93,13 @@ CASES = {
 }
 # In the group of PAIRS_WORLD_SIZE ranks, ranks 0-1 and 2-3 then form two groups of 2
 # (``torch.distributed.new_group``), each combining its own case over its own group: the same
-# shapes, other numbers, so a collective run over the whole world mixes the pairs' sums.
+# shapes, other numbers, so a collective run over the whole world mixes the pairs' sums. The second
+# pair's scores are near +1000, the first's near 0: a maximum taken over the whole world gives the
+# first pair a reference 1000 above its own scores, whose weights exp(m - M) then vanish.
 PAIRS_WORLD_SIZE = 4
 PAIR_CASES = {
     "pair_of_ranks_0_1": Spec((21, 8, 30), 4, 2, 8, 4, "block", "huge", 1),
-    "pair_of_ranks_2_3": Spec((21, 8, 30), 4, 2, 8, 4, "block", "nan", 1),
+    "pair_of_ranks_2_3": Spec((21, 8, 30), 4, 2, 8, 4, "block", "nan", 1, "all_positive"),
 }
 
 
@@ -156,12 +159,12 @@ def build_case(name: str, world_size: int) -> Case:
     keys = [rng.standard_normal((n, spec.num_kv_heads, d)) for n in spec.seq_lens]
     values = [rng.standard_normal((n, spec.num_kv_heads, d)) for n in spec.seq_lens]
     if spec.scores != "normal":
-        # q = sqrt(d) e_0 (d = 16: exact) makes each score exactly the key's first coordinate.
+        # q = sqrt(d) e_0 (d = 16: exact) makes each score the key's first coordinate.
         q[:] = 0.0
         q[..., 0] = math.sqrt(d)
         for b, k in enumerate(keys):
-            if spec.scores == "all_negative":
-                k[..., 0] = -1000.0 + rng.uniform(0.0, 3.0, k.shape[:2])
+            if spec.scores in ("all_negative", "all_positive"):
+                k[..., 0] = (-1000.0 if spec.scores == "all_negative" else 1000.0) + rng.uniform(0.0, 3.0, k.shape[:2])
             else:  # "hot_rank": the last rank's tokens near +1000, every other token near 0
                 hot = np.array([rank == world_size - 1 for rank, _ in owners[b]], dtype=bool)
                 k[hot, :, 0] = 1000.0 + rng.uniform(0.0, 4.0, (int(hot.sum()), spec.num_kv_heads))

@@ -886,7 +886,8 @@ def test_combine_uses_the_group_it_is_given(lab, combine):
     pair. Each rank gets its own pair's dense attention.
 
     Catches: a collective called without ``group=group`` (it runs over all four ranks and mixes the
-    other pair's sums in)."""
+    other pair's sums in; a MAX without it gives ranks 0-1, whose scores are near 0, the maximum of
+    ranks 2-3, near +1000, and their weights underflow)."""
     world_size = ranks_script.PAIRS_WORLD_SIZE
     names = list(ranks_script.PAIR_CASES)
     truths = [dense_truth(ranks_script.build_case(name, 2)) for name in names]  # the truth first
@@ -902,8 +903,9 @@ def test_combine_uses_the_group_it_is_given(lab, combine):
         except AssertionError as err:
             raise AssertionError(
                 f"{err}\n  every collective of the combine must be given group=group: without it, it runs over all "
-                f"{world_size} ranks and adds the other pair's summaries (if the other distributed tests fail too, "
-                "start with those)") from None
+                f"{world_size} ranks, where a SUM adds the other pair's summaries and a MAX takes the other pair's "
+                "maximum (ranks 2-3 score near +1000, ranks 0-1 near 0, whose weights then vanish) (if the other "
+                "distributed tests fail too, start with those)") from None
 
 
 @pytest.mark.parametrize("combine", COMBINES)

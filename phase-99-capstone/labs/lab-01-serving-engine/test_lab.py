@@ -351,7 +351,9 @@ def test_small_pool_makes_requests_wait_not_fail(lab, model, truth):
         for req in r.output.scheduled_requests:
             first_step.setdefault(req.request_id, r.step)
     order = sorted(first_step, key=lambda rid: (first_step[rid], int(rid[1:])))
-    assert order == list(CROWD), f"requests started in the order {order}, not first come first served"
+    if order != list(CROWD):
+        pytest.fail(f"requests started in the order {order}, expected {list(CROWD)}: first come, first served (the "
+                    f"request at the head of the queue that does not fit stops admission; nobody overtakes it)")
     assert_tokens_equal(engine, expected)
     assert_pool_whole(engine)
 
@@ -476,7 +478,8 @@ def test_schedule_matches_brute_force_under_preemption(lab, model, truth):
 
     Catches: admission in a step that preempted, a preempted request put at the back of the queue, a
     preemption that does not retry the allocation, admission that skips a request that does not fit, a
-    running request's chunk that ignores the budget, the seat limit off by one."""
+    running request's chunk that ignores the budget, the seat limit off by one, a preemption not
+    counted in the request's ``num_preemptions``."""
     settings = SCHEDULE_RUN
     plan = planned_schedule(CROWD, SCHEDULE_LATE, settings["num_gpu_blocks"], settings["max_num_seqs"],
                             settings["max_num_batched_tokens"])
@@ -491,6 +494,13 @@ def test_schedule_matches_brute_force_under_preemption(lab, model, truth):
         if problem:
             pytest.fail(problem)
     assert len(records) == len(plan), f"the engine took {len(records)} steps, the planned schedule {len(plan)}"
+    want_counts = {rid: sum(p.preempted.count(rid) for p in plan) for rid in engine.requests}
+    got_counts = {rid: request.num_preemptions for rid, request in engine.requests.items()}
+    if got_counts != want_counts:
+        wrong = {rid: got_counts[rid] for rid in got_counts if got_counts[rid] != want_counts[rid]}
+        want = {rid: want_counts[rid] for rid in wrong}
+        pytest.fail(f"num_preemptions {wrong}, expected {want}: the run preempted as planned, and _preempt counts "
+                    f"every preemption on the request (README step 1)")
     assert_tokens_equal(engine, expected_outputs(truth, {**CROWD, **SCHEDULE_LATE[4], **SCHEDULE_LATE[9]}))
 
 
