@@ -85,7 +85,7 @@ def _outcomes(run):
     return sorted((t.name, t.outcome, t.when) for t in run.tests)
 
 
-@pytest.mark.skipif(not warm.available(), reason="warm starts need fork and descriptor passing (Linux, macOS)")
+@pytest.mark.skipif(not warm.available(), reason="warm starts are for Linux")
 def test_a_warm_run_is_a_fresh_run():
     """A run forked from a warm interpreter records what a new interpreter records, test by test, and
     its time limit still stops it (its whole process group). Catches a fork that inherits the server's

@@ -10,8 +10,9 @@ results pipe's write end its only copy. Nothing else is imported before the fork
 imported after the root ``conftest.py`` has chosen its backend), and nothing of one run reaches the
 next: every run is forked from the same untouched server.
 
-Linux and macOS only (``fork``, file descriptors passed over a Unix socket); elsewhere
-:func:`available` is False and the runner starts a plain subprocess.
+Linux only (``fork`` after importing numpy and torch, which macOS's system libraries do not
+survive; file descriptors passed over a Unix socket); elsewhere :func:`available` is False and the
+runner starts a plain subprocess.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ PRELOAD = ("pytest", "numpy", "torch")
 
 
 def available() -> bool:
-    return hasattr(os, "fork") and hasattr(socket, "send_fds") and sys.platform != "win32"
+    return sys.platform.startswith("linux") and hasattr(socket, "send_fds")
 
 
 class WarmPool:
