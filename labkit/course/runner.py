@@ -146,9 +146,13 @@ def run_lab_tests(
                 "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--tb=line", *pytest_args]
         with open(Path(tmp) / "output.log", "wb") as log:
             try:
+                proc = None
                 if warm is not None and warm.cwd == Path(cwd):
-                    proc = warm.popen(args, clean_env(extra), write_fd, log.fileno())
-                else:
+                    try:
+                        proc = warm.popen(args, clean_env(extra), write_fd, log.fileno())
+                    except (OSError, RuntimeError):  # a warm server that died: this run starts cold
+                        proc = None
+                if proc is None:
                     proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=cwd, env=clean_env(extra),
                                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True, **inherit)

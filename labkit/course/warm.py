@@ -153,7 +153,9 @@ def serve(sock: socket.socket) -> None:
             return  # the runner closed its end (or broke the protocol): nothing more to serve
         pid = os.fork()
         if pid == 0:
-            _run(sock, json.loads(request), *fds)  # never returns
+            # The run leaves through the interpreter's own exit, as `python -m pytest` does: threads
+            # joined, atexit handlers run (multiprocessing ends its daemons), output flushed.
+            raise SystemExit(_run(sock, json.loads(request), *fds))
         for fd in fds:
             os.close(fd)  # the run holds the only copies now
         _, status = os.waitpid(pid, 0)
@@ -170,9 +172,9 @@ def _read_exactly(sock: socket.socket, n: int) -> bytes:
     return data
 
 
-def _run(sock: socket.socket, request: dict, pass_fd: int, output: int) -> None:
-    """In the forked child: become the fresh ``python -m pytest`` the runner would have started."""
-    code = 1
+def _run(sock: socket.socket, request: dict, pass_fd: int, output: int) -> int:
+    """In the forked child: become the fresh ``python -m pytest`` the runner would have started, run
+    it, and return its exit status."""
     try:
         os.setsid()  # its own session and process group, as start_new_session=True gives
         # The pid goes to the runner once the group exists, so that a kill of the group reaches it.
@@ -193,20 +195,14 @@ def _run(sock: socket.socket, request: dict, pass_fd: int, output: int) -> None:
         import pytest
 
         sys.argv = ["pytest", *request["args"]]
-        try:
-            code = pytest.console_main()
-        except SystemExit as stop:
-            code = stop.code if isinstance(stop.code, int) else 1
-    except BaseException:  # noqa: BLE001 - nothing may return into the server's loop
+        return int(pytest.console_main())
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else 1
+    except BaseException:  # noqa: BLE001 - whatever happens, the child never goes back to serving
         import traceback
 
         traceback.print_exc()
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code if isinstance(code, int) else 1)
+        return 1
 
 
 if __name__ == "__main__":
