@@ -105,7 +105,7 @@ def cmd_check(args) -> int:
     impl = args.impl or env_impl or "solution"
     source = ("from --impl" if args.impl else "from LAB_IMPL in your environment" if env_impl
               else "the default: no --impl, no LAB_IMPL")
-    failing = print_board(_run_labs(labs, impl), impl, source)
+    failing = print_board(_run_labs(labs, impl, getattr(args, "jobs", 2)), impl, source)
     if failing:
         one = len(failing) == 1
         common.console.print("For the whole message and its traceback:", highlight=False)
@@ -117,26 +117,26 @@ def cmd_check(args) -> int:
     return 0 if not failing else 1
 
 
-def _run_labs(labs: list[Lab], impl: str) -> list[tuple[Lab, object, str]]:
-    """``(lab, its LabRun or None, why it did not run)`` for each lab, with a progress bar."""
-    from labkit.course.runner import run_lab_tests
+def _run_labs(labs: list[Lab], impl: str, jobs: int = 2) -> list[tuple[Lab, object, str]]:
+    """``(lab, its LabRun or None, why it did not run)`` for each lab, ``jobs`` labs at a time, with a
+    progress bar per lab."""
+    from labkit.course.runner import run_in_parallel, run_lab_tests
 
-    rows = []
     with progress_bar() as progress:
-        for lab in labs:
+
+        def one(lab: Lab) -> tuple[Lab, object, str]:
             if not (lab.path / "test_lab.py").is_file():
-                rows.append((lab, None, "folder not in this checkout yet" if not lab.path.is_dir()
-                             else "no test_lab.py yet"))
-                continue
+                return (lab, None, "folder not in this checkout yet" if not lab.path.is_dir() else "no test_lab.py yet")
             task = progress.add_task(f"{lab.id} {impl}", total=None)
 
-            def update(done, total, task=task):
+            def update(done, total):
                 progress.update(task, completed=done, total=total)
 
             run = run_lab_tests(lab.path, impl=impl, on_progress=update)
             progress.update(task, visible=False)
-            rows.append((lab, run, ""))
-    return rows
+            return (lab, run, "")
+
+        return run_in_parallel(one, labs, jobs)
 
 
 def print_board(rows: list[tuple[Lab, object, str]], impl: str, source: str) -> list[Lab]:
