@@ -32,6 +32,9 @@ from pathlib import Path
 
 # What every run imports anyway, before its first test.
 PRELOAD = ("pytest", "numpy", "torch")
+# With a CPU build of torch, where every run runs Triton through its interpreter: Triton, and the
+# transformer the model labs build (whose import brings Triton in).
+PRELOAD_INTERPRETED = ("triton", "triton.language", "transformers.models.llama.modeling_llama")
 
 
 def available() -> bool:
@@ -140,11 +143,13 @@ class _Server:
 def serve(sock: socket.socket) -> None:
     """Import what every run needs, then fork one run per request, one at a time. The run sends its
     pid when it has started; the server sends its return code (``-signal`` when killed) when it ends."""
-    for name in PRELOAD:
-        try:
-            __import__(name)
-        except ImportError:  # a machine without torch: its runs import less
-            pass
+    _import(PRELOAD)
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
+        # No run can see a GPU: the root conftest.py would turn Triton's interpreter on before anything
+        # imports Triton (labkit.triton_env.select_backend). The server does it first, for every run.
+        os.environ[_INTERPRET] = "1"
+        _import(PRELOAD_INTERPRETED)
     # What is imported lives as long as the process: the garbage collector of each run need not walk
     # it (pytest collects five times at its end), and pages not touched stay shared with the server.
     gc.freeze()
@@ -164,6 +169,17 @@ def serve(sock: socket.socket) -> None:
             os.close(fd)  # the run holds the only copies now
         _, status = os.waitpid(pid, 0)
         sock.sendall(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+
+
+_INTERPRET = "TRITON_INTERPRET"
+
+
+def _import(names) -> None:
+    for name in names:
+        try:
+            __import__(name)
+        except ImportError:  # not installed here: the runs that need it skip, or say so
+            pass
 
 
 def _read_exactly(sock: socket.socket, n: int) -> bytes:
@@ -192,8 +208,11 @@ def _run(sock: socket.socket, request: dict, pass_fd: int, output: int) -> int:
         os.close(null)
         os.close(output)
         os.set_inheritable(pass_fd, True)
+        interpret = os.environ.get(_INTERPRET)  # the server's choice, if it imported Triton
         os.environ.clear()
         os.environ.update(request["env"], LABS_RESULTS_FD=str(pass_fd))
+        if interpret is not None:
+            os.environ[_INTERPRET] = interpret
         if "numpy" in sys.modules:  # a fresh process seeds numpy's global generator from the OS
             sys.modules["numpy"].random.seed()
         import pytest
@@ -227,3 +246,4 @@ def _leave(code: int) -> None:
 
 if __name__ == "__main__":
     serve(socket.socket(fileno=int(sys.argv[1])))
+    os._exit(0)  # nothing to tear down (and Triton's bindings complain at a full teardown)
