@@ -2,12 +2,14 @@
 
 Every lab has a gallery; every bug in it has a docstring and a ``CAUGHT_BY``
 list naming tests of its lab; and every bug fails its lab's tests, each test
-its ``CAUGHT_BY`` names among them. Each bug runs in its own pytest subprocess
-(``LAB_IMPL=bugs/<name>``), one per core, all the selected bugs the first time
+its ``CAUGHT_BY`` names among them. Each bug runs in its own pytest process
+(``LAB_IMPL=bugs/<name>``), forked on Linux from a warm interpreter
+(:mod:`labkit.course.warm`), one per core, all the selected bugs the first time
 one is checked. A bug runs the tests its ``CAUGHT_BY`` names first, each until
 one of its cases fails; only when one of them does not fail does the whole
 suite run, for the verdict and the list of tests that do fail
-(:func:`labkit.course.bugs.check_bug`).
+(:func:`labkit.course.bugs.check_bug`). The last two tests check that this
+machinery keeps the verdicts of a plain run of the whole suite.
 """
 
 from __future__ import annotations
