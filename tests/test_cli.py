@@ -231,6 +231,24 @@ def test_failure_lines_keep_the_explanation_and_drop_pytests_advice():
     assert cli_check.failure_lines("") == []
 
 
+def test_failure_lines_drop_the_introspection_of_internals():
+    """A bare assert's introspection keeps what the values were, with functions by name, and drops the
+    lines that only say which object or module a name was read from (addresses, module paths); an
+    assert with a message shows the message alone. Catches a board reading
+    "where <function block_bytes at 0x7f...> = <module 'solution' from '...'>.block_bytes"."""
+    bare = ("assert 65536 == 4096\n"
+            " +  where 65536 = <function block_bytes at 0x7f2976fd1f80>(8, 8)\n"
+            " +    where <function block_bytes at 0x7f2976fd1f80> = <module 'solution' from '/x/solution.py'>"
+            ".block_bytes")
+    assert cli_check.failure_lines(bare) == ["assert 65536 == 4096", "  where 65536 = block_bytes(8, 8)"]
+    method = ("assert 3 == 4\n +  where 3 = <bound method Pool.num_free of <solution.Pool object at 0x7f00>>()\n"
+              " +  and   4 = len([1, 2, 3, 4])\n +  where 5 = <solution.Pool object at 0x7f00>.n")
+    assert cli_check.failure_lines(method) == [
+        "assert 3 == 4", "  where 3 = Pool.num_free()", "  and   4 = len([1, 2, 3, 4])"]
+    assert cli_check.failure_lines("AssertionError: block_bytes(8, 8) is 65536, expected 4096\n" + bare) \
+        == ["AssertionError: block_bytes(8, 8) is 65536, expected 4096"]
+
+
 def test_a_bugs_summary_is_its_first_sentence_whole():
     """``labs bugs`` shows a bug's first sentence, even when the docstring wraps it onto a second
     line; a "Symptom:" sentence after it is left for the file. Catches a summary cut at the end of

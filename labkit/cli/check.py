@@ -38,18 +38,51 @@ def failure_lines(message: str, max_lines: int = 4, max_chars: int = 600) -> lis
     indented lines that explain it (``assert_close``'s "there: got ..., expected ...", the expected
     pattern and the actual message of a ``pytest.raises(match=...)`` that did not match, an assert's
     "At index 1 diff"), never pytest's own advice. Lines are kept whole (the board wraps them);
-    only a line past ``max_chars`` (an array printed in full) is cut."""
+    only a line past ``max_chars`` (an array printed in full) is cut.
+
+    A bare ``assert`` shows pytest's introspection: its first ``where`` lines are kept, with a
+    function's repr shortened to its name (``where 65536 = block_bytes(8, 8)``); the lines that only
+    say which object a name was read from (``where f = <module ...>.f``, anything still holding an
+    address) are internals of the code under test and left out. An assert with a message of its own
+    shows that message first, and pytest's rewritten ``assert`` under it not at all."""
     lines = [line.rstrip() for line in message.splitlines() if line.strip()]
+    own = next((i for i, line in enumerate(lines) if line.startswith("AssertionError: ")), None)
+    if own:  # the assert's own message, wherever pytest put it
+        lines = lines[own:]
     if not lines:
         return []
     kept = [lines[0].strip()]
     for line in lines[1:]:
         if not line[:1].isspace():  # pytest's "assert 3 == 4" after the test's own message
             break
-        if not _NOISE.match(line):
-            kept.append("  " + line.strip())
+        if _NOISE.match(line):
+            continue
+        if _INTROSPECTION.match(line):
+            line = _introspection_line(line)
+            if line is None:
+                continue
+        kept.append("  " + line.strip())
     kept = kept[:max_lines]
     return [shorten(line, max_chars) if len(line) > max_chars else line for line in kept]
+
+
+# pytest's explanation of a bare assert: " +  where 3 = len(xs)", nested ones indented further.
+_INTROSPECTION = re.compile(r"^(\s*)\+(\s+)(where|and)\b")
+# A function's or method's repr: "<function block_bytes at 0x7f..>", "<bound method Pool.free of <...>>".
+_CALLABLE_REPR = re.compile(r"<(?:function|built-in function|bound method|method) ([\w.]+)"
+                            r"(?: at 0x[0-9a-fA-F]+| of [^<>]*(?:<[^<>]*>)?[^<>]*)>")
+# What is left of an object's repr: an address, a module.
+_INTERNALS = re.compile(r" at 0x[0-9a-fA-F]+|<module |<class ")
+
+
+def _introspection_line(line: str) -> str | None:
+    """One line of pytest's introspection of a bare assert as the board shows it, or None to leave it out:
+    nested explanations (which object a name came from) and anything still naming an address."""
+    match = _INTROSPECTION.match(line)
+    if len(match.group(2)) > 2:  # " +    where": explains a name inside the line above
+        return None
+    line = _CALLABLE_REPR.sub(r"\1", line[match.end(2):])  # "where 3 = len(xs)", without pytest's "+"
+    return None if _INTERNALS.search(line) else line
 
 
 def first_failure(run) -> Text:
@@ -72,7 +105,7 @@ def cmd_check(args) -> int:
     impl = args.impl or env_impl or "solution"
     source = ("from --impl" if args.impl else "from LAB_IMPL in your environment" if env_impl
               else "the default: no --impl, no LAB_IMPL")
-    failing = print_board(_run_labs(labs, impl), impl, source)
+    failing = print_board(_run_labs(labs, impl, getattr(args, "jobs", 2)), impl, source)
     if failing:
         one = len(failing) == 1
         common.console.print("For the whole message and its traceback:", highlight=False)
@@ -84,26 +117,26 @@ def cmd_check(args) -> int:
     return 0 if not failing else 1
 
 
-def _run_labs(labs: list[Lab], impl: str) -> list[tuple[Lab, object, str]]:
-    """``(lab, its LabRun or None, why it did not run)`` for each lab, with a progress bar."""
-    from labkit.course.runner import run_lab_tests
+def _run_labs(labs: list[Lab], impl: str, jobs: int = 2) -> list[tuple[Lab, object, str]]:
+    """``(lab, its LabRun or None, why it did not run)`` for each lab, ``jobs`` labs at a time, with a
+    progress bar per lab."""
+    from labkit.course.runner import run_in_parallel, run_lab_tests
 
-    rows = []
     with progress_bar() as progress:
-        for lab in labs:
+
+        def one(lab: Lab) -> tuple[Lab, object, str]:
             if not (lab.path / "test_lab.py").is_file():
-                rows.append((lab, None, "folder not in this checkout yet" if not lab.path.is_dir()
-                             else "no test_lab.py yet"))
-                continue
+                return (lab, None, "folder not in this checkout yet" if not lab.path.is_dir() else "no test_lab.py yet")
             task = progress.add_task(f"{lab.id} {impl}", total=None)
 
-            def update(done, total, task=task):
+            def update(done, total):
                 progress.update(task, completed=done, total=total)
 
             run = run_lab_tests(lab.path, impl=impl, on_progress=update)
             progress.update(task, visible=False)
-            rows.append((lab, run, ""))
-    return rows
+            return (lab, run, "")
+
+        return run_in_parallel(one, labs, jobs)
 
 
 def print_board(rows: list[tuple[Lab, object, str]], impl: str, source: str) -> list[Lab]:

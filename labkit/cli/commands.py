@@ -152,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--impl", metavar="NAME",
                    help="the implementation to test: solution (default, or $LAB_IMPL), starter (your work), "
                         "bugs/<name>, or another module of the lab folder")
+    p.add_argument("--jobs", type=int, default=2, help="labs tested at a time (default 2)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("hint", help="the lab's hints, one at a time")

@@ -34,7 +34,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labkit.course.runner import LabRun, run_in_parallel, run_lab_tests
+from labkit.course import warm
+from labkit.course.registry import ROOT
+from labkit.course.runner import LabRun, clean_env, run_in_parallel, run_lab_tests
+from labkit.course.warm import WarmPool
 
 DEFAULT_SOURCE = "solution.py"
 
@@ -216,8 +219,25 @@ class BugCheck:
         return self.caught and bool(self.bug.caught_by) and not self.declared_missed and bool(self.bug.doc)
 
 
-def check_bug(lab_dir: Path, bug: Bug, timeout: float | None = 300) -> BugCheck:
-    run = run_lab_tests(lab_dir, impl=f"bugs/{bug.name}", timeout=timeout)
+def check_bug(lab_dir: Path, bug: Bug, timeout: float | None = 300, named_first: bool = False,
+              warm: WarmPool | None = None) -> BugCheck:
+    """The lab's tests run on the bug: which tests catch it.
+
+    ``named_first`` (the maintainers' check) runs the tests its ``CAUGHT_BY`` names first, each only
+    until one of its cases fails (:mod:`labkit.course.pytest_plugin`, ``LABS_NAMED_TESTS``). When
+    every one of them fails, that is the verdict the whole suite would give: caught, and ``CAUGHT_BY``
+    agrees. Anything else (a named test that passes or only skips, a bug that does not load, a time
+    limit) is decided by the whole suite, as without ``named_first``, so that the verdict and the
+    failing tests it reports are the whole suite's."""
+    if named_first and bug.caught_by and not bug.problem:
+        named = _check(bug, run_lab_tests(lab_dir, impl=f"bugs/{bug.name}", timeout=timeout, warm=warm,
+                                          env={"LABS_NAMED_TESTS": ",".join(bug.caught_by)}))
+        if set(bug.caught_by) <= set(named.catchers):
+            return named
+    return _check(bug, run_lab_tests(lab_dir, impl=f"bugs/{bug.name}", timeout=timeout, warm=warm))
+
+
+def _check(bug: Bug, run: LabRun) -> BugCheck:
     # A test catches the bug when it ran and failed; a failure in setup (the bug does not even
     # load: its edit no longer matches the solution) catches nothing and is reported as an error.
     catchers = list(dict.fromkeys(t.function for t in run.failures if t.when == "call"))
@@ -229,7 +249,7 @@ def check_bug(lab_dir: Path, bug: Bug, timeout: float | None = 300) -> BugCheck:
 
 def check_gallery(lab_dir: Path, jobs: int = 2, on_done: Callable[[BugCheck], None] | None = None,
                   bugs: list[Bug] | None = None) -> list[BugCheck]:
-    """Run the lab's tests against each bug, ``jobs`` at a time; results in gallery order."""
+    """Run the lab's whole suite against each bug, ``jobs`` at a time; results in gallery order."""
     bugs = bugs_of(lab_dir) if bugs is None else bugs
 
     def one(bug):
@@ -239,3 +259,13 @@ def check_gallery(lab_dir: Path, jobs: int = 2, on_done: Callable[[BugCheck], No
         return check
 
     return run_in_parallel(one, bugs, jobs)
+
+
+def check_galleries(galleries: list[tuple[Path, Bug]], jobs: int = 2) -> list[BugCheck]:
+    """The maintainers' check of many galleries at once: each ``(lab folder, bug)`` with
+    ``named_first`` (:func:`check_bug`), ``jobs`` at a time across labs, each run forked from a warm
+    interpreter (:mod:`labkit.course.warm`) where the system can; results in the given order."""
+    if not warm.available():
+        return run_in_parallel(lambda entry: check_bug(*entry, named_first=True), galleries, jobs)
+    with warm.WarmPool(jobs, ROOT, clean_env(None)) as pool:
+        return run_in_parallel(lambda entry: check_bug(*entry, named_first=True, warm=pool), galleries, jobs)

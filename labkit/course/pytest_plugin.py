@@ -5,7 +5,8 @@ Loaded with ``-p labkit.course.pytest_plugin`` in a pytest subprocess, it does n
 handle on Windows). It keeps that end from every process pytest starts, and writes one JSON
 line per event: ``collected`` (how many tests), ``test`` (one per test: outcome, a one-line
 message, and, under ``labs grade``, the timeouts/crashes of the submission during it),
-``error`` (a collection error).
+``error`` (a collection error). ``LABS_NAMED_TESTS`` (the bug gallery's quick check) runs only the
+test functions it names, each until its first failing case.
 """
 
 from __future__ import annotations
@@ -89,8 +90,41 @@ def _detail(report, limit: int = 2000) -> str:
     return clean(text)[:limit]
 
 
+class _NamedTests:
+    """The bug gallery's quick check (``LABS_NAMED_TESTS=test_a,test_b``): only these test functions
+    run, and each only until one of its cases fails; its other cases skip. One failing case is all
+    it takes for a test to catch a bug (:func:`labkit.course.bugs.check_bug`)."""
+
+    def __init__(self, names: str):
+        self._names = {name.strip() for name in names.split(",") if name.strip()}
+        self._failed: set[str] = set()
+
+    def pytest_collection_modifyitems(self, config, items):
+        dropped = [item for item in items if _function(item.nodeid) not in self._names]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [item for item in items if _function(item.nodeid) in self._names]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        if _function(item.nodeid) in self._failed:
+            pytest.skip("another case of this test already failed")
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call" and report.failed:
+            self._failed.add(_function(report.nodeid))
+
+
+def _function(nodeid: str) -> str:
+    """The test function of a node id, without class or parameters, as the runner names it."""
+    return nodeid.split("::")[-1].split("[", 1)[0]
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     token = os.environ.pop("LABS_RESULTS_FD", None)
     if token:
         config.pluginmanager.register(_Recorder(_open_results(token), config), "labs_recorder")
+    named = os.environ.pop("LABS_NAMED_TESTS", None)
+    if named:
+        config.pluginmanager.register(_NamedTests(named), "labs_named_tests")

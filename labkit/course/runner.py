@@ -1,11 +1,13 @@
 """Run one lab's tests in a pytest subprocess and read back what happened, test by test.
 
 ``labs check``, ``labs bugs``, ``labs grade`` and the bug-gallery check all go
-through :func:`run_lab_tests`: a fresh interpreter per run (an implementation
-cannot leak into the next one), results through :mod:`labkit.course.pytest_plugin`, which
-writes them into a pipe whose write end only that pytest process holds (its number is in
-``LABS_RESULTS_FD``; the plugin keeps it from every process pytest starts). No file name is
-handed out, so nothing else can replace or append to the results.
+through :func:`run_lab_tests`: a fresh process per run, so that an implementation
+cannot leak into the next one (a new interpreter, or for the bug gallery a fork of a
+warm one: :mod:`labkit.course.warm`). Results come back through
+:mod:`labkit.course.pytest_plugin`, which writes them into a pipe whose write end only
+that pytest process holds (its number is in ``LABS_RESULTS_FD``; the plugin keeps it
+from every process pytest starts). No file name is handed out, so nothing else can
+replace or append to the results.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labkit.course.registry import ROOT
+from labkit.course.warm import WarmPool
 
 # Set on Ctrl-C: every run still going (in other threads) is stopped.
 STOP = threading.Event()
@@ -103,7 +106,7 @@ class LabRun:
         return (errors or lines or [""])[-1][:300]
 
 
-def _clean_env(extra: dict[str, str] | None) -> dict[str, str]:
+def clean_env(extra: dict[str, str] | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LABS_", "LAB_IMPL"))}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     # The labs need no third-party pytest plugin; not loading them (hypothesis...) saves seconds per run.
@@ -121,11 +124,14 @@ def run_lab_tests(
     on_progress: Callable[[int, int | None], None] | None = None,
     pytest_args: tuple[str, ...] = (),
     cwd: Path = ROOT,
+    warm: WarmPool | None = None,
 ) -> LabRun:
     """Run ``pytest <lab_dir>`` with ``LAB_IMPL=impl`` in a subprocess.
 
     ``timeout`` (seconds) kills the run; what finished by then is kept.
     ``on_progress(done, total)`` is called as tests finish.
+    ``warm``: fork the run from a server of that pool (:mod:`labkit.course.warm`) instead of starting
+    an interpreter, when the pool runs in ``cwd``.
     """
     extra = dict(env or {})
     if impl is not None:
@@ -136,12 +142,20 @@ def run_lab_tests(
     extra["LABS_RESULTS_FD"] = token
     events = _PipeReader(read_fd)
     with tempfile.TemporaryDirectory(prefix="labs-run-") as tmp:
-        cmd = [sys.executable, "-m", "pytest", str(lab_dir), "-p", "labkit.course.pytest_plugin",
-               "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--tb=line", *pytest_args]
+        args = [str(lab_dir), "-p", "labkit.course.pytest_plugin",
+                "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--tb=line", *pytest_args]
         with open(Path(tmp) / "output.log", "wb") as log:
             try:
-                proc = subprocess.Popen(cmd, cwd=cwd, env=_clean_env(extra), stdin=subprocess.DEVNULL, stdout=log,
-                                        stderr=subprocess.STDOUT, start_new_session=True, **inherit)
+                proc = None
+                if warm is not None and warm.cwd == Path(cwd):
+                    try:
+                        proc = warm.popen(args, clean_env(extra), write_fd, log.fileno())
+                    except (OSError, RuntimeError):  # a warm server that died: this run starts cold
+                        proc = None
+                if proc is None:
+                    proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=cwd, env=clean_env(extra),
+                                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True, **inherit)
             finally:
                 os.close(write_fd)  # pytest holds the only write end now: end of file when it exits
             try:
@@ -174,7 +188,7 @@ def run_lab_tests(
     return run
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc) -> None:
     try:
         if hasattr(os, "killpg"):
             os.killpg(proc.pid, signal.SIGKILL)  # pytest and anything it started
