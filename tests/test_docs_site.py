@@ -8,7 +8,7 @@ skips, saying what to install, when its tools are missing.
 The browser loads the site from a local HTTP server and fails on any request that leaves it; it
 checks that the home page and every lab page render, that formulas are typeset, that figures load,
 that search finds each lab by a word of its README, and that the navigation is the registry's
-study order. A screenshot of a lab page is left in ``.ci/artifacts/`` (or ``$DOCS_ARTIFACTS``).
+study order. Screenshots (the home page, a lab page, a figure) are left in ``.ci/artifacts/`` (or ``$DOCS_ARTIFACTS``).
 """
 
 from __future__ import annotations
