@@ -22,13 +22,12 @@ The block pool and KV-cache manager are labs 02-01 and 02-05's reference solutio
 
 from __future__ import annotations
 
-import copy
-import random
 from dataclasses import dataclass
 
 import pytest
 
 from labkit import triton_env
+from labkit.testing import model_truth
 
 torch, triton = triton_env.require_torch_and_triton()
 # transformers 5 (tested: 5.0, 5.17, 5.24): its attention interface passes the engine's metadata to every layer.
@@ -65,20 +64,14 @@ LOGIT_ATOL = 1e-4
 
 @pytest.fixture(scope="module", autouse=True)
 def one_cpu_thread():
-    """One torch thread while this module runs: the model is so small that a second thread only waits
-    for the first (on a busy machine, 30 times slower). Restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    """One torch thread while this module runs (the model is tiny: a second thread only waits)."""
+    with model_truth.one_torch_thread():
+        yield
 
 
 def make_model(seed: int = 0, dtype=torch.float32, device: str = "cpu"):
-    """The model, built here (not by the lab): LlamaForCausalLM with weights from ``seed``."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**CONFIG))
-    return model.to(device=device, dtype=dtype).eval()
+    """The model, built here (not by the lab): LlamaForCausalLM of ``CONFIG`` with weights from ``seed``."""
+    return model_truth.make_model(CONFIG, seed, dtype, device)
 
 
 @pytest.fixture(scope="module")
@@ -89,34 +82,13 @@ def model():
 
 @pytest.fixture(scope="module")
 def truth(model):
-    """``truth(prompt, n)``: (tokens, logits [n, vocab]) of ``generate`` on a dense twin of ``model``."""
-    dense = copy.deepcopy(model)
-    dense.set_attn_implementation("eager")
-    memo = {}
-
-    def generate(prompt, n):
-        key = (tuple(prompt), n)
-        if key not in memo:
-            ids = torch.tensor([prompt])
-            with torch.no_grad():
-                out = dense.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False,
-                                     output_logits=True, return_dict_in_generate=True)
-            tokens = out.sequences[0, len(prompt):].tolist()
-            logits = torch.stack(out.logits)[:, 0].float()
-            assert len(tokens) == n, "generate stopped early: the config must have no EOS token"
-            top2 = logits.topk(2, dim=-1).values
-            # Greedy equality is decisive only if no step is a near-tie: with every logit within
-            # LOGIT_ATOL, a gap above 2 * LOGIT_ATOL cannot flip. (Choose another seed if this fails.)
-            assert bool(((top2[:, 0] - top2[:, 1]) > 2 * LOGIT_ATOL).all()), f"near-tie in the truth for {key}"
-            memo[key] = tokens, logits
-        return memo[key]
-
-    return generate
+    """``truth(prompt, n)``: (tokens, logits [n, vocab]) of ``generate`` on a dense twin of ``model``;
+    a near-tie within ``2 * LOGIT_ATOL`` fails the truth itself."""
+    return model_truth.greedy_truth(model, LOGIT_ATOL)
 
 
 def prompts_of(seed: int, lengths) -> list[list[int]]:
-    rng = random.Random(seed)
-    return [[rng.randrange(VOCAB) for _ in range(n)] for n in lengths]
+    return model_truth.random_prompts(seed, lengths, VOCAB)
 
 
 # A shared "system prompt" of 40 tokens: two full blocks (0-15, 16-31) and a partial one.

@@ -222,6 +222,81 @@ def reference_attention(q, k_cache, v_cache, block_tables, seq_lens, query_start
 
 
 # --------------------------------------------------------------------------------------------
+# The persistent batch's given half: your InputBatch (step 1) inherits it
+# --------------------------------------------------------------------------------------------
+
+
+class BlockTable:
+    """The block table of every row (given): ``np [max_num_reqs, max_num_blocks_per_req]`` int32 on the
+    host (pinned on CUDA; ``table`` is its ``HostDeviceBuffer``), ``num_blocks[row]`` entries valid.
+    Entries past ``num_blocks`` hold whatever was there before: no kernel reads them."""
+
+    def __init__(self, max_num_reqs: int, max_num_blocks_per_req: int, stream: Stream) -> None:
+        self.table = HostDeviceBuffer(stream, (max_num_reqs, max_num_blocks_per_req), torch.int32)
+        self.np = self.table.np
+        self.num_blocks = np.zeros(max_num_reqs, dtype=np.int32)
+
+    def add_row(self, block_ids: list[int], row: int) -> None:
+        self.num_blocks[row] = len(block_ids)
+        self.np[row, : len(block_ids)] = block_ids
+
+    def append_row(self, block_ids: list[int], row: int) -> None:
+        start = self.num_blocks[row]
+        self.num_blocks[row] = start + len(block_ids)
+        self.np[row, start : start + len(block_ids)] = block_ids
+
+    def move_row(self, src: int, dst: int) -> None:
+        n = self.num_blocks[src]
+        self.np[dst, :n] = self.np[src, :n]
+        self.num_blocks[dst] = n
+
+    def swap_rows(self, a: int, b: int) -> None:
+        self.np[[a, b]] = self.np[[b, a]]
+        self.num_blocks[[a, b]] = self.num_blocks[[b, a]]
+
+
+class InputBatchBase:
+    """The given half of your ``InputBatch``: the runner's rows, kept from one step to the next
+    (vLLM: ``InputBatch``).
+
+    Row ``i`` holds request ``req_ids[i]``: its token ids ``token_ids[i, :num_tokens[i]]`` (those the host
+    knew when the row was filled; a decode's newer input stays on the device), its
+    ``num_computed_tokens[i]``, its block table ``block_table`` row ``i``, and ``prev_step_row[i]``: the
+    row it had in the previous step (where that step's sampled token for it is), -1 if it was not in
+    it. Between steps the rows are ``0 .. num_reqs - 1`` with no hole; ``remove_request`` leaves one,
+    ``add_request`` fills the lowest, ``condense`` closes the rest."""
+
+    def __init__(self, max_num_reqs: int, max_model_len: int, max_num_blocks_per_req: int, stream: Stream) -> None:
+        self.max_num_reqs = max_num_reqs
+        self.max_model_len = max_model_len
+        self.req_ids: list[str | None] = []
+        self.req_id_to_index: dict[str, int] = {}
+        self.token_ids = np.zeros((max_num_reqs, max_model_len), dtype=np.int64)
+        self.num_tokens = np.zeros(max_num_reqs, dtype=np.int32)
+        self.num_computed_tokens = np.zeros(max_num_reqs, dtype=np.int32)
+        self.prev_step_row = np.full(max_num_reqs, -1, dtype=np.int32)
+        self.block_table = BlockTable(max_num_reqs, max_num_blocks_per_req, stream)
+        self.holes: list[int] = []  # rows emptied by remove_request (a heap: the lowest first)
+
+    @property
+    def num_reqs(self) -> int:
+        return len(self.req_id_to_index)
+
+    def reorder_decodes_first(self, num_scheduled_tokens: dict[str, int]) -> None:
+        """Swap the one-token rows in front of the others (given: vLLM's
+        ``reorder_batch_to_split_decodes_and_prefills``), so that one decode kernel takes them all."""
+        i, j = 0, self.num_reqs - 1
+        while True:
+            while i < j and num_scheduled_tokens[self.req_ids[i]] == 1:
+                i += 1
+            while i < j and num_scheduled_tokens[self.req_ids[j]] != 1:
+                j -= 1
+            if i >= j:
+                return
+            self.swap_rows(i, j)
+
+
+# --------------------------------------------------------------------------------------------
 # The runner's buffers
 # --------------------------------------------------------------------------------------------
 

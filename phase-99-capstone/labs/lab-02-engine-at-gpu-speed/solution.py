@@ -32,94 +32,36 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import operator
-from collections import deque
-from dataclasses import dataclass, field
 
-import _device  # Stream, HostDeviceBuffer (given)
-import _model_runner  # the model runner (given)
 import numpy as np
-import torch
+from _device import HostDeviceBuffer, Stream  # noqa: F401  (given)
+from _gpu_engine_base import (  # noqa: F401  (given; the tests and the benchmark use them from here)
+    CachedRequestData,
+    EngineBase,
+    NewRequestData,
+    Request,
+    RequestStatus,
+    SchedulerOutput,
+)
+from _model_runner import (  # noqa: F401  (given)
+    CUDAGRAPH_MODES,
+    PAD_SLOT,
+    BlockTable,
+    InputBatchBase,
+    ModelRunnerBase,
+    ModelRunnerOutput,
+    RunPlan,
+    StepBuffers,
+    StepShape,
+)
 
 import labkit
 
-_engine = labkit.load_reference("99-01")  # Request, RequestStatus, KVCacheManager (lab 02-05's), the model
+_engine = labkit.load_reference("99-01")  # KVCacheManager (lab 02-05's), the model builders
 _blocks = labkit.load_reference("02-01")  # hash_block_tokens: the key of one full block
 
-# Given, and part of this module's API (the tests and the benchmark use them from here).
-build_model = _engine.build_model
+build_model = _engine.build_model  # given, and part of this module's API
 tiny_config = _engine.tiny_config
-RequestStatus = _engine.RequestStatus
-Stream = _device.Stream
-HostDeviceBuffer = _device.HostDeviceBuffer
-StepBuffers = _model_runner.StepBuffers
-StepShape = _model_runner.StepShape
-RunPlan = _model_runner.RunPlan
-ModelRunnerOutput = _model_runner.ModelRunnerOutput
-PAD_SLOT = _model_runner.PAD_SLOT
-CUDAGRAPH_MODES = _model_runner.CUDAGRAPH_MODES
-
-
-# --------------------------------------------------------------------------------------------
-# Requests and the scheduler's output (given)
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class Request(_engine.Request):
-    """Lab 99-01's request, plus the tokens on their way: ``num_output_placeholders`` counts the steps
-    that will give it a token and whose output the host has not read yet.
-
-    ``all_token_ids`` and ``output_token_ids`` hold the tokens the host knows; ``num_tokens`` counts
-    the placeholders too: it is what the scheduler plans with (the next token to compute is at
-    ``num_computed_tokens``, whether or not the host knows its value yet)."""
-
-    num_output_placeholders: int = 0
-
-    @property
-    def num_tokens(self) -> int:
-        return len(self._token_ids) + self.num_output_placeholders
-
-
-@dataclass
-class NewRequestData:
-    """A request that enters the runner's batch this step: never run, resumed after a preemption, or
-    left out of the previous step. Everything the runner needs to give it a row."""
-
-    req_id: str
-    token_ids: list[int]  # the tokens the host knows
-    block_ids: list[int]  # its whole block table
-    num_computed_tokens: int  # before this step
-
-
-@dataclass
-class CachedRequestData:
-    """The requests that stay in the runner's batch, column by column: what changed for each."""
-
-    req_ids: list[str] = field(default_factory=list)
-    new_block_ids: list[list[int]] = field(default_factory=list)  # blocks it got this step (often none)
-    num_computed_tokens: list[int] = field(default_factory=list)  # before this step
-
-
-@dataclass
-class SchedulerOutput:
-    """What one ``schedule`` call decided, and what the runner's batch must change.
-
-    ``num_scheduled_tokens`` holds every scheduled request (in scheduling order); each one is either in
-    ``scheduled_new_reqs`` or in ``scheduled_cached_reqs``. ``sampled_req_ids``: the requests whose chunk
-    reaches the end of their tokens (the step samples their next token)."""
-
-    scheduled_requests: list[Request] = field(default_factory=list)
-    num_scheduled_tokens: dict[str, int] = field(default_factory=dict)
-    scheduled_new_reqs: list[NewRequestData] = field(default_factory=list)
-    scheduled_cached_reqs: CachedRequestData = field(default_factory=CachedRequestData)
-    sampled_req_ids: list[str] = field(default_factory=list)
-    preempted_req_ids: list[str] = field(default_factory=list)
-    finished_req_ids: set[str] = field(default_factory=set)  # finished since the previous schedule
-
-    @property
-    def total_num_scheduled_tokens(self) -> int:
-        return sum(self.num_scheduled_tokens.values())
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,60 +69,10 @@ class SchedulerOutput:
 # --------------------------------------------------------------------------------------------
 
 
-class BlockTable:
-    """The block table of every row (given): ``np [max_num_reqs, max_num_blocks_per_req]`` int32 on the
-    host (pinned on CUDA; ``table`` is its ``HostDeviceBuffer``), ``num_blocks[row]`` entries valid.
-    Entries past ``num_blocks`` hold whatever was there before: no kernel reads them."""
-
-    def __init__(self, max_num_reqs: int, max_num_blocks_per_req: int, stream: Stream) -> None:
-        self.table = HostDeviceBuffer(stream, (max_num_reqs, max_num_blocks_per_req), torch.int32)
-        self.np = self.table.np
-        self.num_blocks = np.zeros(max_num_reqs, dtype=np.int32)
-
-    def add_row(self, block_ids: list[int], row: int) -> None:
-        self.num_blocks[row] = len(block_ids)
-        self.np[row, : len(block_ids)] = block_ids
-
-    def append_row(self, block_ids: list[int], row: int) -> None:
-        start = self.num_blocks[row]
-        self.num_blocks[row] = start + len(block_ids)
-        self.np[row, start : start + len(block_ids)] = block_ids
-
-    def move_row(self, src: int, dst: int) -> None:
-        n = self.num_blocks[src]
-        self.np[dst, :n] = self.np[src, :n]
-        self.num_blocks[dst] = n
-
-    def swap_rows(self, a: int, b: int) -> None:
-        self.np[[a, b]] = self.np[[b, a]]
-        self.num_blocks[[a, b]] = self.num_blocks[[b, a]]
-
-
-class InputBatch:
-    """The runner's rows, kept from one step to the next (vLLM: ``InputBatch``).
-
-    Row ``i`` holds request ``req_ids[i]``: its token ids ``token_ids[i, :num_tokens[i]]`` (those the host
-    knew when the row was filled; a decode's newer input stays on the device), its
-    ``num_computed_tokens[i]``, its block table ``block_table`` row ``i``, and ``prev_step_row[i]``: the
-    row it had in the previous step (where that step's sampled token for it is), -1 if it was not in
-    it. Between steps the rows are ``0 .. num_reqs - 1`` with no hole; ``remove_request`` leaves one,
-    ``add_request`` fills the lowest, ``condense`` closes the rest."""
-
-    def __init__(self, max_num_reqs: int, max_model_len: int, max_num_blocks_per_req: int, stream: Stream) -> None:
-        self.max_num_reqs = max_num_reqs
-        self.max_model_len = max_model_len
-        self.req_ids: list[str | None] = []
-        self.req_id_to_index: dict[str, int] = {}
-        self.token_ids = np.zeros((max_num_reqs, max_model_len), dtype=np.int64)
-        self.num_tokens = np.zeros(max_num_reqs, dtype=np.int32)
-        self.num_computed_tokens = np.zeros(max_num_reqs, dtype=np.int32)
-        self.prev_step_row = np.full(max_num_reqs, -1, dtype=np.int32)
-        self.block_table = BlockTable(max_num_reqs, max_num_blocks_per_req, stream)
-        self.holes: list[int] = []  # rows emptied by remove_request (a heap: the lowest first)
-
-    @property
-    def num_reqs(self) -> int:
-        return len(self.req_id_to_index)
+class InputBatch(InputBatchBase):
+    """The runner's rows (README step 1). The fields, the constructor and ``reorder_decodes_first`` are
+    given (``_model_runner.InputBatchBase``, whose docstring says what a row holds); the four methods
+    below are yours."""
 
     def add_request(self, req_id: str, token_ids: list[int], block_ids: list[int], num_computed_tokens: int) -> int:
         """Give the request a row, the lowest hole if there is one, else a new row at the end; fill every
@@ -240,18 +132,6 @@ class InputBatch:
             values[[a, b]] = values[[b, a]]
         self.block_table.swap_rows(a, b)
 
-    def reorder_decodes_first(self, num_scheduled_tokens: dict[str, int]) -> None:
-        """Swap the one-token rows in front of the others (given: vLLM's
-        ``reorder_batch_to_split_decodes_and_prefills``), so that one decode kernel takes them all."""
-        i, j = 0, self.num_reqs - 1
-        while True:
-            while i < j and num_scheduled_tokens[self.req_ids[i]] == 1:
-                i += 1
-            while i < j and num_scheduled_tokens[self.req_ids[j]] != 1:
-                j -= 1
-            if i >= j:
-                return
-            self.swap_rows(i, j)
 
 
 def update_states(batch: InputBatch, scheduler_output: SchedulerOutput) -> None:
@@ -333,7 +213,7 @@ def prepare_inputs(batch: InputBatch, num_scheduled_tokens: np.ndarray, buffers:
 # --------------------------------------------------------------------------------------------
 
 
-class ModelRunner(_model_runner.ModelRunnerBase):
+class ModelRunner(ModelRunnerBase):
     """The given runner (``_model_runner.py``) with your steps plugged in."""
 
     def make_input_batch(self) -> InputBatch:
@@ -427,174 +307,13 @@ class KVCacheManager(_engine.KVCacheManager):
 # --------------------------------------------------------------------------------------------
 
 
-class Engine:
-    """Lab 99-01's engine (the same scheduling, the same tokens), at GPU speed.
+class Engine(EngineBase):
+    """Lab 99-01's engine (the same scheduling, the same tokens), at GPU speed. The constructor,
+    ``add_request``, ``generate`` and the scheduling are given (``_gpu_engine_base.EngineBase``, whose
+    docstring lists the settings); the methods below are steps 4 and 5."""
 
-    Settings as lab 99-01's (``num_gpu_blocks``, ``block_size``, ``max_num_seqs``,
-    ``max_num_batched_tokens``, ``enable_prefix_caching``, ``backend``, ``keep_logits``), and:
-
-    - ``async_scheduling``: the host runs one step ahead (README step 4); False waits for every step;
-    - ``cudagraph_mode``: ``"full_and_piecewise"`` (every step from graphs, README step 3),
-      ``"full_decode_only"`` (lab 99-01's choice) or ``"none"``; ``cudagraph_capture_sizes``: the
-      sizes to capture (default: vLLM's);
-    - ``cpu_timing``: on a CPU, when the device work runs (``_device.Stream``).
-
-    Queues as in lab 99-01: ``waiting``, ``running``, ``finished``, ``requests``. ``in_flight``: the step
-    launched and not yet read back (its scheduler output and model-runner output), or None."""
-
-    def __init__(self, model, num_gpu_blocks: int, block_size: int = 16, max_num_seqs: int = 8,
-                 max_num_batched_tokens: int = 64, enable_prefix_caching: bool = True, backend: str | None = None,
-                 keep_logits: bool = False, async_scheduling: bool = True, cudagraph_mode: str = "full_and_piecewise",
-                 cudagraph_capture_sizes=None, cpu_timing: str = "lazy") -> None:
-        for name, value, low in (("num_gpu_blocks", num_gpu_blocks, 2), ("max_num_seqs", max_num_seqs, 1),
-                                 ("max_num_batched_tokens", max_num_batched_tokens, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 16 or \
-                block_size & (block_size - 1):
-            raise ValueError(f"block_size must be a power of two >= 16 (the decode kernels' tile), got {block_size!r}")
-        self.block_size = block_size
-        self.max_num_seqs = max_num_seqs
-        self.max_num_batched_tokens = max_num_batched_tokens
-        self.keep_logits = keep_logits
-        self.async_scheduling = bool(async_scheduling)
-        self.kv_manager = KVCacheManager(num_gpu_blocks, block_size, enable_caching=enable_prefix_caching)
-        self.runner = ModelRunner(model, num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens, backend,
-                                  cudagraph_mode, cudagraph_capture_sizes, cpu_timing, keep_logits)
-        self.max_model_len = self.runner.max_model_len
-        self.waiting: deque[Request] = deque()
-        self.running: list[Request] = []
-        self.finished: dict[str, Request] = {}
-        self.requests: dict[str, Request] = {}
-        self.num_steps = 0  # steps launched
-        self.in_flight: tuple[SchedulerOutput, ModelRunnerOutput] | None = None
-        self._in_batch: set[str] = set()  # the requests of the runner's batch: those the last step scheduled
-        self._finished_since_schedule: set[str] = set()
-
-    # ---------------------------------------------------------------- given: requests in, tokens out
-
-    def add_request(self, request_id: str, prompt_token_ids, max_new_tokens: int = 16) -> Request:
-        """Queue a request; ValueError, changing nothing, for one that could never be served."""
-        if not isinstance(request_id, str) or not request_id:
-            raise ValueError(f"request_id must be a non-empty string, got {request_id!r}")
-        if request_id in self.requests:
-            raise ValueError(f"request_id {request_id!r} is already taken")
-        try:
-            prompt = [operator.index(t) for t in prompt_token_ids]
-        except TypeError:
-            raise ValueError(f"prompt_token_ids must be a sequence of integer token ids, got {prompt_token_ids!r}") \
-                from None
-        if not prompt:
-            raise ValueError("prompt_token_ids is empty: a request needs at least one prompt token")
-        vocab = self.runner.vocab_size
-        if min(prompt) < 0 or max(prompt) >= vocab:
-            raise ValueError(f"prompt_token_ids must be token ids in [0, {vocab}), got {min(prompt)}..{max(prompt)}")
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
-        if len(prompt) + max_new_tokens > self.max_model_len:
-            raise ValueError(f"prompt_token_ids ({len(prompt)} tokens) + max_new_tokens ({max_new_tokens}) exceed the "
-                             f"model's maximum length max_model_len={self.max_model_len}")
-        needed = -(-(len(prompt) + max_new_tokens - 1) // self.block_size)
-        usable = self.kv_manager.block_pool.num_gpu_blocks - 1  # block 0 is the null block
-        if needed > usable:
-            raise ValueError(f"prompt_token_ids + max_new_tokens need {needed} blocks of {self.block_size} tokens, "
-                             f"but the pool has {usable}: the request could never run")
-        request = Request(request_id, prompt, max_new_tokens=max_new_tokens)
-        self.requests[request_id] = request
-        self.waiting.append(request)
-        return request
-
-    def has_unfinished_requests(self) -> bool:
-        return bool(self.waiting or self.running or self.in_flight)
-
-    def generate(self, prompts: dict, max_new_tokens=16, max_steps: int = 100_000) -> dict[str, list[int]]:
-        """Serve ``prompts`` (request id -> prompt token ids) to the end; ``max_new_tokens`` is one int or a
-        dict by request id. Returns each request's output token ids."""
-        for request_id, prompt in prompts.items():
-            limit = max_new_tokens[request_id] if isinstance(max_new_tokens, dict) else max_new_tokens
-            self.add_request(request_id, prompt, limit)
-        calls = 0
-        while self.has_unfinished_requests():
-            if calls >= max_steps:
-                raise RuntimeError(f"still unfinished after {max_steps} steps")
-            self.step()
-            calls += 1
-        return {request_id: list(self.requests[request_id].output_token_ids) for request_id in prompts}
-
-    # ---------------------------------------------------------------- given: the scheduler
-
-    def schedule(self) -> SchedulerOutput:
-        """Lab 99-01's scheduling (running requests first, preemption of the newest, then the waiting queue),
-        with the token counts of step 4 and the allocation of step 5."""
-        output = SchedulerOutput(finished_req_ids=self._finished_since_schedule)
-        self._finished_since_schedule = set()
-        budget = self.max_num_batched_tokens
-        index = 0
-        while index < len(self.running) and budget > 0:
-            request = self.running[index]
-            num_new_tokens = self.num_new_tokens(request, budget)
-            if num_new_tokens == 0:
-                index += 1
-                continue
-            new_blocks = self.allocate_slots(request, num_new_tokens)
-            while new_blocks is None:
-                victim = self.running.pop()
-                self._preempt(victim)
-                output.preempted_req_ids.append(victim.request_id)
-                if victim is request:
-                    break
-                new_blocks = self.allocate_slots(request, num_new_tokens)
-            if new_blocks is None:
-                break
-            self._add_to_batch(output, request, num_new_tokens, new_blocks)
-            budget -= num_new_tokens
-            index += 1
-
-        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs and not output.preempted_req_ids:
-            request = self.waiting[0]
-            hits, num_hit_tokens = self.kv_manager.get_computed_blocks(request)
-            num_new_tokens = min(request.num_tokens - num_hit_tokens, budget)
-            new_blocks = self.kv_manager.allocate_slots(request, num_new_tokens, num_hit_tokens, hits)
-            if new_blocks is None:
-                break
-            self.waiting.popleft()
-            request.num_computed_tokens = num_hit_tokens
-            if request.num_cached_tokens < 0:
-                request.num_cached_tokens = num_hit_tokens
-            request.status = RequestStatus.RUNNING
-            self.running.append(request)
-            self._add_to_batch(output, request, num_new_tokens, hits + new_blocks)
-            budget -= num_new_tokens
-
-        self._update_after_schedule(output)
-        if output.num_scheduled_tokens:  # a step runs: its requests are the runner's rows from now on
-            self._in_batch = set(output.num_scheduled_tokens)
-        return output
-
-    def _add_to_batch(self, output: SchedulerOutput, request: Request, num_new_tokens: int, new_blocks) -> None:
-        request_id = request.request_id
-        new_block_ids = [block.block_id for block in new_blocks]
-        request.block_ids.extend(new_block_ids)
-        output.scheduled_requests.append(request)
-        output.num_scheduled_tokens[request_id] = num_new_tokens
-        if request_id in self._in_batch:  # it has a row: send what changed
-            cached = output.scheduled_cached_reqs
-            cached.req_ids.append(request_id)
-            cached.new_block_ids.append(new_block_ids)
-            cached.num_computed_tokens.append(request.num_computed_tokens)
-        else:  # it needs a row: send everything
-            output.scheduled_new_reqs.append(NewRequestData(request_id, list(request.all_token_ids),
-                                                            list(request.block_ids), request.num_computed_tokens))
-
-    def _preempt(self, request: Request) -> None:
-        """As lab 99-01's. A token still on its way stays counted: it arrives with the next output."""
-        self.kv_manager.free(request)
-        self._in_batch.discard(request.request_id)  # when it comes back, it needs a new row
-        request.block_ids = []
-        request.num_computed_tokens = 0
-        request.status = RequestStatus.PREEMPTED
-        request.num_preemptions += 1
-        self.waiting.appendleft(request)
+    kv_manager_class = KVCacheManager
+    model_runner_class = ModelRunner
 
     # ---------------------------------------------------------------- step 4: the host one step ahead
 

@@ -1,0 +1,273 @@
+"""Lab 99-02, given: the requests, the scheduler's output and the engine's given half (you do not
+edit this file).
+
+``starter.py`` (yours) and ``solution.py`` (the reference) both build on what is here, so that the
+given code is written once:
+
+- ``Request``: lab 99-01's request plus the tokens on their way (``num_output_placeholders``).
+- ``NewRequestData``, ``CachedRequestData``, ``SchedulerOutput``: what one ``schedule`` call decides,
+  and what the runner's batch must change.
+- ``EngineBase``: everything of the engine but the methods you write (README steps 4 and 5): the
+  constructor (settings, queues, the KV-cache manager and the model runner of the class that
+  inherits it, named by its ``kv_manager_class`` and ``model_runner_class``), ``add_request``,
+  ``has_unfinished_requests``, ``generate``, and lab 99-01's scheduling (``schedule``,
+  ``_add_to_batch``, ``_preempt``), which calls your ``num_new_tokens``, ``allocate_slots`` and
+  ``_update_after_schedule``.
+
+Names follow vLLM v0.10.1's v1 engine (``vllm/v1/request.py``, ``vllm/v1/core/sched/output.py``,
+``vllm/v1/core/sched/scheduler.py``).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import deque
+from dataclasses import dataclass, field
+
+from _model_runner import ModelRunnerOutput
+
+import labkit
+
+_engine = labkit.load_reference("99-01")  # lab 99-01's Request and RequestStatus
+RequestStatus = _engine.RequestStatus
+
+
+# --------------------------------------------------------------------------------------------
+# Requests and the scheduler's output (given)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Request(_engine.Request):
+    """Lab 99-01's request, plus the tokens on their way: ``num_output_placeholders`` counts the steps
+    that will give it a token and whose output the host has not read yet.
+
+    ``all_token_ids`` and ``output_token_ids`` hold the tokens the host knows; ``num_tokens`` counts
+    the placeholders too: it is what the scheduler plans with (the next token to compute is at
+    ``num_computed_tokens``, whether or not the host knows its value yet)."""
+
+    num_output_placeholders: int = 0
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self._token_ids) + self.num_output_placeholders
+
+
+@dataclass
+class NewRequestData:
+    """A request that enters the runner's batch this step: never run, resumed after a preemption, or
+    left out of the previous step. Everything the runner needs to give it a row."""
+
+    req_id: str
+    token_ids: list[int]  # the tokens the host knows
+    block_ids: list[int]  # its whole block table
+    num_computed_tokens: int  # before this step
+
+
+@dataclass
+class CachedRequestData:
+    """The requests that stay in the runner's batch, column by column: what changed for each."""
+
+    req_ids: list[str] = field(default_factory=list)
+    new_block_ids: list[list[int]] = field(default_factory=list)  # blocks it got this step (often none)
+    num_computed_tokens: list[int] = field(default_factory=list)  # before this step
+
+
+@dataclass
+class SchedulerOutput:
+    """What one ``schedule`` call decided, and what the runner's batch must change.
+
+    ``num_scheduled_tokens`` holds every scheduled request (in scheduling order); each one is either in
+    ``scheduled_new_reqs`` or in ``scheduled_cached_reqs``. ``sampled_req_ids``: the requests whose chunk
+    reaches the end of their tokens (the step samples their next token)."""
+
+    scheduled_requests: list[Request] = field(default_factory=list)
+    num_scheduled_tokens: dict[str, int] = field(default_factory=dict)
+    scheduled_new_reqs: list[NewRequestData] = field(default_factory=list)
+    scheduled_cached_reqs: CachedRequestData = field(default_factory=CachedRequestData)
+    sampled_req_ids: list[str] = field(default_factory=list)
+    preempted_req_ids: list[str] = field(default_factory=list)
+    finished_req_ids: set[str] = field(default_factory=set)  # finished since the previous schedule
+
+    @property
+    def total_num_scheduled_tokens(self) -> int:
+        return sum(self.num_scheduled_tokens.values())
+
+
+# --------------------------------------------------------------------------------------------
+# The engine's given half
+# --------------------------------------------------------------------------------------------
+
+
+class EngineBase:
+    """Lab 99-01's engine (the same scheduling, the same tokens), at GPU speed: its given half.
+
+    Settings as lab 99-01's (``num_gpu_blocks``, ``block_size``, ``max_num_seqs``,
+    ``max_num_batched_tokens``, ``enable_prefix_caching``, ``backend``, ``keep_logits``), and:
+
+    - ``async_scheduling``: the host runs one step ahead (README step 4); False waits for every step;
+    - ``cudagraph_mode``: ``"full_and_piecewise"`` (every step from graphs, README step 3),
+      ``"full_decode_only"`` (lab 99-01's choice) or ``"none"``; ``cudagraph_capture_sizes``: the
+      sizes to capture (default: vLLM's);
+    - ``cpu_timing``: on a CPU, when the device work runs (``_device.Stream``).
+
+    Queues as in lab 99-01: ``waiting``, ``running``, ``finished``, ``requests``. ``in_flight``: the step
+    launched and not yet read back (its scheduler output and model-runner output), or None."""
+
+    kv_manager_class: type  # the KV-cache manager the engine builds (README step 5's)
+    model_runner_class: type  # the model runner it builds (README steps 1-3's)
+
+
+    def __init__(self, model, num_gpu_blocks: int, block_size: int = 16, max_num_seqs: int = 8,
+                 max_num_batched_tokens: int = 64, enable_prefix_caching: bool = True, backend: str | None = None,
+                 keep_logits: bool = False, async_scheduling: bool = True, cudagraph_mode: str = "full_and_piecewise",
+                 cudagraph_capture_sizes=None, cpu_timing: str = "lazy") -> None:
+        for name, value, low in (("num_gpu_blocks", num_gpu_blocks, 2), ("max_num_seqs", max_num_seqs, 1),
+                                 ("max_num_batched_tokens", max_num_batched_tokens, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 16 or \
+                block_size & (block_size - 1):
+            raise ValueError(f"block_size must be a power of two >= 16 (the decode kernels' tile), got {block_size!r}")
+        self.block_size = block_size
+        self.max_num_seqs = max_num_seqs
+        self.max_num_batched_tokens = max_num_batched_tokens
+        self.keep_logits = keep_logits
+        self.async_scheduling = bool(async_scheduling)
+        self.kv_manager = self.kv_manager_class(num_gpu_blocks, block_size, enable_caching=enable_prefix_caching)
+        self.runner = self.model_runner_class(model, num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens,
+                                              backend, cudagraph_mode, cudagraph_capture_sizes, cpu_timing, keep_logits)
+        self.max_model_len = self.runner.max_model_len
+        self.waiting: deque[Request] = deque()
+        self.running: list[Request] = []
+        self.finished: dict[str, Request] = {}
+        self.requests: dict[str, Request] = {}
+        self.num_steps = 0  # steps launched
+        self.in_flight: tuple[SchedulerOutput, ModelRunnerOutput] | None = None
+        self._in_batch: set[str] = set()  # the requests of the runner's batch: those the last step scheduled
+        self._finished_since_schedule: set[str] = set()
+
+    # ---------------------------------------------------------------- given: requests in, tokens out
+
+    def add_request(self, request_id: str, prompt_token_ids, max_new_tokens: int = 16) -> Request:
+        """Queue a request; ValueError, changing nothing, for one that could never be served."""
+        if not isinstance(request_id, str) or not request_id:
+            raise ValueError(f"request_id must be a non-empty string, got {request_id!r}")
+        if request_id in self.requests:
+            raise ValueError(f"request_id {request_id!r} is already taken")
+        try:
+            prompt = [operator.index(t) for t in prompt_token_ids]
+        except TypeError:
+            raise ValueError(f"prompt_token_ids must be a sequence of integer token ids, got {prompt_token_ids!r}") \
+                from None
+        if not prompt:
+            raise ValueError("prompt_token_ids is empty: a request needs at least one prompt token")
+        vocab = self.runner.vocab_size
+        if min(prompt) < 0 or max(prompt) >= vocab:
+            raise ValueError(f"prompt_token_ids must be token ids in [0, {vocab}), got {min(prompt)}..{max(prompt)}")
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+        if len(prompt) + max_new_tokens > self.max_model_len:
+            raise ValueError(f"prompt_token_ids ({len(prompt)} tokens) + max_new_tokens ({max_new_tokens}) exceed the "
+                             f"model's maximum length max_model_len={self.max_model_len}")
+        needed = -(-(len(prompt) + max_new_tokens - 1) // self.block_size)
+        usable = self.kv_manager.block_pool.num_gpu_blocks - 1  # block 0 is the null block
+        if needed > usable:
+            raise ValueError(f"prompt_token_ids + max_new_tokens need {needed} blocks of {self.block_size} tokens, "
+                             f"but the pool has {usable}: the request could never run")
+        request = Request(request_id, prompt, max_new_tokens=max_new_tokens)
+        self.requests[request_id] = request
+        self.waiting.append(request)
+        return request
+
+    def has_unfinished_requests(self) -> bool:
+        return bool(self.waiting or self.running or self.in_flight)
+
+    def generate(self, prompts: dict, max_new_tokens=16, max_steps: int = 100_000) -> dict[str, list[int]]:
+        """Serve ``prompts`` (request id -> prompt token ids) to the end; ``max_new_tokens`` is one int or a
+        dict by request id. Returns each request's output token ids."""
+        for request_id, prompt in prompts.items():
+            limit = max_new_tokens[request_id] if isinstance(max_new_tokens, dict) else max_new_tokens
+            self.add_request(request_id, prompt, limit)
+        calls = 0
+        while self.has_unfinished_requests():
+            if calls >= max_steps:
+                raise RuntimeError(f"still unfinished after {max_steps} steps")
+            self.step()
+            calls += 1
+        return {request_id: list(self.requests[request_id].output_token_ids) for request_id in prompts}
+
+    # ---------------------------------------------------------------- given: the scheduler
+
+    def schedule(self) -> SchedulerOutput:
+        """Lab 99-01's scheduling (running requests first, preemption of the newest, then the waiting queue),
+        with the token counts of step 4 and the allocation of step 5."""
+        output = SchedulerOutput(finished_req_ids=self._finished_since_schedule)
+        self._finished_since_schedule = set()
+        budget = self.max_num_batched_tokens
+        index = 0
+        while index < len(self.running) and budget > 0:
+            request = self.running[index]
+            num_new_tokens = self.num_new_tokens(request, budget)
+            if num_new_tokens == 0:
+                index += 1
+                continue
+            new_blocks = self.allocate_slots(request, num_new_tokens)
+            while new_blocks is None:
+                victim = self.running.pop()
+                self._preempt(victim)
+                output.preempted_req_ids.append(victim.request_id)
+                if victim is request:
+                    break
+                new_blocks = self.allocate_slots(request, num_new_tokens)
+            if new_blocks is None:
+                break
+            self._add_to_batch(output, request, num_new_tokens, new_blocks)
+            budget -= num_new_tokens
+            index += 1
+
+        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs and not output.preempted_req_ids:
+            request = self.waiting[0]
+            hits, num_hit_tokens = self.kv_manager.get_computed_blocks(request)
+            num_new_tokens = min(request.num_tokens - num_hit_tokens, budget)
+            new_blocks = self.kv_manager.allocate_slots(request, num_new_tokens, num_hit_tokens, hits)
+            if new_blocks is None:
+                break
+            self.waiting.popleft()
+            request.num_computed_tokens = num_hit_tokens
+            if request.num_cached_tokens < 0:
+                request.num_cached_tokens = num_hit_tokens
+            request.status = RequestStatus.RUNNING
+            self.running.append(request)
+            self._add_to_batch(output, request, num_new_tokens, hits + new_blocks)
+            budget -= num_new_tokens
+
+        self._update_after_schedule(output)
+        if output.num_scheduled_tokens:  # a step runs: its requests are the runner's rows from now on
+            self._in_batch = set(output.num_scheduled_tokens)
+        return output
+
+    def _add_to_batch(self, output: SchedulerOutput, request: Request, num_new_tokens: int, new_blocks) -> None:
+        request_id = request.request_id
+        new_block_ids = [block.block_id for block in new_blocks]
+        request.block_ids.extend(new_block_ids)
+        output.scheduled_requests.append(request)
+        output.num_scheduled_tokens[request_id] = num_new_tokens
+        if request_id in self._in_batch:  # it has a row: send what changed
+            cached = output.scheduled_cached_reqs
+            cached.req_ids.append(request_id)
+            cached.new_block_ids.append(new_block_ids)
+            cached.num_computed_tokens.append(request.num_computed_tokens)
+        else:  # it needs a row: send everything
+            output.scheduled_new_reqs.append(NewRequestData(request_id, list(request.all_token_ids),
+                                                            list(request.block_ids), request.num_computed_tokens))
+
+    def _preempt(self, request: Request) -> None:
+        """As lab 99-01's. A token still on its way stays counted: it arrives with the next output."""
+        self.kv_manager.free(request)
+        self._in_batch.discard(request.request_id)  # when it comes back, it needs a new row
+        request.block_ids = []
+        request.num_computed_tokens = 0
+        request.status = RequestStatus.PREEMPTED
+        request.num_preemptions += 1
+        self.waiting.appendleft(request)
