@@ -508,7 +508,8 @@ def test_home_page_renders_with_the_course_map(browser, server):
     smallest = course_map.evaluate(
         "svg => Math.min(...[...svg.querySelectorAll('text')].map(t => t.getBoundingClientRect().height))")
     assert smallest >= MIN_TEXT_PX, f"the course map's smallest text is {smallest:.1f} px high"
-    course_map.scroll_into_view_if_needed()
+    top = course_map.evaluate("svg => svg.getBoundingClientRect().top + window.scrollY")
+    page.evaluate("y => window.scrollTo(0, y)", top - 72)  # the map's first phase clear of the fixed header
     _shoot(page, "docs-home.png")
 
 
