@@ -26,10 +26,9 @@ from labkit.course.runner import LabRun, run_in_parallel, run_lab_tests
 from labkit.grader import limits as limits_
 from labkit.grader import references, report, schedule
 from labkit.grader.limits import Place, Resources
-from labkit.grader.report import STATUSES, Report, Verdict  # noqa: F401  (STATUSES: part of this module's API)
+from labkit.grader.report import Report, Verdict
 from labkit.text import clean
 
-REPORT_SUFFIXES = report.SUFFIXES
 WORK_FILE = "starter.py"
 MAX_FILE_BYTES = 2_000_000  # a larger file in a submission is not copied
 TAMPERED = "instructor files changed during grading, do not trust this report:"

@@ -17,7 +17,6 @@ from labkit.text import clean, markdown_escape, markdown_table
 
 SUFFIXES = (".csv", ".json", ".md")
 COLUMNS = ["student", "lab", "passed", "total", "status", "first_failure", "seconds"]
-STATUSES = ("ok", "failed", "timeout", "crashed", "missing", "syntax error")
 
 
 class ReportError(ValueError):

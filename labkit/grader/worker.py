@@ -77,12 +77,12 @@ def _error(exc: BaseException, kind: str = "exception") -> tuple:
 GIVEN_DIR = Path(__file__).resolve().parents[2] / "given"  # the graded lab's given modules, staged by the grader
 
 
-def import_file(file: Path, name: str = "submission"):
+def import_file(file: Path):
     """Import the student's ``file``; modules next to it (their own helpers) import too, after the lab's
     given modules (``_checks.py``...), which come from the course, whatever the student's folder holds."""
-    spec = importlib.util.spec_from_file_location(name, file)
+    spec = importlib.util.spec_from_file_location("submission", file)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    sys.modules["submission"] = module
     sys.path.insert(0, str(file.parent))
     if GIVEN_DIR.is_dir():
         sys.path.insert(0, str(GIVEN_DIR))
