@@ -8,6 +8,7 @@ allocated. Staged into the sandbox (numpy and torch are imported when an array a
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 
 from labkit.grader.wire import ProtocolError
@@ -67,9 +68,12 @@ def encode(value, on_object=None, arguments: dict | None = None, _depth: int = 0
 def _is_record(value, mutable_too: bool) -> bool:
     """A dataclass instance that crosses by value: a frozen one (a value has no identity to keep),
     or any one where no object can stay behind (no ``on_object``)."""
-    if isinstance(value, type) or not dataclasses.is_dataclass(value):
-        return False
-    return mutable_too or bool(getattr(getattr(type(value), "__dataclass_params__", None), "frozen", False))
+    return not isinstance(value, type) and dataclasses.is_dataclass(value) and (mutable_too or frozen(type(value)))
+
+
+def frozen(cls: type) -> bool:
+    """Whether ``cls`` is a frozen dataclass."""
+    return dataclasses.is_dataclass(cls) and bool(getattr(getattr(cls, "__dataclass_params__", None), "frozen", False))
 
 
 class _NotData(TypeError):
@@ -218,6 +222,12 @@ class _Decoder:
             raise ProtocolError("a tensor without its data")  # never allocate on the sender's word
         t = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
         return t.to(_device(device))
+
+
+def builtin_exception(name):
+    """The built-in exception class called ``name`` (an error crosses as its name), else None."""
+    cls = getattr(builtins, str(name), None)
+    return cls if isinstance(cls, type) and issubclass(cls, Exception) else None
 
 
 class Record:
