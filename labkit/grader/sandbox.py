@@ -343,19 +343,19 @@ def python_dirs() -> list[Path]:
     dirs += [Path(p) for p in site.getsitepackages()]
     if site.ENABLE_USER_SITE and site.getusersitepackages() in sys.path:
         dirs.append(Path(site.getusersitepackages()))
-    found = []
-    for d in dirs:
-        d = d.resolve()
-        if d.is_dir() and d not in found and d != Path("/"):
-            found.append(d)
-    return sorted(found)
+    return _folders(dirs)
 
 
 def gpu_dirs() -> list[Path]:
     """Driver and CUDA folders outside /usr: LD_LIBRARY_PATH, libcuda's folder, CUDA_HOME."""
     dirs = os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)
-    dirs += [_libcuda_dir() or "", os.environ.get("CUDA_HOME", "")]
-    return sorted({Path(d).resolve() for d in dirs if d and os.path.isdir(d) and Path(d).resolve() != Path("/")})
+    return _folders([*dirs, _libcuda_dir() or "", os.environ.get("CUDA_HOME", "")])
+
+
+def _folders(paths) -> list[Path]:
+    """The folders among ``paths`` (empty ones skipped), resolved, sorted, each once, never "/"."""
+    found = {Path(p).resolve() for p in paths if p}
+    return sorted(d for d in found if d.is_dir() and d != Path("/"))
 
 
 def _libcuda_dir() -> str | None:
