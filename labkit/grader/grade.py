@@ -197,13 +197,10 @@ def grade(
     submissions = Path(submissions)
     resources = resources or Resources()
     names = [s for s in students(submissions) if schedule.in_shard(s, shard)]
+    ready = [lab for lab in labs if (lab.path / "test_lab.py").is_file()]
     warnings = [] if sandbox else [UNSANDBOXED]
-    ready = []
-    for lab in labs:
-        if (lab.path / "test_lab.py").is_file():
-            ready.append(lab)
-        else:
-            warnings.append(f"lab {lab.id} is not in the repository yet ({lab.folder}/test_lab.py): not graded")
+    warnings += [f"lab {lab.id} is not in the repository yet ({lab.folder}/test_lab.py): not graded"
+                 for lab in labs if lab not in ready]
     waves = schedule.waves(ready)
     place, memory = limits_.find(resources)
     saved_flag, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # ours must not look like tampering

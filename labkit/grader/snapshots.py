@@ -268,9 +268,6 @@ class Copies:
         if old is not None:
             self.items -= 1 + sum(_items(value, 0) for value in old.values())
 
-    def get(self, number) -> dict | None:
-        return self.fields.get(number)
-
 
 def _items(encoded, depth: int) -> int:
     """What one encoded field value costs: its tuples and lists, and its text by 64 characters."""
