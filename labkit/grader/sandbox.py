@@ -11,6 +11,7 @@ README.md in this folder has the whole design.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -310,14 +311,10 @@ os.execv(sys.argv[2], sys.argv[2:])
 def stop(proc: subprocess.Popen) -> None:
     """Kill ``proc`` and its process group (bubblewrap takes everything in the sandbox with it), then
     remove its cgroup."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
     cgroup = getattr(proc, "cgroup", None)
     if cgroup is not None:
         cgroup.remove()

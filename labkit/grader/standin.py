@@ -12,6 +12,7 @@ limit, or a worker that dies or breaks the protocol, is :class:`SubmissionTimeou
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import subprocess
@@ -339,10 +340,8 @@ class _Worker:
     def kill(self) -> None:
         sandboxes.stop(self._proc)
         for fd in (self._to_worker, self._from_worker):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
 
 # --------------------------------------------------------------------------- the lab's functions
@@ -372,10 +371,7 @@ class RemoteGlobals:
         self._owner = owner
 
     def __getitem__(self, name):
-        try:
-            return self._owner._api[name]
-        except KeyError:
-            raise KeyError(name) from None
+        return self._owner._api[name]
 
     def get(self, name, default=None):
         return self._owner._api.get(name, default)

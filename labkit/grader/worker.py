@@ -12,7 +12,6 @@ child script (:mod:`labkit.testing.child`) as ``__main__``. Nothing decided here
 from __future__ import annotations
 
 import hashlib
-import importlib
 import importlib.util
 import inspect
 import json
@@ -43,9 +42,8 @@ def apply_limits(limits: dict) -> None:
             _, hard = resource.getrlimit(which)
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
             # CPU time: SIGXCPU (which a program may catch) at the soft limit, SIGKILL five seconds later.
-            soft_hard = (value, value + 5) if name == "cpu_seconds" and hard == resource.RLIM_INFINITY else \
-                (value, value)
-            resource.setrlimit(which, soft_hard)
+            grace = 5 if name == "cpu_seconds" and hard == resource.RLIM_INFINITY else 0
+            resource.setrlimit(which, (value, value + grace))
 
 
 def _die_with_parent() -> None:
