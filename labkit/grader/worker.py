@@ -142,15 +142,11 @@ class _Session:
         for name, value in vars(self.module).items():
             if name.startswith("_") or inspect.ismodule(value):
                 continue
-            if inspect.isclass(value):
-                names[name] = ("class", None)
-            elif callable(value):
-                names[name] = ("function", None)
-            else:
-                try:
-                    names[name] = ("value", self.encode(value))
-                except TypeError:
-                    names[name] = ("other", None)
+            kind = "class" if inspect.isclass(value) else "function" if callable(value) else "value"
+            try:
+                names[name] = (kind, self.encode(value) if kind == "value" else None)
+            except TypeError:
+                names[name] = ("other", None)
         return names
 
     def _record(self, name, fields):
