@@ -26,10 +26,9 @@ from labkit.course.runner import LabRun, run_in_parallel, run_lab_tests
 from labkit.grader import limits as limits_
 from labkit.grader import references, report, schedule
 from labkit.grader.limits import Place, Resources
-from labkit.grader.report import STATUSES, Report, Verdict  # noqa: F401  (STATUSES: part of this module's API)
+from labkit.grader.report import Report, Verdict
 from labkit.text import clean
 
-REPORT_SUFFIXES = report.SUFFIXES
 WORK_FILE = "starter.py"
 MAX_FILE_BYTES = 2_000_000  # a larger file in a submission is not copied
 TAMPERED = "instructor files changed during grading, do not trust this report:"
@@ -198,13 +197,10 @@ def grade(
     submissions = Path(submissions)
     resources = resources or Resources()
     names = [s for s in students(submissions) if schedule.in_shard(s, shard)]
+    ready = [lab for lab in labs if (lab.path / "test_lab.py").is_file()]
     warnings = [] if sandbox else [UNSANDBOXED]
-    ready = []
-    for lab in labs:
-        if (lab.path / "test_lab.py").is_file():
-            ready.append(lab)
-        else:
-            warnings.append(f"lab {lab.id} is not in the repository yet ({lab.folder}/test_lab.py): not graded")
+    warnings += [f"lab {lab.id} is not in the repository yet ({lab.folder}/test_lab.py): not graded"
+                 for lab in labs if lab not in ready]
     waves = schedule.waves(ready)
     place, memory = limits_.find(resources)
     saved_flag, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # ours must not look like tampering

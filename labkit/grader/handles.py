@@ -88,17 +88,11 @@ class ObjectTable:
                 self.strong.pop(n, None)
 
 
-def _call(obj, *args, **kwargs):
-    return obj(*args, **kwargs)
-
-
-def _method(obj, name, *args, **kwargs):
-    return getattr(obj, name)(*args, **kwargs)
-
-
 # What a handle's use asks of the object it stands for (``subject``): getattr(subject, *args)...
 OPS = {
-    "getattr": getattr, "setattr": setattr, "delattr": delattr, "call": _call, "method": _method,
+    "getattr": getattr, "setattr": setattr, "delattr": delattr,
+    "call": lambda obj, *args, **kwargs: obj(*args, **kwargs),
+    "method": lambda obj, name, *args, **kwargs: getattr(obj, name)(*args, **kwargs),
     "len": len, "bool": bool, "repr": repr, "hash": hash, "eq": operator.eq, "ne": operator.ne,
     "iter": iter, "next": next, "contains": operator.contains, "getitem": operator.getitem,
     "setitem": operator.setitem, "delitem": operator.delitem, "isinstance": isinstance, "issubclass": issubclass,
@@ -199,7 +193,7 @@ class Handle:
             raise AttributeError(f"{name!r}: only public attributes of a submission's object are read")
         table = self._table
         # Current whenever no request is in flight (in a callback, the student's code is half-way through one).
-        fields = table.snapshots.get(self._number) if not table.owner._busy and table.alive else None
+        fields = table.snapshots.fields.get(self._number) if not table.owner._busy and table.alive else None
         if fields is not None and name in fields:
             encoded = fields[name]
             return self._ask("getattr", name) if encoded is ASK else table.value(encoded)

@@ -158,21 +158,6 @@ class GraderObject:
         return f"<a test's object #{self._index}>"
 
 
-class GraderMethod:
-    """A public method of a test's object, as ``getattr`` returned it: calling it asks the grader."""
-
-    __slots__ = ("_ask", "_index", "_name")
-
-    def __init__(self, ask, index: int, name: str):
-        self._ask, self._index, self._name = ask, index, name
-
-    def __call__(self, *args, **kwargs):
-        return self._ask("method", self._index, self._name, *args, **kwargs)
-
-    def __repr__(self):
-        return f"<method {self._name} of a test's object #{self._index}>"
-
-
 class GraderIterator:
     """An iterator the test passed (``reversed(blocks)``): each ``next`` asks the grader for one item."""
 

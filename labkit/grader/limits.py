@@ -7,6 +7,7 @@ hierarchies; the grader's cgroups are made below its own, removed when done. REA
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -203,10 +204,8 @@ def _remove_tree(folder: Path, wait: float = 10.0) -> bool:
             return False
         if time.monotonic() - start > 0.5:
             for pid in pids:
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
         time.sleep(0.05)
     try:
         folder.rmdir()

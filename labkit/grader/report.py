@@ -17,7 +17,6 @@ from labkit.text import clean, markdown_escape, markdown_table
 
 SUFFIXES = (".csv", ".json", ".md")
 COLUMNS = ["student", "lab", "passed", "total", "status", "first_failure", "seconds"]
-STATUSES = ("ok", "failed", "timeout", "crashed", "missing", "syntax error")
 
 
 class ReportError(ValueError):
@@ -33,9 +32,6 @@ class Verdict:
     status: str
     first_failure: str
     seconds: float
-
-    def row(self) -> dict:
-        return asdict(self)
 
 
 @dataclass
@@ -59,7 +55,7 @@ def _csv_cell(value):
 
 def render(report: Report, suffix: str) -> str:
     """``report`` in the format ``suffix`` names (".csv", ".json", ".md")."""
-    rows, warnings, header = [v.row() for v in report.verdicts], report.warnings, report.header
+    rows, warnings, header = [asdict(v) for v in report.verdicts], report.warnings, report.header
     suffix = suffix.lower()
     if suffix == ".json":
         cleaned = [{k: clean(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]

@@ -11,6 +11,7 @@ README.md in this folder has the whole design.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -258,9 +259,7 @@ class Sandbox:
         if clash:
             raise SandboxError(f"{clash[0]} is needed inside the sandbox (the Python installation) but must be "
                                "hidden from it (the repository, the home or the temporary folder)")
-        hidden = [h for h in self.hide if h.exists() and any(_within(h, b) for b in binds)]  # nothing to mask else
-        ops = [(Path(d), ["--ro-bind", d, d]) for d in map(str, binds)]
-        ops += [(h, ["--size", "4096", "--tmpfs", str(h), "--remount-ro", str(h)]) for h in hidden]
+        ops = [(Path(d), ["--ro-bind", d, d]) for d in map(str, binds)] + _masks(self.hide, binds)
         ops.sort(key=lambda op: len(op[0].parts))  # a mask after the bind it sits in, before binds inside it
         args = []
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
@@ -277,12 +276,8 @@ class Sandbox:
             args += ["--ro-bind", str(self.student_dir), "/submission"]
         if self.gpu and os.path.isdir("/sys"):
             args += ["--ro-bind", "/sys", "/sys"]
-        # bwrap creates the parents of mount points; make them traversable by the sandbox's user.
-        parents = {p for dest, _ in ops for p in dest.parents if p != Path("/") and not any(_within(p, b) for b in
-                                                                                             binds)}
-        for parent in sorted(parents, key=lambda p: len(p.parts)):
-            args += ["--chmod", "0755", str(parent)]
-        return args
+        return args + _opened({p for dest, _ in ops for p in dest.parents
+                               if p != Path("/") and not any(_within(p, b) for b in binds)})
 
     def _under_scratch(self) -> list[str]:
         """The interpreter's folders that lie in /tmp or /dev/shm (a virtual environment made there, as
@@ -291,17 +286,10 @@ class Sandbox:
         or the sandbox's user (nobody, or the second bwrap when the grader is root) could not reach them."""
         scratch = (Path("/tmp"), Path("/dev/shm"))
         binds = [d for d in python_dirs() if any(_within(d, s) and d != s for s in scratch)]
-        args = []
-        for d in binds:
-            args += ["--ro-bind", str(d), str(d)]
-        for h in self.hide:
-            if h.exists() and any(_within(h, b) for b in binds):
-                args += ["--size", "4096", "--tmpfs", str(h), "--remount-ro", str(h)]
-        parents = {p for d in binds for p in d.parents if p not in scratch
-                   and any(_within(p, s) for s in scratch) and not any(_within(p, b) for b in binds)}
-        for parent in sorted(parents, key=lambda p: len(p.parts)):
-            args += ["--chmod", "0755", str(parent)]
-        return args
+        args = [arg for d in binds for arg in ("--ro-bind", str(d), str(d))]
+        args += [arg for _, mask in _masks(self.hide, binds) for arg in mask]
+        return args + _opened({p for d in binds for p in d.parents if p not in scratch
+                               and any(_within(p, s) for s in scratch) and not any(_within(p, b) for b in binds)})
 
     def _gpu_devices(self) -> list[str]:
         if not self.gpu:
@@ -323,14 +311,10 @@ os.execv(sys.argv[2], sys.argv[2:])
 def stop(proc: subprocess.Popen) -> None:
     """Kill ``proc`` and its process group (bubblewrap takes everything in the sandbox with it), then
     remove its cgroup."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
     cgroup = getattr(proc, "cgroup", None)
     if cgroup is not None:
         cgroup.remove()
@@ -356,19 +340,19 @@ def python_dirs() -> list[Path]:
     dirs += [Path(p) for p in site.getsitepackages()]
     if site.ENABLE_USER_SITE and site.getusersitepackages() in sys.path:
         dirs.append(Path(site.getusersitepackages()))
-    found = []
-    for d in dirs:
-        d = d.resolve()
-        if d.is_dir() and d not in found and d != Path("/"):
-            found.append(d)
-    return sorted(found)
+    return _folders(dirs)
 
 
 def gpu_dirs() -> list[Path]:
     """Driver and CUDA folders outside /usr: LD_LIBRARY_PATH, libcuda's folder, CUDA_HOME."""
     dirs = os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)
-    dirs += [_libcuda_dir() or "", os.environ.get("CUDA_HOME", "")]
-    return sorted({Path(d).resolve() for d in dirs if d and os.path.isdir(d) and Path(d).resolve() != Path("/")})
+    return _folders([*dirs, _libcuda_dir() or "", os.environ.get("CUDA_HOME", "")])
+
+
+def _folders(paths) -> list[Path]:
+    """The folders among ``paths`` (empty ones skipped), resolved, sorted, each once, never "/"."""
+    found = {Path(p).resolve() for p in paths if p}
+    return sorted(d for d in found if d.is_dir() and d != Path("/"))
 
 
 def _libcuda_dir() -> str | None:
@@ -382,6 +366,17 @@ def _libcuda_dir() -> str | None:
 
 def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+def _masks(hide: list[Path], binds: list[Path]) -> list[tuple[Path, list[str]]]:
+    """An empty read-only tmpfs over each folder of ``hide`` that a bind would show (nothing to mask else)."""
+    return [(h, ["--size", "4096", "--tmpfs", str(h), "--remount-ro", str(h)]) for h in hide
+            if h.exists() and any(_within(h, b) for b in binds)]
+
+
+def _opened(parents: set[Path]) -> list[str]:
+    """bwrap creates the parents of mount points (mode 0700): make them traversable by the sandbox's user."""
+    return [arg for p in sorted(parents, key=lambda p: len(p.parts)) for arg in ("--chmod", "0755", str(p))]
 
 
 def _open_up(folder: Path) -> None:

@@ -13,12 +13,12 @@ is in flight, and keeps at most ``MAX_COPIED`` items. Staged into the sandbox.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import math
 import operator
 from typing import TYPE_CHECKING
 
+from labkit.grader.values import frozen
 from labkit.grader.wire import ProtocolError
 
 if TYPE_CHECKING:
@@ -227,9 +227,8 @@ def _is_object(kind: type) -> bool:
     if found is None:
         data = (list, tuple, dict, set, frozenset, complex, bool, int, float, str, bytes, type)
         module = getattr(kind, "__module__", None) or ""
-        frozen = dataclasses.is_dataclass(kind) and getattr(kind, "__dataclass_params__", None) is not None \
-            and kind.__dataclass_params__.frozen
-        found = _OBJECT_KINDS[kind] = not (issubclass(kind, data) or frozen or module.startswith(("numpy", "torch")))
+        is_data = issubclass(kind, data) or frozen(kind) or module.startswith(("numpy", "torch"))
+        found = _OBJECT_KINDS[kind] = not is_data
     return found
 
 
@@ -268,9 +267,6 @@ class Copies:
         old = self.fields.pop(number, None)
         if old is not None:
             self.items -= 1 + sum(_items(value, 0) for value in old.values())
-
-    def get(self, number) -> dict | None:
-        return self.fields.get(number)
 
 
 def _items(encoded, depth: int) -> int:

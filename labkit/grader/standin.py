@@ -12,7 +12,7 @@ limit, or a worker that dies or breaks the protocol, is :class:`SubmissionTimeou
 
 from __future__ import annotations
 
-import builtins
+import contextlib
 import os
 import select
 import subprocess
@@ -25,7 +25,7 @@ from labkit.grader import wire
 from labkit.grader.handles import RESULT_TYPES, Handle, Handles, RemoteClass
 from labkit.grader.lending import Lent, is_torch_module, serve_lent
 from labkit.grader.patches import Patches
-from labkit.grader.values import array_leaves, copy_into, decode, encode
+from labkit.grader.values import array_leaves, builtin_exception, copy_into, decode, encode
 
 # What one reply may cost the grader. The largest any lab's tests need, graded on the reference
 # solutions: 0.6 MB and 67,000 items (lab 02-02); big arrays travel through child scripts instead.
@@ -73,8 +73,7 @@ class Submission(types.ModuleType):
         try:
             self._api = self._public_names(ready)
         except ProtocolError as err:
-            self._stop()
-            raise self._incident(SubmissionCrashed, "crashed", f"the worker's ready message: {err}") from None
+            raise self._incident(SubmissionCrashed, f"the worker's ready message: {err}") from None
 
     def __getattr__(self, name):
         api = self.__dict__.get("_api", {})
@@ -100,39 +99,35 @@ class Submission(types.ModuleType):
     def _seconds_left(self, limit: float) -> float:
         return limit if self._deadline is None else min(limit, self._deadline - time.time())
 
-    def _incident(self, exc_type, kind: str, message: str):
-        self._on_incident(kind, message)
+    def _incident(self, exc_type, message: str, stop: bool = True):
+        """Tell ``on_incident`` of a timeout or crash, stopping the worker (its objects die with it)
+        unless ``stop`` is false; the exception to raise."""
+        if stop:
+            self._stop()
+        self._on_incident("timeout" if exc_type is SubmissionTimeout else "crashed", message)
         return exc_type(message)
 
     # -- the worker
     def _start(self) -> dict:
         wait = self._seconds_left(self._import_timeout)
         if wait <= 0:
-            raise self._incident(SubmissionTimeout, "timeout", "the lab's time limit was reached before this test")
-        worker = _Worker(self._box, self._file, self._triton)
+            raise self._incident(SubmissionTimeout, "the lab's time limit was reached before this test")
+        self._worker = worker = _Worker(self._box, self._file, self._triton)
         name = self._file.name
         try:
             reply = worker.recv(time.monotonic() + wait)
         except TimeoutError:
-            worker.kill()
-            raise self._incident(SubmissionTimeout, "timeout", f"importing {name} did not finish within {wait:.0f} s") \
-                from None
+            raise self._incident(SubmissionTimeout, f"importing {name} did not finish within {wait:.0f} s") from None
         except (EOFError, ProtocolError) as err:
-            message = f"importing {name}: {worker.death(err)}"
-            worker.kill()
-            raise self._incident(SubmissionCrashed, "crashed", message) from None
+            raise self._incident(SubmissionCrashed, f"importing {name}: {worker.death(err)}") from None
         if _tag(reply) == "error":
-            worker.kill()
-            raise self._incident(SubmissionCrashed, "crashed", f"importing {name} raised {_describe(reply)}")
+            raise self._incident(SubmissionCrashed, f"importing {name} raised {_describe(reply)}")
         if _tag(reply) != "ready" or len(reply) != 3 or type(reply[1]) is not dict:
-            worker.kill()
-            raise self._incident(SubmissionCrashed, "crashed", "the worker broke the protocol at import")
+            raise self._incident(SubmissionCrashed, "the worker broke the protocol at import")
         try:
             self._handles.update(reply[2])
         except ProtocolError as err:
-            worker.kill()
-            raise self._incident(SubmissionCrashed, "crashed", f"the worker's ready message: {err}") from None
-        self._worker = worker
+            raise self._incident(SubmissionCrashed, f"the worker's ready message: {err}") from None
         return {k: v for k, v in reply[1].items() if type(k) is str and type(v) is tuple and len(v) == 2}
 
     # -- references: what crosses for what is not data
@@ -144,8 +139,8 @@ class Submission(types.ModuleType):
     def _reference(self, obj, lend: bool) -> tuple:
         if type(obj) is Handle:
             if obj._table is not self._handles or not obj._table.alive:
-                raise self._incident(SubmissionCrashed, "crashed", "an object of a worker that was stopped after a "
-                                     "timeout or crash was used: its objects died with it")
+                raise self._incident(SubmissionCrashed, "an object of a worker that was stopped after a timeout or "
+                                     "crash was used: its objects died with it", stop=False)
             return ("h", obj._number)
         if isinstance(obj, (RemoteFunction, RemoteClass)) and self._api.get(obj.__name__) is obj:
             return ("api", obj.__name__)  # the submission's own class or function
@@ -210,9 +205,8 @@ class Submission(types.ModuleType):
         result = self._call("op", (op, self._encode_arg(subject)), what, args, kwargs)
         expected = RESULT_TYPES.get(op)
         if expected is not None and type(result) is not expected:
-            self._stop()
-            raise self._incident(SubmissionCrashed, "crashed", f"{what}: the worker answered a "
-                                 f"{type(result).__name__}, not a {expected.__name__}")
+            raise self._incident(SubmissionCrashed, f"{what}: the worker answered a {type(result).__name__}, "
+                                 f"not a {expected.__name__}")
         return result
 
     def _call(self, kind: str, target, what: str, args: tuple, kwargs: dict):
@@ -223,8 +217,7 @@ class Submission(types.ModuleType):
         payload = (kind, target, args_, kwargs_, patches, self._handles.take_changes())
         wait = self._seconds_left(self._call_timeout)
         if wait <= 0:
-            self._stop()
-            raise self._incident(SubmissionTimeout, "timeout", f"{what}: the lab's time limit was reached")
+            raise self._incident(SubmissionTimeout, f"{what}: the lab's time limit was reached")
         worker, deadline = self._worker, time.monotonic() + wait
         self._busy += 1  # the student's code may run: until its reply, no snapshot is read
         try:
@@ -237,14 +230,11 @@ class Submission(types.ModuleType):
                 raise EOFError
             return self._unpack(reply, leaves, what)
         except TimeoutError:
-            self._stop()
             limit = "per-call" if wait >= self._call_timeout else "the lab's"
-            raise self._incident(SubmissionTimeout, "timeout", f"{what} did not return within {wait:.1f} s ({limit} "
-                                 "time limit)") from None
+            raise self._incident(SubmissionTimeout, f"{what} did not return within {wait:.1f} s ({limit} time "
+                                 "limit)") from None
         except (EOFError, BrokenPipeError, ProtocolError) as err:
-            message = f"{what}: {worker.death(err)}"
-            self._stop()
-            raise self._incident(SubmissionCrashed, "crashed", message) from None
+            raise self._incident(SubmissionCrashed, f"{what}: {worker.death(err)}") from None
         finally:
             self._busy -= 1
 
@@ -255,9 +245,8 @@ class Submission(types.ModuleType):
             if kind == "exception" and len(reply) == 6:
                 self._handles.update(reply[5])  # what the student's code changed before it raised
             if kind != "exception" or len(reply) != 6:
-                self._stop()
-                raise self._incident(SubmissionCrashed, "crashed", f"{what} raised {_describe(reply)}")
-            cls = _builtin_exception(str(builtin_name))
+                raise self._incident(SubmissionCrashed, f"{what} raised {_describe(reply)}")
+            cls = builtin_exception(builtin_name)
             message = str(message)[:MAX_MESSAGE]
             text = message if qualname == builtin_name else f"({str(qualname)[:200]}) {message}"
             raise (cls or RemoteError)(text)
@@ -287,11 +276,6 @@ class Submission(types.ModuleType):
     def close(self) -> None:
         """Stop the worker (idempotent)."""
         self._stop()
-
-
-def _builtin_exception(name: str):
-    cls = getattr(builtins, name, None)
-    return cls if isinstance(cls, type) and issubclass(cls, Exception) else None
 
 
 def _index(i, leaves) -> int:
@@ -356,10 +340,8 @@ class _Worker:
     def kill(self) -> None:
         sandboxes.stop(self._proc)
         for fd in (self._to_worker, self._from_worker):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
 
 # --------------------------------------------------------------------------- the lab's functions
@@ -389,10 +371,7 @@ class RemoteGlobals:
         self._owner = owner
 
     def __getitem__(self, name):
-        try:
-            return self._owner._api[name]
-        except KeyError:
-            raise KeyError(name) from None
+        return self._owner._api[name]
 
     def get(self, name, default=None):
         return self._owner._api.get(name, default)

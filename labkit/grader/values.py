@@ -8,6 +8,7 @@ allocated. Staged into the sandbox (numpy and torch are imported when an array a
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 
 from labkit.grader.wire import ProtocolError
@@ -67,9 +68,12 @@ def encode(value, on_object=None, arguments: dict | None = None, _depth: int = 0
 def _is_record(value, mutable_too: bool) -> bool:
     """A dataclass instance that crosses by value: a frozen one (a value has no identity to keep),
     or any one where no object can stay behind (no ``on_object``)."""
-    if isinstance(value, type) or not dataclasses.is_dataclass(value):
-        return False
-    return mutable_too or bool(getattr(getattr(type(value), "__dataclass_params__", None), "frozen", False))
+    return not isinstance(value, type) and dataclasses.is_dataclass(value) and (mutable_too or frozen(type(value)))
+
+
+def frozen(cls: type) -> bool:
+    """Whether ``cls`` is a frozen dataclass."""
+    return dataclasses.is_dataclass(cls) and bool(getattr(getattr(cls, "__dataclass_params__", None), "frozen", False))
 
 
 class _NotData(TypeError):
@@ -127,97 +131,83 @@ def decode(data, hooks: dict | None = None):
     """The inverse of :func:`encode`; ProtocolError on anything malformed. ``hooks``: tag -> function of
     the payload, for the tags only one side accepts (references: "h", "api", "cb", "tobj", "arg"...)."""
     try:
-        return _Decoder(hooks or {}).value(data, 0)
+        return _decode(data, hooks or {}, 0)
     except ProtocolError:
         raise
-    except Exception as err:  # malformed shapes, bad dtype strings, wrong arity...
+    except Exception as err:  # malformed shapes, bad dtype strings, wrong arity (unpacking the payload)...
         raise ProtocolError(f"malformed value: {type(err).__name__}: {err}") from None
 
 
-class _Decoder:
-    def __init__(self, hooks: dict):
-        self.hooks = hooks
-
-    def value(self, data, depth: int):
-        if depth > MAX_NESTING or type(data) is not tuple or not data or type(data[0]) is not str:
-            raise ProtocolError("malformed value")
-        tag, *rest = data
-        if tag in self.hooks:
-            return self.hooks[tag](*rest)
-        method = getattr(self, "tag_" + tag, None) if tag.isidentifier() else None
-        if method is None:
-            raise ProtocolError(f"unknown tag {tag!r}")
-        return method(depth + 1, *rest)
-
-    def tag_v(self, depth, value):
+def _decode(data, hooks: dict, depth: int):
+    if depth > MAX_NESTING or type(data) is not tuple or not data or type(data[0]) is not str:
+        raise ProtocolError("malformed value")
+    tag, *rest = data
+    if tag in hooks:
+        return hooks[tag](*rest)
+    depth += 1
+    if tag == "v":
+        (value,) = rest
         if value is not None and type(value) not in (bool, int, float, str, bytes):
             raise ProtocolError("malformed plain value")
         return value
-
-    def tag_c(self, depth, real, imag):
+    if tag in ("t", "l", "s", "fs"):
+        (items,) = rest
+        items = [_decode(v, hooks, depth) for v in _checked(items, list, "container")]
+        if tag in ("s", "fs"):
+            try:
+                frozenset(items)
+            except TypeError:
+                raise ProtocolError("a set with an unhashable member") from None
+        return {"t": tuple, "l": list, "s": set, "fs": frozenset}[tag](items)
+    if tag == "d":
+        (items,) = rest
+        return {_decode(k, hooks, depth): _decode(v, hooks, depth) for k, v in _checked(items, list, "container")}
+    if tag == "c":
+        real, imag = rest
         return complex(_plain_float(real), _plain_float(imag))
-
-    def tag_t(self, depth, items):
-        return tuple(self.value(v, depth) for v in _as_list(items))
-
-    def tag_l(self, depth, items):
-        return [self.value(v, depth) for v in _as_list(items)]
-
-    def tag_s(self, depth, items):
-        return set(self._members(depth, items))
-
-    def tag_fs(self, depth, items):
-        return frozenset(self._members(depth, items))
-
-    def _members(self, depth, items) -> list:
-        members = [self.value(v, depth) for v in _as_list(items)]
-        try:
-            frozenset(members)
-        except TypeError:
-            raise ProtocolError("a set with an unhashable member") from None
-        return members
-
-    def tag_d(self, depth, items):
-        return {self.value(k, depth): self.value(v, depth) for k, v in _as_list(items)}
-
-    def tag_dc(self, depth, name, fields):
-        return Record(_identifier(name), {_identifier(k): self.value(v, depth) for k, v in _as_list(fields)})
-
-    def tag_npdt(self, depth, dtype_str):
-        return _numpy_dtype(dtype_str)
-
-    def tag_nps(self, depth, dtype_str, raw):
+    if tag == "dc":
+        name, fields = rest
+        return Record(_identifier(name), {_identifier(k): _decode(v, hooks, depth)
+                                                for k, v in _checked(fields, list, "container")})
+    if tag in ("npdt", "nps", "nd"):
         import numpy as np
 
-        return np.frombuffer(_as_bytes(raw), dtype=_numpy_dtype(dtype_str))[0]
-
-    def tag_nd(self, depth, dtype_str, shape, raw, writeable):
-        import numpy as np
-
-        array = np.frombuffer(_as_bytes(raw), dtype=_numpy_dtype(dtype_str)).reshape(_shape(shape)).copy()
+        if tag == "npdt":
+            (dtype_str,) = rest
+            return _numpy_dtype(dtype_str)
+        if tag == "nps":
+            dtype_str, raw = rest
+            return np.frombuffer(_checked(raw, bytes, "array data"), dtype=_numpy_dtype(dtype_str))[0]
+        dtype_str, shape, raw, writeable = rest
+        array = np.frombuffer(_checked(raw, bytes, "array data"), dtype=_numpy_dtype(dtype_str))
+        array = array.reshape(_shape(shape)).copy()
         array.flags.writeable = bool(writeable)
         return array
-
-    def tag_ptdt(self, depth, name):
-        return _torch_dtype(name)
-
-    def tag_ptdev(self, depth, kind):
+    if tag in ("ptdt", "ptdev", "pt"):
         import torch
 
-        return torch.device(_device(kind))
-
-    def tag_pt(self, depth, name, shape, device, raw):
-        import torch
-
-        dtype, shape, raw = _torch_dtype(name), _shape(shape), _as_bytes(raw)
+        if tag == "ptdt":
+            (name,) = rest
+            return _torch_dtype(name)
+        if tag == "ptdev":
+            (kind,) = rest
+            return torch.device(_device(kind))
+        name, shape, device, raw = rest
+        dtype, shape, raw = _torch_dtype(name), _shape(shape), _checked(raw, bytes, "array data")
         if device == "meta":
             return torch.empty(shape, dtype=dtype, device="meta")
         if not raw:
             if 0 in shape:  # an empty tensor has no data to send
                 return torch.empty(shape, dtype=dtype).to(_device(device))
             raise ProtocolError("a tensor without its data")  # never allocate on the sender's word
-        t = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
-        return t.to(_device(device))
+        return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape).to(_device(device))
+    raise ProtocolError(f"unknown tag {tag!r}")
+
+
+def builtin_exception(name):
+    """The built-in exception class called ``name`` (an error crosses as its name), else None."""
+    cls = getattr(builtins, str(name), None)
+    return cls if isinstance(cls, type) and issubclass(cls, Exception) else None
 
 
 class Record:
@@ -258,16 +248,10 @@ def _plain_float(x):
     return float(x)
 
 
-def _as_list(items):
-    if type(items) is not list:
-        raise ProtocolError("malformed container")
-    return items
-
-
-def _as_bytes(raw):
-    if type(raw) is not bytes:
-        raise ProtocolError("malformed array data")
-    return raw
+def _checked(value, kind: type, what: str):
+    if type(value) is not kind:
+        raise ProtocolError(f"malformed {what}")
+    return value
 
 
 def _shape(shape):

@@ -11,9 +11,7 @@ child script (:mod:`labkit.testing.child`) as ``__main__``. Nothing decided here
 
 from __future__ import annotations
 
-import builtins
 import hashlib
-import importlib
 import importlib.util
 import inspect
 import json
@@ -24,10 +22,10 @@ from pathlib import Path
 
 from labkit.grader import wire
 from labkit.grader.handles import OPS, ObjectTable
-from labkit.grader.lending import GraderIterator, GraderMethod, GraderObject, load_module
+from labkit.grader.lending import GraderIterator, GraderObject, load_module
 from labkit.grader.patches import patched
 from labkit.grader.snapshots import Snapshots, plain_fields
-from labkit.grader.values import array_leaves, decode, encode
+from labkit.grader.values import array_leaves, builtin_exception, decode, encode
 
 
 def apply_limits(limits: dict) -> None:
@@ -44,9 +42,8 @@ def apply_limits(limits: dict) -> None:
             _, hard = resource.getrlimit(which)
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
             # CPU time: SIGXCPU (which a program may catch) at the soft limit, SIGKILL five seconds later.
-            soft_hard = (value, value + 5) if name == "cpu_seconds" and hard == resource.RLIM_INFINITY else \
-                (value, value)
-            resource.setrlimit(which, soft_hard)
+            grace = 5 if name == "cpu_seconds" and hard == resource.RLIM_INFINITY else 0
+            resource.setrlimit(which, (value, value + grace))
 
 
 def _die_with_parent() -> None:
@@ -62,8 +59,7 @@ def _die_with_parent() -> None:
 
 def _error(exc: BaseException, kind: str = "exception") -> tuple:
     """An exception as plain data: the nearest built-in base class, the real name, the message."""
-    base = next((c.__name__ for c in type(exc).__mro__
-                 if getattr(builtins, c.__name__, None) is c and issubclass(c, Exception)), None)
+    base = next((c.__name__ for c in type(exc).__mro__ if builtin_exception(c.__name__) is c), None)
     if base is None:  # SystemExit, KeyboardInterrupt, pytest outcomes: not an ordinary error
         kind = "fatal" if kind == "exception" else kind
         base = "BaseException"
@@ -77,12 +73,12 @@ def _error(exc: BaseException, kind: str = "exception") -> tuple:
 GIVEN_DIR = Path(__file__).resolve().parents[2] / "given"  # the graded lab's given modules, staged by the grader
 
 
-def import_file(file: Path, name: str = "submission"):
+def import_file(file: Path):
     """Import the student's ``file``; modules next to it (their own helpers) import too, after the lab's
     given modules (``_checks.py``...), which come from the course, whatever the student's folder holds."""
-    spec = importlib.util.spec_from_file_location(name, file)
+    spec = importlib.util.spec_from_file_location("submission", file)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    sys.modules["submission"] = module
     sys.path.insert(0, str(file.parent))
     if GIVEN_DIR.is_dir():
         sys.path.insert(0, str(GIVEN_DIR))
@@ -103,7 +99,7 @@ class _Session:
         self.objects = ObjectTable()
         self.snapshots = Snapshots(self.objects, self._special)
         self.objects.on_death = self.snapshots.died
-        self.grader_objects: dict = {}  # index (or ("iter", index)) -> the stand-in of a test's object
+        self.grader_objects: dict = {}  # (stand-in class, index) -> the stand-in of a test's object or iterator
         self.modules: dict = {}  # index -> a test's torch module (a copy)
         self.api = {}  # id() of a public class or function of the module -> its name
         for name, value in self.originals.items():
@@ -128,8 +124,9 @@ class _Session:
 
     def decode(self, data):
         return decode(data, hooks={"h": lambda n, *_: self.objects.get(n), "tobj": self._grader_object,
-                                   "titer": self._grader_iterator, "ptmod": self._module,
-                                   "api": self.originals.__getitem__, "cb": self._callback_stub, "dc": self._record})
+                                   "titer": lambda i: self._grader_object(i, GraderIterator), "ptmod": self._module,
+                                   "api": self.originals.__getitem__, "cb": lambda i: self._asker("call", i),
+                                   "dc": self._record})
 
     def _module(self, index, raw):
         """A test's torch module, loaded the first time it comes (with its bytes), the same object after."""
@@ -145,15 +142,11 @@ class _Session:
         for name, value in vars(self.module).items():
             if name.startswith("_") or inspect.ismodule(value):
                 continue
-            if inspect.isclass(value):
-                names[name] = ("class", None)
-            elif callable(value):
-                names[name] = ("function", None)
-            else:
-                try:
-                    names[name] = ("value", self.encode(value))
-                except TypeError:
-                    names[name] = ("other", None)
+            kind = "class" if inspect.isclass(value) else "function" if callable(value) else "value"
+            try:
+                names[name] = (kind, self.encode(value) if kind == "value" else None)
+            except TypeError:
+                names[name] = ("other", None)
         return names
 
     def _record(self, name, fields):
@@ -161,25 +154,20 @@ class _Session:
         return cls(**{k: self.decode(v) for k, v in fields})
 
     # -- calls into the grader: a test's functions and objects
-    def _grader_object(self, index):
+    def _grader_object(self, index, cls=GraderObject):
+        """The stand-in of the test's object (or iterator) ``index``: one per index, as the grader lends one."""
         if type(index) is not int:
             raise wire.ProtocolError("malformed reference")
-        if index not in self.grader_objects:
-            self.grader_objects[index] = GraderObject(self.ask, index)
-        return self.grader_objects[index]
+        return self.grader_objects.setdefault((cls, index), cls(self.ask, index))
 
-    def _grader_iterator(self, index):
-        if type(index) is not int:
-            raise wire.ProtocolError("malformed reference")
-        return self.grader_objects.setdefault(("iter", index), GraderIterator(self.ask, index))
+    def _asker(self, op: str, *head):
+        """A function that asks the grader ``op`` on ``head``: a test's callback (a recording wrapper),
+        or a method of a test's object."""
 
-    def _callback_stub(self, index):
-        """A function that runs the grader's callback ``index`` (a test's recording wrapper)."""
+        def ask(*args, **kwargs):
+            return self.ask(op, *head, *args, **kwargs)
 
-        def callback(*args, **kwargs):
-            return self.ask("call", index, *args, **kwargs)
-
-        return callback
+        return ask
 
     def ask(self, op: str, index: int, *args, **kwargs):
         """Ask the grader to run ``op`` on its callback or object ``index``; serve requests meanwhile."""
@@ -189,10 +177,8 @@ class _Session:
         if reply[0] == "cbret":
             return self.decode(reply[1])
         if reply[0] == "cbmethod":
-            return GraderMethod(self.ask, index, str(args[0]))
-        cls = getattr(builtins, str(reply[1]), None)
-        cls = cls if isinstance(cls, type) and issubclass(cls, Exception) else RuntimeError
-        raise cls(str(reply[2]))
+            return self._asker("method", index, str(args[0]))
+        raise (builtin_exception(reply[1]) or RuntimeError)(str(reply[2]))
 
     # -- the grader's requests
     def handle(self, request) -> tuple:
