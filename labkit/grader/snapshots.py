@@ -16,13 +16,9 @@ from __future__ import annotations
 import inspect
 import math
 import operator
-from typing import TYPE_CHECKING
 
 from labkit.grader.values import frozen
 from labkit.grader.wire import ProtocolError
-
-if TYPE_CHECKING:
-    from labkit.grader.handles import ObjectTable
 
 SNAPSHOT_ITEMS = 64  # fields of one snapshot, and items of a container field (a larger one is asked for)
 WATCH_MAX = 4096  # objects whose snapshots the worker keeps current (more are asked for, read by read)
@@ -67,8 +63,10 @@ class Snapshots:
     the objects named since the last reply (``pending``), the classes the grader has not been told of
     (id, name, public method names), and the numbers of objects that died (``gone``)."""
 
-    def __init__(self, table: ObjectTable, refer):
-        self.table, self.refer = table, refer  # refer(obj) -> ("tobj"/"titer"/"api", ...) or None
+    def __init__(self, table, refer):
+        # table: the worker's handles.ObjectTable (number <-> object; handles imports this module, so the
+        # type is named here only). refer(obj) -> ("tobj"/"titer"/"api", ...) or None.
+        self.table, self.refer = table, refer
         self.sent: dict[int, tuple | None] = {}  # number -> key of the fields sent (None: not snapshotted)
         self.raw: dict[int, tuple] = {}  # number -> the field objects when its key was last computed (_raw)
         self.pending: list = []  # (number, object) named since the last reply
