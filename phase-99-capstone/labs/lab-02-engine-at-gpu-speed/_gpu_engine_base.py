@@ -33,7 +33,7 @@ RequestStatus = _engine.RequestStatus
 
 
 # --------------------------------------------------------------------------------------------
-# Requests and the scheduler's output (given)
+# Requests and the scheduler's output
 # --------------------------------------------------------------------------------------------
 
 
@@ -116,7 +116,6 @@ class EngineBase:
 
     kv_manager_class: type  # the KV-cache manager the engine builds (README step 5's)
     model_runner_class: type  # the model runner it builds (README steps 1-3's)
-
 
     def __init__(self, model, num_gpu_blocks: int, block_size: int = 16, max_num_seqs: int = 8,
                  max_num_batched_tokens: int = 64, enable_prefix_caching: bool = True, backend: str | None = None,
