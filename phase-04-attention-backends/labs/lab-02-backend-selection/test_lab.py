@@ -520,12 +520,22 @@ def test_gqa_and_paged_kv_change_nothing(lab):
     ("H100", "bfloat16", 576, MLA, "TRITON_MLA", 16),  # forced case: nothing forces the block size
     ("B200", "bfloat16", 576, MLA, "TRITON_MLA", 16),
     ("H100", "bfloat16", 576, MLA, "FLASHMLA", 64),
+    ("B200", "bfloat16", 576, MLA, "CUTLASS_MLA", 128),  # forced case: use_cutlass_mla forces 128 too
 ])
 def test_override_is_obeyed(lab, gpu, dtype, head, features, override, block):
     """Pins that a runnable override wins over the default (get_attn_backend_cls returns it at
-    once), with every other backend's reason naming the override. Catches the override ignored."""
-    assert_selected(select(lab, gpu, dtype, head, features=features, override=override), override, block,
-                    {name: ["VLLM_ATTENTION_BACKEND"] for name in ALL if name != override})
+    once), with every other backend's reason naming the override, and the block size the platform
+    forces for a named FlashMLA (64) or CUTLASS MLA (128). Catches the override ignored, and a
+    block size forced only in the default case (CUTLASS MLA named then keeps 16-token blocks it
+    cannot run)."""
+    try:
+        chosen = select(lab, gpu, dtype, head, features=features, override=override)
+    except ValueError as err:
+        raise AssertionError(
+            f"select_backend({gpu!r}, {dtype!r}, {head}, features={features}, override={override!r}) refused "
+            f"an override that runs here with the block size the platform forces for it ({block}): {err}"
+        ) from None
+    assert_selected(chosen, override, block, {name: ["VLLM_ATTENTION_BACKEND"] for name in ALL if name != override})
 
 
 @pytest.mark.parametrize("gpu, dtype, head, features, override, word", [
