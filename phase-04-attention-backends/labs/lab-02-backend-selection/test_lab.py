@@ -139,12 +139,13 @@ def test_device_capability_of_named_gpus(lab, name, capability):
     labkit.assert_value(lab.device_capability(capability), capability, what=f"device_capability({capability!r})")
 
 
-@pytest.mark.parametrize("gpu", ["H1000", "h100", "", (9, 10), (-1, 0), (0, 0), (9,), (9, 0, 1), ("9", "0"),
-                                 (9.0, 0), (True, 0), 90, None])
+@pytest.mark.parametrize("gpu", ["H1000", "h100", "", (9, 10), (9, -1), (-1, 0), (0, 0), (9,), (9, 0, 1),
+                                 ("9", "0"), (9.0, 0), (True, 0), 90, None])
 def test_device_capability_rejects_impossible_gpus(lab, gpu):
     """Pins a ValueError naming ``gpu`` for an unknown name or an impossible capability (minor
-    above 9 breaks vLLM's ``DeviceCapability.to_int``; major 0 or below; wrong types). Catches
-    a selector that compares garbage and answers anyway."""
+    above 9 breaks vLLM's ``DeviceCapability.to_int``; a negative minor; major 0 or below; wrong
+    types). Catches a selector that compares garbage and answers anyway, and a minor checked
+    only from above (``minor <= 9``: (9, -1) would read as 8.9)."""
     refused(f"device_capability({gpu!r})", lambda: lab.device_capability(gpu), "gpu")
 
 
