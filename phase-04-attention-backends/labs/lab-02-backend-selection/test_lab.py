@@ -139,6 +139,20 @@ def test_device_capability_of_named_gpus(lab, name, capability):
     labkit.assert_value(lab.device_capability(capability), capability, what=f"device_capability({capability!r})")
 
 
+@pytest.mark.parametrize("capability", [(1, 0), (7, 9), (12, 1)])
+def test_device_capability_passes_any_possible_pair(lab, capability):
+    """Pins that every pair with major >= 1 and a one-digit minor comes back unchanged, a GPU of
+    the table or not. Catches a floor on major above 1 (``major >= 7`` because the V100 is the
+    oldest GPU the table names): the selector's own rules are what refuse old GPUs."""
+    what = f"device_capability({capability!r}) (major >= 1 and 0 <= minor <= 9: a possible GPU)"
+    try:
+        got = lab.device_capability(capability)
+    except ValueError as err:
+        raise AssertionError(f"{what}: refused it; only impossible pairs are a ValueError "
+                             f"(old GPUs are refused later, by v1_engine_refusal): {err}") from None
+    labkit.assert_value(got, capability, what=what)
+
+
 @pytest.mark.parametrize("gpu", ["H1000", "h100", "", (9, 10), (9, -1), (-1, 0), (0, 0), (9,), (9, 0, 1),
                                  ("9", "0"), (9.0, 0), (True, 0), 90, None])
 def test_device_capability_rejects_impossible_gpus(lab, gpu):
