@@ -652,6 +652,17 @@ def test_no_full_graph_for_never(lab, requested, backend, gpu):
             lambda: lab.resolve_cudagraph_mode(requested, backend, gpu), "full", "PIECEWISE")
 
 
+@pytest.mark.parametrize("backend", ["FLASH", "flash_attn", "XFORMERS", None])
+def test_cudagraph_support_rejects_unknown_backends(lab, backend):
+    """Pins a ValueError that lists the backends when ``backend`` is not one of them, from
+    ``cudagraph_support`` and from ``resolve_cudagraph_mode``, which asks it. Catches the table
+    looked up without ``_check_backend`` (a bare KeyError from inside the table)."""
+    refused(f"cudagraph_support({backend!r}, 'H100')", lambda: lab.cudagraph_support(backend, "H100"),
+            "FLASH_ATTN", "FLEX_ATTENTION")
+    refused(f"resolve_cudagraph_mode('PIECEWISE', {backend!r}, 'H100')",
+            lambda: lab.resolve_cudagraph_mode("PIECEWISE", backend, "H100"), "FLASH_ATTN", "FLEX_ATTENTION")
+
+
 def test_resolve_cudagraph_mode_rejects_unknown_modes(lab):
     """Pins a ValueError naming ``requested`` for a mode that does not exist."""
     refused("resolve_cudagraph_mode('FULL_ALWAYS', 'FLASH_ATTN', 'H100')",
