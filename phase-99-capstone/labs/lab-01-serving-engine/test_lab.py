@@ -520,6 +520,29 @@ def test_a_request_that_preempts_itself_ends_the_running_part(lab, model, truth)
 
 
 
+# Two 3-token prompts and a budget of 2 tokens. Step 1: t0's last prompt token, then t1 admitted with the
+# one token left. Step 2: t0's decode token, then t1, running, gets the budget's last token.
+LAST_TOKEN = {rid: (p, n) for rid, p, n in zip(("t0", "t1"), prompts_of(4, (3, 3)), (2, 1), strict=True)}
+LAST_TOKEN_RUN = dict(max_num_batched_tokens=2, enable_prefix_caching=False)
+
+
+def test_the_budget_is_spent_to_its_last_token(lab, model, truth):
+    """A running request whose turn comes with one token of budget left computes that token. Every step
+    against ``planned_schedule``, then ``generate``'s tokens.
+
+    Catches: the running requests' loop stopping while one token of budget is left (``budget > 1``), which
+    delays t1 a step."""
+    settings = {**LAST_TOKEN_RUN, "num_gpu_blocks": 64, "max_num_seqs": 8}
+    expected = expected_outputs(truth, LAST_TOKEN)
+    plan = planned_schedule(LAST_TOKEN, None, settings["num_gpu_blocks"], settings["max_num_seqs"],
+                            settings["max_num_batched_tokens"])
+    assert plan[2].scheduled == [("t0", 1), ("t1", 1)], \
+        f"t1 must get the budget's last token in step 2 (a test bug): {plan[:3]}"
+    engine = new_engine(lab, model, **settings)
+    records = drive(engine, LAST_TOKEN, max_steps=len(plan) + 20)
+    assert_schedule_as_planned(engine, records, plan)
+    assert_tokens_equal(engine, expected)
+
 def test_num_cached_tokens_counts_the_first_admission_only(lab, model, truth):
     """The crowd in a small pool with prefix caching on: a preempted request's own full blocks are often
     still cached when it comes back, so its readmission starts after hits. ``num_cached_tokens`` is the
