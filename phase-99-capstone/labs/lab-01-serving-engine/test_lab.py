@@ -741,6 +741,28 @@ def test_requests_join_and_leave_between_steps(lab, model, truth):
     assert_tokens_equal(engine, expected)
 
 
+def test_update_from_output_returns_the_requests_it_finished(lab, model):
+    """One step driven by hand (``schedule``, ``prepare_inputs``, ``update_from_output``; no forward pass,
+    the sampled ids are made up): two prompts computed whole, "a" wanting 1 new token and "b" 2. The
+    update returns the requests finished in its step: exactly "a".
+
+    Catches: an ``update_from_output`` that finishes and frees the requests but returns nothing (the given
+    ``step`` ignores the value, so no other test sees it)."""
+    engine = new_engine(lab, model)
+    engine.add_request("a", prompts_of(5, (5,))[0], 1)
+    engine.add_request("b", prompts_of(6, (6,))[0], 2)
+    output = engine.schedule()
+    engine.prepare_inputs(output)
+    scheduled = [req.request_id for req in output.scheduled_requests]
+    assert scheduled == ["a", "b"], f"schedule: expected 'a' and 'b' (11 tokens, budget 24), got {scheduled}"
+    got = engine.update_from_output(output, [11, 12])
+    if not isinstance(got, list | tuple):
+        pytest.fail(f"update_from_output returned {got!r}; it returns the list of requests finished in its step "
+                    f"(here ['a']: its one new token came) (README step 4)")
+    got_ids = [str(getattr(req, "request_id", req)) for req in got]
+    assert got_ids == ["a"], (f"update_from_output returned the requests {got_ids}; 'a' (1 of 1 new tokens) "
+                              f"finished in this step, 'b' (1 of 2) did not (README step 4)")
+
 # --------------------------------------------------------------------------------------------
 # The Triton kernels: through the interpreter on a CPU, on the GPU for real
 # --------------------------------------------------------------------------------------------
