@@ -70,18 +70,26 @@ def test_dense_attention_matches_reference(lab, n):
     _check(lab.dense_attention(q, k, v), expected, what=f"dense_attention over n={n} keys", atol=1e-12)
 
 
-@pytest.mark.parametrize("logit", [1000.0, -1000.0])
-def test_dense_attention_survives_large_logits(lab, logit):
+@pytest.mark.parametrize("case", ["near +1000", "near -1000", "-1000 first, then +1000"])
+def test_dense_attention_survives_large_logits(lab, case):
     """Scores near +-1000: exp overflows past ~709 and underflows below ~-745 in float64, so
-    even the oracle must subtract the max first.
+    even the oracle must subtract the max first. The last case mixes scores near -1000 (the
+    first of them) with scores near +1000 in one row: only the max keeps every exponent <= 0.
 
-    Catches: exp(scores) / sum(exp(scores)) (inf/inf or 0/0 = NaN)."""
+    Catches: exp(scores) / sum(exp(scores)) (inf/inf or 0/0 = NaN); a shift by the min, the
+    mean or the first score instead of the max (right while the scores are close together,
+    exp(~2000) = inf once they are not)."""
     rng, q, k, v = _random_tokens(11, 20)
     k[:, 0] = 1.0 + 0.005 * rng.standard_normal(20)  # every score ~logit, spread by a few units
+    logit = -1000.0 if case == "near -1000" else 1000.0
+    if case.endswith("then +1000"):
+        k[::2, 0] *= -1.0  # keys 0, 2, 4, ... score near -1000, the others near +1000
     q[0] = logit * np.sqrt(q.shape[0])
     expected = labkit.attention_f64(q, k, v)
     q, k, v = read_only(q, k, v)
-    _check(lab.dense_attention(q, k, v), expected, what=f"dense_attention with scores near {logit:g}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = lab.dense_attention(q, k, v)
+    _check(out, expected, what=f"dense_attention with scores {case} (the max must be subtracted before exp)")
 
 
 # --- steps 2-4: the streaming pass ---

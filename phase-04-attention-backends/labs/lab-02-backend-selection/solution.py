@@ -385,7 +385,8 @@ CUDAGRAPH_MODES = {
 
 def cudagraph_support(backend, gpu) -> str:
     """The ``cudagraph_support`` of the backend's metadata builder in v0.10.1, one of
-    ``CUDAGRAPH_SUPPORT``: what full CUDA graphs it can be captured in."""
+    ``CUDAGRAPH_SUPPORT``: what full CUDA graphs it can be captured in. A backend not of
+    ``BACKENDS``: ValueError listing them."""
     capability = device_capability(gpu)
     _check_backend("cudagraph_support", backend)
     if backend == "FLASH_ATTN":

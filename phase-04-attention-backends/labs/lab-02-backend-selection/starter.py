@@ -168,7 +168,8 @@ def select_backend(gpu, dtype, head_size, block_size=None, *, kv_cache_dtype="au
 def cudagraph_support(backend, gpu) -> str:
     """The ``cudagraph_support`` of the backend's metadata builder in v0.10.1, one of
     ``CUDAGRAPH_SUPPORT``: what full CUDA graphs it can be captured in (README, "Why the choice
-    is fixed for a run", has the levels: read the builders first)."""
+    is fixed for a run", has the levels: read the builders first). A backend not of ``BACKENDS``:
+    ValueError listing them."""
     # capability = device_capability(gpu)
     # _check_backend("cudagraph_support", backend)
     raise NotImplementedError(

@@ -139,12 +139,27 @@ def test_device_capability_of_named_gpus(lab, name, capability):
     labkit.assert_value(lab.device_capability(capability), capability, what=f"device_capability({capability!r})")
 
 
-@pytest.mark.parametrize("gpu", ["H1000", "h100", "", (9, 10), (-1, 0), (0, 0), (9,), (9, 0, 1), ("9", "0"),
-                                 (9.0, 0), (True, 0), 90, None])
+@pytest.mark.parametrize("capability", [(1, 0), (7, 9), (12, 1)])
+def test_device_capability_passes_any_possible_pair(lab, capability):
+    """Pins that every pair with major >= 1 and a one-digit minor comes back unchanged, a GPU of
+    the table or not. Catches a floor on major above 1 (``major >= 7`` because the V100 is the
+    oldest GPU the table names): the selector's own rules are what refuse old GPUs."""
+    what = f"device_capability({capability!r}) (major >= 1 and 0 <= minor <= 9: a possible GPU)"
+    try:
+        got = lab.device_capability(capability)
+    except ValueError as err:
+        raise AssertionError(f"{what}: refused it; only impossible pairs are a ValueError "
+                             f"(old GPUs are refused later, by v1_engine_refusal): {err}") from None
+    labkit.assert_value(got, capability, what=what)
+
+
+@pytest.mark.parametrize("gpu", ["H1000", "h100", "", (9, 10), (9, -1), (-1, 0), (0, 0), (9,), (9, 0, 1),
+                                 ("9", "0"), (9.0, 0), (True, 0), 90, None])
 def test_device_capability_rejects_impossible_gpus(lab, gpu):
     """Pins a ValueError naming ``gpu`` for an unknown name or an impossible capability (minor
-    above 9 breaks vLLM's ``DeviceCapability.to_int``; major 0 or below; wrong types). Catches
-    a selector that compares garbage and answers anyway."""
+    above 9 breaks vLLM's ``DeviceCapability.to_int``; a negative minor; major 0 or below; wrong
+    types). Catches a selector that compares garbage and answers anyway, and a minor checked
+    only from above (``minor <= 9``: (9, -1) would read as 8.9)."""
     refused(f"device_capability({gpu!r})", lambda: lab.device_capability(gpu), "gpu")
 
 
@@ -520,12 +535,22 @@ def test_gqa_and_paged_kv_change_nothing(lab):
     ("H100", "bfloat16", 576, MLA, "TRITON_MLA", 16),  # forced case: nothing forces the block size
     ("B200", "bfloat16", 576, MLA, "TRITON_MLA", 16),
     ("H100", "bfloat16", 576, MLA, "FLASHMLA", 64),
+    ("B200", "bfloat16", 576, MLA, "CUTLASS_MLA", 128),  # forced case: use_cutlass_mla forces 128 too
 ])
 def test_override_is_obeyed(lab, gpu, dtype, head, features, override, block):
     """Pins that a runnable override wins over the default (get_attn_backend_cls returns it at
-    once), with every other backend's reason naming the override. Catches the override ignored."""
-    assert_selected(select(lab, gpu, dtype, head, features=features, override=override), override, block,
-                    {name: ["VLLM_ATTENTION_BACKEND"] for name in ALL if name != override})
+    once), with every other backend's reason naming the override, and the block size the platform
+    forces for a named FlashMLA (64) or CUTLASS MLA (128). Catches the override ignored, and a
+    block size forced only in the default case (CUTLASS MLA named then keeps 16-token blocks it
+    cannot run)."""
+    try:
+        chosen = select(lab, gpu, dtype, head, features=features, override=override)
+    except ValueError as err:
+        raise AssertionError(
+            f"select_backend({gpu!r}, {dtype!r}, {head}, features={features}, override={override!r}) refused "
+            f"an override that runs here with the block size the platform forces for it ({block}): {err}"
+        ) from None
+    assert_selected(chosen, override, block, {name: ["VLLM_ATTENTION_BACKEND"] for name in ALL if name != override})
 
 
 @pytest.mark.parametrize("gpu, dtype, head, features, override, word", [
@@ -625,6 +650,17 @@ def test_no_full_graph_for_never(lab, requested, backend, gpu):
     """Pins the ValueError for a mode with full graphs on a backend whose support is NEVER."""
     refused(f"resolve_cudagraph_mode({requested!r}, {backend!r}, {gpu!r})",
             lambda: lab.resolve_cudagraph_mode(requested, backend, gpu), "full", "PIECEWISE")
+
+
+@pytest.mark.parametrize("backend", ["FLASH", "flash_attn", "XFORMERS", None])
+def test_cudagraph_support_rejects_unknown_backends(lab, backend):
+    """Pins a ValueError that lists the backends when ``backend`` is not one of them, from
+    ``cudagraph_support`` and from ``resolve_cudagraph_mode``, which asks it. Catches the table
+    looked up without ``_check_backend`` (a bare KeyError from inside the table)."""
+    refused(f"cudagraph_support({backend!r}, 'H100')", lambda: lab.cudagraph_support(backend, "H100"),
+            "FLASH_ATTN", "FLEX_ATTENTION")
+    refused(f"resolve_cudagraph_mode('PIECEWISE', {backend!r}, 'H100')",
+            lambda: lab.resolve_cudagraph_mode("PIECEWISE", backend, "H100"), "FLASH_ATTN", "FLEX_ATTENTION")
 
 
 def test_resolve_cudagraph_mode_rejects_unknown_modes(lab):

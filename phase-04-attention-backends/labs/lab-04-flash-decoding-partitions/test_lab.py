@@ -465,6 +465,10 @@ BAD_INPUTS = {
                               "num_partitions"),
     "k-wrong-head-size": ("partitioned_attention", lambda lab, c: lab.partitioned_attention(
         c[0], c[1][:, :-1], c[2], 2), "k must"),
+    # Zero keys: no chunk is summarized, so attend_partial never sees k; only partitioned_attention's
+    # own check stands between a k of the wrong head size and a silent zeros(dv).
+    "zero-keys-k-wrong-head-size": ("partitioned_attention", lambda lab, c: lab.partitioned_attention(
+        c[0], read_only(np.zeros((0, D - 1))), read_only(np.zeros((0, D))), 2), "k must"),
     "v-wrong-length": ("attend_partial", lambda lab, c: lab.attend_partial(c[0], c[1], c[2][:-1]), "v must"),
     "q-not-a-vector": ("attend_partial", lambda lab, c: lab.attend_partial(c[0][None], c[1], c[2]), "q must"),
     "not-a-summary": ("merge_two", lambda lab, c: lab.merge_two(c[3], (0.0, 1.0)), "summary"),
@@ -481,11 +485,15 @@ def test_bad_input_gets_a_clear_message(lab, name):
     function; each function must first work on good input.
 
     Catches: a merge without the acc length check (numpy broadcasting answers nonsense), checks
-    dropped from a function."""
+    dropped from a function (partitioned_attention leaving them to attend_partial, which never runs
+    when there are zero keys)."""
     case = _bad_input_case()
     function, bad_call, word = BAD_INPUTS[name]
     _good_call(lab, function, case)
     hint = "the checks given in starter.py (merge_two: _check_same_length) are called at the top of each function"
+    if name.startswith("zero-keys"):
+        hint = ("partitioned_attention calls _as_query_keys_values itself: with zero keys no chunk reaches "
+                "attend_partial, whose checks would otherwise reject this k")
     try:
         bad_call(lab, case)
     except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
