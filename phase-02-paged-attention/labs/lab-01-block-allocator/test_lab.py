@@ -678,6 +678,25 @@ def test_touch_revives_a_cached_block_from_the_middle(lab):
     _expect(_block_hashes(hits, keys), ["key 0", "key 1"], "the hashes of the revived blocks (they keep them)")
 
 
+def test_touch_takes_any_iterable(lab):
+    """touch, like free_blocks, takes any iterable of blocks: a generator or ``reversed(table)``
+    touches every block it yields, once.
+
+    Catches: a touch that walks its argument twice (first the null-block check, then the loop that
+    counts the holders): an iterator is used up by the check, and nothing is touched."""
+    pool, blocks, keys, _ = _full_pool_cycle(lab)  # queue: 5, 6, 7, 4, 3, 2, 1
+    hits = [pool.get_cached_block(k) for k in keys[:2]]
+    _expect([_found(b) for b in hits], [1, 2], "get_cached_block of keys 0 and 1")
+    pool.touch(b for b in hits)
+    _expect([b.ref_cnt for b in hits], [1, 1],
+            "ref_cnt of blocks 1 and 2 after touch(a generator over them) (read the argument once: an iterator "
+            "that a first pass has used up yields nothing to a second)")
+    _expect(_queue_ids(pool.free_block_queue), [5, 6, 7, 4, 3], "the free queue after touch(a generator over 1, 2)")
+    pool.touch(reversed(hits))
+    _expect([b.ref_cnt for b in hits], [2, 2], "ref_cnt of blocks 1 and 2 after a second touch(reversed([1, 2]))")
+    _expect(_queue_ids(pool.free_block_queue), [5, 6, 7, 4, 3], "the free queue after touching held blocks")
+
+
 def test_block_ids_are_stable(lab):
     """Invariant 2: ``pool.blocks[i]`` is block i forever, and caching never rewrites a caller's
     block table: when a second request fills a block with tokens already cached in another block,
