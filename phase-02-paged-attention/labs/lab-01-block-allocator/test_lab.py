@@ -602,10 +602,12 @@ def test_cache_full_blocks_indexes_only_the_new_full_blocks(lab):
     full-block keys; caching blocks [0, 2) hashes and indexes blocks 1 and 2, never the partial
     third; after 2 more tokens the third is full and cache_full_blocks(…, 2, 3) adds it alone.
 
-    Asking to cache more blocks than there are keys (the partial one), a block already cached, or
-    the null block, is a ValueError that changes nothing.
+    Asking to cache more blocks than there are keys (the partial one), a block already cached, the
+    null block, or a range with num_cached_blocks < 0 or > num_full_blocks, is a ValueError that
+    changes nothing.
 
-    Catches: caching the partial tail, re-caching blocks already cached, hashing the wrong block."""
+    Catches: caching the partial tail, re-caching blocks already cached, hashing the wrong block, an
+    unchecked range (cache_full_blocks(blocks, keys, 2, 1) returns quietly, caching nothing)."""
     pool = lab.BlockPool(8)
     tokens = list(range(10))
     blocks = pool.get_new_blocks(3)  # 1, 2, 3
@@ -618,6 +620,12 @@ def test_cache_full_blocks_indexes_only_the_new_full_blocks(lab):
     with pytest.raises(ValueError):
         pool.cache_full_blocks([pool.null_block], keys, 0, 1)
         pytest.fail("cache_full_blocks([null block], keys, 0, 1): no ValueError")
+    for num_cached, num_full in [(2, 1), (-1, 1)]:  # the range [num_cached, num_full) runs backwards, or from -1
+        with pytest.raises(ValueError):
+            pool.cache_full_blocks(blocks, keys, num_cached, num_full)
+            pytest.fail(f"cache_full_blocks(blocks, keys, {num_cached}, {num_full}): no ValueError (the call needs "
+                        f"0 <= num_cached_blocks <= num_full_blocks; a slice of that range is empty, so an unchecked "
+                        f"call silently caches nothing)")
     pool.cache_full_blocks(blocks, keys, 0, 2)
     with pytest.raises(ValueError):
         pool.cache_full_blocks(blocks, keys, 1, 2)  # block 2 is already cached
