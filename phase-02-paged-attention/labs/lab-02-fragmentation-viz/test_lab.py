@@ -240,18 +240,21 @@ def test_serve_contiguous_hand_stream(lab):
       t3: full; r3 waits                  used 6+3 = 9    reserved 32     r0 samples its 4th: done
       t4: admit r3                        used 4+7 = 11   reserved 32     r2 done
       t5: r3 alone                        used 8          reserved 16     r3 done
+    The same replay in 47 slots: 47 // 16 = 2 reservations still, the 15 slots left over hold no
+    third.
     Catches a reservation counted as what is used, finished requests kept, and a capacity that is
-    not ``num_slots // max_len``."""
-    got = lab.serve_contiguous(read_only(HAND_STREAM), 32, 16)
-    assert_timeline(got, {
-        "used": [8, 10, 7, 9, 11, 8],
-        "reserved": [32, 32, 32, 32, 32, 16],
-        "running": [2, 2, 2, 2, 2, 1],
-        "waiting": [1, 2, 1, 1, 0, 0],
-        "admitted_at": [0, 0, 2, 4],
-        "finished_at": [3, 1, 4, 5],
-        "preemptions": 0,
-    }, "contiguous, HAND_STREAM")
+    not ``num_slots // max_len`` (47 / 16 = 2.9 in true division lets a third request in)."""
+    for num_slots in (32, 47):
+        got = lab.serve_contiguous(read_only(HAND_STREAM), num_slots, 16)
+        assert_timeline(got, {
+            "used": [8, 10, 7, 9, 11, 8],
+            "reserved": [32, 32, 32, 32, 32, 16],
+            "running": [2, 2, 2, 2, 2, 1],
+            "waiting": [1, 2, 1, 1, 0, 0],
+            "admitted_at": [0, 0, 2, 4],
+            "finished_at": [3, 1, 4, 5],
+            "preemptions": 0,
+        }, f"contiguous, HAND_STREAM in {num_slots} slots ({num_slots} // 16 = 2 reservations)")
 
 
 def test_serve_paged_hand_stream(lab):
