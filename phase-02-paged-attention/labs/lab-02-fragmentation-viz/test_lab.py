@@ -330,6 +330,10 @@ def test_bad_input_names_the_argument(lab):
         lab.blocks_needed(-1, 16)
     with pytest.raises(ValueError, match="lengths"):
         lab.admit_contiguous(read_only([600]), 4096, 512)  # longer than any reservation
+    with pytest.raises(ValueError, match="lengths"):
+        lab.block_size_tradeoff(read_only([]), [4, 16])  # no request: the waste fraction would be 0 / 0
+        pytest.fail("block_size_tradeoff([], [4, 16]): no ValueError naming lengths (with no request, the waste "
+                    "fraction is 0 / 0 slots and the mean table length 0 / 0 requests)")
     with pytest.raises(ValueError, match="stream"):
         lab.serve_contiguous(read_only([(0, 10, 10)]), 64, 16)  # 20 tokens > max_len 16
     with pytest.raises(ValueError, match="stream"):
