@@ -338,18 +338,23 @@ def test_bad_input_names_the_argument(lab):
         lab.serve_contiguous(read_only([(0, 10, 10)]), 64, 16)  # 20 tokens > max_len 16
     with pytest.raises(ValueError, match="stream"):
         lab.serve_paged(read_only([(0, 10, 10)]), 5, 4)  # peaks at 19 tokens: 5 blocks, only 4 free
-    # At the edge, a request that fits is served: its peak is prompt_len + output_len - 1 tokens.
-    for call, got in (
+    # At the edge, a request that fits is served: its peak is prompt_len + output_len - 1 tokens, and a
+    # reservation may take the whole memory.
+    peak = ("the last sampled token's KV is never written, so a request peaks at prompt_len + output_len - 1 "
+            "tokens")
+    for call, got, why in (
             ("serve_paged([(0, 10, 7)], num_blocks=5, block_size=4) (peaks at 16 tokens: 4 blocks, 4 free)",
-             lambda: lab.serve_paged(read_only([(0, 10, 7)]), 5, 4)),
+             lambda: lab.serve_paged(read_only([(0, 10, 7)]), 5, 4), peak),
             ("serve_contiguous([(0, 10, 6)], num_slots=64, max_len=16) (prompt_len + output_len = max_len)",
-             lambda: lab.serve_contiguous(read_only([(0, 10, 6)]), 64, 16))):
+             lambda: lab.serve_contiguous(read_only([(0, 10, 6)]), 64, 16), peak),
+            ("serve_contiguous([(0, 10, 6)], num_slots=16, max_len=16) (one reservation fills the memory exactly)",
+             lambda: lab.serve_contiguous(read_only([(0, 10, 6)]), 16, 16),
+             "max_len is refused only when it is larger than num_slots: 16 slots hold one reservation of 16")):
         try:
             timeline = got()
         except ValueError as err:
-            raise AssertionError(f"{call} raised ValueError({err}): the request fits, and must be served. The last "
-                                 "sampled token's KV is never written, so a request peaks at prompt_len + output_len "
-                                 "- 1 tokens") from err
+            message = f"{call} raised ValueError({err}): the request fits, and must be served ({why})"
+            raise AssertionError(message) from err
         assert_timeline(timeline, {"finished_at": [6 if "paged" in call else 5]}, call)
     with pytest.raises(ValueError, match="stream"):
         lab.serve_paged(read_only([(0, 10)]), 64, 4)  # not (arrival, prompt_len, output_len)
