@@ -513,13 +513,21 @@ def test_shared_block_stays_held_until_the_last_free(lab):
 def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
     """Freeing a block more times than it is held (in two calls or twice in one), freeing or
     touching the null block, asking for more blocks than are free or for a negative count, and a
-    pool without blocks are ValueErrors, and the pool is exactly as it was after each.
+    pool of 0, -3 or 2.5 blocks are ValueErrors, and the pool is exactly as it was after each.
 
     Catches: a double free accepted (ref_cnt goes negative, or the block enters the queue twice), a
     partial decrement before the error, the null block freed into the queue."""
-    with pytest.raises(ValueError):
-        lab.BlockPool(0)
-        pytest.fail("BlockPool(0): no ValueError")
+    for num_gpu_blocks in (0, -3, 2.5):  # a pool size must be a positive int
+        try:
+            lab.BlockPool(num_gpu_blocks)
+        except ValueError:
+            continue
+        except NotImplementedError:
+            raise
+        except Exception as err:
+            raise AssertionError(f"BlockPool({num_gpu_blocks!r}) raised {type(err).__name__}({err}), expected a "
+                                 f"ValueError saying that num_gpu_blocks must be a positive int") from err
+        raise AssertionError(f"BlockPool({num_gpu_blocks!r}): no ValueError (num_gpu_blocks must be a positive int)")
     pool = lab.BlockPool(6)
     held = pool.get_new_blocks(2)  # 1, 2
     pool.free_blocks([held[1]])
