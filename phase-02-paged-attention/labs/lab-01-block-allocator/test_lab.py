@@ -416,10 +416,11 @@ def test_queue_rejects_blocks_in_the_wrong_state(lab):
 
 def test_null_block_is_reserved(lab):
     """Block 0 is the null block: marked ``is_null``, never in the free queue, never handed out,
-    even after every other block has been allocated and freed twice.
+    even after every other block has been allocated and freed twice. A pool of 1 block is the null
+    block alone: valid, with no free block.
 
     Catches: leaving block 0 in the free queue (some request gets it and its table entry means
-    "no block"), marking another block null."""
+    "no block"), marking another block null, refusing a pool of 1."""
     pool = lab.BlockPool(8)
     if pool.null_block is not pool.blocks[0]:
         raise AssertionError("pool.null_block is not pool.blocks[0]")
@@ -433,6 +434,14 @@ def test_null_block_is_reserved(lab):
             pool.get_new_blocks(1)
             pytest.fail(f"cycle {cycle}: get_new_blocks(1) with every block but the null block held: no ValueError")
         pool.free_blocks(blocks)
+    # The smallest pool: one block, the null block, and nothing to hand out. It is a valid pool.
+    try:
+        pool = lab.BlockPool(1)
+    except ValueError as err:
+        raise AssertionError(f"BlockPool(1) raised ValueError({err}): 1 is a positive int, a valid pool size (block 0 "
+                             f"is its null block, and no block is free)") from err
+    _expect(_queue_ids(pool.free_block_queue), [], "the free queue of a pool of 1 (block 0 is the null block)")
+    _expect(pool.get_num_free_blocks(), 0, "get_num_free_blocks() of a pool of 1")
 
 
 def test_get_new_blocks_takes_the_front(lab):
