@@ -657,6 +657,19 @@ def test_cache_full_blocks_indexes_only_the_new_full_blocks(lab):
     _expect(_found(pool.get_cached_block(keys[2])), 3, "get_cached_block(key 2)")
     _expect(len(pool.cached_block_hash_to_block), 3, "keys in the index")
 
+    # The keys may run ahead of the blocks being cached: 3 keys, the first block cached alone, then the rest.
+    pool = lab.BlockPool(8)
+    blocks = pool.get_new_blocks(3)  # 1, 2, 3
+    for num_cached, num_full, want in [(0, 1, ["key 0", None, None]), (1, 3, ["key 0", "key 1", "key 2"])]:
+        try:
+            pool.cache_full_blocks(blocks, keys, num_cached, num_full)
+        except ValueError as err:
+            raise AssertionError(f"cache_full_blocks(blocks 1..3, 3 keys, {num_cached}, {num_full}) raised "
+                                 f"ValueError({err}): the keys past num_full_blocks are simply not used yet (take "
+                                 f"block_hashes[num_cached_blocks:num_full_blocks])") from err
+        _expect(_block_hashes(blocks, keys), want,
+                f"the hashes of blocks 1..3 after caching ({num_cached}, {num_full}) with 3 keys")
+
 
 def test_cached_block_survives_free_until_reused(lab):
     """Invariant 4, lazy eviction: a cached block that is freed keeps its hash and stays findable
