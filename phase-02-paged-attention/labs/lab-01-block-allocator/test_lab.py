@@ -621,7 +621,8 @@ def test_cache_full_blocks_indexes_only_the_new_full_blocks(lab):
 
     Asking to cache more blocks than there are keys (the partial one), a block already cached, the
     null block, or a range with num_cached_blocks < 0 or > num_full_blocks, is a ValueError that
-    changes nothing.
+    changes nothing. Keys past num_full_blocks (the caller knows more keys than it caches now) are
+    left for a later call.
 
     Catches: caching the partial tail, re-caching blocks already cached, hashing the wrong block, an
     unchecked range (cache_full_blocks(blocks, keys, 2, 1) returns quietly, caching nothing)."""
