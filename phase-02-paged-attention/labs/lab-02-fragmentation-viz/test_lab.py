@@ -489,11 +489,19 @@ def assert_block_tables(got: dict, expected: list[dict], what: str) -> None:
 def test_serve_contiguous_matches_brute_force(lab, seed):
     """A seeded stream of 40 requests (prompts of 1-40 tokens, outputs of 1-30, arrivals over 30
     steps) in 288 slots with reservations of 72: every per-step and per-request count equals the
-    brute-force replay's, and ``used <= reserved <= num_slots`` at every step."""
+    brute-force replay's, and ``used <= reserved <= num_slots`` at every step. Then the same requests
+    with their rows shuffled: the queue is ordered by arrival step (ties by row), not by row.
+
+    Catches, with the shuffled rows, a queue taken in row order (a stream sorted by arrival assumed)."""
     stream = random_stream(np.random.default_rng(seed))
     expected, _, _ = brute_force_replay(stream, max_len=72, num_slots=288)
     got = lab.serve_contiguous(read_only(stream), 288, 72)
     assert_timeline(got, expected, f"contiguous, seed {seed}")
+    shuffled = stream[np.random.default_rng(seed + 100).permutation(len(stream))]
+    expected, _, _ = brute_force_replay(shuffled, max_len=72, num_slots=288)
+    got = lab.serve_contiguous(read_only(shuffled), 288, 72)
+    assert_timeline(got, expected, f"contiguous, seed {seed}, rows shuffled (first come is the earliest arrival "
+                                   f"step, whatever the row)")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
