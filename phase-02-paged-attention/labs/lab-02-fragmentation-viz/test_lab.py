@@ -338,6 +338,19 @@ def test_bad_input_names_the_argument(lab):
         lab.serve_contiguous(read_only([(0, 10, 10)]), 64, 16)  # 20 tokens > max_len 16
     with pytest.raises(ValueError, match="stream"):
         lab.serve_paged(read_only([(0, 10, 10)]), 5, 4)  # peaks at 19 tokens: 5 blocks, only 4 free
+    call = "serve_paged([(0, 10, 8)], num_blocks=5, block_size=4)"  # one token past 4 blocks of 4
+    why = "the request peaks at 10 + 8 - 1 = 17 tokens, 5 blocks, and only 4 can ever be free"
+    try:
+        lab.serve_paged(read_only([(0, 10, 8)]), 5, 4)
+    except ValueError as err:
+        assert "stream" in str(err), f"{call} raised ValueError({err}), which does not name stream ({why})"
+    except NotImplementedError:
+        raise
+    except Exception as err:
+        raise AssertionError(f"{call} raised {type(err).__name__}({err}), expected a ValueError naming stream "
+                             f"before the replay starts ({why})") from err
+    else:
+        raise AssertionError(f"{call}: no ValueError naming stream ({why})")
     # At the edge, a request that fits is served: its peak is prompt_len + output_len - 1 tokens, and a
     # reservation may take the whole memory.
     peak = ("the last sampled token's KV is never written, so a request peaks at prompt_len + output_len - 1 "
