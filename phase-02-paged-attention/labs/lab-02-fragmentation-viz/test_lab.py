@@ -531,7 +531,7 @@ def test_serve_paged_matches_brute_force(lab, seed, block_size):
     Catches blocks never given back, a block allocated one token late, readmission without the
     sampled tokens' blocks, preempting the wrong request, a preempted request sent to the back of
     the queue, finished or preempted requests' blocks freed head first, and the grow phase served
-    newest first."""
+    newest first. Then the same requests with their rows shuffled: catches a queue taken in row order."""
     stream = random_stream(np.random.default_rng(seed))
     num_blocks = 288 // block_size
     got = serve_paged(lab, read_only(stream), num_blocks, block_size)
@@ -546,6 +546,10 @@ def test_serve_paged_matches_brute_force(lab, seed, block_size):
                 continue
             raise AssertionError(f"{what}: every step matches a replay in which {why}.\n{err}") from None
         raise
+    shuffled = stream[np.random.default_rng(seed + 100).permutation(len(stream))]
+    got = serve_paged(lab, read_only(shuffled), num_blocks, block_size)
+    check_paged_replay(got, shuffled, num_blocks, block_size,
+                       f"{what}, rows shuffled (first come is the earliest arrival step, whatever the row)")
 
 
 def check_paged_replay(got, stream, num_blocks, block_size, what, mistake=None):
