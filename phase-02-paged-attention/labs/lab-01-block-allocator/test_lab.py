@@ -416,10 +416,11 @@ def test_queue_rejects_blocks_in_the_wrong_state(lab):
 
 def test_null_block_is_reserved(lab):
     """Block 0 is the null block: marked ``is_null``, never in the free queue, never handed out,
-    even after every other block has been allocated and freed twice.
+    even after every other block has been allocated and freed twice. A pool of 1 block is the null
+    block alone: valid, with no free block.
 
     Catches: leaving block 0 in the free queue (some request gets it and its table entry means
-    "no block"), marking another block null."""
+    "no block"), marking another block null, refusing a pool of 1."""
     pool = lab.BlockPool(8)
     if pool.null_block is not pool.blocks[0]:
         raise AssertionError("pool.null_block is not pool.blocks[0]")
@@ -433,6 +434,14 @@ def test_null_block_is_reserved(lab):
             pool.get_new_blocks(1)
             pytest.fail(f"cycle {cycle}: get_new_blocks(1) with every block but the null block held: no ValueError")
         pool.free_blocks(blocks)
+    # The smallest pool: one block, the null block, and nothing to hand out. It is a valid pool.
+    try:
+        pool = lab.BlockPool(1)
+    except ValueError as err:
+        raise AssertionError(f"BlockPool(1) raised ValueError({err}): 1 is a positive int, a valid pool size (block 0 "
+                             f"is its null block, and no block is free)") from err
+    _expect(_queue_ids(pool.free_block_queue), [], "the free queue of a pool of 1 (block 0 is the null block)")
+    _expect(pool.get_num_free_blocks(), 0, "get_num_free_blocks() of a pool of 1")
 
 
 def test_get_new_blocks_takes_the_front(lab):
@@ -513,13 +522,21 @@ def test_shared_block_stays_held_until_the_last_free(lab):
 def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
     """Freeing a block more times than it is held (in two calls or twice in one), freeing or
     touching the null block, asking for more blocks than are free or for a negative count, and a
-    pool without blocks are ValueErrors, and the pool is exactly as it was after each.
+    pool of 0, -3 or 2.5 blocks are ValueErrors, and the pool is exactly as it was after each.
 
     Catches: a double free accepted (ref_cnt goes negative, or the block enters the queue twice), a
     partial decrement before the error, the null block freed into the queue."""
-    with pytest.raises(ValueError):
-        lab.BlockPool(0)
-        pytest.fail("BlockPool(0): no ValueError")
+    for num_gpu_blocks in (0, -3, 2.5):  # a pool size must be a positive int
+        try:
+            lab.BlockPool(num_gpu_blocks)
+        except ValueError:
+            continue
+        except NotImplementedError:
+            raise
+        except Exception as err:
+            raise AssertionError(f"BlockPool({num_gpu_blocks!r}) raised {type(err).__name__}({err}), expected a "
+                                 f"ValueError saying that num_gpu_blocks must be a positive int") from err
+        raise AssertionError(f"BlockPool({num_gpu_blocks!r}): no ValueError (num_gpu_blocks must be a positive int)")
     pool = lab.BlockPool(6)
     held = pool.get_new_blocks(2)  # 1, 2
     pool.free_blocks([held[1]])
@@ -602,10 +619,13 @@ def test_cache_full_blocks_indexes_only_the_new_full_blocks(lab):
     full-block keys; caching blocks [0, 2) hashes and indexes blocks 1 and 2, never the partial
     third; after 2 more tokens the third is full and cache_full_blocks(…, 2, 3) adds it alone.
 
-    Asking to cache more blocks than there are keys (the partial one), a block already cached, or
-    the null block, is a ValueError that changes nothing.
+    Asking to cache more blocks than there are keys (the partial one), a block already cached, the
+    null block, or a range with num_cached_blocks < 0 or > num_full_blocks, is a ValueError that
+    changes nothing. Keys past num_full_blocks (the caller knows more keys than it caches now) are
+    left for a later call.
 
-    Catches: caching the partial tail, re-caching blocks already cached, hashing the wrong block."""
+    Catches: caching the partial tail, re-caching blocks already cached, hashing the wrong block, an
+    unchecked range (cache_full_blocks(blocks, keys, 2, 1) returns quietly, caching nothing)."""
     pool = lab.BlockPool(8)
     tokens = list(range(10))
     blocks = pool.get_new_blocks(3)  # 1, 2, 3
@@ -618,6 +638,12 @@ def test_cache_full_blocks_indexes_only_the_new_full_blocks(lab):
     with pytest.raises(ValueError):
         pool.cache_full_blocks([pool.null_block], keys, 0, 1)
         pytest.fail("cache_full_blocks([null block], keys, 0, 1): no ValueError")
+    for num_cached, num_full in [(2, 1), (-1, 1)]:  # the range [num_cached, num_full) runs backwards, or from -1
+        with pytest.raises(ValueError):
+            pool.cache_full_blocks(blocks, keys, num_cached, num_full)
+            pytest.fail(f"cache_full_blocks(blocks, keys, {num_cached}, {num_full}): no ValueError (the call needs "
+                        f"0 <= num_cached_blocks <= num_full_blocks; a slice of that range is empty, so an unchecked "
+                        f"call silently caches nothing)")
     pool.cache_full_blocks(blocks, keys, 0, 2)
     with pytest.raises(ValueError):
         pool.cache_full_blocks(blocks, keys, 1, 2)  # block 2 is already cached
@@ -631,6 +657,19 @@ def test_cache_full_blocks_indexes_only_the_new_full_blocks(lab):
     _expect(_block_hashes(blocks, keys), ["key 0", "key 1", "key 2"], "the hashes after 2 more tokens and (2, 3)")
     _expect(_found(pool.get_cached_block(keys[2])), 3, "get_cached_block(key 2)")
     _expect(len(pool.cached_block_hash_to_block), 3, "keys in the index")
+
+    # The keys may run ahead of the blocks being cached: 3 keys, the first block cached alone, then the rest.
+    pool = lab.BlockPool(8)
+    blocks = pool.get_new_blocks(3)  # 1, 2, 3
+    for num_cached, num_full, want in [(0, 1, ["key 0", None, None]), (1, 3, ["key 0", "key 1", "key 2"])]:
+        try:
+            pool.cache_full_blocks(blocks, keys, num_cached, num_full)
+        except ValueError as err:
+            raise AssertionError(f"cache_full_blocks(blocks 1..3, 3 keys, {num_cached}, {num_full}) raised "
+                                 f"ValueError({err}): the keys past num_full_blocks are simply not used yet (take "
+                                 f"block_hashes[num_cached_blocks:num_full_blocks])") from err
+        _expect(_block_hashes(blocks, keys), want,
+                f"the hashes of blocks 1..3 after caching ({num_cached}, {num_full}) with 3 keys")
 
 
 def test_cached_block_survives_free_until_reused(lab):
@@ -676,6 +715,25 @@ def test_touch_revives_a_cached_block_from_the_middle(lab):
     _expect(pool.get_num_free_blocks(), 5, "get_num_free_blocks() after touching 1 and 2")
     _expect(sorted(_ids(pool.get_new_blocks(5))), [3, 4, 5, 6, 7], "get_new_blocks(5), sorted")
     _expect(_block_hashes(hits, keys), ["key 0", "key 1"], "the hashes of the revived blocks (they keep them)")
+
+
+def test_touch_takes_any_iterable(lab):
+    """touch, like free_blocks, takes any iterable of blocks: a generator or ``reversed(table)``
+    touches every block it yields, once.
+
+    Catches: a touch that walks its argument twice (first the null-block check, then the loop that
+    counts the holders): an iterator is used up by the check, and nothing is touched."""
+    pool, blocks, keys, _ = _full_pool_cycle(lab)  # queue: 5, 6, 7, 4, 3, 2, 1
+    hits = [pool.get_cached_block(k) for k in keys[:2]]
+    _expect([_found(b) for b in hits], [1, 2], "get_cached_block of keys 0 and 1")
+    pool.touch(b for b in hits)
+    _expect([b.ref_cnt for b in hits], [1, 1],
+            "ref_cnt of blocks 1 and 2 after touch(a generator over them) (read the argument once: an iterator "
+            "that a first pass has used up yields nothing to a second)")
+    _expect(_queue_ids(pool.free_block_queue), [5, 6, 7, 4, 3], "the free queue after touch(a generator over 1, 2)")
+    pool.touch(reversed(hits))
+    _expect([b.ref_cnt for b in hits], [2, 2], "ref_cnt of blocks 1 and 2 after a second touch(reversed([1, 2]))")
+    _expect(_queue_ids(pool.free_block_queue), [5, 6, 7, 4, 3], "the free queue after touching held blocks")
 
 
 def test_block_ids_are_stable(lab):

@@ -240,18 +240,21 @@ def test_serve_contiguous_hand_stream(lab):
       t3: full; r3 waits                  used 6+3 = 9    reserved 32     r0 samples its 4th: done
       t4: admit r3                        used 4+7 = 11   reserved 32     r2 done
       t5: r3 alone                        used 8          reserved 16     r3 done
+    The same replay in 47 slots: 47 // 16 = 2 reservations still, the 15 slots left over hold no
+    third.
     Catches a reservation counted as what is used, finished requests kept, and a capacity that is
-    not ``num_slots // max_len``."""
-    got = lab.serve_contiguous(read_only(HAND_STREAM), 32, 16)
-    assert_timeline(got, {
-        "used": [8, 10, 7, 9, 11, 8],
-        "reserved": [32, 32, 32, 32, 32, 16],
-        "running": [2, 2, 2, 2, 2, 1],
-        "waiting": [1, 2, 1, 1, 0, 0],
-        "admitted_at": [0, 0, 2, 4],
-        "finished_at": [3, 1, 4, 5],
-        "preemptions": 0,
-    }, "contiguous, HAND_STREAM")
+    not ``num_slots // max_len`` (47 / 16 = 2.9 in true division lets a third request in)."""
+    for num_slots in (32, 47):
+        got = lab.serve_contiguous(read_only(HAND_STREAM), num_slots, 16)
+        assert_timeline(got, {
+            "used": [8, 10, 7, 9, 11, 8],
+            "reserved": [32, 32, 32, 32, 32, 16],
+            "running": [2, 2, 2, 2, 2, 1],
+            "waiting": [1, 2, 1, 1, 0, 0],
+            "admitted_at": [0, 0, 2, 4],
+            "finished_at": [3, 1, 4, 5],
+            "preemptions": 0,
+        }, f"contiguous, HAND_STREAM in {num_slots} slots ({num_slots} // 16 = 2 reservations)")
 
 
 def test_serve_paged_hand_stream(lab):
@@ -327,22 +330,44 @@ def test_bad_input_names_the_argument(lab):
         lab.blocks_needed(-1, 16)
     with pytest.raises(ValueError, match="lengths"):
         lab.admit_contiguous(read_only([600]), 4096, 512)  # longer than any reservation
+    with pytest.raises(ValueError, match="lengths"):
+        lab.block_size_tradeoff(read_only([]), [4, 16])  # no request: the waste fraction would be 0 / 0
+        pytest.fail("block_size_tradeoff([], [4, 16]): no ValueError naming lengths (with no request, the waste "
+                    "fraction is 0 / 0 slots and the mean table length 0 / 0 requests)")
     with pytest.raises(ValueError, match="stream"):
         lab.serve_contiguous(read_only([(0, 10, 10)]), 64, 16)  # 20 tokens > max_len 16
     with pytest.raises(ValueError, match="stream"):
         lab.serve_paged(read_only([(0, 10, 10)]), 5, 4)  # peaks at 19 tokens: 5 blocks, only 4 free
-    # At the edge, a request that fits is served: its peak is prompt_len + output_len - 1 tokens.
-    for call, got in (
+    call = "serve_paged([(0, 10, 8)], num_blocks=5, block_size=4)"  # one token past 4 blocks of 4
+    why = "the request peaks at 10 + 8 - 1 = 17 tokens, 5 blocks, and only 4 can ever be free"
+    try:
+        lab.serve_paged(read_only([(0, 10, 8)]), 5, 4)
+    except ValueError as err:
+        assert "stream" in str(err), f"{call} raised ValueError({err}), which does not name stream ({why})"
+    except NotImplementedError:
+        raise
+    except Exception as err:
+        raise AssertionError(f"{call} raised {type(err).__name__}({err}), expected a ValueError naming stream "
+                             f"before the replay starts ({why})") from err
+    else:
+        raise AssertionError(f"{call}: no ValueError naming stream ({why})")
+    # At the edge, a request that fits is served: its peak is prompt_len + output_len - 1 tokens, and a
+    # reservation may take the whole memory.
+    peak = ("the last sampled token's KV is never written, so a request peaks at prompt_len + output_len - 1 "
+            "tokens")
+    for call, got, why in (
             ("serve_paged([(0, 10, 7)], num_blocks=5, block_size=4) (peaks at 16 tokens: 4 blocks, 4 free)",
-             lambda: lab.serve_paged(read_only([(0, 10, 7)]), 5, 4)),
+             lambda: lab.serve_paged(read_only([(0, 10, 7)]), 5, 4), peak),
             ("serve_contiguous([(0, 10, 6)], num_slots=64, max_len=16) (prompt_len + output_len = max_len)",
-             lambda: lab.serve_contiguous(read_only([(0, 10, 6)]), 64, 16))):
+             lambda: lab.serve_contiguous(read_only([(0, 10, 6)]), 64, 16), peak),
+            ("serve_contiguous([(0, 10, 6)], num_slots=16, max_len=16) (one reservation fills the memory exactly)",
+             lambda: lab.serve_contiguous(read_only([(0, 10, 6)]), 16, 16),
+             "max_len is refused only when it is larger than num_slots: 16 slots hold one reservation of 16")):
         try:
             timeline = got()
         except ValueError as err:
-            raise AssertionError(f"{call} raised ValueError({err}): the request fits, and must be served. The last "
-                                 "sampled token's KV is never written, so a request peaks at prompt_len + output_len "
-                                 "- 1 tokens") from err
+            message = f"{call} raised ValueError({err}): the request fits, and must be served ({why})"
+            raise AssertionError(message) from err
         assert_timeline(timeline, {"finished_at": [6 if "paged" in call else 5]}, call)
     with pytest.raises(ValueError, match="stream"):
         lab.serve_paged(read_only([(0, 10)]), 64, 4)  # not (arrival, prompt_len, output_len)
@@ -477,11 +502,19 @@ def assert_block_tables(got: dict, expected: list[dict], what: str) -> None:
 def test_serve_contiguous_matches_brute_force(lab, seed):
     """A seeded stream of 40 requests (prompts of 1-40 tokens, outputs of 1-30, arrivals over 30
     steps) in 288 slots with reservations of 72: every per-step and per-request count equals the
-    brute-force replay's, and ``used <= reserved <= num_slots`` at every step."""
+    brute-force replay's, and ``used <= reserved <= num_slots`` at every step. Then the same requests
+    with their rows shuffled: the queue is ordered by arrival step (ties by row), not by row.
+
+    Catches, with the shuffled rows, a queue taken in row order (a stream sorted by arrival assumed)."""
     stream = random_stream(np.random.default_rng(seed))
     expected, _, _ = brute_force_replay(stream, max_len=72, num_slots=288)
     got = lab.serve_contiguous(read_only(stream), 288, 72)
     assert_timeline(got, expected, f"contiguous, seed {seed}")
+    shuffled = stream[np.random.default_rng(seed + 100).permutation(len(stream))]
+    expected, _, _ = brute_force_replay(shuffled, max_len=72, num_slots=288)
+    got = lab.serve_contiguous(read_only(shuffled), 288, 72)
+    assert_timeline(got, expected, f"contiguous, seed {seed}, rows shuffled (first come is the earliest arrival "
+                                   f"step, whatever the row)")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -498,7 +531,7 @@ def test_serve_paged_matches_brute_force(lab, seed, block_size):
     Catches blocks never given back, a block allocated one token late, readmission without the
     sampled tokens' blocks, preempting the wrong request, a preempted request sent to the back of
     the queue, finished or preempted requests' blocks freed head first, and the grow phase served
-    newest first."""
+    newest first. Then the same requests with their rows shuffled: catches a queue taken in row order."""
     stream = random_stream(np.random.default_rng(seed))
     num_blocks = 288 // block_size
     got = serve_paged(lab, read_only(stream), num_blocks, block_size)
@@ -513,6 +546,10 @@ def test_serve_paged_matches_brute_force(lab, seed, block_size):
                 continue
             raise AssertionError(f"{what}: every step matches a replay in which {why}.\n{err}") from None
         raise
+    shuffled = stream[np.random.default_rng(seed + 100).permutation(len(stream))]
+    got = serve_paged(lab, read_only(shuffled), num_blocks, block_size)
+    check_paged_replay(got, shuffled, num_blocks, block_size,
+                       f"{what}, rows shuffled (first come is the earliest arrival step, whatever the row)")
 
 
 def check_paged_replay(got, stream, num_blocks, block_size, what, mistake=None):

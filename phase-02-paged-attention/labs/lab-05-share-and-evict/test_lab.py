@@ -451,6 +451,27 @@ def test_exact_pool_never_over_allocates(lab):
     _expect(mgr.get_block_ids("C2"), [1, 2, 3, 4], "C2's table")
 
 
+def test_caching_disabled_never_hits(lab):
+    """With enable_caching=False the manager still allocates, grows and frees, but a lookup is
+    always ([], 0) and no block is ever cached: B sends A's 10-token prompt while A runs and gets 3
+    blocks of its own, [4, 5, 6]; after A finishes, C sends it again and gets [7, 8, 9].
+
+    Catches: a lookup that answers a disabled cache with a bare ``return`` (None, which the
+    scheduler cannot unpack) or with a token count other than 0."""
+    mgr = lab.KVCacheManager(10, BS, enable_caching=False)
+    a, b, c = (_request(lab, rid, range(10)) for rid in "ABC")
+    # A then B (while A runs) then C (after A finished) send the same prompt: 3 new blocks each.
+    for req, new_ids in ((a, [1, 2, 3]), (b, [4, 5, 6]), (c, [7, 8, 9])):
+        got = mgr.get_computed_blocks(req)
+        _expect(None if got is None else (_ids(got[0]), got[1]), ([], 0),
+                f"get_computed_blocks({req.request_id!r}) of the 10-token prompt with caching disabled (no hits: "
+                f"an empty list of blocks and 0 tokens)")
+        _admit(mgr, req, ([], 0, new_ids), f"{req.request_id} sends the 10-token prompt, caching disabled")
+        if req is b:
+            mgr.free(a)  # queue 7 8 9 3 2 1
+    _expect(_hashed(mgr, range(1, 10)), [False] * 9, "blocks 1-9 cached? (caching disabled: never)")
+
+
 def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
     """allocate_slots refuses, with a ValueError and no change: zero new tokens, prefix hits for a
     request that already has blocks, a hit count that disagrees with the hit blocks, and more tokens
