@@ -20,11 +20,15 @@ from labkit.text import one_line
 def starter_api(lab_dir: Path) -> dict[str, str]:
     """The lab's public names, read (never run) from the repository's own ``starter.py``:
     name -> "callable" (a function or class), "value" (a module-level assignment of a value), or
-    "any" (an assignment of another name: ``BlockPool = _allocator.BlockPool`` re-exports a class)."""
+    "any" (a name re-exported from elsewhere: ``BlockPool = _allocator.BlockPool``, or ``from _device
+    import Stream`` where ``_device.py`` is a given module of the lab)."""
     api = {}
     for node in ast.parse((Path(lab_dir) / "starter.py").read_text(encoding="utf-8")).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             api[node.name] = "callable"
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
+                (Path(lab_dir) / f"{node.module}.py").is_file():
+            api.update({(alias.asname or alias.name): "any" for alias in node.names if alias.name != "*"})
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             kind = "any" if isinstance(node.value, (ast.Name, ast.Attribute)) else "value"
