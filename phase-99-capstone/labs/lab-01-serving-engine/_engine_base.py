@@ -140,6 +140,8 @@ class EngineBase:
     A subclass writes ``schedule``, ``_preempt``, ``prepare_inputs`` and ``update_from_output``.
     """
 
+    request_class = Request  # what add_request queues
+
     def __init__(self, model, num_gpu_blocks: int, block_size: int = 16, max_num_seqs: int = 8,
                  max_num_batched_tokens: int = 64, enable_prefix_caching: bool = True, backend: str | None = None,
                  keep_logits: bool = False) -> None:
@@ -193,7 +195,7 @@ class EngineBase:
         if needed > usable:
             raise ValueError(f"prompt_token_ids + max_new_tokens need {needed} blocks of {self.block_size} tokens, "
                              f"but the pool has {usable}: the request could never run")
-        request = Request(request_id, prompt, max_new_tokens=max_new_tokens)
+        request = self.request_class(request_id, prompt, max_new_tokens=max_new_tokens)
         self.requests[request_id] = request
         self.waiting.append(request)
         return request
