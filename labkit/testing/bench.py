@@ -5,16 +5,20 @@ call as Python issues it (``triton.testing.do_bench``), ``graph_time_us`` replay
 graph, as serving engines run decode steps. Ceilings: ``copy_bandwidth`` (bytes read plus bytes
 written by a copy), ``read_bandwidth`` (a read-only stream), ``matmul_tflops``. The byte and
 FLOP counts of a decode step are plain arithmetic (no GPU needed): the roofline's numerator.
+``serving_trace`` draws the offline trace the capstone benchmarks serve.
 """
 
 from __future__ import annotations
+
+import random
+from dataclasses import dataclass
 
 from labkit.testing.cases import blocks_needed
 from labkit.text import markdown_table
 
 __all__ = [
     "copy_bandwidth", "decode_bytes", "decode_flops", "device_line", "gb_per_s", "graph_time_us", "kv_bytes",
-    "markdown_table", "matmul_tflops", "read_bandwidth", "time_us",
+    "markdown_table", "matmul_tflops", "read_bandwidth", "serving_trace", "time_us", "TraceRequest",
 ]  # fmt: skip
 
 
@@ -138,3 +142,31 @@ def matmul_tflops(n: int = 8192) -> float:
     a = torch.randn(n, n, device="cuda", dtype=torch.float16)
     b = torch.randn(n, n, device="cuda", dtype=torch.float16)
     return 2 * n**3 / (time_us(lambda: a @ b) * 1e-6) / 1e12
+
+
+@dataclass(frozen=True)
+class TraceRequest:
+    """One request of a serving benchmark's trace."""
+
+    request_id: str
+    prompt: tuple[int, ...]
+    max_new_tokens: int
+
+
+def serving_trace(num_requests: int, prompt_range: tuple[int, int], output_range: tuple[int, int], prefix_len: int,
+                  vocab: int, seed: int) -> list[TraceRequest]:
+    """The capstone benchmarks' offline trace: ``num_requests`` requests arriving at once, prompt lengths
+    uniform in ``prompt_range``, output lengths uniform in ``output_range``; half the prompts open with
+    one of four shared prefixes of ``prefix_len`` tokens (a system prompt, a few-shot preamble), the
+    rest of every prompt is random token ids below ``vocab``. The same for the same arguments."""
+    rng = random.Random(seed)
+    prefixes = [[rng.randrange(vocab) for _ in range(prefix_len)] for _ in range(4)]
+    low, high = prompt_range
+    trace = []
+    for i in range(num_requests):
+        shared = rng.random() < 0.5
+        length = rng.randint(max(low, prefix_len + 16) if shared else low, high)
+        head = list(rng.choice(prefixes)) if shared else []
+        prompt = head + [rng.randrange(vocab) for _ in range(length - len(head))]
+        trace.append(TraceRequest(f"r{i}", tuple(prompt), rng.randint(*output_range)))
+    return trace

@@ -36,7 +36,6 @@ import datetime
 import gc
 import json
 import math
-import random
 import subprocess
 import sys
 import tempfile
@@ -98,30 +97,13 @@ BLOCK_SIZE = 16
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TraceRequest:
-    request_id: str
-    prompt: tuple[int, ...]
-    max_new_tokens: int
-
-
-def make_trace(setup: Setup, seed: int = SEED) -> list[TraceRequest]:
+def make_trace(setup: Setup, seed: int = SEED) -> list[bench.TraceRequest]:
     """``num_requests`` requests, all arriving at once (offline serving). Prompt lengths uniform in
     ``prompt_range``, output lengths uniform in ``output_range``; half the prompts open with one of four
     shared prefixes of ``prefix_len`` tokens (a system prompt, a few-shot preamble), the rest of every
-    prompt is random token ids."""
-    rng = random.Random(seed)
-    vocab = setup.model["vocab_size"]
-    prefixes = [[rng.randrange(vocab) for _ in range(setup.prefix_len)] for _ in range(4)]
-    low, high = setup.prompt_range
-    trace = []
-    for i in range(setup.num_requests):
-        shared = rng.random() < 0.5
-        length = rng.randint(max(low, setup.prefix_len + 16) if shared else low, high)
-        head = list(rng.choice(prefixes)) if shared else []
-        prompt = head + [rng.randrange(vocab) for _ in range(length - len(head))]
-        trace.append(TraceRequest(f"r{i}", tuple(prompt), rng.randint(*setup.output_range)))
-    return trace
+    prompt is random token ids (``labkit.bench.serving_trace``)."""
+    return bench.serving_trace(setup.num_requests, setup.prompt_range, setup.output_range, setup.prefix_len,
+                         setup.model["vocab_size"], seed)
 
 
 def describe_trace(setup: Setup, trace) -> str:
@@ -367,7 +349,7 @@ def hf_cb_child(spec_path: str, result_path: str) -> None:
 
     spec = json.loads(Path(spec_path).read_text())
     setup = SMOKE_SETUP if spec["smoke"] else GPU_SETUP
-    trace = [TraceRequest(rid, tuple(p), n) for rid, p, n in spec["trace"]]
+    trace = [bench.TraceRequest(rid, tuple(p), n) for rid, p, n in spec["trace"]]
     lab = load_sibling(__file__)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":

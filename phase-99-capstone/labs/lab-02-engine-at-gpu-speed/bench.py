@@ -39,7 +39,6 @@ import argparse
 import datetime
 import gc
 import math
-import random
 import sys
 import time
 from dataclasses import dataclass, field
@@ -110,28 +109,11 @@ SMOKE_SETUP = Setup(
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TraceRequest:
-    request_id: str
-    prompt: tuple[int, ...]
-    max_new_tokens: int
-
-
-def make_trace(spec: TraceSpec, vocab: int, seed: int = SEED) -> list[TraceRequest]:
+def make_trace(spec: TraceSpec, vocab: int, seed: int = SEED) -> list[bench.TraceRequest]:
     """``num_requests`` requests; prompt lengths uniform in ``prompt_range``, outputs uniform in
     ``output_range``; half the prompts open with one of four shared prefixes. The same generator as lab
-    99-01's ``bench.py`` (trace A is its trace, request for request)."""
-    rng = random.Random(seed)
-    prefixes = [[rng.randrange(vocab) for _ in range(spec.prefix_len)] for _ in range(4)]
-    low, high = spec.prompt_range
-    trace = []
-    for i in range(spec.num_requests):
-        shared = rng.random() < 0.5
-        length = rng.randint(max(low, spec.prefix_len + 16) if shared else low, high)
-        head = list(rng.choice(prefixes)) if shared else []
-        prompt = head + [rng.randrange(vocab) for _ in range(length - len(head))]
-        trace.append(TraceRequest(f"r{i}", tuple(prompt), rng.randint(*spec.output_range)))
-    return trace
+    99-01's ``bench.py`` (``labkit.bench.serving_trace``: trace A is its trace, request for request)."""
+    return bench.serving_trace(spec.num_requests, spec.prompt_range, spec.output_range, spec.prefix_len, vocab, seed)
 
 
 def describe_trace(spec: TraceSpec, trace) -> str:
