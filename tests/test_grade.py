@@ -433,8 +433,8 @@ def test_bad_input_is_a_grade_error(tmp_path):
         grade.students(tmp_path / "nope")
     with pytest.raises(grade.GradeError, match="no student folders"):
         grade.students(tmp_path)
-    with pytest.raises(grade.GradeError, match=r"\.csv, \.json, \.md"):
-        grade.check_report_path(Path("report.xlsx"))
+    with pytest.raises(report.ReportError, match=r"\.csv, \.json, \.md"):
+        report.check_path(Path("report.xlsx"))
 
 
 def test_reports_in_three_formats():

@@ -62,7 +62,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_grade(args) -> int:
-    from labkit.grader import grade, sandbox, schedule
+    from labkit.grader import grade, report, sandbox, schedule
 
     out = Path(args.out) if args.out else None
     if args.submissions[0] == "merge":
@@ -75,7 +75,7 @@ def cmd_grade(args) -> int:
                          "on macOS, in a Linux VM or container (SETUP.md)")
     labs = [resolve_lab(t) for t in args.labs] if args.labs else list(registry.LABS)
     try:
-        grade.check_report_path(out)
+        report.check_path(out)
         if out is not None and out.exists() and out.is_dir():
             raise grade.GradeError(f"--out {out} is a folder; name a file such as report.csv")
         shard = schedule.parse_shard(args.shard) if args.shard else None

@@ -1,10 +1,5 @@
-"""``labs grade``: every student's ``starter.py`` against the lab's own tests, in a trusted pytest
-process whose ``lab`` fixture is a stand-in (:mod:`labkit.grader.standin`) for the student's file,
-which runs in a sandbox (:mod:`labkit.grader.sandbox`). Submissions are read into memory before any
-student code runs (regular files only, never a link) and written to private run folders; labs are
-graded in waves (:mod:`labkit.grader.schedule`); the verdicts come from the tests' assertions. Statuses:
-ok, failed, timeout, crashed, missing, syntax error. README.md in this folder has the threat model.
-"""
+"""``labs grade``: every student's ``starter.py`` against the lab's own tests, in waves, each
+submission read into memory first and run in its sandbox. README.md in this folder has the design."""
 
 from __future__ import annotations
 
@@ -27,6 +22,7 @@ from labkit.grader import limits as limits_
 from labkit.grader import references, report, schedule
 from labkit.grader.limits import Place, Resources
 from labkit.grader.report import Report, Verdict
+from labkit.grader.sandbox import open_up
 from labkit.text import clean
 
 WORK_FILE = "starter.py"
@@ -64,13 +60,6 @@ def students(submissions: Path) -> list[str]:
     return names
 
 
-def check_report_path(out: Path | None) -> None:
-    try:
-        report.check_path(out)
-    except report.ReportError as err:
-        raise GradeError(str(err)) from None
-
-
 def read_submission(src: Path) -> dict[str, bytes]:
     """The regular files under ``src`` (a student's lab folder), read into memory: the snapshot.
 
@@ -90,14 +79,11 @@ def read_submission(src: Path) -> dict[str, bytes]:
 
 def _write_submission(files: dict[str, bytes], dest: Path) -> None:
     """The snapshot into ``dest``, readable by the sandbox's user (nobody, when grading as root)."""
-    dest.mkdir(mode=0o755)
-    dest.chmod(0o755)
+    dest.mkdir()
     for rel, data in files.items():
-        path = dest / rel
-        for parent in reversed(path.relative_to(dest).parents[:-1]):
-            (dest / parent).mkdir(mode=0o755, exist_ok=True)
-        path.write_bytes(data)
-        path.chmod(0o644)
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_bytes(data)
+    open_up(dest)
 
 
 def _syntax_error(file: Path) -> str | None:
@@ -246,7 +232,6 @@ def grade(
             report.fill_totals(ordered)
             result = Report(ordered, warnings, header)
             if out is not None:
-                check_report_path(out)
                 report.write(result, out)
         finally:
             try:

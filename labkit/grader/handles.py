@@ -1,11 +1,6 @@
-"""A submission's objects behind handles: they stay in the worker (:class:`ObjectTable`, number ->
-object), the test holds a :class:`Handle`, one per number, so ``a is b`` holds. A handle's attribute
-reads and writes (public names only), calls, ``len``, iteration, ``in``, ``[]``, ``==``, ``hash``,
-``repr``, ``bool`` are requests that :data:`OPS` answers in the worker; plain fields are read from
-copies (:mod:`labkit.grader.snapshots`). A handle equals only handles; the lab's classes are
-:class:`RemoteClass` stand-ins that a test cannot subclass; handles die with their worker. Staged
-into the sandbox, where the worker keeps its table.
-"""
+"""A submission's objects behind handles: the worker's :class:`ObjectTable` (number -> object), and
+the grader's :class:`Handle`, one per number, whose every use is a request (:data:`OPS`) unless a
+snapshot answers it. Staged into the sandbox."""
 
 from __future__ import annotations
 
@@ -169,15 +164,6 @@ class Handles:
             return ("ptmod", len(self.modules) - 1, module_bytes(module))
         return ("ptmod", self.modules[id(module)][0], b"")
 
-    def value(self, encoded):
-        """A snapshot's field, decoded (plain values and handles without the general decoder)."""
-        if type(encoded) is tuple and len(encoded) == 2 and encoded[0] == "v" and \
-                type(encoded[1]) in (type(None), bool, int, float, str, bytes):
-            return encoded[1]
-        if type(encoded) is tuple and len(encoded) == 3 and encoded[0] == "h":
-            return self.handle(encoded[1], encoded[2])
-        return self.owner._decode(encoded)
-
 
 class Handle:
     """An object of the submission's, living in its worker. Reads of plain fields are answered from
@@ -196,7 +182,7 @@ class Handle:
         fields = table.snapshots.fields.get(self._number) if not table.owner._busy and table.alive else None
         if fields is not None and name in fields:
             encoded = fields[name]
-            return self._ask("getattr", name) if encoded is ASK else table.value(encoded)
+            return self._ask("getattr", name) if encoded is ASK else table.owner._decode(encoded)
         if name in table.types[self._type][1]:  # obj.method(...) is one request, not a read and then a call
             return RemoteMethod(self, name)
         return self._ask("getattr", name)

@@ -1,9 +1,5 @@
-"""What one sandbox may use: ``setrlimit`` inside each process (the worker sets it), and around the
-whole sandbox a cgroup of its own: memory (RAM and swap, summed over its processes, its tmpfs
-``/tmp`` and ``/dev/shm`` included), processes, a CPU weight. cgroup v2 where the grader's cgroup
-(or the one above its leaf) gives the memory and pids controllers to cgroups below it, else v1's
-hierarchies; the grader's cgroups are made below its own, removed when done. README.md has the why.
-"""
+"""What one sandbox may use: ``setrlimit`` inside each process, and a cgroup around the whole sandbox
+(memory with swap and tmpfs, processes, a CPU weight), v2 where delegated, else v1. README.md has the why."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The grader's pytest plugin, loaded with ``-p labkit.grader.pytest_plugin`` by ``labs grade`` and
-configured by ``LABS_GRADING`` (JSON, this trusted process's only): it installs itself in
-:mod:`labkit.testing.seam`, so that the ``lab`` fixture is a stand-in for the student's file and a
-test's child script runs in the student's sandbox.
-"""
+"""The trusted pytest process under ``labs grade`` (``-p labkit.grader.pytest_plugin``, configured by
+``LABS_GRADING``): it fills :mod:`labkit.testing.seam`, so the ``lab`` fixture is a stand-in for the
+student's file and a test's child script runs in the student's sandbox."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The grading report: its header (how the class was graded), one verdict per student and lab, the
-warnings; as CSV, JSON or Markdown; and the merge of a sharded class's reports. Every string that may
-come from a student is shown as data: control characters removed, Markdown cells escaped, CSV cells
-HTML-escaped and defused as spreadsheet formulas.
-"""
+"""The grading report (header, verdicts, warnings) as CSV, JSON or Markdown, every student's string
+shown as data; and the merge of a sharded class's reports."""
 
 from __future__ import annotations
 

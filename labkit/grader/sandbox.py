@@ -1,13 +1,5 @@
-"""The bubblewrap sandbox around every process that runs a student's code (Linux).
-
-Inside: the system's programs and the Python installation, read-only; at ``/grader`` a staged copy
-of the few labkit files the worker needs (:data:`STAGED`); at ``/submission`` that student's files;
-a private size-limited ``/tmp`` and ``/dev/shm``; no network, no other process, an unprivileged uid,
-no user namespaces, death with the grader. Each process joins a cgroup of its own first
-(:mod:`labkit.grader.limits`). As root, a first bwrap builds the view and a second, started as
-``nobody``, makes the user namespace (the kernel exempts root from the process limit).
-README.md in this folder has the whole design.
-"""
+"""The bubblewrap sandbox around every process that runs a student's code (Linux): what it sees,
+how it starts (twice nested when the grader is root), how it is stopped. README.md has the design."""
 
 from __future__ import annotations
 
@@ -51,8 +43,8 @@ _SEAM = ('"""labkit.testing.seam as the grading sandbox has it: the implementati
 STAGED = {"labkit/__init__.py": _INIT, "labkit/grader/__init__.py": "", "labkit/testing/__init__.py": "",
           "labkit/testing/seam.py": _SEAM,
           **{f"labkit/{name}.py": LABKIT / f"{name}.py" for name in (
-              "grader/wire", "grader/values", "grader/handles", "grader/snapshots", "grader/lending", "grader/patches",
-              "grader/worker", "grader/references", "testing/triton_env", "testing/child")}}
+              "grader/wire", "grader/values", "grader/handles", "grader/snapshots", "grader/lending",
+              "grader/worker", "grader/references", "testing/loader", "testing/triton_env", "testing/child")}}
 
 
 class SandboxError(Exception):
@@ -104,7 +96,7 @@ class Sandbox:
             path = self.staging / "grader" / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(source.read_bytes() if isinstance(source, Path) else source.encode())
-        _open_up(self.staging / "grader")
+        open_up(self.staging / "grader")
 
     def __enter__(self):
         return self
@@ -379,7 +371,7 @@ def _opened(parents: set[Path]) -> list[str]:
     return [arg for p in sorted(parents, key=lambda p: len(p.parts)) for arg in ("--chmod", "0755", str(p))]
 
 
-def _open_up(folder: Path) -> None:
+def open_up(folder: Path) -> None:
     """Make the staged tree readable by the sandbox's user (nobody, when the grader is root)."""
     folder.chmod(0o755)
     for path in folder.rglob("*"):

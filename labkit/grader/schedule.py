@@ -1,13 +1,5 @@
-"""When and where each student's lab is graded.
-
-Concurrent sandboxes share a kernel and the Python installation's files, and can signal each other
-through them (byte-range locks, the page cache): one student's 02-05 sandbox, which holds lab 02-01's
-reference, could hand it to a 02-01 submission graded at the same moment. The rule: no sandbox that
-holds lab X's reference runs while any submission of lab X is graded. So labs are graded in
-:func:`waves` by their dependency graph (``--jobs`` runs in parallel inside a wave), and one grader
-at a time per machine (:func:`machine_lock`). ``--shard K/N`` grades the students whose name hashes
-to shard K (:func:`in_shard`), for a class spread over N machines.
-"""
+"""When and where each student's lab is graded: in waves, so that no sandbox holding lab X's reference
+runs beside a lab X submission; one grader per machine; ``--shard K/N``. README.md has the why."""
 
 from __future__ import annotations
 

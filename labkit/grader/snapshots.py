@@ -1,15 +1,6 @@
-"""Snapshots: the plain fields of a submission's objects, copied to the grader and kept current, so
-that most reads cost no round trip (lab 02-01's tests make some 40,000 requests; README.md has what
-the copies save).
-
-The worker (:class:`Snapshots`) copies the public instance fields of each object it names (its
-results, then what their fields name: at most ``PREFETCH`` new ones a reply, ``WATCH_MAX`` in all)
-that are numbers, strings, None, references or small containers of those; any other field is
-"ask". At the end of every request that may have run student code it compares each watched object
-with what it sent (field objects by identity first, then keys that run no student code) and the
-reply carries what changed. The grader (:class:`Copies`) answers reads from them while no request
-is in flight, and keeps at most ``MAX_COPIED`` items. Staged into the sandbox.
-"""
+"""Snapshots: the plain public fields of a submission's objects, copied to the grader and kept current
+at the end of every request, so that most reads cost no round trip (README.md: what they save).
+The worker's side is :class:`Snapshots`, the grader's :class:`Copies`. Staged into the sandbox."""
 
 from __future__ import annotations
 

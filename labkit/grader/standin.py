@@ -1,14 +1,6 @@
-"""A student's module as the trusted pytest process sees it: :class:`Submission`, whose names forward
-each call to a worker (``python -m labkit.grader.worker serve``) in the student's sandbox.
-
-In-place changes to array arguments come back and are copied into the caller's arrays; objects
-that are not data stay in the worker behind handles (:mod:`labkit.grader.handles`); a test's own
-objects are lent (:mod:`labkit.grader.lending`). Nothing the worker sends is believed: replies are
-bounded (:data:`MAX_REPLY`, :data:`MAX_ITEMS`) and decoded by the call's deadline, and of its
-"ready" message only the lab's API names (its ``starter.py``) are taken. A call past its time
-limit, or a worker that dies or breaks the protocol, is :class:`SubmissionTimeout` or
-:class:`SubmissionCrashed`; the next call starts a fresh worker.
-"""
+"""A student's module as the trusted pytest process sees it: :class:`Submission`, whose names call a
+worker in the student's sandbox. Nothing the worker sends is believed (README.md: the trusted side
+checks); a timeout or crash is :class:`SubmissionTimeout` or :class:`SubmissionCrashed`."""
 
 from __future__ import annotations
 
@@ -23,8 +15,7 @@ from pathlib import Path
 from labkit.grader import sandbox as sandboxes
 from labkit.grader import wire
 from labkit.grader.handles import RESULT_TYPES, Handle, Handles, RemoteClass
-from labkit.grader.lending import Lent, is_torch_module, serve_lent
-from labkit.grader.patches import Patches
+from labkit.grader.lending import Lent, Patches, is_torch_module, serve_lent
 from labkit.grader.values import array_leaves, builtin_exception, copy_into, decode, encode
 
 # What one reply may cost the grader. The largest any lab's tests need, graded on the reference
@@ -80,6 +71,15 @@ class Submission(types.ModuleType):
         if name in api:
             return api[name]
         raise AttributeError(f"the submission has no {name!r} (or it is not part of the lab's API)")
+
+    def __setattr__(self, name, value):
+        if name.startswith("_"):  # the stand-in's own state
+            super().__setattr__(name, value)
+        else:  # monkeypatch.setattr(lab, name, f): set in the worker's module, where its functions look it up
+            self._call("setglobal", name, f"setting {name}", (value,), {})
+
+    def __delattr__(self, name):
+        self._call("delglobal", name, f"deleting {name}", (), {})
 
     def _public_names(self, ready: dict) -> dict:
         """The stand-ins for the API names the worker reported, each of the kind the starter has
@@ -192,10 +192,6 @@ class Submission(types.ModuleType):
             raise
         except Exception as err:  # the test's code raised, or refused: the submission sees it raised
             return ("cberr", type(err).__name__, str(err))
-
-    def _set_global(self, name: str, value) -> None:
-        """``module.name = value`` inside the worker (monkeypatching through ``__globals__``)."""
-        self._call("setglobal", name, f"setting {name}", (value,), {})
 
     def _op(self, op: str, subject, *args, **kwargs):
         """``op`` (:data:`labkit.grader.handles.OPS`) on ``subject`` in the worker: a handle's use."""
@@ -354,33 +350,5 @@ class RemoteFunction:
     def __call__(self, *args, **kwargs):
         return self._owner._call("call", self.__name__, f"{self.__name__}()", args, kwargs)
 
-    @property
-    def __globals__(self):
-        """The submission module's namespace, for tests that monkeypatch what a function calls."""
-        return RemoteGlobals(self._owner)
-
     def __repr__(self):
         return f"<submission function {self.__name__}>"
-
-
-class RemoteGlobals:
-    """The worker module's globals, as far as ``monkeypatch.setitem(fn.__globals__, name, f)`` needs:
-    reading gives the stand-in's API; writing a function makes the worker call it back."""
-
-    def __init__(self, owner):
-        self._owner = owner
-
-    def __getitem__(self, name):
-        return self._owner._api[name]
-
-    def get(self, name, default=None):
-        return self._owner._api.get(name, default)
-
-    def __contains__(self, name):
-        return name in self._owner._api
-
-    def __setitem__(self, name, value):
-        self._owner._set_global(name, value)
-
-    def __delitem__(self, name):
-        self._owner._call("delglobal", name, f"deleting {name}", (), {})

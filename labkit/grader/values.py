@@ -1,10 +1,6 @@
-"""Values across the pipe: numbers, strings, containers, numpy arrays and scalars, torch tensors,
-dtypes and frozen dataclass instances (a named tuple as a tuple), as tagged tuples of plain values (arrays as dtype,
-shape and raw bytes) that :mod:`labkit.grader.wire` writes. Anything else goes to the caller's
-``on_object`` (a handle, a lent object, a callback) or is a TypeError. Decoding trusts nothing:
-names must be identifiers, shapes must match their bytes, a tensor without its data is never
-allocated. Staged into the sandbox (numpy and torch are imported when an array arrives).
-"""
+"""Values across the pipe: plain data, containers, numpy arrays and scalars, torch tensors, dtypes,
+frozen dataclass instances, as tagged tuples of plain values for :mod:`labkit.grader.wire`; anything
+else goes to the caller's ``on_object``. Decoding trusts nothing. Staged into the sandbox."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""The bytes on the pipe between the grader and a worker: plain values, framed, bounded.
-
-A message is an 8-byte little-endian length, then one value in a small tagged format:
-
-    N None   T True   F False   i int (8 bytes)   I int (decimal text)   f float (8 bytes)
-    s str (length, UTF-8)   b bytes (length, raw)   t tuple / l list (count, items)   d dict (count, pairs)
-
-No back-references (pickle's memo): every item costs a byte at least. The receiver refuses a length
-over its limit before reading, reads the message into one buffer and decodes it in place, refuses a
-count larger than the bytes left, more than ``max_items`` items, nesting past ``MAX_DEPTH``, and
-decoding past its deadline: one message costs it a bounded amount, whatever it holds. Standard
-library only: this file is staged into the sandbox.
-"""
+"""The bytes on the pipe between the grader and a worker: one plain value per message, after its 8-byte
+length, in a small tagged format (no back-references). The receiver refuses an oversized length before
+reading, and bounds items, nesting and decoding time. Standard library only: staged into the sandbox."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""The first process inside a student's sandbox: set the limits, then import and serve, or run a script.
+"""The first process in a student's sandbox: set the limits, then import the student's file and serve
+the grader's requests (``serve``), or run a lab's child script (``script``). Nothing here is trusted.
 
     python -m labkit.grader.worker serve LIMITS READ_FD WRITE_FD FILE numpy|triton
     python -m labkit.grader.worker script LIMITS SCRIPT [ARGS...]
-
-``serve`` imports the student's ``FILE`` and answers requests over two pipes (:mod:`labkit.grader.wire`):
-``call``, ``op`` (a handle's use), ``setglobal``/``delglobal`` (a test's monkeypatching); a
-test's function or object is asked back (``reverse``) while a request runs. ``script`` runs a lab's
-child script (:mod:`labkit.testing.child`) as ``__main__``. Nothing decided here is trusted.
 """
 
 from __future__ import annotations
@@ -22,8 +18,7 @@ from pathlib import Path
 
 from labkit.grader import wire
 from labkit.grader.handles import OPS, ObjectTable
-from labkit.grader.lending import GraderIterator, GraderObject, load_module
-from labkit.grader.patches import patched
+from labkit.grader.lending import GraderIterator, GraderObject, load_module, patched
 from labkit.grader.snapshots import Snapshots, plain_fields
 from labkit.grader.values import array_leaves, builtin_exception, decode, encode
 

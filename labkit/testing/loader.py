@@ -129,12 +129,12 @@ def load_impl(lab_dir: Path, impl: str | None = None) -> ModuleType:
         code = compile(text, filename, "exec", dont_inherit=True)
         if bug.source.startswith("_"):
             # The edit is in a given module that the solution imports: run the solution with it.
-            return _exec(lab_dir, name, lab_dir / bugs.DEFAULT_SOURCE, None, given=(source_path, code))
-        return _exec(lab_dir, name, source_path, code)
-    return _exec(lab_dir, name, path, None)
+            return exec_file(lab_dir, name, lab_dir / bugs.DEFAULT_SOURCE, given=(source_path, code))
+        return exec_file(lab_dir, name, source_path, code)
+    return exec_file(lab_dir, name, path)
 
 
-def _exec(lab_dir: Path, name: str, path: Path, code, given: tuple[Path, object] | None = None) -> ModuleType:
+def exec_file(lab_dir: Path, name: str, path: Path, code=None, given: tuple[Path, object] | None = None) -> ModuleType:
     """Run ``path`` (or ``code`` compiled from it) as module ``name``; ``given = (file, code)`` puts
     that lab-local module, run from ``code``, where the file's ``import`` finds it first."""
     spec = importlib.util.spec_from_file_location(name, path)

@@ -349,15 +349,14 @@ def test_partitioned_attention_summarizes_each_chunk(lab, monkeypatch, n, num_pa
     split), a hand-rolled split that drops or duplicates keys."""
     q, k, v = read_only(*random_qkv(seed=n, n=n))
     sizes = []
-    # Replace attend_partial where partitioned_attention looks it up: its module's globals.
-    namespace = lab.partitioned_attention.__globals__
-    attend_partial = namespace["attend_partial"]
+    attend_partial = lab.attend_partial
 
     def recording_attend_partial(q, k, v):
         sizes.append(len(k))
         return attend_partial(q, k, v)
 
-    monkeypatch.setitem(namespace, "attend_partial", recording_attend_partial)
+    # partitioned_attention looks attend_partial up in its module when it runs: it finds this one.
+    monkeypatch.setattr(lab, "attend_partial", recording_attend_partial)
     lab.partitioned_attention(q, k, v, num_partitions)
     expected = [len(chunk) for chunk in np.array_split(np.arange(n), num_partitions) if len(chunk)]
     non_empty = [size for size in sizes if size]  # calling it on empty chunks too is harmless
