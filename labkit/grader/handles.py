@@ -7,7 +7,7 @@ from __future__ import annotations
 import operator
 import weakref
 
-from labkit.grader.lending import module_bytes, public_name
+from labkit.grader.lending import public_name
 from labkit.grader.snapshots import ASK, Copies
 from labkit.grader.wire import ProtocolError
 
@@ -106,7 +106,6 @@ class Handles:
         self.by_number = weakref.WeakValueDictionary()  # number -> its handle, while the test holds it
         self.snapshots = Copies()
         self.types: dict[int, tuple[str, frozenset]] = {}  # type id -> (class name, public method names)
-        self.modules: dict[int, tuple[int, object]] = {}  # id() of a test's torch module -> (index, module)
         # ("made" | "dropped", number) in the order they happened, for the next request to tell the worker.
         # Swapped, never cleared: a handle's __del__ (which the garbage collector may run at any allocation)
         # appends to the old list or to the new one, and is never lost.
@@ -153,16 +152,6 @@ class Handles:
         last = {n: what for what, n in events}
         return (sorted(n for n, what in last.items() if what == "made"),
                 sorted(n for n, what in last.items() if what == "dropped"))
-
-    def module(self, module, lend: bool) -> tuple:
-        """``("ptmod", index, bytes)`` the first time a test passes this torch module to this worker, then
-        ``("ptmod", index, b"")``: the worker keeps one copy of it, as one process keeps one object."""
-        if id(module) not in self.modules:
-            if not lend:
-                raise TypeError("a torch module the test did not pass cannot be handed to a submission")
-            self.modules[id(module)] = (len(self.modules), module)  # kept alive: its id stays its own
-            return ("ptmod", len(self.modules) - 1, module_bytes(module))
-        return ("ptmod", self.modules[id(module)][0], b"")
 
 
 class Handle:

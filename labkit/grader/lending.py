@@ -35,41 +35,58 @@ def lendable(obj) -> bool:
 
 
 class Lent:
-    """The test's objects lent to one submission: index -> object, kept alive with the stand-in.
-    An iterator the test passes (``reversed(blocks)``, a generator) is lent too, for ``next`` only:
-    the submission sees its items one by one, when it asks, as in the test's own process."""
+    """The test's things lent to one submission, by index, kept alive with the stand-in: instances of a
+    test file's classes ("tobj"); iterators ("titer", for ``next`` only: the submission sees the items
+    one by one, when it asks, as in the test's own process); functions, called back ("cb"); torch
+    modules ("ptmod"), copied to each worker once."""
 
     def __init__(self):
         self.objects: list = []
+        self.kinds: list[str] = []  # the tag of each index
         self.index: dict[int, int] = {}  # id(object) -> index
-        self.iterators: set[int] = set()  # indexes of the lent iterators
+        self.modules_sent: set[int] = set()  # the torch modules the current worker has a copy of
 
     def tag(self, obj, lend: bool) -> tuple:
-        """``("tobj", index)`` or ``("titer", index)``; a new one only when ``lend`` (an argument)."""
+        """The reference of ``obj``; a new one only when ``lend`` (an argument, not an answer)."""
         i = self.index.get(id(obj))
         if i is None:
-            iterator = isinstance(obj, collections.abc.Iterator) and not callable(obj)
-            if not lend or not (iterator or lendable(obj)):
+            kind = _kind(obj)
+            if not lend or kind is None:
                 raise TypeError(f"a {type(obj).__qualname__} cannot be passed between the grader and a submission")
             i = self.index[id(obj)] = len(self.objects)
             self.objects.append(obj)
-            if iterator:
-                self.iterators.add(i)
-        return ("titer" if i in self.iterators else "tobj", i)
+            self.kinds.append(kind)
+        if self.kinds[i] == "ptmod":
+            raw = b"" if i in self.modules_sent else module_bytes(obj)
+            self.modules_sent.add(i)
+            return ("ptmod", i, raw)
+        return (self.kinds[i], i)
 
-    def get(self, i):
-        if type(i) is not int or not 0 <= i < len(self.objects):
+    def get(self, i, kinds=("tobj", "titer")):
+        if type(i) is not int or not 0 <= i < len(self.objects) or self.kinds[i] not in kinds:
             raise ProtocolError("a reference to an object the test never passed")
         return self.objects[i]
 
 
-def serve_lent(obj, op: str, args: tuple, kwargs: dict, iterator: bool):
-    """What the worker asked of a lent object: ``(result, is_method)``. An iterator answers ``next``
-    only; an object of the test's class its public attributes and methods, ``==``, ``hash``, ``bool``."""
-    if iterator or op == "next":
-        if iterator and op == "next" and not args and not kwargs:
-            return next(obj), False
-    elif op in ("getattr", "setattr", "method"):
+def _kind(obj) -> str | None:
+    if is_torch_module(obj):
+        return "ptmod"  # a test's model (99-01's engine is built on it)
+    if isinstance(obj, collections.abc.Iterator) and not callable(obj):
+        return "titer"
+    if callable(obj) and not isinstance(obj, type):
+        return "cb"  # trusted code (a test's wrapper): the worker calls it back
+    return "tobj" if lendable(obj) else None
+
+
+def serve_lent(obj, kind: str, op: str, args: tuple, kwargs: dict):
+    """What the worker asked of a lent thing: ``(result, is_method)``. A function answers a call, an
+    iterator ``next``; an object of the test's class its public attributes and methods, ``==``,
+    ``hash``, ``bool``."""
+    if kind == "cb" and op == "call":
+        return obj(*args, **kwargs), False
+    if kind == "titer" and op == "next" and not args and not kwargs:
+        return next(obj), False
+    if kind == "tobj" and op in ("getattr", "setattr", "method"):
         name = public_name(args[0] if args else None)
         if op == "getattr":
             value = getattr(obj, name)
@@ -83,9 +100,9 @@ def serve_lent(obj, op: str, args: tuple, kwargs: dict, iterator: bool):
             if not (isinstance(method, types.MethodType) and method.__self__ is obj):
                 raise TypeError(f"{name!r} of a test's object is not one of its methods")
             return method(*args[1:], **kwargs), False
-    elif op in ("eq", "ne") and len(args) == 1 and not kwargs:
+    if kind == "tobj" and op in ("eq", "ne") and len(args) == 1 and not kwargs:
         return (obj == args[0]) if op == "eq" else (obj != args[0]), False
-    elif op in ("hash", "bool") and not args and not kwargs:
+    if kind == "tobj" and op in ("hash", "bool") and not args and not kwargs:
         return (hash(obj) if op == "hash" else bool(obj)), False
     raise ProtocolError(f"a malformed request for a test's object ({op!r})")
 

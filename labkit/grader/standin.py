@@ -15,7 +15,7 @@ from pathlib import Path
 from labkit.grader import sandbox as sandboxes
 from labkit.grader import wire
 from labkit.grader.handles import RESULT_TYPES, Handle, Handles, RemoteClass
-from labkit.grader.lending import Lent, Patches, is_torch_module, serve_lent
+from labkit.grader.lending import Lent, Patches, serve_lent
 from labkit.grader.values import array_leaves, builtin_exception, copy_into, decode, encode
 
 # What one reply may cost the grader. The largest any lab's tests need, graded on the reference
@@ -55,9 +55,7 @@ class Submission(types.ModuleType):
         self._worker: _Worker | None = None
         self._busy = 0  # requests in flight (more than one: a test's callback asked in turn): snapshots may be old
         self._handles = Handles(self)  # the worker's objects the tests hold (a new table per worker)
-        self._lent = Lent()  # the tests' objects the worker may use
-        self._callbacks: list = []  # the trusted functions the worker may call back (monkeypatched globals)
-        self._callback_index: dict[int, int] = {}
+        self._lent = Lent()  # the tests' objects, functions and models the worker may use
         self._patches = Patches()  # numpy's functions as they were before any test patched one
         self._api: dict[str, object] = {}
         ready = self._start()
@@ -144,15 +142,6 @@ class Submission(types.ModuleType):
             return ("h", obj._number)
         if isinstance(obj, (RemoteFunction, RemoteClass)) and self._api.get(obj.__name__) is obj:
             return ("api", obj.__name__)  # the submission's own class or function
-        if is_torch_module(obj):
-            return self._handles.module(obj, lend)  # a test's model: a copy for the worker (99-01's engine)
-        if callable(obj) and not isinstance(obj, (type, RemoteClass)):
-            if id(obj) not in self._callback_index:  # trusted code (a test's wrapper): the worker calls back
-                if not lend:
-                    raise TypeError("a function the test did not pass cannot be handed to a submission")
-                self._callback_index[id(obj)] = len(self._callbacks)
-                self._callbacks.append(obj)  # kept alive, so its id is never reused
-            return ("cb", self._callback_index[id(obj)])
         return self._lent.tag(obj, lend)
 
     def _decode(self, data, leaves: list = ()):
@@ -173,18 +162,11 @@ class Submission(types.ModuleType):
             args, kwargs = self._decode(args), self._decode(kwargs)
             if type(args) is not tuple or type(kwargs) is not dict or not all(type(k) is str for k in kwargs):
                 raise TypeError("arguments")
-            if op == "call" and type(index) is int and 0 <= index < len(self._callbacks):
-                fn = self._callbacks[index]
-                run = lambda: (fn(*args, **kwargs), False)  # noqa: E731
-            elif op != "call":
-                obj, iterator = self._lent.get(index), index in self._lent.iterators
-                run = lambda: serve_lent(obj, op, args, kwargs, iterator)  # noqa: E731
-            else:
-                raise IndexError("no such callback")
+            obj, kind = self._lent.get(index, kinds=("cb", "titer", "tobj")), self._lent.kinds[index]
         except (ValueError, TypeError, IndexError, ProtocolError) as err:
             raise ProtocolError(f"a malformed callback: {err}") from None
         try:
-            result, is_method = run()
+            result, is_method = serve_lent(obj, kind, op, args, kwargs)
             # An iterator's items are the test's arguments too (lent); other answers only what is lent already.
             lend = op == "next"
             return ("cbmethod",) if is_method else ("cbret", self._encode_arg(result, lend=lend))
@@ -268,6 +250,7 @@ class Submission(types.ModuleType):
             self._worker = None
             self._handles.alive = False  # its objects are gone: every handle to one is dead
             self._handles = Handles(self)
+            self._lent.modules_sent.clear()  # the next worker gets its own copies
 
     def close(self) -> None:
         """Stop the worker (idempotent)."""
