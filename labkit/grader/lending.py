@@ -1,7 +1,7 @@
-"""What of a test the submission meets: the test's own objects, lent (they stay in the grader and the
-worker holds :class:`GraderObject` stand-ins, answered with data only); its torch modules, copied; its
-patches of numpy's and math's functions (04-01 wraps ``np.exp``), made in the worker too for each
-call (:class:`Patches`, :func:`patched`). Staged into the sandbox."""
+"""What of a test the submission meets: its objects, iterators and functions, lent (:class:`Lent`: they
+stay in the grader, the worker holds stand-ins, and :func:`serve_lent` answers them with data only);
+its torch modules, copied; its patches of numpy's and math's functions (04-01 wraps ``np.exp``), made
+in the worker too for each call (:class:`Patches`, :func:`patched`). Staged into the sandbox."""
 
 from __future__ import annotations
 

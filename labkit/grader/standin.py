@@ -77,7 +77,10 @@ class Submission(types.ModuleType):
             self._call("setglobal", name, f"setting {name}", (value,), {})
 
     def __delattr__(self, name):
-        self._call("delglobal", name, f"deleting {name}", (), {})
+        if name.startswith("_"):
+            super().__delattr__(name)
+        else:
+            self._call("delglobal", name, f"deleting {name}", (), {})
 
     def _public_names(self, ready: dict) -> dict:
         """The stand-ins for the API names the worker reported, each of the kind the starter has
