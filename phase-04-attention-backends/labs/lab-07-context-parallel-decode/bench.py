@@ -84,12 +84,14 @@ def _from_split_summaries(ref, q, k_cache, v_cache, table, lens):
     else:
         splits = max(1, min(4 * sms // NUM_KV_HEADS, capacity // 1024))
     m, denom, acc, partition = ref.split_summaries(q, k_cache, v_cache, table, lens, splits)
-    # Splits past the rank's last token were not written: leave them out of the merge.
+    # Splits past the rank's last token were not written and may hold anything, NaN included: replace
+    # them (a zero weight would not do: 0 * NaN is NaN).
     holds = torch.arange(m.shape[-1], device=m.device) < ((lens.long() + partition - 1) // partition)[:, None, None]
-    m = torch.where(holds, m, torch.full_like(m, -math.inf))
+    m = torch.where(holds, m, -math.inf)
+    denom = torch.where(holds, denom, 0.0)
+    acc = torch.where(holds.unsqueeze(-1), acc, 0.0)
     top = m.amax(dim=-1)
-    weight = torch.exp(m - torch.where(torch.isfinite(top), top, torch.zeros_like(top)).unsqueeze(-1))
-    weight = torch.where(holds, weight, torch.zeros_like(weight))
+    weight = torch.exp(m - torch.where(torch.isfinite(top), top, 0.0).unsqueeze(-1))
     return top, (weight * denom).sum(dim=-1), (weight.unsqueeze(-1) * acc).sum(dim=-2)
 
 

@@ -38,6 +38,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -986,7 +987,8 @@ def test_bench_summaries_match_float64(monkeypatch):
     """bench.py's per-GPU summaries over a shuffled paged cache (its ``place``): the torch fallback
     always, and lab 04-06's ``split_summaries`` merged over its splits when that lab has it (Triton's
     interpreter here), against ``summary_f64``; an empty shard gives the identity. float32, so
-    1e-5 relative. (Importing bench.py sets its NVLink-multicast variables in this process.)"""
+    1e-5 relative. The entries of 04-06's splits that hold no token are made NaN first: the merge must
+    not read them. (Importing bench.py sets its NVLink-multicast variables in this process.)"""
     bench = child.script_module(HERE / "bench.py")
     heads, kv_heads, head_dim, n = 4, 2, 16, 150
     for name, value in (("NUM_HEADS", heads), ("NUM_KV_HEADS", kv_heads), ("HEAD_DIM", head_dim)):
@@ -1012,9 +1014,22 @@ def test_bench_summaries_match_float64(monkeypatch):
     if not hasattr(ref, "split_summaries"):
         pytest.skip("lab 04-06 has no split_summaries in this checkout: bench.py uses the torch summaries")
     padded = torch.cat([table, torch.zeros(1, 6, dtype=torch.int32)], dim=1)  # splits past the last token
-    check(bench._from_split_summaries(ref, q, k_cache, v_cache, padded, torch.tensor([n], dtype=torch.int32)),
-          "04-06 split summaries")
-    m, denom, acc = bench._from_split_summaries(ref, q, k_cache, v_cache, padded, torch.tensor([0], dtype=torch.int32))
+
+    def poisoned_split_summaries(*args):
+        """04-06's summaries with the entries of the splits that hold no token (unspecified there:
+        whatever the scratch buffers held) made NaN, so that a merge which reads them shows it."""
+        m, denom, acc, partition = ref.split_summaries(*args)
+        empty = torch.arange(m.shape[-1]) >= ((args[4].long() + partition - 1) // partition)[:, None, None]
+        nan = float("nan")
+        return m.masked_fill(empty, nan), denom.masked_fill(empty, nan), acc.masked_fill(empty[..., None], nan), \
+            partition
+
+    lab06 = SimpleNamespace(split_summaries=poisoned_split_summaries)  # lab 04-06 as bench.py calls it
+    if hasattr(ref, "choose_num_splits"):
+        lab06.choose_num_splits = ref.choose_num_splits
+    one_rank = torch.tensor([n], dtype=torch.int32)
+    check(bench._from_split_summaries(lab06, q, k_cache, v_cache, padded, one_rank), "04-06 split summaries")
+    m, denom, acc = bench._from_split_summaries(lab06, q, k_cache, v_cache, padded, torch.zeros_like(one_rank))
     require((m == -math.inf).all() and (denom == 0).all() and (acc == 0).all(),
             f"bench.py's 04-06 summaries of an empty shard must be the identity (-inf, 0, zeros), got m "
             f"{m.flatten()[:4].tolist()}, denom {denom.flatten()[:4].tolist()}, acc max |.| {float(acc.abs().max()):g}")
