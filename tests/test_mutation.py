@@ -303,3 +303,85 @@ def test_no_unlisted_survivor(sampled_runs, entry):
     problems += [f"stale entry {s.source}: {s.old.strip()!r} -> {s.new.strip()!r}: {why}" for s, why in found.stale]
     assert not problems, (f"lab {lab.id} (`labs mutate {lab.id}` shows them all; write the test that kills a "
                           f"survivor, or list it with why in {lab.folder}/survivors.toml):\n" + "\n".join(problems))
+
+
+# --------------------------------------------------------------------------------------------------- the command
+
+
+FAKE_SOLUTION = '''def double(x):
+    return 2 * x
+
+
+def clamp(x):
+    if x < 0:
+        return 0
+    return x
+'''
+FAKE_TESTS = '''def test_double(lab):
+    assert lab.double(3) == 6
+
+
+def test_clamp(lab):
+    assert lab.clamp(-3) == 0 and lab.clamp(5) == 5
+'''
+FAKE_CONFTEST = '''import pytest
+
+from labkit.testing import loader
+
+
+@pytest.fixture(scope="module")
+def lab(request):
+    return loader.load_impl(request.path.parent)
+'''
+
+
+@pytest.mark.maintainer
+def test_labs_mutate_on_a_small_lab(capsys, monkeypatch, tmp_path):
+    """``labs mutate`` end to end on a lab of two functions whose tests miss clamp's edges: it reports
+    the survivors with their diffs and exits 1, ``--record`` listing them with an empty why, which the
+    next run refuses (exit 2) until it is written; then every survivor is listed and the run exits 0;
+    an entry whose line changed is stale, whatever the sample (exit 1). Catches a command that hides a
+    survivor, accepts a list without reasons, or never sees a stale entry."""
+    from labkit import cli
+
+    folder = tmp_path / "phase-09-fake" / "labs" / "lab-01-fake"
+    folder.mkdir(parents=True)
+    for name, text in {"solution.py": FAKE_SOLUTION, "starter.py": FAKE_SOLUTION, "test_lab.py": FAKE_TESTS,
+                       "conftest.py": FAKE_CONFTEST}.items():
+        (folder / name).write_text(text)
+    lab = registry.Lab("09-01", "phase-09-fake", str(folder), "A fake lab", "nothing", ("cpu",))
+    monkeypatch.setattr(registry, "LABS", (*registry.LABS, lab))
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def run(*argv):
+        code = cli.main(["mutate", "09-01", *argv])
+        return code, capsys.readouterr()
+
+    code, (out, _) = run("--record")
+    survived = sorted(line.split()[3:] for line in out.splitlines() if line.startswith("NEW SURVIVOR"))
+    assert code == 1 and survived == [["compare:", "<", "to", "<="], ["constant:", "0", "to", "-1"],
+                                      ["constant:", "0", "to", "1"]], out
+    assert "+    if x <= 0:" in out and "3 survived (0 listed, 3 new)" in out, out
+    assert survivors.path(folder).is_file(), "--record wrote no survivors.toml"
+    code, (_, err) = run()
+    assert code == 2 and "why" in err, err
+    text = survivors.path(folder).read_text().replace('why = ""', 'why = "a reason"')
+    survivors.path(folder).write_text(text)
+    code, (out, _) = run("--jobs", "1")
+    assert code == 0 and "3 survived (3 listed, 0 new)" in out, out
+
+    (folder / "solution.py").write_text(FAKE_SOLUTION.replace("if x < 0:", "if x < 0:  # below the range"))
+    code, (out, _) = run("--sample", "1")
+    assert code == 1 and "stale entries" in out and "no mutant makes this edit" in out, out
+
+
+def test_labs_mutate_refuses_bad_arguments(capsys):
+    """A sample of 0 is a usage error (exit 2) before anything runs; ``--list`` runs nothing and prints
+    each mutant as a diff."""
+    from labkit import cli
+
+    assert cli.main(["mutate", "04-01", "--sample", "0"]) == 2
+    assert "--sample" in capsys.readouterr().err
+    assert cli.main(["mutate", "04-01", "--list", "--sample", "2", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("--- solution.py") == 2 and "running 2 drawn with seed 1" in out, out

@@ -15,8 +15,9 @@ files the solution imports), the way a learner's classic mistakes do. The operat
 - ``and/or``: ``and`` and ``or``: a condition half wrong;
 - ``not``: ``not`` removed, or added to an ``if``/``while`` test: a test turned around;
 - ``check removed``: ``if <x>: raise ...`` never raising: a missing input check;
-- ``statement removed``: an assignment, an ``op=``, a call made for its effect, a bare ``return``,
-  ``break`` or ``continue`` replaced by ``pass``: a forgotten update;
+- ``statement removed``: an assignment (not of a string: a kernel's source, a message), an ``op=``,
+  a call made for its effect, a bare ``return``, ``break`` or ``continue`` replaced by ``pass``: a
+  forgotten update;
 - ``return value``: ``return x`` to ``return None``: a result computed and not handed back;
 - ``slice bound``: ``a[lo:hi]`` with ``hi`` or ``lo`` plus or minus 1 (bounds that are not
   constants, which the constants' own mutants cover): a slice one too long or short;
@@ -312,13 +313,21 @@ def _changes(src: _Source, tree: ast.Module):
         if isinstance(node, _REMOVABLE) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)) or (
                 isinstance(node, ast.Return) and (node.value is None or (
                     isinstance(node.value, ast.Constant) and node.value.value is None))):
-            if not (isinstance(node, ast.AnnAssign) and node.value is None):
+            if not (isinstance(node, ast.AnnAssign) and node.value is None) and not _defines_text(node):
                 start, end = src.span(node)
                 add(start, end, "pass", "statement removed")
         elif isinstance(node, ast.Return) and node.value is not None:
             start, end = src.span(node.value)
             add(start, end, "None", "return value: None")
     return sorted(out, key=lambda change: (change[0], change[1]))
+
+
+def _defines_text(node) -> bool:
+    """An assignment of a string (a kernel's source, a message): without it the name does not exist,
+    which any use shows; it models no mistake."""
+    value = getattr(node, "value", None)
+    return isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(value, ast.Constant) and isinstance(
+        value.value, str)
 
 
 def _negated_elsewhere(test) -> bool:
