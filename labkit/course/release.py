@@ -284,15 +284,19 @@ def release(out: Path, add: Iterable[str] = ()) -> Release:
     files = parts[COURSE] + parts["released"]
     kept = set(files)
 
+    # Every page is rewritten before OUT is touched: a page that cannot be (a section gone) changes nothing.
+    pages = {rel: page_text(rel, (ROOT / rel).read_text(encoding="utf-8"), kept)
+             for rel in files if rel.endswith(".md")}
     if previous is not None:  # only what the last release wrote goes; .git and the rest of OUT stay
         for rel in previous.files:
-            (out / rel).unlink(missing_ok=True)
+            if out in (out / rel).resolve().parents:
+                (out / rel).unlink(missing_ok=True)
         _remove_empty_folders(out)
     for rel in files:
         dest = out / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if rel.endswith(".md"):
-            dest.write_text(page_text(rel, (ROOT / rel).read_text(encoding="utf-8"), kept), encoding="utf-8")
+        if rel in pages:
+            dest.write_text(pages[rel], encoding="utf-8")
         else:
             shutil.copyfile(ROOT / rel, dest)
         shutil.copymode(ROOT / rel, dest)
