@@ -58,12 +58,18 @@ def default_impl() -> str:
     return "starter" if current() is not None else "solution"
 
 
+def _released(released: Collection[str] | None) -> Collection[str] | None:
+    """``released`` when given, else this checkout's released references (None outside an edition)."""
+    if released is not None:
+        return released
+    return current().released if current() is not None else None
+
+
 def reference_impl(lab_id: str, released: Collection[str] | None = None) -> str:
     """What ``load_reference(lab_id)`` loads: ``solution``, or ``starter`` in an edition that has not
     released that lab's reference. ``released``: that edition's references (default: this checkout's;
-    None outside an edition)."""
-    if released is None:
-        released = current().released if current() is not None else None
+    none outside an edition)."""
+    released = _released(released)
     return "solution" if released is None or lab_id in released else "starter"
 
 
@@ -90,10 +96,9 @@ def references_loaded(lab: Lab, released: Collection[str] | None = None) -> list
 def waiting(lab: Lab, released: Collection[str] | None = None) -> list[str]:
     """The references ``lab`` loads that the edition has not released, in study order (``released``
     as for :func:`reference_impl`; none outside an edition)."""
+    released = _released(released)
     if released is None:
-        if current() is None:
-            return []
-        released = current().released
+        return []
     order = [entry.id for entry in registry.LABS]
     return sorted((i for i in references_loaded(lab, released) if i not in released), key=order.index)
 
@@ -105,10 +110,9 @@ def held_back(lab: Lab, released: Collection[str] | None = None) -> list[tuple[s
     :func:`reference_impl`; none outside an edition."""
     from labkit.course.release import HELD_WITH
 
+    released = _released(released)
     if released is None:
-        if current() is None:
-            return []
-        released = current().released
+        return []
     return [(name, owner) for name, owner in HELD_WITH.get(lab.id, {}).items() if owner not in released]
 
 
@@ -116,10 +120,9 @@ def notes(labs: list[Lab], released: Collection[str] | None = None, whose: str =
     """One line per lab of ``labs`` that an unreleased reference changes: what it runs on instead
     (``whose`` own starter of the earlier lab), or that it cannot run yet (:func:`held_back`).
     ``released`` as for :func:`reference_impl`; no line outside an edition."""
+    released = _released(released)
     if released is None:
-        if current() is None:
-            return []
-        released = current().released
+        return []
     lines = []
     for lab in labs:
         held, ids = held_back(lab, released), waiting(lab, released)

@@ -192,7 +192,7 @@ def rewrite_sections(text: str, page: str, overlay: str, overlay_page: str) -> s
         return head, [(heading, lines[start:end]) for start, end, heading in tops]
 
     def rebase(target: str) -> str:
-        if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith(("#", "/")):
+        if _elsewhere(target):
             return target
         path, _, fragment = target.partition("#")
         moved = posixpath.relpath(posixpath.normpath(posixpath.join(posixpath.dirname(overlay_page), path)),
@@ -216,6 +216,11 @@ def rewrite_sections(text: str, page: str, overlay: str, overlay_page: str) -> s
     return "\n".join(out + pending).rstrip("\n") + "\n"
 
 
+def _elsewhere(target: str) -> bool:
+    """Whether a link's target is not a file of the course: a URL, an anchor of the page, an absolute path."""
+    return bool(re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", target)) or target.startswith(("#", "/"))
+
+
 def _spaced(lines: list[str]) -> list[str]:
     """A section's lines ending with one blank line."""
     while lines and not lines[-1].strip():
@@ -229,7 +234,7 @@ def unlink_left_out(text: str, page: str, kept: set[str]) -> str:
     from labkit.docs.build import rewrite_links
 
     def keep(target: str) -> str | None:
-        if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith(("#", "/")):
+        if _elsewhere(target):
             return target
         path = target.partition("#")[0]
         rel = posixpath.normpath(posixpath.join(posixpath.dirname(page), path))
