@@ -7,6 +7,7 @@ gallery, grade a class.
     labs bugs LAB
     labs grade SUBMISSIONS [--labs LAB ...] [--out report.csv|.json|.md] [--shard K/N]
     labs grade merge REPORT.json ... --out REPORT
+    labs release OUT [--release-solutions LAB,LAB]
 
 A LAB is an id from ``labs list`` ("02-06") or the lab's folder.
 """
@@ -21,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from labkit.cli import common, grade
+from labkit.cli import common, grade, release
 from labkit.cli.check import cmd_check
 from labkit.cli.common import UsageError, require_folder, resolve_lab
 from labkit.cli.gallery import cmd_bugs
@@ -168,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bugs)
 
     grade.add_parser(sub)
+    release.add_parser(sub)
     return parser
 
 
