@@ -161,13 +161,17 @@ def to_out_lse(m, denom, acc):
 
 def from_out_lse(out, lse):
     """``(out, lse)`` back to a summary ``(m, denom, acc)`` that merges like the original:
-    ``(lse, 1, out)``, and exactly ``(-inf, 0, zeros)`` where ``lse`` is ``-inf``. New tensors of
-    ``out``'s dtype: none shares memory with ``out`` or ``lse``, which are left unchanged."""
+    ``(lse, 1, out)``, and exactly ``(-inf, 0, zeros)`` where ``lse`` is ``-inf`` or ``+inf`` (as
+    FlashAttention-2 reports a set of no key), whatever ``out`` holds there (a kernel may leave NaN).
+    New tensors of ``out``'s dtype: none shares memory with ``out`` or ``lse``, which are left
+    unchanged."""
     _check_out_lse(out, lse)
-    seen = torch.isfinite(lse)
+    seen = torch.isfinite(lse)  # -inf, or FlashAttention-2's +inf: no key
     # (m, denom, acc) and (m + c, denom * exp(-c), acc * exp(-c)) describe the same keys for any c;
     # c = log(denom) makes the denominator 1 and the accumulator the output.
-    return lse.clone(), seen.to(out.dtype), torch.where(seen.unsqueeze(-1), out, torch.zeros_like(out))
+    m = torch.where(seen, lse, torch.full_like(lse, -torch.inf))
+    acc = torch.where(seen.unsqueeze(-1), out, torch.zeros_like(out))  # out may hold anything where no key
+    return m, seen.to(out.dtype), acc
 
 
 # ---------------------------------------------------------------------------------------------

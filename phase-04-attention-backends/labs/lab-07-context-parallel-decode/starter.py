@@ -140,8 +140,10 @@ def to_out_lse(m, denom, acc):
 
 def from_out_lse(out, lse):
     """``(out, lse)`` back to a summary ``(m, denom, acc)`` that merges like the original:
-    ``(lse, 1, out)``, and exactly ``(-inf, 0, zeros)`` where ``lse`` is ``-inf``. New tensors of
-    ``out``'s dtype: none shares memory with ``out`` or ``lse``, which are left unchanged."""
+    ``(lse, 1, out)``, and exactly ``(-inf, 0, zeros)`` where ``lse`` is ``-inf`` or ``+inf`` (as
+    FlashAttention-2 reports a set of no key), whatever ``out`` holds there (a kernel may leave NaN).
+    New tensors of ``out``'s dtype: none shares memory with ``out`` or ``lse``, which are left
+    unchanged."""
     # _check_out_lse(out, lse)
     raise NotImplementedError(
         "from_out_lse: not implemented yet (README step 5: (lse, 1, out), and exactly (-inf, 0, "

@@ -536,12 +536,22 @@ def test_from_out_lse_gives_summaries_that_merge_like_the_originals(lab):
     zeros)`` where ``lse = -inf``; merged with the rescaling merge of lab 04-04 (written here), the
     converted summaries of disjoint key sets give dense attention over their union.
 
+    Where ``lse`` is -inf, ``out`` holds NaN, as a kernel may leave the output of a set of no key:
+    ``acc`` must still be exactly zeros there (a weight of 0 times NaN is NaN in the merge).
+
+    FlashAttention-2 reports a set of no key as ``lse = +inf``: the same exact identity.
+
     Catches: a denominator of 1 for a rank that saw no key, ``m`` taken as 0, NaN for
-    ``lse = -inf``, writing into ``out``."""
+    ``lse = -inf``, ``out`` passed through as ``acc`` where nothing was seen, ``+inf`` taken for a
+    key seen, writing into ``out``."""
     _, out_np, lse_np = truth_batch(torch.float64)
+    out_np[np.isinf(lse_np)] = np.nan  # what a kernel may leave where it saw no key
     out, lse = torch.from_numpy(out_np), torch.from_numpy(lse_np)
     before = (out.clone(), lse.clone())
     m, denom, acc = lab.from_out_lse(out, lse)
+    require(not torch.isnan(acc).any(), "from_out_lse: acc holds NaN where lse is -inf: out may hold anything where "
+            "no key was seen (here NaN), and the merge multiplies acc by a weight of 0, which keeps NaN; acc must be "
+            "exactly zeros there (torch.where, not out itself)")
     seen = np.isfinite(lse_np)
     labkit.assert_dtype(m, torch.float64, what="from_out_lse: m")
     require(tuple(m.shape) == lse_np.shape, f"from_out_lse: m must be shaped like lse {lse_np.shape}, "
@@ -555,7 +565,17 @@ def test_from_out_lse_gives_summaries_that_merge_like_the_originals(lab):
     labkit.assert_equal(acc, np.where(seen[..., None], out_np, 0.0), what="from_out_lse: acc = out", axes=AXES,
                         dtype=torch.float64)
     for name, a, b in zip(("out", "lse"), before, (out, lse), strict=True):
-        require(torch.equal(a, b), f"from_out_lse modified its input {name}: return new tensors")
+        same = bool(((a == b) | (a.isnan() & b.isnan())).all())
+        require(same, f"from_out_lse modified its input {name}: return new tensors")
+
+    # FlashAttention-2 reports the log-sum-exp of a set of no key as +inf (version 3 as -inf): no key too.
+    m, denom, acc = lab.from_out_lse(torch.full((2, 16), math.nan, dtype=torch.float64),
+                                     torch.tensor([math.inf, -math.inf], dtype=torch.float64))
+    got = [m.tolist(), denom.tolist(), bool((acc == 0).all())]
+    require(got == [[-math.inf, -math.inf], [0.0, 0.0], True],
+            f"from_out_lse with lse = [+inf, -inf] (FlashAttention-2 and 3's ways to say no key) and out NaN: expected "
+            f"m = [-inf, -inf], denom = [0, 0], acc zeros, got m = {got[0]}, denom = {got[1]}, acc zeros: {got[2]} "
+            "(seen is torch.isfinite(lse), not lse > -inf)")
 
     # Two disjoint key sets, each encoded as (out, lse), decoded, merged: attention over the union.
     q, keys, values = scored_keys(9, 40, level=1000.0)
@@ -581,6 +601,7 @@ def test_from_out_lse_keeps_each_floating_dtype(lab, dtype):
     Catches: a denominator built in float64 (``seen.double()``), which the all-gather route's merge
     then spreads to its output; m or acc converted on the way."""
     _, out_np, lse_np = truth_batch(torch.float64)
+    out_np[np.isinf(lse_np)] = np.nan  # what a kernel may leave where it saw no key
     out, lse = torch.from_numpy(out_np).to(dtype), torch.from_numpy(lse_np).to(dtype)
     seen = torch.isfinite(lse)
     m, denom, acc = lab.from_out_lse(out, lse)

@@ -8,7 +8,6 @@ into the other. Symptom: with every key set seen, writing into acc changes out, 
 CAUGHT_BY = ["test_conversions_return_new_tensors"]
 
 EDIT = (
-    "    return lse.clone(), seen.to(out.dtype), torch.where(seen.unsqueeze(-1), out, torch.zeros_like(out))\n",
-    "    acc = out if bool(seen.all()) else torch.where(seen.unsqueeze(-1), out, torch.zeros_like(out))  # no copy\n"
-    "    return lse.clone(), seen.to(out.dtype), acc\n",
+    '    acc = torch.where(seen.unsqueeze(-1), out, torch.zeros_like(out))  # out may hold anything where no key\n',
+    "    acc = out if bool(seen.all()) else torch.where(seen.unsqueeze(-1), out, torch.zeros_like(out))  # no copy\n",
 )
