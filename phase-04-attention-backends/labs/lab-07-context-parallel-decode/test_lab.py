@@ -637,7 +637,10 @@ def test_conversions_return_new_tensors(lab, function, empty):
 
     inputs, pristine = conversion_inputs(function, empty)
     for result in call(*inputs):
-        result.fill_(123.0)  # writing into the results...
+        try:
+            result.fill_(123.0)  # writing into the results...
+        except RuntimeError:  # a result that cannot be written (an expanded view) is checked the other way below
+            pass
     changed = [n for n, a, b in zip(names, inputs, pristine, strict=True) if not torch.equal(a, b)]
     require(not changed, f"{function}: writing into its results changed the caller's {', '.join(changed)}: a result "
             f"is one of the inputs or a view of it ({', '.join(results)} must be new tensors: clone what you pass "
