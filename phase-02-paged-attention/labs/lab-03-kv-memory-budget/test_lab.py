@@ -232,18 +232,75 @@ def test_free_memory_that_exactly_covers_the_request_is_enough(lab):
         expect_bytes(got, want, call)
 
 
+# A real card's total memory as torch.cuda.mem_get_info reports it: 85,029,158,912 bytes (81,090.125
+# MiB), times most utilizations, is no whole number of bytes.
+REAL_TOTAL = 85_029_158_912
+LLAMA_3_8B_WEIGHTS, ACTIVATION, NON_TORCH = 16_060_522_496, 3 * GiB // 2, 400 * MiB  # 18,090,565,632 together
+
+
+@pytest.mark.parametrize(("utilization", "requested"), [
+    (0.9, 76_526_243_020),   # 85029158912 * 9 / 10   = 76526243020.8
+    (0.95, 80_777_700_966),  # 85029158912 * 19 / 20  = 80777700966.4
+    (0.8, 68_023_327_129),   # 85029158912 * 4 / 5    = 68023327129.6
+    (0.7, 59_520_411_238),   # 85029158912 * 7 / 10   = 59520411238.4
+], ids=["0.9 (.8 of a byte)", "0.95 (.4 of a byte)", "0.8 (.6 of a byte)", "0.7 (.4 of a byte)"])
+def test_the_exact_edge_at_a_real_cards_magnitude(lab, utilization, requested):
+    """The request is a whole number of bytes, ``int(total * utilization)``, and the refusal compares
+    the free memory with that integer. On a real card (85,029,158,912 bytes) the product has a
+    fraction: free memory equal to the integer request starts, one byte less is refused, and the
+    budget is the integer request minus weights, activation and non-torch memory (18,090,565,632).
+    Fractions of .4, .6 and .8 of a byte tell floor from round and from ceil.
+
+    Catches: the free memory compared with the float total * utilization (an engine that refuses
+    memory that is exactly enough, on most cards and utilizations), the request rounded to nearest or
+    up, or kept as a float; the free memory compared with the KV budget instead of the request."""
+    budget = requested - (LLAMA_3_8B_WEIGHTS + ACTIVATION + NON_TORCH)
+    call = (f"available_kv_memory({REAL_TOTAL}, free={requested}, {utilization}, 16060522496, 1.5 GiB, 400 MiB) "
+            f"(the request is int({REAL_TOTAL} * {utilization}) = {requested})")
+    try:
+        got = lab.available_kv_memory(REAL_TOTAL, requested, utilization, LLAMA_3_8B_WEIGHTS, ACTIVATION, NON_TORCH)
+    except ValueError as err:
+        raise AssertionError(
+            f"{call} raised ValueError ({err}): the free memory equals the request, a whole number of bytes. "
+            f"Compare it with requested = int(total * utilization), not with the float total * utilization "
+            f"({REAL_TOTAL * utilization!r}), nor with the request rounded up") from None
+    expect_bytes(got, budget, call, f"int(total * utilization) = {requested}, rounded down, minus 18090565632")
+    with pytest.raises(ValueError, match="gpu_memory_utilization"):
+        lab.available_kv_memory(REAL_TOTAL, requested - 1, utilization, LLAMA_3_8B_WEIGHTS, ACTIVATION, NON_TORCH)
+        pytest.fail(f"available_kv_memory({REAL_TOTAL}, free={requested - 1}, {utilization}, ...): one byte less "
+                    f"than the request {requested}, and no ValueError naming gpu_memory_utilization (compare the "
+                    "free memory with the request, not with what is left for the KV cache)")
+
+
+def test_a_negative_budget_at_a_real_cards_magnitude(lab):
+    """Utilization 0.3 of the real card requests int(25508747673.6) = 25508747673 bytes; a 15B model's
+    30,000,000,000 bytes of weights, 1.5 GiB of activation and 400 MiB outside torch leave
+    25508747673 - 32030043136 = -6521295463: negative, returned as is, and rounded once, down, at
+    the request (never toward zero at the end: int(-6521295462.4) is -6521295462).
+
+    Catches: the whole budget computed in floating point and truncated by int() at the end, which
+    rounds a negative budget up."""
+    got = lab.available_kv_memory(REAL_TOTAL, REAL_TOTAL, 0.3, 30_000_000_000, ACTIVATION, NON_TORCH)
+    expect_bytes(got, -6_521_295_463, f"available_kv_memory({REAL_TOTAL}, all free, 0.3, 30000000000, 1.5 GiB, "
+                 "400 MiB)", "int(85029158912 * 0.3) = 25508747673, then - 32030043136, in integers (int() of a "
+                 "negative float rounds toward zero: take it at the request, where the product is positive)")
+
+
 # ----------------------------------------------------------------------------- step 5-6: blocks
 
 
 def test_num_gpu_blocks_llama_3_8b(lab):
     """54.5 GiB for a Llama-3-8B cache with blocks of 16: a block of all 32 layers is 2 MiB, so
     54.5 GiB / 2 MiB = 27904 blocks. With 1 MiB more: still 27904 (half a block is no block).
-    With an fp8 cache, blocks of 1 MiB: 55808. Catches rounding up (27905), forgetting the layers
+    With 1.5 MiB more, still 27904 (rounding to nearest gives 27905). With an fp8 cache, blocks of 1 MiB:
+    55808. Catches rounding up or to nearest (27905), forgetting the layers
     (892928 blocks of one layer), and a block counted without V (55808 for bf16)."""
     available = 54 * GiB + 512 * MiB
     cases = [  # (available, config name, config, cache_dtype, blocks, why)
         (available, "Llama-3-8B", LLAMA_3_8B, "auto", 27904, "54.5 GiB // 2 MiB (64 KiB pages * 32 layers)"),
         (available + MiB, "Llama-3-8B", LLAMA_3_8B, "auto", 27904, "half a block more is no block: floor"),
+        (available + 3 * MiB // 2, "Llama-3-8B", LLAMA_3_8B, "auto", 27904,
+         "three quarters of a block more is no block either: floor, not round"),
         (available + MiB, "Llama-3-8B", LLAMA_3_8B, "fp8", 55809, "fp8 blocks are 1 MiB: the extra MiB is one"),
         (available, "Llama-3-8B", LLAMA_3_8B, "fp8", 55808, "54.5 GiB // 1 MiB (the cache dtype's pages)"),
         # OPT-125m on 10 GiB with blocks of 16: a block is 48 KiB * 12 = 576 KiB; 10 GiB / 576 KiB = 18204.4
