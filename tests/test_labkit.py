@@ -276,6 +276,7 @@ def test_boundary_lengths_by_name():
 
 
 def test_score_levels_place_the_extremes_against_the_segments():
+    assert np.flatnonzero(contract.score_levels("one peak in the first segment", 100, 32)).tolist() == [16]
     peak = contract.score_levels("one peak in the last segment", 100, 32)
     assert np.flatnonzero(peak).tolist() == [98] and peak[98] == 100.0  # the middle of tokens 96..99
     cluster = contract.score_levels("mass clustered in one segment", 100, 32)

@@ -17,8 +17,8 @@ the docstring accepts and real engines pass. This module builds those inputs, fo
   algorithm's own inner unit (a split, a chunk, a tile: ``segment``), and the table's capacity.
 - **Scores.** :data:`SCORE_PATTERNS` and :func:`score_levels` say what each key's score should be
   near; :func:`steer_scores` moves ``q`` and the cached keys so that they are: flat near +1000 or
-  -1000, one peak in the last segment, the mass clustered in one segment, one segment far below
-  the rest, neighbours in a batch a couple of thousand apart.
+  -1000, one peak in the first or the last segment, the mass clustered in one segment, one segment
+  far below the rest, neighbours in a batch a couple of thousand apart.
 
 Everything is seeded and deterministic, and every case has a name: a test parametrized over these
 dictionaries gets ids such as ``[kv_pool_views]``, and its failure message repeats the layout's
@@ -186,6 +186,8 @@ def boundary_lengths(block_size: int, *, segment: int | None = None, capacity: i
 SCORE_PATTERNS = {
     "flat near +1000": "every score near +1000: exp of a raw score overflows",
     "flat near -1000": "every score near -1000: exp(score - 0) underflows to 0 (a max that starts at 0)",
+    "one peak in the first segment": "one key of the first segment 100 above the rest (near 0): a running "
+                                     "max that forgets the earlier segments overflows",
     "one peak in the last segment": "one key of the last segment 100 above the rest (near 0): a max taken "
                                     "from the first segment only overflows",
     "mass clustered in one segment": "the keys of one middle segment 8 above the rest: most of the weight, "
@@ -208,6 +210,8 @@ def score_levels(pattern: str, seq_len: int, segment: int, index: int = 0) -> np
         levels[:] = 1000.0
     elif pattern == "flat near -1000":
         levels[:] = -1000.0
+    elif pattern == "one peak in the first segment" and seq_len:
+        levels[min(segment, seq_len) // 2] = 100.0  # the middle of the first segment
     elif pattern == "one peak in the last segment" and seq_len:
         first = (segments - 1) * segment
         levels[(first + seq_len) // 2] = 100.0  # the middle of the last segment

@@ -384,7 +384,7 @@ def test_score_patterns_across_splits(lab, pattern, num_splits):
     """Steps 1 and 3. Scores placed against the algorithm's boundaries (``SCORE_PATTERNS`` of
     ``labkit.testing.contract``, the segment being a split's partition of 32 tokens, or a tile
     of 32 with one split): flat near +1000 or -1000 (with four splits, the shorter sequences'
-    last splits hold no token at all), one key 100 above the rest in the last split, the mass
+    last splits hold no token at all), one key 100 above the rest in the first or the last split, the mass
     clustered in a middle split, the first split near -1000 and the rest near 0, neighbours of
     the batch at +1000 and -1000. Catches a merge whose max is the first split's
     (``reduce_max_from_first_split``: exp(+100) overflows), absent splits loaded with ``m = 0``
