@@ -17,6 +17,8 @@ outputs are sent back, nothing else. The test computes the expectation from :fun
 
 from __future__ import annotations
 
+import types
+
 from labkit import triton_env
 from labkit.testing import child
 
@@ -45,20 +47,30 @@ def inputs(torch):
     return q, k_cache, v_cache, block_tables, torch.tensor(SEQ_LENS, dtype=torch.int32)
 
 
-def within_the_table(check_inputs, check_summaries):
-    """The given checks, run on ``seq_lens`` cut to what the table (or the summaries) can hold: every
-    other check still applies. ``_check_inputs(fn, q, k_cache, v_cache, block_tables, seq_lens, ...)``
-    and ``_check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype)``, as in ``_host.py``."""
+def within_the_table(module) -> None:
+    """Wrap, in place, the given checks that ``module`` calls: its own ``_check_inputs`` and
+    ``_check_summaries`` (the names the starter imports from ``_host.py``), and those of any module it
+    holds that has them (a going-further kernel calls its plain sibling's). The wrapped checks run on
+    ``seq_lens`` cut to what the table, or the summaries, can hold: every other check still applies.
+    Their arguments are ``_host.py``'s: ``_check_inputs(fn, q, k_cache, v_cache, block_tables,
+    seq_lens, ...)`` and ``_check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype)``."""
+    owners = [module, *(v for v in vars(module).values() if isinstance(v, types.ModuleType) and v is not module)]
+    for owner in owners:
+        check_inputs = getattr(owner, "_check_inputs", None)
+        check_summaries = getattr(owner, "_check_summaries", None)
+        if callable(check_inputs):
+            owner._check_inputs = _within(check_inputs, seq_lens_at=5, capacity=lambda a: a[4].shape[1] * a[2].shape[1])
+        if callable(check_summaries):
+            owner._check_summaries = _within(check_summaries, seq_lens_at=3, capacity=lambda a: a[2].shape[2] * a[4])
 
-    def checked_inputs(fn, q, k_cache, v_cache, block_tables, seq_lens, *args, **kwargs):
-        capacity = block_tables.shape[1] * k_cache.shape[1]
-        return check_inputs(fn, q, k_cache, v_cache, block_tables, seq_lens.clamp(max=capacity), *args, **kwargs)
 
-    def checked_summaries(m, denom, acc, seq_lens, partition_size, *args, **kwargs):
-        capacity = acc.shape[2] * partition_size
-        return check_summaries(m, denom, acc, seq_lens.clamp(max=capacity), partition_size, *args, **kwargs)
+def _within(check, *, seq_lens_at: int, capacity):
+    def checked(*args, **kwargs):
+        args = list(args)
+        args[seq_lens_at] = args[seq_lens_at].clamp(max=capacity(args))
+        return check(*args, **kwargs)
 
-    return checked_inputs, checked_summaries
+    return checked
 
 
 def main() -> None:
@@ -68,7 +80,7 @@ def main() -> None:
 
     q, k_cache, v_cache, block_tables, seq_lens = (t.to(device) for t in inputs(torch))
     lab = child.implementation()
-    lab._check_inputs, lab._check_summaries = within_the_table(lab._check_inputs, lab._check_summaries)
+    within_the_table(lab)
     outs = [lab.paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=n) for n in NUM_SPLITS]
     child.send(np.stack([out.detach().cpu().numpy() for out in outs]))
 
