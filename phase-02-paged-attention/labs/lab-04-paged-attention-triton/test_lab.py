@@ -99,6 +99,15 @@ def test_torch_reference_fp16_within_gate(lab):
     run(lab, "paged_attention_torch", make_case(130), "paged_attention_torch (fp16, seq_len=130)")
 
 
+def test_torch_reference_bfloat16(lab):
+    """Step 1: the reference takes every dtype the API names, bfloat16 included, on any device (only
+    the Triton kernel needs a GPU for bfloat16: the interpreter computes it wrongly). fp32 inside,
+    bfloat16 out, within 2e-2. Catches a reference that returns another dtype, or casts bfloat16
+    inputs to float16 (whose range is 65504: a bfloat16 cache may hold more)."""
+    run(lab, "paged_attention_torch", make_case(70, dtype=torch.bfloat16, seed=16),
+        "paged_attention_torch (bfloat16, seq_len=70)")
+
+
 # --- Step 2: the Triton kernel ------------------------------------------------------------
 
 
