@@ -10,6 +10,11 @@ shows up as a large error or a NaN instead of a small one.
 
 Without a GPU the Triton kernel runs on the CPU through Triton's interpreter (fp16 and
 fp32); with one it runs on the GPU, bf16 included.
+
+Past these examples, the API's whole contract (``labkit.contract``): caches that are views of one
+pool, int64 tables, groups up to 32 query heads on one KV head, the reference in bf16 on any
+device, and scores placed against the blocks (a peak in the first or the last, a block far below
+the rest).
 """
 
 from __future__ import annotations

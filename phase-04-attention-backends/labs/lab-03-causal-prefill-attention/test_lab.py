@@ -16,6 +16,11 @@ rescaled when a row's max rises): 1e-10, against errors of 1e-3 or more for any 
 The kernel: 1e-4 in float32 (float32 arithmetic on float32 inputs), 1e-2 in float16 and 2e-2 in
 bfloat16 (the weights are rounded to the input type before the P.V product, relative error
 ~2**-11 and ~2**-8, on outputs of size ~1).
+
+Past these examples, the API's whole contract (``labkit.contract``): the kernel on the views engines
+pass (q a slice of qkv, out a view, K and V halves of one pool, tables cut from wider ones), lengths
+at every tile and block edge with a full table, groups up to 64 query heads on one KV head, and
+scores placed against the key tiles (and, in numpy, the blocks).
 """
 
 from __future__ import annotations

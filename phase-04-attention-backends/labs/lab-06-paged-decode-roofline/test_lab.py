@@ -14,6 +14,12 @@ or inf: ``labkit.POISON_KINDS``), and the table's padding entries point at a poi
 block, so reading anything that is not a valid token shows. On a CPU the kernels run
 through Triton's interpreter (float16/float32, tiny shapes); on a GPU the same tests run,
 plus bfloat16. The check of a cache larger than 2**31 elements runs in a child process.
+
+Past these examples, the API's whole contract (``labkit.contract``): the views engines pass (K and
+V as halves of one pool, q a slice of qkv, tables cut from wider ones), groups up to every query
+head on one KV head, lengths at every block and split edge, scores placed against the splits, split
+counts past the reduce's chunk of 64, and a length past the table with the host check out of the
+way (in a child process).
 """
 
 from __future__ import annotations
