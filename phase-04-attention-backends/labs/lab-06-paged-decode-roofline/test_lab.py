@@ -384,8 +384,14 @@ def steered_case(seq_lens, pattern, segment, *, seed, **kwargs):
     return tuple(t.to(DEVICE) for t in (poisoned.q, poisoned.k_cache, poisoned.v_cache, tables, lens))
 
 
-@pytest.mark.parametrize("num_splits", [1, 4], ids=["one_split", "four_splits"])
-@pytest.mark.parametrize("pattern", contract.SCORE_PATTERNS)
+# Every pattern with four splits; with one, those that test_extreme_scores does not already cover.
+PATTERN_CASES = [(p, 4) for p in contract.SCORE_PATTERNS] + [(p, 1) for p in contract.SCORE_PATTERNS
+                                                             if not p.startswith("flat")]
+
+
+@pytest.mark.parametrize("pattern,num_splits", PATTERN_CASES,
+                         ids=[f"{p.replace(' ', '_')}-{'one_split' if n == 1 else 'four_splits'}"
+                              for p, n in PATTERN_CASES])
 def test_score_patterns_across_splits(lab, pattern, num_splits):
     """Steps 1 and 3. Scores placed against the algorithm's boundaries (``SCORE_PATTERNS`` of
     ``labkit.testing.contract``, the segment being a split's partition of 32 tokens, or a tile
@@ -393,7 +399,8 @@ def test_score_patterns_across_splits(lab, pattern, num_splits):
     last splits hold no token at all), one key 100 above the rest in the first or the last split, the mass
     clustered in a middle split, the first split near -1000 and the rest near 0, neighbours of
     the batch at +1000 and -1000. Catches a merge whose max is the first split's
-    (``reduce_max_from_first_split``: exp(+100) overflows), absent splits loaded with ``m = 0``
+    (``reduce_max_from_first_split``: exp(+100) overflows), a running max replaced by each tile's
+    own max (``running_max_is_tile_max``), absent splits loaded with ``m = 0``
     instead of -inf (``absent_splits_max_zero``: near -1000 every real weight underflows), a max
     that starts at 0, exponentials of raw scores."""
     seq_lens, segment = [100, 45, 20], 32  # a table of 8 blocks of 16: four splits of 32 tokens
