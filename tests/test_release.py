@@ -99,12 +99,23 @@ def _handed_out(lab, comments: bool = False) -> str:
     return _squash("".join(f.read_text(encoding="utf-8") for f in files), comments)
 
 
+def _added(old: str, new: str) -> str:
+    """The lines an edit adds: ``new`` without the lines it shares with ``old`` at its start and end
+    (an edit that appends an import to a kept line adds only the import)."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    while a and b and a[0] == b[0]:
+        a, b = a[1:], b[1:]
+    while a and b and a[-1] == b[-1]:
+        a, b = a[:-1], b[:-1]
+    return "".join(b)
+
+
 def test_an_edition_holds_no_reference_it_has_not_released(edition_dir):
     """Searched in every text file of the edition, for every lab whose reference it does not hold:
     each function body of its solution.py and of its going-further kernels, comments left out (whole,
-    and every run of three of its lines, so that a partial copy shows too), and the new text of each
-    edit of its gallery, comment included, where it is distinctive (20 characters or more, not in the
-    code the lab hands out). Neither a body the lab hands out itself (a given helper in starter and
+    and every run of three of its lines, so that a partial copy shows too), and the lines each edit
+    of its gallery adds, comment included, where they are distinctive (20 characters or more, not in
+    the code the lab hands out). Neither a body the lab hands out itself (a given helper in starter and
     solution alike) nor a single line of a solution is searched: a hint or a README may quote one on
     purpose, and a test's docstring names the mistake it catches. The bug files, the solutions and
     the going-further kernels themselves are not in the edition at all."""
@@ -131,8 +142,8 @@ def test_an_edition_holds_no_reference_it_has_not_released(edition_dir):
                                 break
             else:
                 for bug in bugs.bugs_of(lab.path):
-                    for _, new in bug.edits:
-                        text = _squash(new, comments=True)
+                    for old, new in bug.edits:
+                        text = _squash(_added(old, new), comments=True)
                         if len(text) >= 20 and text not in given and where(text):
                             found.append(f"{lab.id} bugs/{bug.name}: {text[:80]} in {where(text)}")
     assert not found, "the edition holds text of references it has not released:\n" + "\n".join(found)
