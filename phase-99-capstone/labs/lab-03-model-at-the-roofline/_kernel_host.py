@@ -12,9 +12,9 @@ What your kernels need around them that is not the lesson:
   ``check_sample``, ``check_decode``): call them first, so that bad input gets a ``ValueError`` naming
   the function and the argument before any kernel runs. Values are checked only in CPU tensors: on a
   GPU, reading them would make the host wait for the device.
-- Step 5's settings (``DecodeConfig`` and the constants of the rule, measured by ``bench.py``) and
-  lab 04-06's decode kernels with their launch (``launch_partition``, ``launch_reduce``,
-  ``partition_size``, ``num_sms``): the kernels are lab 04-06's reference, unchanged.
+- Step 5's settings (``DecodeConfig`` and the constants of its rule; ``bench.py`` times the choice
+  against its neighbours) and lab 04-06's decode kernels with their launch (``launch_partition``,
+  ``launch_reduce``, ``partition_size``, ``num_sms``): the kernels are lab 04-06's reference, unchanged.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ INDEX_DTYPES = (torch.int32, torch.int64)
 INTERPRETER_ROWS = 64
 MAX_HIDDEN = 32768  # a norm keeps a whole row in one program's registers
 
-# Step 5: the decode kernel's settings for a captured batch (README step 5; bench.py measures them).
+# Step 5: the decode kernel's settings for a captured batch (README step 5), chosen for 64-wide heads;
+# bench.py times their neighbours on the benchmark's batch.
 TILE_BYTES = 16384  # the keys one tile of the loop loads: 64 tokens of a 128-wide fp16 head, 128 of a 64-wide one
 MIN_TILE_TOKENS = 16  # tl.dot's smallest side
 MAX_TILE_TOKENS = 256

@@ -76,10 +76,11 @@ class LaunchCounter(TorchDispatchMode):
         self._patched: list[tuple[type, object]] = []
 
     @contextlib.contextmanager
-    def section(self, name: str):
-        """Count what runs inside apart from the rest, under ``name`` (the attention of a forward pass)."""
+    def section(self, name: str | None):
+        """Count what runs inside apart from the rest, under ``name`` (the attention of a forward pass);
+        ``None``: with the rest again (a part of a section that belongs to the main count)."""
         outer = self._target
-        self._target = self.sections.setdefault(name, LaunchCounter())
+        self._target = self if name is None else self.sections.setdefault(name, LaunchCounter())
         try:
             yield
         finally:

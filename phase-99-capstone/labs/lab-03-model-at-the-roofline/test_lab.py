@@ -744,7 +744,7 @@ def test_each_step_removes_the_launches_it_promises(lab, served, fused_steps):
     assert mixed, "no step with a chunk of several tokens was counted"
 
 
-def test_triton_attention_through_the_interpreter(lab, served, truth):
+def test_triton_attention_in_the_engine(lab, served, truth):
     """Every step through the Triton kernels (step 5's tuned decode launch, lab 04-03's prefill): the
     tokens and logits of ``generate``; each decode-only step's attention is one partition launch per layer
     (two with a reduce), and no torch operator at all: the output is written in place, not copied.

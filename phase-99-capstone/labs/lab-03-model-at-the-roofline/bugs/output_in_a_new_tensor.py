@@ -4,7 +4,7 @@ Right for a caller that uses the return value; the runner hands ``out`` (its att
 reads that, as a CUDA graph's replay must: its attention reads stale values.
 """
 
-CAUGHT_BY = ["test_decode_attention_matches_float64", "test_triton_attention_through_the_interpreter"]
+CAUGHT_BY = ["test_decode_attention_matches_float64", "test_triton_attention_in_the_engine"]
 
 EDIT = (
     "        launch_partition(q, k_cache, v_cache, block_tables, seq_lens, out, out, out, out, capacity, 1, True, "
