@@ -74,6 +74,7 @@ MODEL_TINY = dict(
 SEED = 0
 BLOCK_SIZE = 16
 DECODE_STEPS = 16  # decode steps after the last prompt token, before the measured step
+MAX_NEW_TOKENS = 128  # outputs cut here while reaching the step: a smaller cache, the same step
 CATEGORIES = ("attention", "GEMM", "norm and elementwise", "sampling", "other")
 RUNGS = (
     "0. lab 99-02: transformers' modules",
@@ -147,15 +148,16 @@ def make_trace(spec: TraceSpec, vocab: int):
 def decode_state(gpu02, model, spec: TraceSpec, setup: Setup, torch) -> State:
     """Lab 99-02's reference engine, eager and waiting for each step, serving ``spec``'s trace until every
     prompt is done, then ``DECODE_STEPS`` decode steps: its runner holds the last step's inputs and the
-    cache its attention reads. Requests are cut to that many new tokens (plus a margin): they all decode."""
+    cache its attention reads. Outputs are cut at ``MAX_NEW_TOKENS`` (the cache holds no more), far past
+    the step: every request still decodes there (the first prompts done have decoded since, up to a few
+    dozen tokens; trace A's shortest output is 64)."""
     trace = make_trace(spec, setup.model["vocab_size"])
-    new_tokens = DECODE_STEPS + 8
-    blocks = sum(-(-(len(r.prompt) + new_tokens) // BLOCK_SIZE) for r in trace) + 16
+    blocks = sum(-(-(len(r.prompt) + MAX_NEW_TOKENS) // BLOCK_SIZE) for r in trace) + 16
     engine = gpu02.Engine(model, num_gpu_blocks=blocks, block_size=BLOCK_SIZE, max_num_seqs=len(trace),
                           max_num_batched_tokens=setup.max_num_batched_tokens, cudagraph_mode="none",
                           async_scheduling=False)
     for r in trace:
-        engine.add_request(r.request_id, list(r.prompt), min(r.max_new_tokens, new_tokens))
+        engine.add_request(r.request_id, list(r.prompt), min(r.max_new_tokens, MAX_NEW_TOKENS))
     while engine.waiting or any(r.num_computed_tokens < len(r.prompt_token_ids) for r in engine.running):
         engine.step()
     for _ in range(DECODE_STEPS):
@@ -818,7 +820,8 @@ def main(argv=None) -> int:
             run_rung(spec, rung)
     compiled = None
     # What must still fit after torch.compile: the four engines between on each trace, the sweep, a margin.
-    reserve = statistics.mean(rung_seconds) * 4 * len(setup.traces) + (40.0 if setup.sweep else 0.0) + 15.0
+    per_engine = statistics.mean(rung_seconds) if rung_seconds else 10.0
+    reserve = per_engine * 4 * len(setup.traces) + (40.0 if setup.sweep else 0.0) + 15.0
     timeout = min(args.compile_timeout_s or setup.compile_timeout_s, max(0.0, left() - reserve))
     if timeout >= 60:
         compiled = run_compiled(args, setup, timeout, setup.compile_mode, notes)
