@@ -57,6 +57,9 @@ PADDED_VOCAB = 512  # the runner pads the head to a multiple of 64 rows
 # reductions of at most 256 terms of size ~3: a few units of 256 * 2**-24 * 3 ~ 5e-5 at worst, ~2e-6
 # measured. A wrong position, slot, norm or half of a head moves logits by 0.1 to 1.
 LOGIT_ATOL = 1e-4
+# The engine on a GPU (float32, no TF32) against generate on the CPU: cuBLAS and the kernels order their
+# float32 sums differently again (lab 99-02's GPU tolerance).
+ENGINE_ATOL = LOGIT_ATOL if DEVICE == "cpu" else 1e-3
 # Kernels against float64: float32 (and the interpreter's float32) rounds each value once or twice on the
 # way, 2**-24 relative each time; float16 stores the normalized row and the output, 2**-11 each; bfloat16
 # (GPU only) 2**-8 each.
@@ -650,12 +653,13 @@ STAGES = [pytest.param(k, id=f"steps-1-to-{k}") for k in range(1, 6)]
 def test_tokens_and_logits_match_generate(lab, served, truth, fused_steps):
     """Three requests (a chunked prompt, a late arrival in a step with a decode, a prefix hit whose chunk
     starts at position 32) through lab 99-02's engine with steps 1 to ``fused_steps`` of this lab: the
-    tokens of transformers' ``generate``, one for one, and the logits behind each within ``LOGIT_ATOL``.
+    tokens of transformers' ``generate``, one for one, and the logits behind each within ``LOGIT_ATOL``
+    (``ENGINE_ATOL`` on a GPU).
 
     Catches: everything that changes what the model computes: a merged weight in the wrong order, a
     norm, a residual, an activation, a rotation, a cache row or a sampled row wrong anywhere in a real
     run (positions that are not row indices, chunks that start mid-prompt, padded decode graphs)."""
-    check_tokens_and_logits(served(fused_steps), truth, LOGIT_ATOL)
+    check_tokens_and_logits(served(fused_steps), truth, ENGINE_ATOL)
 
 
 def test_padding_tokens_write_nothing(lab, served):
@@ -749,7 +753,7 @@ def test_triton_attention_in_the_engine(lab, served, truth):
     Catches: a decode batch the tuned launch reads differently (the padding rows of a graph, lengths no
     tile divides), the attention's output copied after the kernel."""
     engine = served(5, "triton")
-    check_tokens_and_logits(engine, truth, LOGIT_ATOL)
+    check_tokens_and_logits(engine, truth, ENGINE_ATOL)
     for entry in launches(engine, decode_only=True):
         config = engine.runner.decode_config(entry["num_reqs"])
         attention = entry["attention"]
