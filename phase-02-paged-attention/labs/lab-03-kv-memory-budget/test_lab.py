@@ -201,7 +201,7 @@ def test_utilization_the_free_memory_cannot_cover_is_refused(lab):
         lab.available_kv_memory(80 * GiB, 70 * GiB, 0.9, 15 * GiB, 2 * GiB, 0)
         pytest.fail("0.9 of an 80 GiB card with 70 GiB free: no ValueError naming gpu_memory_utilization")
     got = lab.available_kv_memory(80 * GiB, 70 * GiB, 0.85, 15 * GiB, 2 * GiB, 0)
-    expect_bytes(got, int(80 * GiB * 0.85) - 17 * GiB, "available_kv_memory(80 GiB, 70 GiB free, 0.85, 15 GiB, 2 GiB)",
+    expect_bytes(got, 68 * GiB - 17 * GiB, "available_kv_memory(80 GiB, 70 GiB free, 0.85, 15 GiB, 2 GiB)",
                  "0.85 * 80 = 68 GiB fits in the 70 GiB free")
     for bad in (0, 1.5, -0.1):
         with pytest.raises(ValueError, match="gpu_memory_utilization"):
@@ -211,7 +211,7 @@ def test_utilization_the_free_memory_cannot_cover_is_refused(lab):
 
 def test_free_memory_that_exactly_covers_the_request_is_enough(lab):
     """The refusal is for free memory *below* the request: free memory equal to
-    ``int(total * utilization)`` starts, and so does utilization 1.0 on an idle card (all its memory
+    ``ceil(total * utilization)`` starts, and so does utilization 1.0 on an idle card (all its memory
     free). 80 GiB card, 72 GiB free, 0.9: 72 - (15 + 2) = 55 GiB. 48 GiB card, all free, 1.0:
     48 - (10 + 1) = 37 GiB.
 
@@ -227,7 +227,7 @@ def test_free_memory_that_exactly_covers_the_request_is_enough(lab):
             got = lab.available_kv_memory(*args)
         except ValueError as err:
             raise AssertionError(
-                f"{call} raised ValueError ({err}): the free memory covers int(total * utilization) exactly, and "
+                f"{call} raised ValueError ({err}): the free memory covers ceil(total * utilization) exactly, and "
                 f"utilization may be anything in (0, 1], 1.0 included; refuse only free < requested") from err
         expect_bytes(got, want, call)
 
@@ -292,19 +292,31 @@ def test_the_whole_budget_of_an_h100(lab):
     parameters = 16060522496 bytes), a peak activation of 1.5 GiB, 400 MiB outside torch,
     utilization 0.9, blocks of 16.
 
-    requested = int(85520809984 * 0.9) = 76968728985
-    available = 76968728985 - 16060522496 - 1610612736 - 419430400 = 58878163353 bytes
-    blocks = 58878163353 // 65536 // 32 = 28075 (a block is 2 MiB), 449200 tokens
+    requested = ceil(85520809984 * 0.9) = 76968728986 (the product is 76968728985.6)
+    available = 76968728986 - 16060522496 - 1610612736 - 419430400 = 58878163354 bytes
+    blocks = 58878163354 // 65536 // 32 = 28075 (a block is 2 MiB), 449200 tokens
     concurrency at 8192 tokens = 28075 / 512 = 54.833984375"""
     available = lab.available_kv_memory(85520809984, 81003 * MiB, 0.9, 16060522496, 3 * GiB // 2, 400 * MiB)
-    expect_bytes(available, 58878163353, "available_kv_memory on an H100 80GB",
-                 "int(85520809984 * 0.9) = 76968728985 (rounded down, as vLLM's int() does) - 16060522496 - "
+    expect_bytes(available, 58878163354, "available_kv_memory on an H100 80GB",
+                 "ceil(85520809984 * 0.9) = 76968728986 (rounded up, as vLLM's request_memory does) - 16060522496 - "
                  "1610612736 - 419430400")
     blocks = lab.num_gpu_blocks(available, LLAMA_3_8B, 16)
-    expect_count(blocks, 28075, "num_gpu_blocks(58878163353, Llama-3-8B, 16)", "58878163353 // 65536 // 32")
+    expect_count(blocks, 28075, "num_gpu_blocks(58878163354, Llama-3-8B, 16)", "58878163354 // 65536 // 32")
     concurrency = lab.max_concurrency(blocks, 16, 8192)
     assert concurrency == pytest.approx(54.833984375, rel=1e-12), (
         f"max_concurrency(28075, 16, 8192) = {concurrency}, expected 54.833984375 (28075 / 512)")
+
+
+def test_requested_memory_is_rounded_up(lab):
+    """The requested share of the card is a whole number of bytes, rounded up as vLLM's
+    ``request_memory`` does (``math.ceil``): 0.8 of 85520809984 bytes is 68416647987.2, so the
+    budget starts from 68416647988. Nothing else is held, so it is all available.
+
+    Catches: rounding down (``int()``: a byte short) and rounding to the nearest byte (a byte short
+    whenever the fraction is below one half)."""
+    got = lab.available_kv_memory(85520809984, 85520809984, 0.8, 0, 0, 0)
+    expect_bytes(got, 68416647988, "available_kv_memory(85520809984, all free, 0.8, 0, 0, 0)",
+                 "ceil(85520809984 * 0.8) = ceil(68416647987.2)")
 
 
 # ----------------------------------------------------------------------------- inputs
