@@ -3,7 +3,7 @@
 The course reads vLLM at one release, ``RELEASE``. Links into vLLM's tree name that tag, and
 every path and definition the course cites must exist there. So that the check runs without
 vLLM's source, a small index of the release is committed next to this file (``INDEX``): every
-file under ``vllm/`` and ``csrc/``, and the definitions of each file (for Python files: classes,
+file under ``vllm/``, ``csrc/`` and ``benchmarks/``, and the definitions of each file (for Python files: classes,
 functions, methods, module and class attributes, enum members; for C++/CUDA files: kernels,
 functions, structs and classes found by a simple pattern).
 
@@ -13,14 +13,14 @@ Two commands, for the maintainers:
     python -m labkit.course.vllm_pin check                      # list every citation that fails
 
 ``<unpacked release>`` is the release's source distribution unpacked (the folder that holds
-``vllm/`` and ``csrc/``): ``vllm-0.22.1.tar.gz`` from PyPI, downloaded without building it.
+``vllm/``, ``csrc/`` and ``benchmarks/``): ``vllm-0.22.1.tar.gz`` from PyPI, downloaded without building it.
 ``tests/test_vllm_citations.py`` runs the check (``pytest -m maintainer``).
 
 What counts as a citation (``citations``):
 
 - a link ``github.com/vllm-project/vllm/blob/<ref>/<path>`` (or ``tree``): ``<ref>`` must be
   ``RELEASE`` and ``<path>`` a file or folder of the index;
-- any other ``vllm/...`` or ``csrc/...`` path in the text: it must exist in the index;
+- any other ``vllm/...``, ``csrc/...`` or ``benchmarks/...`` path in the text: it must exist in the index;
 - a definition named with its file: ```Name`` in <path>`` (or ``of``, ``from``), and the list of
   backquoted names that follows a path and a colon (``<path>: `A.b`, `c```): each name must be
   defined in that file (``Class.method`` as written, a bare name anywhere in it);
@@ -48,7 +48,7 @@ from labkit.course.registry import ROOT
 RELEASE = "v0.22.1"
 COMMIT = "0decac0"  # the commit the release's tag points at (the source reports g0decac0d9)
 INDEX = Path(__file__).with_name(f"vllm-{RELEASE}.index.gz")
-TREES = ("vllm", "csrc")
+TREES = ("vllm", "csrc", "benchmarks")
 _CSRC_SUFFIXES = (".cu", ".cuh", ".cpp", ".h", ".hpp", ".inl")
 
 # ------------------------------------------------------------------------------------------
@@ -171,15 +171,15 @@ class Release:
 # Citations in the course's text.
 
 _LINK = re.compile(r"github\.com/vllm-project/vllm/(?:blob|tree)/([\w.-]+)/(\w[^\s)`'\"#>\]]*)")
-_PATH = re.compile(r"(?<![\w/.@-])((?:vllm|csrc)/[\w./-]*)")
+_PATH = re.compile(r"(?<![\w/.@-])((?:vllm|csrc|benchmarks)/[\w./-]*)")
 _RELEASE_NUMBER = re.compile(r"\bv0\.\d+(?:\.\d+)?\b")
 _NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 # `Name` in `path` / `Name` in [`path`](...) / `Name` of path
 _NAME_IN_PATH = re.compile(
-    rf"`({_NAME})(?:\(\))?`,? (?:in|of|from) \[?`?((?:vllm|csrc)/[\w./-]+)")
+    rf"`({_NAME})(?:\(\))?`,? (?:in|of|from) \[?`?((?:vllm|csrc|benchmarks)/[\w./-]+)")
 # [`path`](...): `A`, `B` / `path`: `A` / `path` `A`
 _PATH_THEN_NAMES = re.compile(
-    r"((?:vllm|csrc)/[\w./-]+\.\w+)`?\]?(?:\([^)]*\))?:\s+((?:`[^`]+`(?:,\s*|\s+and\s+|\s*->\s*|\s*/\s*)?)+)")
+    r"((?:vllm|csrc|benchmarks)/[\w./-]+\.\w+)`?\]?(?:\([^)]*\))?:\s+((?:`[^`]+`(?:,\s*|\s+and\s+|\s*->\s*|\s*/\s*)?)+)")
 _NOTE = re.compile(r"^(?:Since then|History)(?:\*\*|:)")  # on a line stripped of its leading marks
 _NOTE_IN_CELL = re.compile(r"\|\s*\*\*(?:Since then|History)\*\*")
 _BLOCK_START = re.compile(r"^\s*(?:[-*+] |\d+\. |#{1,6} |\|)")
