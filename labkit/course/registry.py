@@ -86,7 +86,7 @@ LABS: tuple[Lab, ...] = (
     _lab("04-06", P4, "lab-06-paged-decode-roofline", "Paged decode at the memory roofline",
          "split-KV + grouped-query Triton decode kernels with an exact reduce", "triton"),
     _lab("04-02", P4, "lab-02-backend-selection", "Choosing an attention backend",
-         "vLLM v0.10.1's backend selector with its reasons, and a dispatcher fed by H100 timings", "python"),
+         "vLLM v0.22.1's backend selector with its reasons, and a dispatcher fed by H100 timings", "python"),
     _lab("04-07", P4, "lab-07-context-parallel-decode", "Decode with the KV cache split across ranks",
          "a striped KV layout over ranks, per-rank summaries, their combine by all-reduce or all-gather",
          "distributed"),

@@ -211,7 +211,7 @@ def test_shared_system_prompt_is_held_until_the_last_user_leaves(lab):
 
 
 def test_a_fully_cached_prompt_recomputes_its_last_block(lab):
-    """vLLM v0.10.1 caps a hit at num_tokens - 1 tokens, because the last prompt token must run
+    """vLLM v0.22.1 caps a hit at num_tokens - 1 tokens, because the last prompt token must run
     through the model to give the logits of the first output token, and the cap works in whole
     blocks: an 8-token prompt that is entirely cached hits 1 block (7 // 4), not 2, and computes
     its second block again in a new block (3), cached under the same key as block 2 (two copies).

@@ -16,7 +16,8 @@ The layout deals tokens to the ranks in stripes of ``stripe`` consecutive tokens
 
 ``stripe = block_size`` is the block-interleaved layout (logical block ``b`` on rank ``b %
 world_size``); ``stripe = 1`` interleaves single tokens, as vLLM's decode context parallelism does
-in v0.10.2; ``stripe >= ceil(seq_len / world_size)`` is a contiguous split (rank ``t // stripe``).
+by default (its ``cp_kv_cache_interleave_size`` is this stripe); ``stripe >= ceil(seq_len /
+world_size)`` is a contiguous split (rank ``t // stripe``).
 
 The compute half is numpy float64, built on lab 04-04's ``attend_partial``; the communicate half is
 torch, so that the same functions run on CPU tensors with ``gloo`` and on GPU tensors with ``nccl``.

@@ -253,7 +253,7 @@ def test_token_owner_deals_stripes_round_robin(lab, world_size, stripe, seq_len)
 
 
 def test_token_owner_interleaves_single_tokens_like_vllm(lab):
-    """vLLM's decode context parallelism (v0.10.2) keeps token i on rank i % world_size: with 2
+    """vLLM's decode context parallelism, by default, keeps token i on rank i % world_size: with 2
     ranks and 9 tokens, rank 0 holds 0, 2, 4, 6, 8 and rank 1 holds 1, 3, 5, 7 (hand-written).
 
     Catches: any formula that is not the stripe-1 case of the layout."""

@@ -23,8 +23,8 @@ samples it has finished. This module gives the engine four things with one meani
   host values baked into it at capture (sizes, counts) never change.
 
 vLLM does the same with ``torch.cuda`` streams and events (the async output copy and the input-copy
-event of ``vllm/v1/worker/gpu_model_runner.py``, ``CpuGpuBuffer`` in ``vllm/v1/utils.py``, both
-from v0.11.0) and with ``torch.cuda.CUDAGraph`` (``vllm/compilation/cuda_graph.py``).
+event, ``prepare_inputs_event``, of ``vllm/v1/worker/gpu_model_runner.py``, and ``CpuGpuBuffer`` in
+``vllm/v1/utils.py``) and with ``torch.cuda.CUDAGraph`` (``vllm/compilation/cuda_graph.py``).
 """
 
 from __future__ import annotations

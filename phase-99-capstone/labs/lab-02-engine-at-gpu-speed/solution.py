@@ -23,9 +23,8 @@ the host does per step, and when:
 
 The requests, the KV-cache manager and the model builders are lab 99-01's reference solution (over labs
 02-05 and 02-01); the model runner is ``_model_runner.py``, the device layer ``_device.py``. Names
-follow vLLM: ``vllm/v1/worker/gpu_input_batch.py``, ``block_table.py`` and ``gpu_model_runner.py`` at
-v0.10.1, ``vllm/v1/core/sched/async_scheduler.py`` (v0.10.1) and the asynchronous model-runner
-output of v0.11.0.
+follow vLLM v0.22.1: ``vllm/v1/worker/gpu_input_batch.py``, ``block_table.py`` and
+``gpu_model_runner.py`` (its asynchronous model-runner output), and ``vllm/v1/core/sched/async_scheduler.py``.
 """
 
 from __future__ import annotations
@@ -266,7 +265,8 @@ class KVCacheManager(_engine.KVCacheManager):
 
     - Given: a block is cached only once every token in it is known to the host (a block whose last
       token is still on the device would be indexed under a guess); ``cache_blocks`` caches the blocks
-      that a token read late completes (vLLM v0.10.1: ``KVCacheManager.cache_blocks``).
+      that a token read late completes (vLLM v0.22.1: ``AsyncScheduler`` calls ``KVCacheManager.cache_blocks``
+      with ``num_computed_tokens - num_output_placeholders``).
     - Given: ``num_allocations`` counts ``allocate_slots`` calls, for the tests and the benchmark.
     - Step 5: ``hash_new_full_blocks``."""
 

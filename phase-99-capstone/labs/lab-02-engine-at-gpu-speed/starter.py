@@ -172,7 +172,8 @@ class KVCacheManager(_engine.KVCacheManager):
 
     - Given: a block is cached only once every token in it is known to the host (a block whose last
       token is still on the device would be indexed under a guess); ``cache_blocks`` caches the blocks
-      that a token read late completes (vLLM v0.10.1: ``KVCacheManager.cache_blocks``).
+      that a token read late completes (vLLM v0.22.1: ``AsyncScheduler`` calls ``KVCacheManager.cache_blocks``
+      with ``num_computed_tokens - num_output_placeholders``).
     - Given: ``num_allocations`` counts ``allocate_slots`` calls, for the tests and the benchmark.
     - Step 5: ``hash_new_full_blocks``."""
 

@@ -8,6 +8,6 @@ card's total the budget is millions of bytes off.
 CAUGHT_BY = ["test_the_exact_edge_at_a_real_cards_magnitude", "test_the_whole_budget_of_an_h100"]
 
 EDIT = (
-    "    requested = int(total_memory * gpu_memory_utilization)  # bytes, rounded down as vLLM's int() does\n",
+    "    requested = math.ceil(total_memory * gpu_memory_utilization)  # whole bytes, rounded up as vLLM does\n",
     "    requested = int(round(total_memory / 2**30 * gpu_memory_utilization, 2) * 2**30)  # GiB, as logged\n",
 )
