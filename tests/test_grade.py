@@ -321,6 +321,71 @@ def test_nothing_the_ready_message_says_sets_an_attribute_of_the_stand_in(submis
         sub.double()
 
 
+PATCHABLE = """
+import os
+
+SCALE = 10
+
+def inner(x):
+    return x + 1
+
+def outer(x):
+    return inner(x) * SCALE
+
+def die():
+    os._exit(3)
+"""
+PATCHABLE_API = {"inner": "callable", "outer": "callable", "die": "callable", "SCALE": "value"}
+
+
+@needs_bwrap
+def test_the_stand_in_is_a_module_to_whatever_reads_or_patches_one(submission):
+    """The lab's names are in the stand-in's own ``__dict__``; a patch made there, by any means, is what
+    the submission's functions find, and undoing it restores the submission's own function, whether
+    the old value was read with ``getattr`` (pytest 8), from ``__dict__`` (pytest 9) or by mock."""
+    import inspect
+    from unittest import mock
+
+    sub = submission(PATCHABLE, PATCHABLE_API, call_timeout=5)
+    own = sub.inner
+    assert inspect.ismodule(sub) and {"inner", "outer", "die", "SCALE"} <= set(vars(sub))
+    assert not [k for k in vars(sub) if k.startswith("_") and not k.startswith("__")], "its state is not a name"
+    assert inspect.getattr_static(sub, "inner") is own and dict(inspect.getmembers(sub))["outer"] is sub.outer
+    seen = []
+
+    def recording(x):
+        seen.append(x)
+        return own(x)
+
+    # The old value as pytest 8 reads it (getattr) and as pytest 9 does (from __dict__): one object.
+    for how, old in (("getattr", sub.inner), ("__dict__", sub.__dict__.get("inner"))):
+        sub.inner = recording
+        assert sub.outer(1) == 20 and seen[-1] == 1, f"{how}: the patch reaches the worker"
+        sub.inner = old  # the undo
+        assert sub.inner is own and sub.outer(2) == 30 and seen == [1], f"{how}: the undo restores the function"
+        seen.clear()
+    with pytest.MonkeyPatch.context() as mp:  # the installed pytest's own monkeypatch
+        mp.setattr(sub, "inner", recording)
+        mp.setattr(sub, "SCALE", 100)
+        assert sub.outer(1) == 200 and seen == [1]
+        with pytest.raises(standin.SubmissionCrashed):
+            sub.die()
+        assert sub.outer(2) == 300 and seen == [1, 2], "the patch holds in the next worker too"
+    assert sub.outer(3) == 40 and seen == [1, 2] and sub.SCALE == 10
+    with mock.patch.object(sub, "inner", recording):
+        assert sub.outer(4) == 50 and seen[-1] == 4
+    sub.__dict__["inner"] = recording  # a write to __dict__ itself
+    assert sub.outer(5) == 60 and seen[-1] == 5
+    sub.__dict__["inner"] = own
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delattr(sub, "inner")
+        assert not hasattr(sub, "inner")
+        with pytest.raises(NameError, match="inner"):
+            sub.outer(6)
+    assert sub.outer(6) == 70, "after the undo the submission has its function again"
+    assert sub._call_timeout == 5 and sub.outer is dict(vars(sub))["outer"]
+
+
 def test_the_api_is_read_from_the_starter_without_running_it(tmp_path):
     from labkit.grader.pytest_plugin import starter_api
 
