@@ -386,6 +386,64 @@ def test_the_stand_in_is_a_module_to_whatever_reads_or_patches_one(submission):
     assert sub._call_timeout == 5 and sub.outer is dict(vars(sub))["outer"]
 
 
+SKIPS_TEST = """
+import pytest
+from labkit.testing import seam
+
+
+@pytest.fixture
+def gpu():
+    pytest.skip("no GPU: decided in the fixture, before the test's body")
+
+
+def test_skipped_in_setup(gpu):
+    pass
+
+
+@pytest.mark.skipif(True, reason="a mark")
+def test_marked():
+    pass
+
+
+def test_skip_here():
+    seam.skip_here("this machine has no GPU")
+
+
+def test_skip_in_the_body():
+    answer = "not run"  # what a child process wrote, say
+    pytest.skip(answer)
+
+
+def test_xfail_in_the_body():
+    pytest.xfail("said so")
+
+
+def test_passes():
+    pass
+"""
+
+
+def test_under_grading_a_skip_counts_only_where_the_machine_decided_it(tmp_path):
+    """Skips decided before a test's body (a fixture, a mark) and ``seam.skip_here`` leave the total; a
+    skip raised in the body otherwise (it may rest on what the submission sent) is a test not passed."""
+    from labkit.course.runner import run_lab_tests
+
+    (tmp_path / "test_skips.py").write_text(SKIPS_TEST)
+    plain = run_lab_tests(tmp_path)
+    assert {t.function: t.outcome for t in plain.tests} == {
+        "test_skipped_in_setup": "skipped", "test_marked": "skipped", "test_skip_here": "skipped",
+        "test_skip_in_the_body": "skipped", "test_xfail_in_the_body": "skipped", "test_passes": "passed"}
+    graded = run_lab_tests(tmp_path, env={"LABS_GRADING": json.dumps({"file": str(tmp_path / "starter.py")})},
+                           pytest_args=("-p", "labkit.grader.pytest_plugin"))
+    outcomes = {t.function: t.outcome for t in graded.tests}
+    assert outcomes == {**{t.function: t.outcome for t in plain.tests}, "test_skip_in_the_body": "failed",
+                        "test_xfail_in_the_body": "failed"}, outcomes
+    failure = next(t for t in graded.tests if t.function == "test_skip_in_the_body")
+    assert "not run" in failure.message and "counts as not passed" in failure.message, failure.message
+    verdict = grade.verdict_from_run("ann", _lab(), graded)
+    assert (verdict.passed, verdict.total, verdict.status) == (1, 3, "failed"), verdict
+
+
 def test_the_api_is_read_from_the_starter_without_running_it(tmp_path):
     from labkit.grader.pytest_plugin import starter_api
 
