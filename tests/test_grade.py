@@ -501,9 +501,221 @@ def test_missing_syntax_error_and_links_are_decided_without_running_code(tmp_pat
     verdicts, warnings = result.verdicts, result.warnings
     by_student = {v.student: v for v in verdicts}
     assert by_student["carol"].status == "syntax error" and "line 1" in by_student["carol"].first_failure
-    assert by_student["mallory"].status == "missing", "a symbolic link is never followed"
+    assert by_student["mallory"].status == "refused", "a symbolic link is never followed"
+    assert "symbolic link" in by_student["mallory"].first_failure
     assert by_student["nobody"].status == "missing"
     assert all(v.passed == 0 for v in verdicts) and warnings == []
+
+
+# --------------------------------------------------------------------------- submissions as files
+
+
+def _record_grading(monkeypatch) -> dict:
+    """grade_one replaced by a recorder: student name -> the files of the run folder it was given."""
+    seen = {}
+
+    def fake_grade_one(student, lab, work_file, limits, resources, sandbox, hide=(), cgroups=None):
+        folder = work_file.parent if work_file is not None else None
+        seen[student] = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder else None
+        return grade.Verdict(student, lab.id, 1, 1, "ok" if work_file else "missing", "", 0.0)
+
+    monkeypatch.setattr(grade, "grade_one", fake_grade_one)
+    return seen
+
+
+def test_every_component_of_a_submissions_path_is_opened_without_following_a_link(tmp_path, monkeypatch):
+    """A link anywhere from the student's folder down (the student's folder, the phase, labs and lab
+    folders, a file, a folder inside), a hard link, a FIFO: the submission is refused with the path,
+    and nothing of it is graded; an honest classmate is graded on her own files."""
+    lab = _lab()
+    klass, outside = tmp_path / "class", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "solution.py").write_text("SOLVED = True\n")
+    phase, labs_dir, lab_dir = lab.folder.split("/")
+
+    def folder(student):
+        path = klass / student / lab.folder
+        path.mkdir(parents=True)
+        (path / "starter.py").write_text("X = 1\n")
+        return path
+
+    folder("ann")
+    (folder("ann") if False else klass / "ann" / lab.folder / "helpers").mkdir()
+    (klass / "ann" / lab.folder / "helpers" / "util.py").write_text("Y = 2\n")
+    (klass / "bob").mkdir()
+    (klass / "bob" / phase).symlink_to(klass / "ann" / phase)  # the phase folder: the issue's attack
+    (klass / "cat" / phase).mkdir(parents=True)
+    (klass / "cat" / phase / labs_dir).symlink_to(klass / "ann" / phase / labs_dir)
+    (klass / "dan" / phase / labs_dir).mkdir(parents=True)
+    (klass / "dan" / phase / labs_dir / lab_dir).symlink_to(klass / "ann" / lab.folder)
+    (klass / "eve").symlink_to(klass / "ann")  # the student's folder itself
+    folder("fay").joinpath("starter.py").unlink()
+    (klass / "fay" / lab.folder / "starter.py").symlink_to(outside / "solution.py")
+    folder("gus").joinpath("helpers").symlink_to(outside)
+    folder("hal").joinpath("starter.py").unlink()
+    os.link(outside / "solution.py", klass / "hal" / lab.folder / "starter.py")  # a hard link
+    os.mkfifo(folder("ivy") / "pipe")  # opening it for reading would block
+    (klass / "jo" / phase).mkdir(parents=True)
+    (klass / "jo" / phase / labs_dir).write_text("a file where a folder should be\n")
+    seen = _record_grading(monkeypatch)
+    verdicts = {v.student: v for v in grade.grade(klass, [lab]).verdicts}
+    assert verdicts["ann"].status == "ok" and seen["ann"] == ["helpers", "helpers/util.py", "starter.py"]
+    expected = {"bob": f"bob/{phase} is a symbolic link", "cat": f"cat/{phase}/{labs_dir} is a symbolic link",
+                "dan": f"dan/{lab.folder} is a symbolic link", "eve": "eve is a symbolic link",
+                "fay": f"fay/{lab.folder}/starter.py is a symbolic link",
+                "gus": f"gus/{lab.folder}/helpers is a symbolic link", "hal": "(a hard link)",
+                "ivy": f"ivy/{lab.folder}/pipe is not a regular file", "jo": f"jo/{phase}/{labs_dir} is not a folder"}
+    for student, why in expected.items():
+        v = verdicts[student]
+        assert (v.status, v.passed) == ("refused", 0) and why in v.first_failure, v
+        assert v.total == 1, "a refused submission scores 0 of the lab's count"
+        assert student not in seen, f"{student}: nothing of a refused submission is graded"
+
+
+def test_a_submission_past_a_cap_is_refused_before_a_byte_is_read(tmp_path):
+    """Caps on entries, bytes and depth are checked with stat alone, before the run folder exists;
+    a file over the per-file limit is left out, not counted."""
+    from labkit.grader import submissions as files
+
+    lab = _lab()
+    student = files.Student("s", "s")
+
+    def attempt(make) -> tuple[str, Path]:
+        root = tmp_path / f"class{len(list(tmp_path.iterdir()))}"
+        where = root / "s" / lab.folder
+        where.mkdir(parents=True)
+        (where / "starter.py").write_text("X = 1\n")
+        make(where)
+        dest = root / "copy"
+        try:
+            files.copy_lab_folder(root, student, lab.folder, dest)
+        except files.Refused as err:
+            assert not dest.exists(), "refused before anything was copied"
+            return str(err), dest
+        return "", dest
+
+    def sparse(where, n, size):
+        for i in range(n):
+            with open(where / f"data{i}.bin", "wb") as f:
+                f.truncate(size)
+
+    why, _ = attempt(lambda w: sparse(w, 700, files.MAX_FILE_BYTES))  # 1.4 GB of holes
+    assert f"more than {files.MAX_BYTES >> 20} MiB" in why, why
+    why, _ = attempt(lambda w: [(w / f"d{i}").mkdir() for i in range(files.MAX_ENTRIES + 500)])
+    assert f"more than {files.MAX_ENTRIES:,} files and folders" in why, why
+
+    def deep(where):
+        for _ in range(files.MAX_DEPTH + 4):
+            where = where / "d"
+            where.mkdir()
+
+    why, _ = attempt(deep)
+    assert f"nest more than {files.MAX_DEPTH} deep" in why, why
+    why, dest = attempt(lambda w: sparse(w, 1, files.MAX_FILE_BYTES + 1))  # one big file: left out
+    assert why == "" and sorted(p.name for p in dest.iterdir()) == ["starter.py"]
+    why, dest = attempt(lambda w: (w / "__pycache__").mkdir() or sparse(w / "__pycache__", 3000, 10))
+    assert why == "" and sorted(p.name for p in dest.iterdir()) == ["starter.py"], "caches are never looked into"
+
+
+def test_a_link_that_appears_after_the_count_is_refused(tmp_path, monkeypatch):
+    """A folder swapped for a link between the count and the copy: each entry is opened without
+    following a link, relative to its folder's descriptor, so the copy refuses it."""
+    from labkit.grader import submissions as files
+
+    lab = _lab()
+    where = tmp_path / "class" / "s" / lab.folder
+    (where / "helpers").mkdir(parents=True)
+    (where / "starter.py").write_text("X = 1\n")
+    (where / "helpers" / "util.py").write_text("Y = 2\n")
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "util.py").write_text("SECRET = 1\n")
+    scan = files._scan
+
+    def scan_then_swap(fd, shown):
+        listed = scan(fd, shown)
+        shutil.rmtree(where / "helpers")
+        (where / "helpers").symlink_to(tmp_path / "secret")
+        return listed
+
+    monkeypatch.setattr(files, "_scan", scan_then_swap)
+    with pytest.raises(files.Refused, match="helpers is a symbolic link"):
+        files.copy_lab_folder(tmp_path / "class", files.Student("s", "s"), lab.folder, tmp_path / "copy")
+    assert not list((tmp_path / "copy").rglob("util.py")), "nothing was read through the link"
+
+
+@pytest.mark.parametrize("twin", ["alice\x07", "Alice", "\uff41lice", "alice\u200b", " alice", b"alice\xff"],
+                         ids=["control", "case", "fullwidth", "zero-width", "space", "not-utf-8"])
+def test_student_names_that_are_one_once_escaped_are_refused_naming_both(tmp_path, twin):
+    (tmp_path / "alice").mkdir()
+    os.mkdir(os.path.join(os.fsencode(tmp_path), twin if isinstance(twin, bytes) else os.fsencode(twin)))
+    with pytest.raises(grade.GradeError) as caught:
+        grade.students(tmp_path)
+    message = str(caught.value)
+    assert "'alice'" in message and message.isprintable(), message
+    assert grade.escape(repr(os.fsdecode(twin))) in message, message
+
+
+def test_odd_names_and_messages_are_graded_sharded_merged_and_reported(tmp_path, monkeypatch):
+    """A folder name that is not UTF-8, one with a bidirectional override, messages with lone
+    surrogates and control characters: each row is written escaped, in every format, sharded and
+    merged, never refused."""
+    from labkit.cli import main
+
+    lab = _lab()
+    names = [b"ann", b"bob\xff\xfe", "carl\u202eevil".encode(), b"dee\x1b[2J"]
+    for name in names:
+        folder = os.path.join(os.fsencode(tmp_path / "class"), name, os.fsencode(lab.folder))
+        os.makedirs(folder)
+        with open(os.path.join(folder, b"starter.py"), "w") as f:
+            f.write("X = 1\n")
+
+    def fake_grade_one(student, lab, work_file, limits, resources, sandbox, hide=(), cgroups=None):
+        return grade.Verdict(student, lab.id, 0, 3, "failed", f"test_x: ValueError: \udcff\ud800 \x1b[31m{student}",
+                             0.1)
+
+    monkeypatch.setattr(grade, "grade_one", fake_grade_one)
+    whole = grade.grade(tmp_path / "class", [lab], out=tmp_path / "whole.json")
+    shown = [v.student for v in whole.verdicts]
+    assert sorted(shown) == ["ann", "bob\\xff\\xfe", "carl\\u202eevil", "dee\\x1b[2J"], shown
+    for suffix in (".csv", ".json", ".md"):
+        grade.grade(tmp_path / "class", [lab], out=tmp_path / f"report{suffix}")
+        text = (tmp_path / f"report{suffix}").read_text(encoding="utf-8")  # strict UTF-8: it decodes
+        assert text.isprintable() or all(ch.isprintable() or ch in "\n\t" for ch in text), suffix
+        # the escapes as text; JSON and Markdown write a backslash as two
+        assert ("\\xff\\ud800" if suffix == ".csv" else "\\\\xff\\\\ud800") in text, suffix
+    shards = []
+    for k in (1, 2):
+        grade.grade(tmp_path / "class", [lab], out=tmp_path / f"shard{k}.json", shard=(k, 2))
+        shards.append(str(tmp_path / f"shard{k}.json"))
+    assert main(["grade", "merge", *shards, "--out", str(tmp_path / "merged.json")]) == 0
+    assert (tmp_path / "merged.json").read_text() == (tmp_path / "whole.json").read_text()
+
+
+def test_a_report_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    verdicts = [grade.Verdict("ann\udcff", "02-06", 1, 2, "failed", "lone \ud800 surrogate", 0.1)]
+    out = tmp_path / "report.csv"
+    out.write_text("the report of last week\n")
+    out.chmod(0o640)
+
+    def broken_render(*args):
+        raise RuntimeError("disk full, say")
+
+    monkeypatch.setattr(report, "render", broken_render)
+    with pytest.raises(RuntimeError):
+        report.write(report.Report(verdicts), out)
+    assert out.read_text() == "the report of last week\n", "a failed write leaves the old report"
+    monkeypatch.undo()
+    report.write(report.Report(verdicts), out)
+    assert "ann\\xff" in out.read_text() and oct(out.stat().st_mode)[-3:] == "640"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.csv"], "no temporary file is left"
+
+
+def test_merging_refuses_a_row_that_would_stand_in_for_another(tmp_path):
+    rows = [grade.Verdict("ann", "02-06", 1, 2, "failed", "", 0.1)]
+    one = report.Report(rows, [], {"labs": "02-06", "shard": "1/2"})
+    two = report.Report([grade.Verdict("ann", "02-06", 2, 2, "ok", "", 0.1)], [], {"labs": "02-06", "shard": "2/2"})
+    with pytest.raises(report.ReportError, match="more than one row"):
+        report.merge([one, two])
 
 
 def test_run_folders_are_private_and_the_report_survives_a_failed_clean_up(tmp_path, monkeypatch):
