@@ -88,6 +88,14 @@ def copy_submission(submissions: Path, student: Student, lab: Lab, dest: Path) -
     return None
 
 
+def _text_of(err: BaseException) -> str:
+    """``str(err)``, or a note where that raises; at most 2,000 characters."""
+    try:
+        return str(err)[:2000]
+    except Exception:
+        return "(its message cannot be printed)"
+
+
 def _syntax_error(file: Path) -> str | None:
     """A one-line description of why ``file`` does not compile, or None. Compiling runs nothing."""
     try:
@@ -215,7 +223,7 @@ def grade(
                             shutil.rmtree(run_dir)
                 except Exception as err:  # the grader's own failure: report it, keep going
                     verdict = Verdict(student.name, lab.id, 0, 0, "crashed",
-                                      escape(f"grader error: {type(err).__name__}: {err}"), 0.0)
+                                      escape(f"grader error: {type(err).__name__}: {_text_of(err)}"), 0.0)
                 finally:
                     if run_cgroups is not None and not run_cgroups.remove():
                         warnings.append(f"could not remove the cgroup {run_cgroups.folders[0]}")
