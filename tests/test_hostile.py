@@ -44,11 +44,12 @@ HOGS = {(s.name, s.lab): s for s in make_hostile.MEMORY_LIST}
 FORGERS = {(s.name, s.lab): s for s in make_hostile.SKIP_LIST}
 # The grader's own process (not its pytest runs, not the sandboxes): 700 sparse files of 2 MB once took
 # it to 1.4 GiB, read into memory before any sandbox existed. What it holds now does not grow with them.
-MAX_GRADER_RSS = 400 << 20
-# Run in place of `python -m labkit.cli`: the same command, then the grader process's own peak memory.
-MEASURED = ("import resource, sys\nfrom labkit.cli import main\ncode = main(sys.argv[1:])\n"
-            "print(f'grader peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss} KiB', file=sys.stderr)\n"
-            "sys.exit(code)\n")
+MAX_GRADER_RSS = 256 << 20  # it peaks at some 45 MiB
+# Run in place of `python -m labkit.cli`: the same command, then the grader process's own peak memory
+# (VmHWM: getrusage's ru_maxrss would carry over the peak of this test process, which started it).
+MEASURED = ("import re, sys\nfrom labkit.cli import main\ncode = main(sys.argv[1:])\n"
+            "peak = re.search(r'VmHWM:\\s*(\\d+) kB', open('/proc/self/status').read()).group(1)\n"
+            "print(f'grader peak RSS: {peak} KiB', file=sys.stderr)\nsys.exit(code)\n")
 
 
 def _tree_hashes(root: Path) -> dict[str, str]:
