@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.testing import child
+from labkit.testing import child, seam
 from labkit.testing.cases import random_block_tables, random_paged_cache
 
 torch = pytest.importorskip("torch", reason='needs torch: pip install -e ".[torch]" (CPU build: see SETUP.md)')
@@ -820,6 +820,21 @@ def ranks_word(world_size: int) -> str:
     return f"{world_size} rank{'s' if world_size > 1 else ''}"
 
 
+def cannot_run_here(world_size: int) -> bool:
+    """Whether this machine cannot run a group of ``world_size`` ranks (nccl: one GPU per rank). Decided
+    here, never from the child's answer: that is written where the code under test runs."""
+    return BACKEND == "nccl" and world_size > (torch.cuda.device_count() if torch.cuda.is_available() else 0)
+
+
+def not_run(world_size: int, where: str):
+    """A group that the child's answer says did not run: a skip where this machine cannot run it,
+    else a failure."""
+    if cannot_run_here(world_size):
+        seam.skip_here(f"{world_size} ranks need {world_size} GPUs with LAB_DIST_BACKEND=nccl")
+    raise AssertionError(f"{where}: the child's answer says this group did not run, but this machine can run it "
+                         f"(backend {BACKEND})")
+
+
 def group_records(world_size: int, combine: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``{case: (outputs [world_size, batch, heads, dim], checks [world_size, CHECK_SIZE])}`` of the
     group of ``world_size`` ranks that ran ``combine``; when that group failed, its failure, here."""
@@ -829,7 +844,7 @@ def group_records(world_size: int, combine: str) -> dict[str, tuple[np.ndarray, 
     group_status, payload = ranks_script.decode_suite(value)[(world_size, combine)]
     where = f"{combine} in a group of {ranks_word(world_size)}"
     if group_status == ranks_script.NOT_RUN:
-        pytest.skip(f"{world_size} ranks need {world_size} GPUs with LAB_DIST_BACKEND=nccl")
+        not_run(world_size, where)
     if group_status != ranks_script.RAN:
         lines = payload.rstrip().splitlines() or ["(no message)"]
         if group_status == ranks_script.NOT_IMPLEMENTED:
@@ -1240,6 +1255,8 @@ def test_no_rank_outlives_its_group(lab):
         raise_again(value)
     require(not alive, f"processes of the suite's run still alive after it ended: {alive}")
     for (world_size, combine), (group_status, payload) in ranks_script.decode_suite(value).items():
+        if group_status == ranks_script.NOT_RUN and not cannot_run_here(world_size):
+            not_run(world_size, f"{combine} in a group of {ranks_word(world_size)}")
         if group_status == ranks_script.NOT_IMPLEMENTED:
             last = payload.rstrip().splitlines()[-1]
             raise NotImplementedError(f"{combine} in a group of {ranks_word(world_size)}: {last}")
