@@ -1455,7 +1455,8 @@ def test_gpu_kernels_and_graphs_match_generate(lab, truth, async_scheduling):
     every step replayed from a CUDA graph (full graphs for decode-only steps, piecewise graphs around
     eager attention for the others, none eager: the graphs reach the budget of 64): ``generate``'s tokens
     (computed on the CPU twin), logits within 1e-3 (cuBLAS and the kernels order their float32 sums
-    differently again; no TF32), the pool whole.
+    differently again; no TF32), the pool whole, and the host's order from the stream's log (the CUDA
+    stream logs its launches, replays and waits as the CPU one does).
 
     Catches: a graph replayed with the wrong inputs, a copy that has not landed when its kernel reads it,
     a token read before its step finished, on a real stream."""
@@ -1465,7 +1466,8 @@ def test_gpu_kernels_and_graphs_match_generate(lab, truth, async_scheduling):
         engine = new_engine(lab, gpu_model, keep_logits=True, max_num_batched_tokens=64,
                             async_scheduling=async_scheduling, **settings)
         assert engine.runner.backend == "triton"
-        drive(engine, work)
+        records = drive(engine, work)
+        assert_host_one_step_ahead(engine, records, async_scheduling)
         assert_tokens_equal(engine, {rid: tokens for rid, (tokens, _) in expected.items()})
         assert_logits_match(engine, {rid: logits for rid, (_, logits) in expected.items()}, atol=1e-3)
         runs = dict(engine.runner.num_runs)
