@@ -38,6 +38,7 @@ The steps of the lab plug in through the methods ``ModelRunner`` (``solution.py`
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -403,10 +404,12 @@ class ModelRunnerBase:
         # The last event after a step's input copies: the pinned buffers are free to rewrite once it passed.
         self.input_copies_done = self.stream.record()
         self.cudagraph_mode = cudagraph_mode
-        sizes = sorted(set(capture_sizes if capture_sizes is not None else
-                           default_capture_sizes(max_num_reqs, max_num_batched_tokens)))
-        if any(not isinstance(s, int) or s < 1 for s in sizes):
-            raise ValueError(f"capture_sizes must be positive integers, got {capture_sizes!r}")
+        if capture_sizes is None:
+            capture_sizes = default_capture_sizes(max_num_reqs, max_num_batched_tokens)
+        if not isinstance(capture_sizes, list | tuple | set | range) or any(
+                isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1 for s in capture_sizes):
+            raise ValueError(f"cudagraph_capture_sizes must be a list of positive integers, got {capture_sizes!r}")
+        sizes = sorted({int(s) for s in capture_sizes})
         self.full_sizes = [s for s in sizes if s <= max_num_reqs] if cudagraph_mode != "none" else []
         self.piecewise_sizes = [s for s in sizes if s <= max_num_batched_tokens] \
             if cudagraph_mode == "full_and_piecewise" else []
