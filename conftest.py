@@ -1,20 +1,22 @@
 """The switch between implementations, for every lab at once.
 
 ``LAB_IMPL`` names the module of each lab folder that the tests exercise:
-``solution`` (default), ``starter``, a student's copy (``LAB_IMPL=alice`` for
-``alice.py``) or a bug of the gallery (``LAB_IMPL=bugs/no_correction``).
+``solution`` (default; ``starter`` in a class edition that ``labs release`` wrote), ``starter``,
+a student's copy (``LAB_IMPL=alice`` for ``alice.py``) or a bug of the gallery
+(``LAB_IMPL=bugs/no_correction``).
 Tests receive it as the ``lab`` fixture: ``lab.paged_attention(...)``.
 
 Read top to bottom: where Triton runs (decided before any test imports it), the
-run's header, then one hook per job at collection (an unknown ``LAB_IMPL``, the
-maintainers' checks, GPU tests without a GPU), a write into a read-only input named as such, then
-the fixture.
+run's header (in a class edition, with the labs that build on a reference not released yet), then
+one hook per job at collection (an unknown ``LAB_IMPL``, the maintainers' checks, GPU tests
+without a GPU), a write into a read-only input named as such, then the fixture.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from labkit.course import edition, registry
 from labkit.testing import loader, triton_env
 
 # Where Triton runs, and whether CUDA is there: decided once, at start-up.
@@ -30,8 +32,20 @@ def pytest_configure(config):
 
 def pytest_report_header(config):
     impl = loader.impl_name()
-    note = " (the reference solutions; LAB_IMPL=starter tests your own work)" if impl == "solution" else ""
+    if edition.current() is not None:  # a class edition: the student's work unless LAB_IMPL says otherwise
+        released = ", ".join(edition.current().released) or "none yet"
+        mode = "your work, this class edition's default" if impl == "starter" else "a class edition"
+        note = f" ({mode}; reference solutions released: {released})"
+    else:
+        note = " (the reference solutions; LAB_IMPL=starter tests your own work)" if impl == "solution" else ""
     return [f"labs: LAB_IMPL={impl}{note}", config.stash[_TRITON_LINE]]
+
+
+def pytest_report_collectionfinish(config, items):
+    """In a class edition, the labs of this run that build on a reference not released yet, and what
+    they run on instead (:mod:`labkit.course.edition`)."""
+    labs = [registry.lab_for_path(folder) for folder in sorted({item.path.parent for item in items})]
+    return [f"labs: {line}" for line in edition.notes([lab for lab in labs if lab is not None])]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -62,9 +76,14 @@ class _MaintainerChecks:
 
 
 def pytest_runtest_setup(item):
-    """GPU tests skip, with the reason, on a machine without CUDA."""
+    """GPU tests skip, with the reason, on a machine without CUDA; in a class edition, so do those of a
+    lab whose given module comes with an earlier lab's reference, not released yet."""
     if item.get_closest_marker("gpu") and not item.config.stash[_HAS_CUDA]:
         pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)")
+    lab = registry.lab_for_path(item.path) if edition.current() is not None else None
+    for name, owner in edition.held_back(lab) if lab is not None else ():
+        pytest.skip(f"needs lab {owner}'s reference, not released yet in this class edition: the lab's given "
+                    f"module {name} holds {owner}'s answers and comes with it")
 
 
 # numpy's words for a write into an array whose flags.writeable is False.

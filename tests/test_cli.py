@@ -261,7 +261,7 @@ def test_a_bugs_summary_is_its_first_sentence_whole():
                    "More.") == "Wrong GQA head mapping: h % num_kv_heads instead of h // (num_heads // num_kv_heads)."
     assert summary("No tail mask: every token is valid,\nnot up to seq_len. Symptom: right only when\n"
                    "seq_len is a multiple.") == "No tail mask: every token is valid, not up to seq_len."
-    assert summary("Its v0.10.1 Impl raises. e.g. x.y stays") == "Its v0.10.1 Impl raises. e.g. x.y stays"
+    assert summary("Its v0.22.1 Impl raises. e.g. x.y stays") == "Its v0.22.1 Impl raises. e.g. x.y stays"
     assert summary(None) == "" and summary("  ") == ""
 
 

@@ -157,11 +157,13 @@ def p4_merging_two_partitions():
     return listed(f"{merged:.4f}", f"{(a1 / l1 + a2 / l2) / 2:.4f}")
 
 
-PARTITION_SIZE = 512  # vllm/attention/ops/paged_attn.py, _PARTITION_SIZE at v0.10.1
+PARTITION_SIZE = 512  # csrc/attention/paged_attention_v2.cu's default PARTITION_SIZE
 
 
 def _uses_v1(max_seq_len: int, num_seqs: int, num_heads: int) -> bool:
-    """PagedAttention.forward_decode's choice at v0.10.1 (use_v1)."""
+    """The rule by which vLLM chose its v1 kernel while it launched it (the walkthrough's section 2).
+
+    History: v0.10.1's PagedAttention.forward_decode (use_v1); v0.22.1 launches neither kernel."""
     partitions = math.ceil(max_seq_len / PARTITION_SIZE)
     return max_seq_len <= 8192 and (partitions == 1 or num_seqs * num_heads > 512)
 

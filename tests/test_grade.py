@@ -321,6 +321,129 @@ def test_nothing_the_ready_message_says_sets_an_attribute_of_the_stand_in(submis
         sub.double()
 
 
+PATCHABLE = """
+import os
+
+SCALE = 10
+
+def inner(x):
+    return x + 1
+
+def outer(x):
+    return inner(x) * SCALE
+
+def die():
+    os._exit(3)
+"""
+PATCHABLE_API = {"inner": "callable", "outer": "callable", "die": "callable", "SCALE": "value"}
+
+
+@needs_bwrap
+def test_the_stand_in_is_a_module_to_whatever_reads_or_patches_one(submission):
+    """The lab's names are in the stand-in's own ``__dict__``; a patch made there, by any means, is what
+    the submission's functions find, and undoing it restores the submission's own function, whether
+    the old value was read with ``getattr`` (pytest 8), from ``__dict__`` (pytest 9) or by mock."""
+    import inspect
+    from unittest import mock
+
+    sub = submission(PATCHABLE, PATCHABLE_API, call_timeout=5)
+    own = sub.inner
+    assert inspect.ismodule(sub) and {"inner", "outer", "die", "SCALE"} <= set(vars(sub))
+    assert not [k for k in vars(sub) if k.startswith("_") and not k.startswith("__")], "its state is not a name"
+    assert inspect.getattr_static(sub, "inner") is own and dict(inspect.getmembers(sub))["outer"] is sub.outer
+    seen = []
+
+    def recording(x):
+        seen.append(x)
+        return own(x)
+
+    # The old value as pytest 8 reads it (getattr) and as pytest 9 does (from __dict__): one object.
+    for how, old in (("getattr", sub.inner), ("__dict__", sub.__dict__.get("inner"))):
+        sub.inner = recording
+        assert sub.outer(1) == 20 and seen[-1] == 1, f"{how}: the patch reaches the worker"
+        sub.inner = old  # the undo
+        assert sub.inner is own and sub.outer(2) == 30 and seen == [1], f"{how}: the undo restores the function"
+        seen.clear()
+    with pytest.MonkeyPatch.context() as mp:  # the installed pytest's own monkeypatch
+        mp.setattr(sub, "inner", recording)
+        mp.setattr(sub, "SCALE", 100)
+        assert sub.outer(1) == 200 and seen == [1]
+        with pytest.raises(standin.SubmissionCrashed):
+            sub.die()
+        assert sub.outer(2) == 300 and seen == [1, 2], "the patch holds in the next worker too"
+    assert sub.outer(3) == 40 and seen == [1, 2] and sub.SCALE == 10
+    with mock.patch.object(sub, "inner", recording):
+        assert sub.outer(4) == 50 and seen[-1] == 4
+    sub.__dict__["inner"] = recording  # a write to __dict__ itself
+    assert sub.outer(5) == 60 and seen[-1] == 5
+    sub.__dict__["inner"] = own
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delattr(sub, "inner")
+        assert not hasattr(sub, "inner")
+        with pytest.raises(NameError, match="inner"):
+            sub.outer(6)
+    assert sub.outer(6) == 70, "after the undo the submission has its function again"
+    assert sub._call_timeout == 5 and sub.outer is dict(vars(sub))["outer"]
+
+
+SKIPS_TEST = """
+import pytest
+from labkit.testing import seam
+
+
+@pytest.fixture
+def gpu():
+    pytest.skip("no GPU: decided in the fixture, before the test's body")
+
+
+def test_skipped_in_setup(gpu):
+    pass
+
+
+@pytest.mark.skipif(True, reason="a mark")
+def test_marked():
+    pass
+
+
+def test_skip_here():
+    seam.skip_here("this machine has no GPU")
+
+
+def test_skip_in_the_body():
+    answer = "not run"  # what a child process wrote, say
+    pytest.skip(answer)
+
+
+def test_xfail_in_the_body():
+    pytest.xfail("said so")
+
+
+def test_passes():
+    pass
+"""
+
+
+def test_under_grading_a_skip_counts_only_where_the_machine_decided_it(tmp_path):
+    """Skips decided before a test's body (a fixture, a mark) and ``seam.skip_here`` leave the total; a
+    skip raised in the body otherwise (it may rest on what the submission sent) is a test not passed."""
+    from labkit.course.runner import run_lab_tests
+
+    (tmp_path / "test_skips.py").write_text(SKIPS_TEST)
+    plain = run_lab_tests(tmp_path)
+    assert {t.function: t.outcome for t in plain.tests} == {
+        "test_skipped_in_setup": "skipped", "test_marked": "skipped", "test_skip_here": "skipped",
+        "test_skip_in_the_body": "skipped", "test_xfail_in_the_body": "skipped", "test_passes": "passed"}
+    graded = run_lab_tests(tmp_path, env={"LABS_GRADING": json.dumps({"file": str(tmp_path / "starter.py")})},
+                           pytest_args=("-p", "labkit.grader.pytest_plugin"))
+    outcomes = {t.function: t.outcome for t in graded.tests}
+    assert outcomes == {**{t.function: t.outcome for t in plain.tests}, "test_skip_in_the_body": "failed",
+                        "test_xfail_in_the_body": "failed"}, outcomes
+    failure = next(t for t in graded.tests if t.function == "test_skip_in_the_body")
+    assert "not run" in failure.message and "counts as not passed" in failure.message, failure.message
+    verdict = grade.verdict_from_run("ann", _lab(), graded)
+    assert (verdict.passed, verdict.total, verdict.status) == (1, 3, "failed"), verdict
+
+
 def test_the_api_is_read_from_the_starter_without_running_it(tmp_path):
     from labkit.grader.pytest_plugin import starter_api
 
@@ -378,9 +501,221 @@ def test_missing_syntax_error_and_links_are_decided_without_running_code(tmp_pat
     verdicts, warnings = result.verdicts, result.warnings
     by_student = {v.student: v for v in verdicts}
     assert by_student["carol"].status == "syntax error" and "line 1" in by_student["carol"].first_failure
-    assert by_student["mallory"].status == "missing", "a symbolic link is never followed"
+    assert by_student["mallory"].status == "refused", "a symbolic link is never followed"
+    assert "symbolic link" in by_student["mallory"].first_failure
     assert by_student["nobody"].status == "missing"
     assert all(v.passed == 0 for v in verdicts) and warnings == []
+
+
+# --------------------------------------------------------------------------- submissions as files
+
+
+def _record_grading(monkeypatch) -> dict:
+    """grade_one replaced by a recorder: student name -> the files of the run folder it was given."""
+    seen = {}
+
+    def fake_grade_one(student, lab, work_file, limits, resources, sandbox, hide=(), cgroups=None):
+        folder = work_file.parent if work_file is not None else None
+        seen[student] = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder else None
+        return grade.Verdict(student, lab.id, 1, 1, "ok" if work_file else "missing", "", 0.0)
+
+    monkeypatch.setattr(grade, "grade_one", fake_grade_one)
+    return seen
+
+
+def test_every_component_of_a_submissions_path_is_opened_without_following_a_link(tmp_path, monkeypatch):
+    """A link anywhere from the student's folder down (the student's folder, the phase, labs and lab
+    folders, a file, a folder inside), a hard link, a FIFO: the submission is refused with the path,
+    and nothing of it is graded; an honest classmate is graded on her own files."""
+    lab = _lab()
+    klass, outside = tmp_path / "class", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "solution.py").write_text("SOLVED = True\n")
+    phase, labs_dir, lab_dir = lab.folder.split("/")
+
+    def folder(student):
+        path = klass / student / lab.folder
+        path.mkdir(parents=True)
+        (path / "starter.py").write_text("X = 1\n")
+        return path
+
+    folder("ann")
+    (folder("ann") if False else klass / "ann" / lab.folder / "helpers").mkdir()
+    (klass / "ann" / lab.folder / "helpers" / "util.py").write_text("Y = 2\n")
+    (klass / "bob").mkdir()
+    (klass / "bob" / phase).symlink_to(klass / "ann" / phase)  # the phase folder: the issue's attack
+    (klass / "cat" / phase).mkdir(parents=True)
+    (klass / "cat" / phase / labs_dir).symlink_to(klass / "ann" / phase / labs_dir)
+    (klass / "dan" / phase / labs_dir).mkdir(parents=True)
+    (klass / "dan" / phase / labs_dir / lab_dir).symlink_to(klass / "ann" / lab.folder)
+    (klass / "eve").symlink_to(klass / "ann")  # the student's folder itself
+    folder("fay").joinpath("starter.py").unlink()
+    (klass / "fay" / lab.folder / "starter.py").symlink_to(outside / "solution.py")
+    folder("gus").joinpath("helpers").symlink_to(outside)
+    folder("hal").joinpath("starter.py").unlink()
+    os.link(outside / "solution.py", klass / "hal" / lab.folder / "starter.py")  # a hard link
+    os.mkfifo(folder("ivy") / "pipe")  # opening it for reading would block
+    (klass / "jo" / phase).mkdir(parents=True)
+    (klass / "jo" / phase / labs_dir).write_text("a file where a folder should be\n")
+    seen = _record_grading(monkeypatch)
+    verdicts = {v.student: v for v in grade.grade(klass, [lab]).verdicts}
+    assert verdicts["ann"].status == "ok" and seen["ann"] == ["helpers", "helpers/util.py", "starter.py"]
+    expected = {"bob": f"bob/{phase} is a symbolic link", "cat": f"cat/{phase}/{labs_dir} is a symbolic link",
+                "dan": f"dan/{lab.folder} is a symbolic link", "eve": "eve is a symbolic link",
+                "fay": f"fay/{lab.folder}/starter.py is a symbolic link",
+                "gus": f"gus/{lab.folder}/helpers is a symbolic link", "hal": "(a hard link)",
+                "ivy": f"ivy/{lab.folder}/pipe is not a regular file", "jo": f"jo/{phase}/{labs_dir} is not a folder"}
+    for student, why in expected.items():
+        v = verdicts[student]
+        assert (v.status, v.passed) == ("refused", 0) and why in v.first_failure, v
+        assert v.total == 1, "a refused submission scores 0 of the lab's count"
+        assert student not in seen, f"{student}: nothing of a refused submission is graded"
+
+
+def test_a_submission_past_a_cap_is_refused_before_a_byte_is_read(tmp_path):
+    """Caps on entries, bytes and depth are checked with stat alone, before the run folder exists;
+    a file over the per-file limit is left out, not counted."""
+    from labkit.grader import submissions as files
+
+    lab = _lab()
+    student = files.Student("s", "s")
+
+    def attempt(make) -> tuple[str, Path]:
+        root = tmp_path / f"class{len(list(tmp_path.iterdir()))}"
+        where = root / "s" / lab.folder
+        where.mkdir(parents=True)
+        (where / "starter.py").write_text("X = 1\n")
+        make(where)
+        dest = root / "copy"
+        try:
+            files.copy_lab_folder(root, student, lab.folder, dest)
+        except files.Refused as err:
+            assert not dest.exists(), "refused before anything was copied"
+            return str(err), dest
+        return "", dest
+
+    def sparse(where, n, size):
+        for i in range(n):
+            with open(where / f"data{i}.bin", "wb") as f:
+                f.truncate(size)
+
+    why, _ = attempt(lambda w: sparse(w, 700, files.MAX_FILE_BYTES))  # 1.4 GB of holes
+    assert f"more than {files.MAX_BYTES >> 20} MiB" in why, why
+    why, _ = attempt(lambda w: [(w / f"d{i}").mkdir() for i in range(files.MAX_ENTRIES + 500)])
+    assert f"more than {files.MAX_ENTRIES:,} files and folders" in why, why
+
+    def deep(where):
+        for _ in range(files.MAX_DEPTH + 4):
+            where = where / "d"
+            where.mkdir()
+
+    why, _ = attempt(deep)
+    assert f"nest more than {files.MAX_DEPTH} deep" in why, why
+    why, dest = attempt(lambda w: sparse(w, 1, files.MAX_FILE_BYTES + 1))  # one big file: left out
+    assert why == "" and sorted(p.name for p in dest.iterdir()) == ["starter.py"]
+    why, dest = attempt(lambda w: (w / "__pycache__").mkdir() or sparse(w / "__pycache__", 3000, 10))
+    assert why == "" and sorted(p.name for p in dest.iterdir()) == ["starter.py"], "caches are never looked into"
+
+
+def test_a_link_that_appears_after_the_count_is_refused(tmp_path, monkeypatch):
+    """A folder swapped for a link between the count and the copy: each entry is opened without
+    following a link, relative to its folder's descriptor, so the copy refuses it."""
+    from labkit.grader import submissions as files
+
+    lab = _lab()
+    where = tmp_path / "class" / "s" / lab.folder
+    (where / "helpers").mkdir(parents=True)
+    (where / "starter.py").write_text("X = 1\n")
+    (where / "helpers" / "util.py").write_text("Y = 2\n")
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "util.py").write_text("SECRET = 1\n")
+    scan = files._scan
+
+    def scan_then_swap(fd, shown):
+        listed = scan(fd, shown)
+        shutil.rmtree(where / "helpers")
+        (where / "helpers").symlink_to(tmp_path / "secret")
+        return listed
+
+    monkeypatch.setattr(files, "_scan", scan_then_swap)
+    with pytest.raises(files.Refused, match="helpers is a symbolic link"):
+        files.copy_lab_folder(tmp_path / "class", files.Student("s", "s"), lab.folder, tmp_path / "copy")
+    assert not list((tmp_path / "copy").rglob("util.py")), "nothing was read through the link"
+
+
+@pytest.mark.parametrize("twin", ["alice\x07", "Alice", "\uff41lice", "alice\u200b", " alice", b"alice\xff"],
+                         ids=["control", "case", "fullwidth", "zero-width", "space", "not-utf-8"])
+def test_student_names_that_are_one_once_escaped_are_refused_naming_both(tmp_path, twin):
+    (tmp_path / "alice").mkdir()
+    os.mkdir(os.path.join(os.fsencode(tmp_path), twin if isinstance(twin, bytes) else os.fsencode(twin)))
+    with pytest.raises(grade.GradeError) as caught:
+        grade.students(tmp_path)
+    message = str(caught.value)
+    assert "'alice'" in message and message.isprintable(), message
+    assert grade.escape(repr(os.fsdecode(twin))) in message, message
+
+
+def test_odd_names_and_messages_are_graded_sharded_merged_and_reported(tmp_path, monkeypatch):
+    """A folder name that is not UTF-8, one with a bidirectional override, messages with lone
+    surrogates and control characters: each row is written escaped, in every format, sharded and
+    merged, never refused."""
+    from labkit.cli import main
+
+    lab = _lab()
+    names = [b"ann", b"bob\xff\xfe", "carl\u202eevil".encode(), b"dee\x1b[2J"]
+    for name in names:
+        folder = os.path.join(os.fsencode(tmp_path / "class"), name, os.fsencode(lab.folder))
+        os.makedirs(folder)
+        with open(os.path.join(folder, b"starter.py"), "w") as f:
+            f.write("X = 1\n")
+
+    def fake_grade_one(student, lab, work_file, limits, resources, sandbox, hide=(), cgroups=None):
+        return grade.Verdict(student, lab.id, 0, 3, "failed", f"test_x: ValueError: \udcff\ud800 \x1b[31m{student}",
+                             0.1)
+
+    monkeypatch.setattr(grade, "grade_one", fake_grade_one)
+    whole = grade.grade(tmp_path / "class", [lab], out=tmp_path / "whole.json")
+    shown = [v.student for v in whole.verdicts]
+    assert sorted(shown) == ["ann", "bob\\xff\\xfe", "carl\\u202eevil", "dee\\x1b[2J"], shown
+    for suffix in (".csv", ".json", ".md"):
+        grade.grade(tmp_path / "class", [lab], out=tmp_path / f"report{suffix}")
+        text = (tmp_path / f"report{suffix}").read_text(encoding="utf-8")  # strict UTF-8: it decodes
+        assert text.isprintable() or all(ch.isprintable() or ch in "\n\t" for ch in text), suffix
+        # the escapes as text; JSON and Markdown write a backslash as two
+        assert ("\\xff\\ud800" if suffix == ".csv" else "\\\\xff\\\\ud800") in text, suffix
+    shards = []
+    for k in (1, 2):
+        grade.grade(tmp_path / "class", [lab], out=tmp_path / f"shard{k}.json", shard=(k, 2))
+        shards.append(str(tmp_path / f"shard{k}.json"))
+    assert main(["grade", "merge", *shards, "--out", str(tmp_path / "merged.json")]) == 0
+    assert (tmp_path / "merged.json").read_text() == (tmp_path / "whole.json").read_text()
+
+
+def test_a_report_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    verdicts = [grade.Verdict("ann\udcff", "02-06", 1, 2, "failed", "lone \ud800 surrogate", 0.1)]
+    out = tmp_path / "report.csv"
+    out.write_text("the report of last week\n")
+    out.chmod(0o640)
+
+    def broken_render(*args):
+        raise RuntimeError("disk full, say")
+
+    monkeypatch.setattr(report, "render", broken_render)
+    with pytest.raises(RuntimeError):
+        report.write(report.Report(verdicts), out)
+    assert out.read_text() == "the report of last week\n", "a failed write leaves the old report"
+    monkeypatch.undo()
+    report.write(report.Report(verdicts), out)
+    assert "ann\\xff" in out.read_text() and oct(out.stat().st_mode)[-3:] == "640"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.csv"], "no temporary file is left"
+
+
+def test_merging_refuses_a_row_that_would_stand_in_for_another(tmp_path):
+    rows = [grade.Verdict("ann", "02-06", 1, 2, "failed", "", 0.1)]
+    one = report.Report(rows, [], {"labs": "02-06", "shard": "1/2"})
+    two = report.Report([grade.Verdict("ann", "02-06", 2, 2, "ok", "", 0.1)], [], {"labs": "02-06", "shard": "2/2"})
+    with pytest.raises(report.ReportError, match="more than one row"):
+        report.merge([one, two])
 
 
 def test_run_folders_are_private_and_the_report_survives_a_failed_clean_up(tmp_path, monkeypatch):
@@ -536,6 +871,31 @@ def test_labs_grade_writes_the_report(tmp_path):
     assert rows["carol"]["status"] == "syntax error" and rows["carol"]["total"] == rows["alice"]["total"]
 
 
+def test_every_labs_reference_solution_grades_ok_with_pytests_count(tmp_path):
+    """Each lab's ``solution.py``, handed in alone as a student's ``starter.py``, grades ``ok``: every
+    test that pytest runs on it on this machine, and only those, passed under the grader (one pytest
+    process over every lab gives the counts)."""
+    from labkit.course.runner import run_lab_tests
+
+    labs = [lab for lab in registry.LABS if (lab.path / "test_lab.py").is_file()]
+    for lab in labs:
+        folder = tmp_path / "class" / "reference" / lab.folder
+        folder.mkdir(parents=True)
+        shutil.copy(lab.path / "solution.py", folder / "starter.py")
+    # Generous limits: a busy machine must not turn a slow reference into a timeout.
+    result = grade.grade(tmp_path / "class", labs, grade.Limits(call=120, lab=1800, imports=300), jobs=2)
+    plain = run_lab_tests(labs[0].path, pytest_args=tuple(str(lab.path) for lab in labs[1:]), timeout=3600)
+    assert not plain.errors and not plain.failures, (plain.errors, [t.nodeid for t in plain.failures][:5])
+    wrong = []
+    for verdict, lab in zip(result.verdicts, labs, strict=True):
+        ran = [t for t in plain.tests if t.nodeid.startswith(lab.folder + "/") and t.outcome != "skipped"]
+        assert ran, f"pytest ran no test of {lab.id}"
+        if (verdict.status, verdict.passed, verdict.total) != ("ok", len(ran), len(ran)):
+            wrong.append(f"{lab.id}: pytest passes {len(ran)}, the grader gives {verdict}")
+    assert not wrong, "\n".join(wrong)
+    assert result.warnings == []
+
+
 # --------------------------------------------------------------------------- the grader agrees with pytest (slow)
 
 SPECIAL_BUGS = {"04-01": ["two_pass_gather"], "02-01": ["remove_walks_the_queue"],
@@ -567,7 +927,9 @@ def _agreement_cases():
         if not (lab.path / "test_lab.py").is_file():
             continue
         bugs = [b for b in gallery.bugs_of(lab.path) if _standalone(lab, b) is not None]
-        chosen = bugs[:2] + [b for b in bugs[2:] if b.name in SPECIAL_BUGS.get(lab.id, ())]
+        # One bug a lab (and the special ones): every lab's reference solution is graded as well, by
+        # test_every_labs_reference_solution_grades_ok_with_pytests_count.
+        chosen = bugs[:1] + [b for b in bugs[1:] if b.name in SPECIAL_BUGS.get(lab.id, ())]
         cases += [(lab, bug) for bug in chosen]
     return cases
 
@@ -922,7 +1284,8 @@ def test_a_lab_is_graded_in_a_wave_after_every_lab_whose_reference_its_sandbox_h
             assert wave_of[held] < wave_of[lab.id], f"{lab.id}'s sandbox holds {held}'s reference"
     assert all([lab.id for lab in wave] == [lab.id for lab in labs if wave_of[lab.id] == i]
                for i, wave in enumerate(waves)), "a wave keeps the labs' order"
-    assert wave_of["99-01"] < wave_of["99-02"] == len(waves) - 1, "the capstone, then the engine built on it, last"
+    assert wave_of["99-01"] < wave_of["99-02"] < wave_of["99-03"] == len(waves) - 1, \
+        "the capstone, then the engine built on it, then its fused model, last"
 
 
 def _fake_class(folder: Path, labs, students=("ann", "ben", "cat", "dan", "eve", "fay", "gus")):

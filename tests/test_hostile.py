@@ -2,10 +2,13 @@
 
 Every attacker must get what it deserves (the statuses its attack may earn; no test passed for an
 escape attempt, the control bug's count for an attack on the object protocol), every honest student
-``ok``; afterwards nothing of the repository or the Python environment has changed, no process an
-attacker started is alive, and the report still reads as written. The memory hogs are graded apart,
-under ``--memory-limit 1``: each is ``crashed`` with the reason "memory limit". A maintainer check
-(``pytest -m maintainer``; it takes minutes), needs bubblewrap.
+``ok``, every row the lab's full count; afterwards nothing of the repository or the Python environment
+has changed, no process an attacker started is alive, the report still reads as written, and the
+grader's own process never held more than MAX_GRADER_RSS. Graded apart: the memory hogs, under
+``--memory-limit 1`` (each ``crashed`` with the reason "memory limit"); lab 04-07's skip forger, under
+``--no-sandbox`` (its forged "not run" reaches the test, which must fail, not skip); two folders that
+name one student (the class is refused before anyone is graded, the last report kept). A maintainer
+check (``pytest -m maintainer``; it takes minutes), needs bubblewrap.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import hashlib
 import http.server
 import json
 import os
+import re
 import site
 import socket
 import subprocess
@@ -26,7 +30,7 @@ import pytest
 
 from labkit.course import registry
 from labkit.course.runner import run_lab_tests
-from labkit.grader import limits, report, sandbox
+from labkit.grader import grade, limits, report, sandbox
 
 pytestmark = [pytest.mark.maintainer,
               pytest.mark.skipif(sandbox.bwrap() is None, reason=sandbox.INSTALL)]
@@ -35,8 +39,17 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import make_hostile  # noqa: E402
 
 LABS = ["02-06", "04-04", "02-04", "02-01", "02-05"]
-STUDENTS = {(s.name, s.lab): s for s in make_hostile.CLASS_LIST}
+STUDENTS = {(grade.escape(s.name), s.lab): s for s in make_hostile.CLASS_LIST}
 HOGS = {(s.name, s.lab): s for s in make_hostile.MEMORY_LIST}
+FORGERS = {(s.name, s.lab): s for s in make_hostile.SKIP_LIST}
+# The grader's own process (not its pytest runs, not the sandboxes): 700 sparse files of 2 MB once took
+# it to 1.4 GiB, read into memory before any sandbox existed. What it holds now does not grow with them.
+MAX_GRADER_RSS = 256 << 20  # it peaks at some 45 MiB
+# Run in place of `python -m labkit.cli`: the same command, then the grader process's own peak memory
+# (VmHWM: getrusage's ru_maxrss would carry over the peak of this test process, which started it).
+MEASURED = ("import re, sys\nfrom labkit.cli import main\ncode = main(sys.argv[1:])\n"
+            "peak = re.search(r'VmHWM:\\s*(\\d+) kB', open('/proc/self/status').read()).group(1)\n"
+            "print(f'grader peak RSS: {peak} KiB', file=sys.stderr)\nsys.exit(code)\n")
 
 
 def _tree_hashes(root: Path) -> dict[str, str]:
@@ -99,10 +112,16 @@ def _serve_solution() -> http.server.HTTPServer | None:
 
 def _grade(folder: Path, out: Path, *flags: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "labkit.cli", "grade", str(folder), "--out", str(out), "--call-timeout", "10",
+        [sys.executable, "-c", MEASURED, "grade", str(folder), "--out", str(out), "--call-timeout", "10",
          "--lab-timeout", "150", "--jobs", "2", *flags],
         capture_output=True, text=True, cwd=registry.ROOT, timeout=3600,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "200"})
+
+
+def _peak(run: subprocess.CompletedProcess) -> int | None:
+    """The grader process's peak resident memory, in bytes, as MEASURED printed it (None: it did not)."""
+    found = re.findall(r"grader peak RSS: (\d+) KiB", run.stderr)
+    return int(found[-1]) << 10 if found else None
 
 
 def _verdicts(written: bytes) -> dict:
@@ -127,6 +146,7 @@ def graded(tmp_path_factory):
     control = run_lab_tests(registry.get(make_hostile.CONTROL_BUG[0]).path, impl=f"bugs/{make_hostile.CONTROL_BUG[1]}")
     return {
         "run": run, "seconds": seconds, "report": out, "written": written, "verdicts": _verdicts(written),
+        "peak": _peak(run),
         "warnings": json.loads(written)["warnings"] if written else [],
         "header": json.loads(written)["header"] if written else {},
         "repo_changed": _changed(repo_before, _tree_hashes(registry.ROOT)),
@@ -147,6 +167,16 @@ def hogs(tmp_path_factory):
     run = _grade(work / "class", work / "report.json", "--labs", "02-06", "--memory-limit", "1")
     written = (work / "report.json").read_bytes() if (work / "report.json").exists() else b""
     return {"run": run, "seconds": time.monotonic() - start, "verdicts": _verdicts(written)}
+
+
+@pytest.fixture(scope="module")
+def forgers(tmp_path_factory):
+    """Lab 04-07's skip forger and an honest student, graded without a sandbox."""
+    work = tmp_path_factory.mktemp("forgers")
+    make_hostile.write(work / "class", make_hostile.SKIP_LIST)
+    run = _grade(work / "class", work / "report.json", "--labs", "04-07", "--no-sandbox", "--lab-timeout", "900")
+    written = (work / "report.json").read_bytes() if (work / "report.json").exists() else b""
+    return {"run": run, "verdicts": _verdicts(written)}
 
 
 def _changed(before: dict, after: dict) -> list[str]:
@@ -173,6 +203,39 @@ def test_every_student_gets_what_they_deserve(graded, key):
         f"{student.what}: deserves {deserved} passed ({student.passed}), got {verdict}"
     if student.passed == "control":  # the control bug under the grader: pytest's own count
         assert verdict["total"] == control.total, (verdict, control.passed, control.total)
+    honest = graded["verdicts"][make_hostile.HONEST, student.lab]
+    assert verdict["total"] == honest["total"], f"{student.what}: the lab's full count, as the honest student's"
+
+
+def test_the_graders_own_memory_does_not_grow_with_what_students_hand_in(graded):
+    assert graded["peak"] is not None, graded["run"].stderr[-3000:]
+    print(f"the grader's peak resident memory: {graded['peak'] / 2**20:.0f} MiB")
+    assert graded["peak"] < MAX_GRADER_RSS, f"{graded['peak'] / 2**20:.0f} MiB"
+
+
+@pytest.mark.parametrize("key", list(FORGERS), ids=lambda key: f"{key[0]}-{key[1]}")
+def test_a_child_process_cannot_turn_tests_into_skips(forgers, key):
+    """The forger's rank writes "not run" for every group before the launcher's answer: the tests of
+    those groups fail, and the forger's total is the honest student's."""
+    student, verdict = FORGERS[key], forgers["verdicts"].get(key)
+    assert forgers["run"].returncode == 0, forgers["run"].stderr[-3000:]
+    assert verdict is not None and verdict["status"] in student.statuses, verdict
+    honest = forgers["verdicts"]["e00-honest", "04-07"]
+    assert honest["status"] == "ok" and honest["passed"] == honest["total"] > 0, honest
+    assert verdict["total"] == honest["total"], f"skips left the total: {verdict} against {honest}"
+    assert verdict["passed"] == (honest["total"] if student.passed == "all" else 0), verdict
+
+
+def test_two_folders_that_name_one_student_are_refused_and_the_last_report_kept(tmp_path):
+    make_hostile.write(tmp_path / "class", make_hostile.TWINS_LIST)
+    out = tmp_path / "report.csv"
+    out.write_text("last week's report\n")
+    run = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(tmp_path / "class"), "--labs", "02-06",
+                          "--out", str(out)], capture_output=True, text=True, cwd=registry.ROOT, timeout=600,
+                         env={**os.environ, "COLUMNS": "300"})
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "'n00-honest'" in run.stderr and "'n00-honest\\x07'" in run.stderr, run.stderr
+    assert out.read_text() == "last week's report\n"
 
 
 @pytest.mark.parametrize("key", list(HOGS), ids=lambda key: f"{key[0]}-{key[1]}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from labkit.testing import bench, loader, poison, reference
+from labkit.testing import bench, contract, loader, poison, reference
 from labkit.testing import cases as paged
 from labkit.testing import checks as arrays
 
@@ -231,3 +231,74 @@ def test_dtype_names_agree_across_numpy_and_torch():
     torch = pytest.importorskip("torch")
     assert arrays.dtype_name(torch.float16) == arrays.dtype_name(np.float16) == "float16"
     assert arrays.dtype_name(torch.bfloat16) == "bfloat16"
+
+
+# --------------------------------------------------------------------------- labkit.testing.contract
+
+
+@pytest.mark.parametrize("name", contract.CACHE_LAYOUTS)
+def test_cache_layouts_keep_the_values_and_poison_their_surroundings(name):
+    rng = np.random.default_rng(0)
+    k, v = rng.standard_normal((5, 4, 2, 8)), rng.standard_normal((5, 4, 2, 8))
+    k_view, v_view = contract.CACHE_LAYOUTS[name].apply(k, v)
+    np.testing.assert_array_equal(k_view, k)
+    np.testing.assert_array_equal(v_view, v)
+    assert k_view.strides == v_view.strides and k_view.strides[-1] == k.itemsize
+    if name != "contiguous":
+        assert not contract.is_contiguous(k_view) and np.shares_memory(k_view, v_view.base)
+        assert np.isnan(k_view.base).sum() == 0  # K and V fill their pool: no slot in it is left poisoned
+
+
+def test_q_and_table_layouts_are_views_with_poison_beside_them():
+    torch = pytest.importorskip("torch")
+    q = torch.randn(3, 4, 8)
+    view = contract.Q_LAYOUTS["q_slice_of_qkv"].apply(q, 2)
+    assert torch.equal(view, q) and view.stride() == (8 * 8, 8, 1)
+    whole = view.as_strided((3 * 8 * 8,), (1,))  # the qkv buffer the view lies in
+    assert torch.isnan(whole).sum() == 3 * 4 * 8  # its K and V parts
+    tables = torch.arange(6, dtype=torch.int32).reshape(2, 3)
+    wide = contract.TABLE_LAYOUTS["table_column_slice"].apply(tables, 99)
+    tall = contract.TABLE_LAYOUTS["table_every_other_row"].apply(tables, 99)
+    for view, row_stride in ((wide, 6), (tall, 6)):
+        assert torch.equal(view, tables) and view.stride() == (row_stride, 1) and view.dtype == torch.int32
+    assert wide.as_strided((12,), (1,))[3:6].tolist() == [99, 99, 99]
+    assert tall.as_strided((12,), (1,))[3:6].tolist() == [99, 99, 99]
+
+
+def test_boundary_lengths_by_name():
+    assert contract.boundary_lengths(16) == {"0": 0, "1": 1, "block_size - 1": 15, "block_size": 16,
+                                             "block_size + 1": 17}
+    named = contract.boundary_lengths(16, segment=48, capacity=112)
+    assert named["segment - 1"] == 47 and named["segment + 1"] == 49 and named["2 segments + 3"] == 99
+    assert named["capacity (a full table)"] == 112 and max(named.values()) == 112
+    assert contract.boundary_lengths(16, segment=16, capacity=20) == {
+        "0": 0, "1": 1, "block_size - 1": 15, "block_size": 16, "block_size + 1": 17, "capacity (a full table)": 20}
+
+
+def test_score_levels_place_the_extremes_against_the_segments():
+    assert np.flatnonzero(contract.score_levels("one peak in the first segment", 100, 32)).tolist() == [16]
+    peak = contract.score_levels("one peak in the last segment", 100, 32)
+    assert np.flatnonzero(peak).tolist() == [98] and peak[98] == 100.0  # the middle of tokens 96..99
+    cluster = contract.score_levels("mass clustered in one segment", 100, 32)
+    assert np.flatnonzero(cluster).tolist() == list(range(64, 96))
+    below = contract.score_levels("one segment far below", 40, 32)
+    assert (below[:32] == -1000).all() and (below[32:] == 0).all()
+    assert contract.score_levels("neighbours far apart", 3, 32, index=1).tolist() == [-1000.0] * 3
+    with pytest.raises(ValueError, match="unknown score pattern"):
+        contract.score_levels("spiky", 3, 32)
+
+
+def test_steer_scores_puts_every_score_near_its_level():
+    rng = np.random.default_rng(3)
+    num_heads, num_kv_heads, head_dim, block_size = 4, 2, 32, 4
+    tables = np.array([[3, 0, 5], [1, 4, 2]])
+    seq_lens = [10, 7]
+    q = rng.standard_normal((2, num_heads, head_dim))
+    k_cache = rng.standard_normal((6, block_size, num_kv_heads, head_dim))
+    levels = [np.linspace(-1000, 1000, 10), np.full(7, 50.0)]
+    contract.steer_scores(q, k_cache, tables, seq_lens, levels, seed=1)
+    for b, n in enumerate(seq_lens):
+        keys = reference.gather_f64(k_cache, tables[b], n)  # [n, kv_heads, dim]
+        for h in range(num_heads):
+            scores = keys[:, h // 2] @ q[b, h] / np.sqrt(head_dim)
+            assert np.abs(scores - levels[b]).max() < 20, (b, h, scores - levels[b])

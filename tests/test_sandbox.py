@@ -269,6 +269,18 @@ def test_an_interpreter_under_tmp_is_bound_again_over_the_private_tmp(monkeypatc
         box.close()
 
 
+def test_an_environment_the_sandboxs_user_cannot_enter_is_named_before_any_sandbox_starts(tmp_path, monkeypatch):
+    """As root the sandbox drops to nobody: a virtual environment in a folder of mode 0700 (mktemp's) would
+    fail inside bwrap with a message about user namespaces; the check names the folder instead."""
+    venv = tmp_path / "venv"
+    (venv / "lib").mkdir(parents=True)
+    venv.chmod(0o700)
+    monkeypatch.setattr(sandboxes, "python_dirs", lambda: [Path("/usr"), venv, venv / "lib"])
+    monkeypatch.setattr(sandboxes.os, "geteuid", lambda: 0)
+    with pytest.raises(sandboxes.SandboxError, match=f"cannot enter {venv} \\(mode 700\\).*chmod o\\+x {venv}"):
+        sandboxes.check()
+
+
 # --------------------------------------------------------------------------- the sandbox's memory, summed
 
 HOGS = {

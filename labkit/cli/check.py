@@ -11,8 +11,9 @@ from rich.text import Text
 
 from labkit.cli import common
 from labkit.cli.common import progress_bar, resolve_lab
-from labkit.course import registry
+from labkit.course import edition, registry
 from labkit.course.registry import Lab
+from labkit.testing.loader import default_impl
 from labkit.text import shorten
 
 # What ``labs check`` says it tested, by the name LAB_IMPL or --impl gave.
@@ -102,10 +103,13 @@ def first_failure(run) -> Text:
 def cmd_check(args) -> int:
     labs = [resolve_lab(t) for t in args.labs] if args.labs else list(registry.LABS)
     env_impl = os.environ.get("LAB_IMPL", "").strip()
-    impl = args.impl or env_impl or "solution"
+    impl = args.impl or env_impl or default_impl()
+    where = "this class edition's default" if edition.current() is not None else "the default"
     source = ("from --impl" if args.impl else "from LAB_IMPL in your environment" if env_impl
-              else "the default: no --impl, no LAB_IMPL")
+              else f"{where}: no --impl, no LAB_IMPL")
     failing = print_board(_run_labs(labs, impl, getattr(args, "jobs", 2)), impl, source)
+    for line in edition.notes(labs):  # a class edition: labs that run on an earlier lab's starter
+        common.console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     if failing:
         one = len(failing) == 1
         common.console.print("For the whole message and its traceback:", highlight=False)

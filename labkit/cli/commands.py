@@ -8,6 +8,7 @@ gallery, grade a class.
     labs mutate LAB [--sample N --seed S] [--jobs J]      (maintainers)
     labs grade SUBMISSIONS [--labs LAB ...] [--out report.csv|.json|.md] [--shard K/N]
     labs grade merge REPORT.json ... --out REPORT
+    labs release OUT [--release-solutions LAB,LAB]
 
 A LAB is an id from ``labs list`` ("02-06") or the lab's folder.
 """
@@ -22,7 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from labkit.cli import common, grade, mutate
+from labkit.cli import common, grade, mutate, release
 from labkit.cli.check import cmd_check
 from labkit.cli.common import UsageError, require_folder, resolve_lab
 from labkit.cli.gallery import cmd_bugs
@@ -170,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     mutate.add_parser(sub)
     grade.add_parser(sub)
+    release.add_parser(sub)
     return parser
 
 

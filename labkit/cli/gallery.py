@@ -10,7 +10,7 @@ from rich.text import Text
 
 from labkit.cli import common
 from labkit.cli.common import UsageError, progress_bar, require_folder, resolve_lab
-from labkit.course import bugs
+from labkit.course import bugs, edition
 from labkit.course.registry import Lab
 
 _AGREES = "caught; CAUGHT_BY agrees"
@@ -18,6 +18,9 @@ _AGREES = "caught; CAUGHT_BY agrees"
 
 def cmd_bugs(args) -> int:
     lab = resolve_lab(args.lab)
+    if edition.current() is not None and not (lab.path / "solution.py").is_file():
+        raise UsageError(f"lab {lab.id}'s bug gallery is a set of edits of its reference solution, which this class "
+                         "edition does not hold yet: both come once your instructor releases them")
     require_folder(lab, "test_lab.py", "solution.py")
     gallery = bugs.bugs_of(lab.path)
     if not gallery:

@@ -79,7 +79,7 @@ def cmd_grade(args) -> int:
         if out is not None and out.exists() and out.is_dir():
             raise grade.GradeError(f"--out {out} is a folder; name a file such as report.csv")
         shard = schedule.parse_shard(args.shard) if args.shard else None
-        names = [s for s in grade.students(submissions) if schedule.in_shard(s, shard)]
+        names = [s for s in grade.students(submissions) if schedule.in_shard(s.folder, shard)]
         for name, value in (("--call-timeout", args.call_timeout), ("--lab-timeout", args.lab_timeout),
                             ("--import-timeout", args.import_timeout), ("--tmp-size", args.tmp_size)):
             if not value > 0:
@@ -108,7 +108,7 @@ def cmd_grade(args) -> int:
         waiting = lambda: common.err_console.print("waiting for another labs grade on this machine to finish")  # noqa: E731
         result = grade.grade(submissions, labs, limits, jobs=args.jobs, on_verdict=lambda v: progress.advance(task),
                              resources=resources, sandbox=not args.no_sandbox, out=out, shard=shard, on_wait=waiting)
-    _print(result, f"labs grade {submissions}" + (f" --shard {args.shard}" if shard else ""), out)
+    _print(result, f"labs grade {grade.escape(submissions)}" + (f" --shard {args.shard}" if shard else ""), out)
     return 1 if any(w.startswith(grade.TAMPERED) for w in result.warnings) else 0
 
 
@@ -130,14 +130,15 @@ def _merge(paths: list[str], out: Path | None) -> int:
 
 def _print(result, title: str, out: Path | None) -> None:
     colors = {"ok": "green", "failed": "red", "timeout": "magenta", "crashed": "magenta", "missing": "yellow",
-              "syntax error": "yellow"}
+              "syntax error": "yellow", "refused": "yellow"}
     for key, value in result.header.items():
         common.err_console.print(f"{escape(key)}: {escape(value)}", highlight=False)
     table = Table(title=escape(title))
     for column in ("student", "lab", "passed", "status", "first failure"):
         table.add_column(column, overflow="fold")
     for v in result.verdicts:
-        table.add_row(escape(v.student), v.lab, f"{v.passed}/{v.total}", f"[{colors[v.status]}]{v.status}[/]",
+        table.add_row(escape(v.student), escape(v.lab), f"{v.passed}/{v.total}",
+                      f"[{colors.get(v.status, 'red')}]{escape(v.status)}[/]",
                       escape(shorten(v.first_failure, 160)))
     common.console.print(table)
     for warning in result.warnings:

@@ -61,7 +61,7 @@ class Bug:
         """The docstring's first sentence, whole (its first paragraph when that holds one sentence):
         a summary that wraps onto a second line of the file is still one summary."""
         paragraph = " ".join((self.doc or "").strip().split("\n\n")[0].split())
-        # A sentence ends at ". " before a capital ("... seq_len. Symptom: ..."), not inside "0.10.1" or "x.y".
+        # A sentence ends at ". " before a capital ("... seq_len. Symptom: ..."), not inside "0.22.1" or "x.y".
         return re.split(r"(?<=[.!?])\s+(?=[A-Z])", paragraph, maxsplit=1)[0]
 
 

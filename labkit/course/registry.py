@@ -86,7 +86,7 @@ LABS: tuple[Lab, ...] = (
     _lab("04-06", P4, "lab-06-paged-decode-roofline", "Paged decode at the memory roofline",
          "split-KV + grouped-query Triton decode kernels with an exact reduce", "triton"),
     _lab("04-02", P4, "lab-02-backend-selection", "Choosing an attention backend",
-         "vLLM v0.10.1's backend selector with its reasons, and a dispatcher fed by H100 timings", "python"),
+         "vLLM v0.22.1's backend selector with its reasons, and a dispatcher fed by H100 timings", "python"),
     _lab("04-07", P4, "lab-07-context-parallel-decode", "Decode with the KV cache split across ranks",
          "a striped KV layout over ranks, per-rank summaries, their combine by all-reduce or all-gather",
          "distributed"),
@@ -96,6 +96,10 @@ LABS: tuple[Lab, ...] = (
     _lab("99-02", P99, "lab-02-engine-at-gpu-speed", "Capstone: the serving engine at GPU speed",
          "a persistent batch, inputs in numpy, CUDA graphs for every step, the host one step ahead, a cheap "
          "scheduler: 99-01's tokens, the GPU busy", "triton", "model"),
+    _lab("99-03", P99, "lab-03-model-at-the-roofline", "Capstone: the model at the roofline",
+         "merged GEMMs, a fused residual add + RMSNorm, SiLU-and-mul, rotary fused with the KV write, greedy "
+         "sampling on the GPU, a decode attention tuned for the model: generate's tokens, each launch counted",
+         "triton", "model"),
 )
 
 PHASES = {
@@ -123,6 +127,7 @@ NEEDS = {
     "04-07": ("02-06", "04-04", "04-06"),
     "99-01": ("02-01", "02-04", "02-05", "02-06", "04-03", "04-06"),
     "99-02": ("02-01", "04-03", "04-06", "99-01"),
+    "99-03": ("04-03", "04-06", "99-01", "99-02"),
 }
 
 

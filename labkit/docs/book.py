@@ -113,15 +113,16 @@ def course() -> tuple[Entry, ...]:
 
 
 def nav() -> tuple[Entry, ...]:
-    """The whole navigation: home, setup, the course in reading order, contributing."""
+    """The whole navigation: home, setup, the course in reading order, contributing (the pages of it
+    that exist: a class edition, ``labs release``, has no CONTRIBUTING.md)."""
+    contributing = tuple(entry for entry in (Entry(None, "CONTRIBUTING.md"),
+                                             Entry("How this site is built", "docs/README.md"))
+                         if (ROOT / entry.path).is_file())
     return (
         Entry("Home", "README.md"),
         Entry("Setup", "SETUP.md"),
         Entry("Course", children=course()),
-        Entry("Contributing", children=(
-            Entry(None, "CONTRIBUTING.md"),
-            Entry("How this site is built", "docs/README.md"),
-        )),
+        *([Entry("Contributing", children=contributing)] if contributing else []),
     )
 
 

@@ -53,7 +53,7 @@ class BuildError(Exception):
 # --------------------------------------------------------------------------- links
 
 
-def _outside_code(text: str):
+def outside_code(text: str):
     """Yield (line number, line with inline code blanked) for every line outside fenced code."""
     fence = None
     for number, line in enumerate(text.split("\n")):
@@ -71,7 +71,7 @@ def rewrite_links(text: str, rewrite) -> str:
     """``text`` with every Markdown link target outside code replaced by ``rewrite(target)``; where
     that is None, an inline link is replaced by its text (a file the site does not publish)."""
     lines = text.split("\n")
-    for number, visible in _outside_code(text):
+    for number, visible in outside_code(text):
         edits = []  # (start, end, replacement), never overlapping
         for m in _LINK.finditer(visible):
             new = rewrite(visible[m.start(2) : m.end(2)])
@@ -173,7 +173,7 @@ def lists_interrupt_paragraphs(text: str) -> str:
     lets a list interrupt a paragraph; Python-Markdown does not, and would print the items as
     "- one - two" inside the paragraph."""
     lines = text.split("\n")
-    visible = dict(_outside_code(text))
+    visible = dict(outside_code(text))
     glued = [n for n in range(1, len(lines)) if n in visible and n - 1 in visible
              and _LIST_ITEM.match(lines[n]) and lines[n - 1].strip() and not _NOT_PARAGRAPH.match(lines[n - 1])]
     for n in reversed(glued):
@@ -196,7 +196,7 @@ def figure_markup(text: str, page: str) -> str:
 
     lines = text.split("\n")
     visible = [" " * len(line) for line in lines]  # code blanked out, offsets kept
-    for number, line in _outside_code(text):
+    for number, line in outside_code(text):
         visible[number] = line
     edits = []
     for m in _IMAGE.finditer("\n".join(visible)):
@@ -262,8 +262,9 @@ def lab_header(lab: Lab) -> str:
         (f"labs check {lab.id} --impl starter", "your work against the tests, one line per test"),
         (f"LAB_IMPL=starter pytest -q {lab.folder}", "the same with pytest's full messages"),
         (f"labs hint {lab.id}", "the next hint"),
-        (f"labs bugs {lab.id}", "the classic mistakes, and the tests that catch each"),
     ]
+    if (lab.path / "bugs").is_dir():  # a class edition holds a gallery once the lab's reference is released
+        commands.append((f"labs bugs {lab.id}", "the classic mistakes, and the tests that catch each"))
     for script, what in (("lab.py", "the demo"), ("bench.py", "the GPU benchmark")):
         if (lab.path / script).is_file():
             fallback = [(f"python {lab.folder}/{script}", f"{what}: its README says how")]
@@ -336,7 +337,7 @@ def with_course_map(text: str) -> str:
              f"The whole course on one page, to read straight through or to print: [{PRINT_TITLE}]({book.PRINT_PAGE}).",
              ""]
     lines = text.split("\n")
-    sections = [number for number, visible in _outside_code(text) if visible.startswith("## ")]
+    sections = [number for number, visible in outside_code(text) if visible.startswith("## ")]
     chosen = next((n for n in sections if "study order" in lines[n].lower()), sections[0] if sections else None)
     if chosen is None:
         return text + "\n" + "\n".join(block)
@@ -347,7 +348,7 @@ def with_course_map(text: str) -> str:
 def with_lab_header(text: str, lab: Lab) -> str:
     """A lab README with its header placed right after the title (the first ``# `` line)."""
     lines = text.split("\n")
-    for number, visible in _outside_code(text):
+    for number, visible in outside_code(text):
         if visible.startswith("# "):
             return "\n".join(lines[: number + 1] + ["", lab_header(lab)] + lines[number + 1 :])
     return lab_header(lab) + "\n" + text

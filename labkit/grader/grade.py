@@ -1,8 +1,10 @@
 """``labs grade``: every student's ``starter.py`` against the lab's own tests, in waves, each
-submission read into memory first and run in its sandbox. README.md in this folder has the design."""
+submission copied into a run folder of its own and run in its sandbox. README.md in this folder has
+the design."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -20,13 +22,13 @@ from labkit.course.registry import ROOT, Lab
 from labkit.course.runner import LabRun, run_in_parallel, run_lab_tests
 from labkit.grader import limits as limits_
 from labkit.grader import references, report, schedule
+from labkit.grader import submissions as submission_files
 from labkit.grader.limits import Place, Resources
 from labkit.grader.report import Report, Verdict
 from labkit.grader.sandbox import open_up
-from labkit.text import clean
+from labkit.grader.submissions import Student, escape, identity
 
 WORK_FILE = "starter.py"
-MAX_FILE_BYTES = 2_000_000  # a larger file in a submission is not copied
 TAMPERED = "instructor files changed during grading, do not trust this report:"
 UNSANDBOXED = ("graded WITHOUT a sandbox (--no-sandbox): student code ran as the grader's user, with access to "
                "this repository, the other submissions, the network and the grader itself; do not trust this report "
@@ -49,41 +51,49 @@ class GradeError(Exception):
     """Bad input to the grader (a missing folder, an unknown lab, a bad report name)."""
 
 
-def students(submissions: Path) -> list[str]:
-    """The student folders of ``submissions`` (hidden folders and links skipped), sorted."""
+def students(submissions: Path) -> list[Student]:
+    """The student folders of ``submissions`` (hidden ones skipped; a link to a folder is listed, and
+    refused when read), sorted by name; GradeError when two names are one after escaping, case and
+    Unicode normalisation (:func:`submissions.identity`), naming both folders."""
     if not submissions.is_dir():
-        raise GradeError(f"{submissions}: no such folder (expected one folder per student)")
-    names = sorted(p.name for p in submissions.iterdir() if p.is_dir() and not p.is_symlink()
-                   and not p.name.startswith((".", "_")))
-    if not names:
-        raise GradeError(f"{submissions}: no student folders in it")
-    return names
+        raise GradeError(f"{escape(submissions)}: no such folder (expected one folder per student)")
+    found: dict[str, Student] = {}
+    with os.scandir(submissions) as entries:
+        for entry in entries:
+            if entry.name.startswith((".", "_")) or not entry.is_dir(follow_symlinks=True):
+                continue
+            student = Student(escape(entry.name), entry.name)
+            twin = found.setdefault(identity(entry.name), student)
+            if twin is not student:
+                a, b = sorted((twin.folder, student.folder))
+                raise GradeError(f"{escape(submissions)}: the student folders {escape(repr(a))} and {escape(repr(b))} "
+                                 "name one student (they differ only in case, in characters that do not print, or "
+                                 "in Unicode normalisation): rename one, so that no report row can be taken for "
+                                 "the other's")
+    if not found:
+        raise GradeError(f"{escape(submissions)}: no student folders in it")
+    return sorted(found.values())
 
 
-def read_submission(src: Path) -> dict[str, bytes]:
-    """The regular files under ``src`` (a student's lab folder), read into memory: the snapshot.
-
-    Symbolic links are never followed (a link to the instructor's solution is not a
-    submission); caches and files over MAX_FILE_BYTES are left out."""
-    files: dict[str, bytes] = {}
-    if src.is_symlink() or not src.is_dir():
-        return files
-    for path in sorted(src.rglob("*")):
-        rel = path.relative_to(src)
-        if "__pycache__" in rel.parts or any(p.is_symlink() for p in [path, *path.parents] if src in p.parents):
-            continue
-        if path.is_file() and path.stat().st_size <= MAX_FILE_BYTES:
-            files[rel.as_posix()] = path.read_bytes()
-    return files
-
-
-def _write_submission(files: dict[str, bytes], dest: Path) -> None:
-    """The snapshot into ``dest``, readable by the sandbox's user (nobody, when grading as root)."""
-    dest.mkdir()
-    for rel, data in files.items():
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        (dest / rel).write_bytes(data)
+def copy_submission(submissions: Path, student: Student, lab: Lab, dest: Path) -> Verdict | None:
+    """The student's lab folder copied into ``dest`` (readable by the sandbox's user: nobody, when
+    grading as root); None when it was, else the verdict (``missing``, ``refused``) it earns."""
+    try:
+        submission_files.copy_lab_folder(submissions, student, lab.folder, dest)
+    except submission_files.Missing:
+        return Verdict(student.name, lab.id, 0, 0, "missing", f"no {lab.folder}/{WORK_FILE}", 0.0)
+    except submission_files.Refused as err:
+        return Verdict(student.name, lab.id, 0, 0, "refused", escape(err), 0.0)
     open_up(dest)
+    return None
+
+
+def _text_of(err: BaseException) -> str:
+    """``str(err)``, or a note where that raises; at most 2,000 characters."""
+    try:
+        return str(err)[:2000]
+    except Exception:
+        return "(its message cannot be printed)"
 
 
 def _syntax_error(file: Path) -> str | None:
@@ -129,7 +139,7 @@ def verdict_from_run(student: str, lab: Lab, run: LabRun) -> Verdict:
         first = "the lab's time limit was reached"
     skipped = sum(t.outcome == "skipped" for t in run.tests)
     total = max(run.total, (run.collected or 0) - skipped)  # tests never reached count as not passed
-    return Verdict(clean(student), lab.id, run.passed, total, status, clean(first), round(run.seconds, 1))
+    return Verdict(escape(student), lab.id, run.passed, total, status, escape(first), round(run.seconds, 1))
 
 
 def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits, resources: Resources | None = None,
@@ -138,10 +148,10 @@ def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits, re
     the worker imports in the student's sandbox (``hide``: more host folders to keep out of it;
     ``cgroups``: where each of its sandboxes gets its cgroup, None: nowhere)."""
     if work_file is None or not work_file.is_file():
-        return Verdict(clean(student), lab.id, 0, 0, "missing", f"no {lab.folder}/{WORK_FILE}", 0.0)
+        return Verdict(escape(student), lab.id, 0, 0, "missing", f"no {lab.folder}/{WORK_FILE}", 0.0)
     error = _syntax_error(work_file)
     if error:
-        return Verdict(clean(student), lab.id, 0, 0, "syntax error", clean(error), 0.0)
+        return Verdict(escape(student), lab.id, 0, 0, "syntax error", escape(error), 0.0)
     settings = {"file": str(work_file), "call": limits.call, "imports": limits.imports,
                 "deadline": time.time() + limits.lab, "triton": "triton" in lab.tags, "sandbox": sandbox,
                 "resources": asdict(resources or Resources()), "hide": [str(h) for h in hide],
@@ -156,7 +166,7 @@ def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits, re
     run = run_lab_tests(lab.path, impl="starter", env=env, timeout=limits.lab + STARTUP_GRACE, cwd=ROOT,
                         pytest_args=("-p", "labkit.grader.pytest_plugin"))
     if trusted is not None and trusted.memory_killed():
-        return Verdict(clean(student), lab.id, 0, run.total or run.collected or 0, "crashed",
+        return Verdict(escape(student), lab.id, 0, run.total or run.collected or 0, "crashed",
                        f"memory limit: the grader's process for this lab went past {TRUSTED_MEMORY / 2**30:g} GiB "
                        "holding what the submission sent", round(run.seconds, 1))
     return verdict_from_run(student, lab, run)
@@ -182,7 +192,7 @@ def grade(
     warning, never a lost report). ``on_wait``: told when another grader on this machine goes first."""
     submissions = Path(submissions)
     resources = resources or Resources()
-    names = [s for s in students(submissions) if schedule.in_shard(s, shard)]
+    names = [s for s in students(submissions) if schedule.in_shard(s.folder, shard)]
     ready = [lab for lab in labs if (lab.path / "test_lab.py").is_file()]
     warnings = [] if sandbox else [UNSANDBOXED]
     warnings += [f"lab {lab.id} is not in the repository yet ({lab.folder}/test_lab.py): not graded"
@@ -193,24 +203,27 @@ def grade(
     try:
         before = fingerprint(ready)
         header = _header(before, ready, waves, limits, resources, sandbox, memory, shard)
-        snapshots = {(s, lab.id): read_submission(submissions / s / lab.folder) for s in names for lab in ready}
         top = Path(tempfile.mkdtemp(prefix="labs-grade-"))
         try:
             def task(key):
                 student, lab = key
-                files = snapshots[student, lab.id]
                 run_cgroups = None
                 try:
-                    dest = Path(tempfile.mkdtemp(prefix=f"{lab.id}-", dir=top)) / "files"
-                    _write_submission(files, dest)
-                    work = dest / WORK_FILE if WORK_FILE in files else None
-                    # One cgroup for this run's sandboxes, removed with whatever a killed run left in it.
-                    run_cgroups = place.child(f"labs-grade-{os.getpid()}-{secrets.token_hex(4)}") if place else None
-                    verdict = grade_one(student, lab, work, limits, resources, sandbox, hide=(submissions, top),
-                                        cgroups=run_cgroups)
+                    # Copied now, one submission at a time: what the class hands in costs the grader
+                    # disk in its run folders (capped per submission), never memory.
+                    run_dir = Path(tempfile.mkdtemp(prefix=f"{lab.id}-", dir=top))
+                    verdict = copy_submission(submissions, student, lab, run_dir / "files")
+                    if verdict is None:
+                        work = run_dir / "files" / WORK_FILE
+                        # One cgroup for this run's sandboxes, removed with whatever a killed run left in it.
+                        run_cgroups = place.child(f"labs-grade-{os.getpid()}-{secrets.token_hex(4)}") if place else None
+                        verdict = grade_one(student.name, lab, work if work.is_file() else None, limits, resources,
+                                            sandbox, hide=(submissions, top), cgroups=run_cgroups)
+                        with contextlib.suppress(OSError):  # else removed with the others at the end
+                            shutil.rmtree(run_dir)
                 except Exception as err:  # the grader's own failure: report it, keep going
-                    verdict = Verdict(clean(student), lab.id, 0, 0, "crashed",
-                                      clean(f"grader error: {type(err).__name__}: {err}"), 0.0)
+                    verdict = Verdict(student.name, lab.id, 0, 0, "crashed",
+                                      escape(f"grader error: {type(err).__name__}: {_text_of(err)}"), 0.0)
                 finally:
                     if run_cgroups is not None and not run_cgroups.remove():
                         warnings.append(f"could not remove the cgroup {run_cgroups.folders[0]}")
@@ -222,13 +235,13 @@ def grade(
             with schedule.machine_lock(on_wait):
                 for wave in waves:  # a wave's runs all end before the next wave's start
                     keys = [(s, lab) for s in names for lab in wave]
-                    verdicts.update(zip([(s, lab.id) for s, lab in keys], run_in_parallel(task, keys, jobs),
+                    verdicts.update(zip([(s.folder, lab.id) for s, lab in keys], run_in_parallel(task, keys, jobs),
                                         strict=True))
             after = fingerprint(ready)
             changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
             if changed:
                 warnings.append(f"{TAMPERED} " + ", ".join(changed))
-            ordered = [verdicts[s, lab.id] for s in names for lab in ready]
+            ordered = [verdicts[s.folder, lab.id] for s in names for lab in ready]
             report.fill_totals(ordered)
             result = Report(ordered, warnings, header)
             if out is not None:

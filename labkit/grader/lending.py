@@ -1,7 +1,8 @@
 """What of a test the submission meets: its objects, iterators and functions, lent (:class:`Lent`: they
 stay in the grader, the worker holds stand-ins, and :func:`serve_lent` answers them with data only);
-its torch modules, copied; its patches of numpy's and math's functions (04-01 wraps ``np.exp``), made
-in the worker too for each call (:class:`Patches`, :func:`patched`). Staged into the sandbox."""
+its torch modules, copied; its patches of numpy's and math's functions (04-01 wraps ``np.exp``) and of
+the submission's own names (04-04 wraps ``attend_partial``), made in the worker too for each call
+(:class:`Patches`, :func:`patched`, :func:`names_patched`). Staged into the sandbox."""
 
 from __future__ import annotations
 
@@ -241,3 +242,30 @@ def patched(patches: dict):
     finally:
         for module, attr, original in reversed(saved):
             setattr(module, attr, original)
+
+
+_MISSING = object()
+
+
+@contextlib.contextmanager
+def names_patched(module, names, deleted):
+    """The submission's ``module`` with ``names`` (name -> value) set and ``deleted`` removed for one call,
+    as the test's stand-in module holds them; each name as it was before, after the call."""
+    if type(names) is not dict or type(deleted) is not list:
+        raise ProtocolError("malformed patches of the submission's names")
+    saved = []
+    try:
+        for name, value in [*names.items(), *((name, _MISSING) for name in deleted)]:
+            public_name(name)
+            saved.append((name, vars(module).get(name, _MISSING)))
+            if value is _MISSING:
+                vars(module).pop(name, None)
+            else:
+                setattr(module, name, value)
+        yield
+    finally:
+        for name, original in reversed(saved):
+            if original is _MISSING:
+                vars(module).pop(name, None)
+            else:
+                setattr(module, name, original)

@@ -101,6 +101,23 @@ class _Grader:
             self._incident("crashed", f"{script.name}: {memory_limit(box.resources)}")
         return code, out, err
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item, call):
+        """A skip in a test's body counts only where the machine decided it (``seam.skip_here``): any
+        other may rest on what the submission sent (a child's "not run"), so it counts as not passed."""
+        report = yield
+        if report.when == "call" and report.skipped:
+            from labkit.testing import seam
+
+            if call.excinfo is None or not call.excinfo.errisinstance(seam._machine_skip()):
+                reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+                report.outcome = "failed"
+                if hasattr(report, "wasxfail"):
+                    del report.wasxfail
+                report.longrepr = (f"skipped in the test's body ({one_line(reason, 200)}): under labs grade a skip "
+                                   "counts only where the machine decided it, so this test counts as not passed")
+        return report
+
     def pytest_unconfigure(self):
         for submission in self._open:
             submission.close()

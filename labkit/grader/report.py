@@ -1,19 +1,27 @@
-"""The grading report (header, verdicts, warnings) as CSV, JSON or Markdown, every student's string
-shown as data; and the merge of a sharded class's reports."""
+"""The grading report (header, verdicts, warnings) as CSV, JSON or Markdown, every string shown as
+data and escaped, never refused, and written whole or not at all; the merge of a sharded class's
+reports."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import csv
 import html
 import io
 import json
+import os
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from labkit.text import clean, markdown_escape, markdown_table
+from labkit.grader.submissions import escape
+from labkit.text import markdown_escape, markdown_table
 
 SUFFIXES = (".csv", ".json", ".md")
+UNGRADED = ("missing", "syntax error", "refused")  # verdicts given without running a test: 0 of the lab's count
 COLUMNS = ["student", "lab", "passed", "total", "status", "first_failure", "seconds"]
+TEXT_COLUMNS = ("student", "lab", "status", "first_failure")
 
 
 class ReportError(ValueError):
@@ -46,18 +54,18 @@ def check_path(out: Path | None) -> None:
 def _csv_cell(value):
     if not isinstance(value, str):
         return value
-    text = html.escape(" ".join(clean(value).split()), quote=False)
+    text = html.escape(" ".join(escape(value).split()), quote=False)
     return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
 def render(report: Report, suffix: str) -> str:
     """``report`` in the format ``suffix`` names (".csv", ".json", ".md")."""
-    rows, warnings, header = [asdict(v) for v in report.verdicts], report.warnings, report.header
+    rows = [{k: escape(v) if isinstance(v, str) else v for k, v in asdict(v).items()} for v in report.verdicts]
+    warnings = [escape(w) for w in report.warnings]
+    header = {escape(k): escape(v) for k, v in report.header.items()}
     suffix = suffix.lower()
     if suffix == ".json":
-        cleaned = [{k: clean(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
-        return json.dumps({"header": {k: clean(v) for k, v in header.items()}, "results": cleaned,
-                           "warnings": [clean(w) for w in warnings]}, indent=2) + "\n"
+        return json.dumps({"header": header, "results": rows, "warnings": warnings}, indent=2) + "\n"
     if suffix == ".csv":
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
@@ -78,9 +86,29 @@ def render(report: Report, suffix: str) -> str:
 
 
 def write(report: Report, out: Path) -> None:
+    """``report`` into ``out``, whole or not at all: written to a temporary file in the same folder,
+    then renamed over ``out``, so that a failure leaves the report that was there before."""
     check_path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(report, out.suffix), encoding="utf-8")
+    data = render(report, out.suffix).encode("utf-8", "backslashreplace")  # render escaped it all: a last net
+    try:
+        mode = os.stat(out).st_mode & 0o777
+    except OSError:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        mode = 0o666 & ~mask
+    fd, partial = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(partial, mode)
+        os.replace(partial, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
 
 
 def read(path: Path) -> Report:
@@ -89,8 +117,10 @@ def read(path: Path) -> Report:
         raise ReportError(f"{path}: only JSON reports can be merged (write each shard's with --out NAME.json)")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        verdicts = [Verdict(**{k: row[k] for k in COLUMNS}) for row in data["results"]]
-        return Report(verdicts, [str(w) for w in data["warnings"]], {str(k): str(v) for k, v in data["header"].items()})
+        verdicts = [Verdict(**{k: escape(row[k]) if k in TEXT_COLUMNS else row[k] for k in COLUMNS})
+                    for row in data["results"]]
+        return Report(verdicts, [escape(w) for w in data["warnings"]],
+                      {escape(k): escape(v) for k, v in data["header"].items()})
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ReportError(f"{path}: not a report of labs grade ({type(err).__name__}: {err})") from None
 
@@ -98,8 +128,8 @@ def read(path: Path) -> Report:
 def merge(reports: list[Report]) -> Report:
     """The report of the whole class, from the reports of its shards (one each, graded with the same
     instructor files, labs and limits): verdicts in student order, then the labs' order, as one
-    machine writes them; a missing or unparsable file scores 0 of its lab's tests, as counted in
-    every shard."""
+    machine writes them; a missing, unparsable or refused submission scores 0 of its lab's tests, as
+    counted in every shard. A (student, lab) in two rows is refused: no row may replace another."""
     if not reports:
         raise ReportError("no reports to merge")
     shards = sorted(r.header.get("shard", "") for r in reports)
@@ -114,6 +144,12 @@ def merge(reports: list[Report]) -> Report:
             raise ReportError(f"shard {r.header['shard']} was graded differently ({', '.join(differ)} differ): "
                               "grade every shard with the same checkout and options")
     labs = common.get("labs", "").split()
+    rows = collections.Counter((v.student, v.lab) for r in reports for v in r.verdicts)
+    twice = sorted(key for key, n in rows.items() if n > 1)
+    if twice:
+        student, lab = twice[0]
+        raise ReportError(f"student {escape(student)!r}, lab {escape(lab)}: in more than one row of the shards' "
+                          "reports; each student is graded once, and no row may stand in for another")
     verdicts = sorted((v for r in reports for v in r.verdicts),
                       key=lambda v: (v.student, labs.index(v.lab) if v.lab in labs else len(labs), v.lab))
     fill_totals(verdicts)
@@ -122,11 +158,12 @@ def merge(reports: list[Report]) -> Report:
 
 
 def fill_totals(verdicts: list[Verdict]) -> None:
-    """A missing or unparsable file scores 0 of its lab's tests, as counted in the runs that did happen."""
+    """A missing, unparsable or refused submission scores 0 of its lab's tests, as counted in the runs that
+    did happen."""
     counts: dict[str, int] = {}
     for v in verdicts:
-        if v.status not in ("missing", "syntax error"):
+        if v.status not in UNGRADED:
             counts[v.lab] = max(counts.get(v.lab, 0), v.total)
     for v in verdicts:
-        if v.status in ("missing", "syntax error"):
+        if v.status in UNGRADED:
             v.total = counts.get(v.lab, 0)

@@ -59,6 +59,16 @@ def check(resources: Resources = DEFAULTS, cgroups=AUTO) -> None:
     """SandboxError unless a sandbox starts here (bwrap installed, user namespaces allowed, its cgroup joined)."""
     if bwrap() is None:
         raise SandboxError(INSTALL)
+    if os.geteuid() == 0:  # the sandbox drops to nobody, who must enter the interpreter's folders
+        binds = python_dirs()  # each shown at its own path; the folders above it are made open in the sandbox
+        for folder in binds:
+            closed = next((p for p in (folder, *folder.parents) if any(_within(p, b) for b in binds)
+                           and not os.stat(p).st_mode & 0o001), None)
+            if closed is not None:
+                raise SandboxError(f"the sandbox runs as nobody, who cannot enter {closed} (mode "
+                                   f"{os.stat(closed).st_mode & 0o777:o}), a folder of the Python environment: "
+                                   f"chmod o+x {closed} (a virtual environment in a folder made by mktemp is "
+                                   "0700), or make the environment elsewhere")
     with Sandbox(None, resources, cgroups=cgroups) as box:
         proc = box.popen(["script", "/grader/labkit/grader/__init__.py"], stderr=subprocess.PIPE)
         _, err = proc.communicate(timeout=120)

@@ -35,11 +35,13 @@ def waves(labs: list[Lab]) -> list[list[Lab]]:
 
 
 def in_shard(student: str, shard: tuple[int, int] | None) -> bool:
-    """Whether ``student`` is graded by shard ``(K, N)`` (1 <= K <= N); every student when None."""
+    """Whether the student of folder ``student`` is graded by shard ``(K, N)`` (1 <= K <= N); every
+    student when None."""
     if shard is None:
         return True
     k, n = shard
-    return int.from_bytes(hashlib.sha256(student.encode()).digest()[:8], "big") % n == k - 1
+    # The name's bytes as the file system has them: a name that is not UTF-8 hashes as well.
+    return int.from_bytes(hashlib.sha256(os.fsencode(student)).digest()[:8], "big") % n == k - 1
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -35,6 +35,9 @@ class SubmissionCrashed(BaseException):
     """The worker died, failed to import the submission, or broke the protocol."""
 
 
+_ABSENT = object()
+
+
 class RemoteError(Exception):
     """The submission raised an exception that is not one of Python's built-in ones."""
 
@@ -43,7 +46,16 @@ class Submission(types.ModuleType):
     """A stand-in module for the student's ``file``, run in ``box``: the names of ``api`` (the lab's
     ``starter.py``: name -> "callable", "value" or "any"). ``deadline``: a ``time.time()`` after which
     every call fails at once (the lab's limit); ``on_incident(kind, message)`` hears of every timeout
-    and crash."""
+    and crash.
+
+    The lab's names live in the module's own ``__dict__``, as in any module, so that every reader
+    (``getattr``, ``vars``, ``inspect``, monkeypatch's look at ``__dict__``) sees the same thing, and
+    writes to it are not intercepted: whatever a test (or a tool) sets, deletes and restores there is
+    read again at each request and made in the worker's module for that request (README.md: "A test's
+    patches"). The stand-in's own state lives in slots, out of that ``__dict__``."""
+
+    __slots__ = ("_file", "_api_kinds", "_box", "_triton", "_call_timeout", "_deadline", "_import_timeout",
+                 "_on_incident", "_worker", "_busy", "_handles", "_lent", "_patches", "_api")
 
     def __init__(self, file: Path, api: dict[str, str], box: sandboxes.Sandbox, *, triton: bool = False,
                  call_timeout: float = 10.0, deadline: float | None = None, import_timeout: float = 60.0,
@@ -57,30 +69,24 @@ class Submission(types.ModuleType):
         self._handles = Handles(self)  # the worker's objects the tests hold (a new table per worker)
         self._lent = Lent()  # the tests' objects, functions and models the worker may use
         self._patches = Patches()  # numpy's functions as they were before any test patched one
-        self._api: dict[str, object] = {}
+        self._api: dict[str, object] = {}  # the lab's names as the worker's module has them, never changed
         ready = self._start()
         try:
             self._api = self._public_names(ready)
         except ProtocolError as err:
             raise self._incident(SubmissionCrashed, f"the worker's ready message: {err}") from None
+        self.__dict__.update(self._api)
 
-    def __getattr__(self, name):
-        api = self.__dict__.get("_api", {})
-        if name in api:
-            return api[name]
+    def __getattr__(self, name):  # only for a name the module's __dict__ does not hold
         raise AttributeError(f"the submission has no {name!r} (or it is not part of the lab's API)")
 
-    def __setattr__(self, name, value):
-        if name.startswith("_"):  # the stand-in's own state
-            super().__setattr__(name, value)
-        else:  # monkeypatch.setattr(lab, name, f): set in the worker's module, where its functions look it up
-            self._call("setglobal", name, f"setting {name}", (value,), {})
-
-    def __delattr__(self, name):
-        if name.startswith("_"):
-            super().__delattr__(name)
-        else:
-            self._call("delglobal", name, f"deleting {name}", (), {})
+    def _names_patched(self) -> tuple[dict, list]:
+        """The public names of this module that differ from the worker's module as imported: (name ->
+        what a test put there, names a test deleted). Private names stay here, as they always did."""
+        now, api = self.__dict__, self._api
+        changed = {name: value for name, value in now.items()
+                   if not name.startswith("_") and api.get(name, _ABSENT) is not value}
+        return changed, [name for name in api if name not in now]
 
     def _public_names(self, ready: dict) -> dict:
         """The stand-ins for the API names the worker reported, each of the kind the starter has
@@ -194,7 +200,8 @@ class Submission(types.ModuleType):
         leaves = array_leaves((args, kwargs))
         if self._worker is None:  # the last call timed out or crashed: a fresh import
             self._start()
-        args_, kwargs_, patches = (self._encode_arg(x) for x in (args, kwargs, self._patches.current()))
+        patches = (self._patches.current(), *self._names_patched())
+        args_, kwargs_, patches = (self._encode_arg(x) for x in (args, kwargs, patches))
         payload = (kind, target, args_, kwargs_, patches, self._handles.take_changes())
         wait = self._seconds_left(self._call_timeout)
         if wait <= 0:

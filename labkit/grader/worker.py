@@ -18,7 +18,7 @@ from pathlib import Path
 
 from labkit.grader import wire
 from labkit.grader.handles import OPS, ObjectTable
-from labkit.grader.lending import GraderIterator, GraderObject, load_module, patched
+from labkit.grader.lending import GraderIterator, GraderObject, load_module, names_patched, patched
 from labkit.grader.snapshots import Snapshots, plain_fields
 from labkit.grader.values import array_leaves, builtin_exception, decode, encode
 
@@ -198,15 +198,14 @@ class _Session:
                 fields = plain_fields(subject) if op == "getattr" and len(args) == 1 and not kwargs else None
                 pure = fields is not None and type(args[0]) is str and args[0] in fields and \
                     args[0] not in self.snapshots.shadowed(type(subject))
-            elif kind == "setglobal":
-                call = lambda: setattr(self.module, target, args[0])
-            elif kind == "delglobal":
-                call = lambda: delattr(self.module, target)
             else:
                 raise wire.ProtocolError(f"unknown request {kind!r}")
             leaves = array_leaves((args, kwargs))
             before = [_digest(leaf) for leaf in leaves]
-            with patched(patches):
+            if type(patches) is not tuple or len(patches) != 3:
+                raise wire.ProtocolError("bad patches")
+            watched, names, deleted = patches
+            with patched(watched), names_patched(self.module, names, deleted):
                 result = call()
             aliases = {id(leaf): i for i, leaf in enumerate(leaves)}  # a result that is an argument stays one
             changed = [(i, encode(leaf)) for i, leaf in enumerate(leaves) if _digest(leaf) != before[i]]

@@ -1,8 +1,8 @@
 """Load a lab's implementation by path, the way ``LAB_IMPL`` asks for it.
 
-``LAB_IMPL`` names a module of the lab folder: ``solution`` (the default),
-``starter``, a student's copy (``alice`` for ``alice.py``) or a path inside the
-folder without ``.py`` (``bugs/no_correction``). Each file is loaded under a
+``LAB_IMPL`` names a module of the lab folder: ``solution`` (the default; ``starter`` in a
+class edition, :mod:`labkit.course.edition`), ``starter``, a student's copy (``alice`` for
+``alice.py``) or a path inside the folder without ``.py`` (``bugs/no_correction``). Each file is loaded under a
 module name unique to its lab and implementation, so one pytest run over every
 lab never hands one lab another lab's ``solution``.
 
@@ -38,8 +38,15 @@ class ImplNotFoundError(LookupError):
 
 
 def impl_name() -> str:
-    """The implementation under test: ``$LAB_IMPL`` or ``solution``."""
-    return os.environ.get("LAB_IMPL", "").strip() or DEFAULT_IMPL
+    """The implementation under test: ``$LAB_IMPL``, or :func:`default_impl`."""
+    return os.environ.get("LAB_IMPL", "").strip() or default_impl()
+
+
+def default_impl() -> str:
+    """What an unset ``LAB_IMPL`` means: ``solution``, or ``starter`` in a class edition."""
+    from labkit.course import edition
+
+    return edition.default_impl()
 
 
 def _is_implementation(rel: str) -> bool:
@@ -85,12 +92,14 @@ def impl_path(lab_dir: Path, impl: str) -> Path:
     inside = lab_dir in path.parents
     if not inside or not path.is_file() or rel not in available_impls(lab_dir):
         choices = ", ".join(available_impls(lab_dir)) or "(none)"
-        raise ImplNotFoundError(
-            f"LAB_IMPL={impl!r} names no module in {lab_dir.name}/.\n"
-            f"  It has: {choices}\n"
-            f"  Use one of these (LAB_IMPL=starter for your own work), or unset LAB_IMPL "
-            f"for the reference solution."
-        )
+        if default_impl() == "starter":  # a class edition: a reference arrives when it is released
+            why = " (a reference solution is here once your instructor releases it)" if rel == DEFAULT_IMPL else ""
+            advice = f"Use one of these{why}, or unset LAB_IMPL for your own work (starter.py)."
+        else:
+            advice = "Use one of these (LAB_IMPL=starter for your own work), or unset LAB_IMPL for the reference " \
+                     "solution."
+        raise ImplNotFoundError(f"LAB_IMPL={impl!r} names no module in {lab_dir.name}/.\n"
+                                f"  It has: {choices}\n  {advice}")
     return path
 
 
@@ -223,7 +232,8 @@ def load_reference(lab_id: str) -> ModuleType:
 
     A lab that uses an earlier lab's code takes its ``solution.py`` through this, never the
     learner's ``starter.py``, so the labs can be done in any order and a bug in one lab fails
-    that lab's tests only."""
-    from labkit.course import registry
+    that lab's tests only. In a class edition that has not released that reference yet, it is the
+    learner's ``starter.py`` of that lab (:func:`labkit.course.edition.reference_impl`)."""
+    from labkit.course import edition, registry
 
-    return load_impl(registry.get(lab_id).path, DEFAULT_IMPL)
+    return load_impl(registry.get(lab_id).path, edition.reference_impl(lab_id))

@@ -10,3 +10,30 @@ imports the student's file.
 """
 
 grader = None
+
+
+def skip_here(reason: str):
+    """Skip the running test because this machine cannot run it (too few GPUs, no compiler): a
+    decision taken from the machine alone, never from anything the implementation under test
+    returned, printed or wrote. Under ``labs grade`` it is the only skip in a test's body that takes
+    the test out of the total; any other (``pytest.skip`` after reading a child's answer, say)
+    counts as a test not passed, since a submission must not be able to turn its tests into skips.
+    Skips decided before the test's body runs (marks, ``importorskip`` at import) always count."""
+    raise _machine_skip()(reason)
+
+
+_MachineSkip = None
+
+
+def _machine_skip():
+    """The exception :func:`skip_here` raises: pytest's skip, of a class of its own (made on first use,
+    so that this module imports without pytest)."""
+    global _MachineSkip
+    if _MachineSkip is None:
+        import pytest
+
+        class MachineSkip(pytest.skip.Exception):
+            """A skip decided from the machine alone (:func:`skip_here`)."""
+
+        _MachineSkip = MachineSkip
+    return _MachineSkip

@@ -4,7 +4,7 @@
 
 writes ``figures/key_cache_layout.svg`` and ``figures/warp_block_deal.svg`` next to this file (each
 with its dark-mode twin).
-Every number drawn is computed here from the formulas of vLLM v0.10.1's
+Every number drawn is computed here from the formulas of vLLM v0.22.1's
 ``csrc/attention/attention_kernels.cuh`` (``THREAD_GROUP_SIZE``, ``VEC_SIZE``, ``x``, the
 ``vec_idx`` / ``offset1`` / ``offset2`` split of a key load, the warp-stride loop over blocks),
 so a change of configuration redraws a true picture.

@@ -1,6 +1,6 @@
 """Lab 02-01, reference solution: the block allocator of a paged KV cache.
 
-Four pieces, named after vLLM v0.10.1's ``vllm/v1/core/kv_cache_utils.py`` and
+Four pieces, named after vLLM v0.22.1's ``vllm/v1/core/kv_cache_utils.py`` and
 ``vllm/v1/core/block_pool.py``:
 
 - ``hash_block_tokens`` / ``hash_request_tokens``: the key of a full block covers its own tokens
@@ -255,5 +255,9 @@ class BlockPool:
         return self.free_block_queue.num_free_blocks
 
     def get_usage(self) -> float:
-        """The fraction of blocks not free, between 0 and 1 (the null block counts as used)."""
-        return 1.0 - self.get_num_free_blocks() / self.num_gpu_blocks
+        """The fraction of the blocks that can be handed out (all but the null block) that are not
+        free, between 0 and 1; 0 for a pool that holds the null block alone."""
+        usable = self.num_gpu_blocks - 1  # the null block is never free, never handed out
+        if usable == 0:
+            return 0.0
+        return 1.0 - self.get_num_free_blocks() / usable

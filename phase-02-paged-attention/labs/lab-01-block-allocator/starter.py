@@ -230,6 +230,7 @@ class BlockPool:
         raise NotImplementedError("BlockPool.get_num_free_blocks: not implemented yet (README step 3)")
 
     def get_usage(self) -> float:
-        """The fraction of all ``num_gpu_blocks`` blocks that are not free, between 0 and 1 (the null
-        block counts as used)."""
-        raise NotImplementedError("BlockPool.get_usage: not implemented yet (README step 3: 1 - free / total)")
+        """The fraction of the blocks that can be handed out (``num_gpu_blocks - 1``: the null block
+        is left out) that are not free, between 0 and 1; 0.0 for a pool of the null block alone."""
+        raise NotImplementedError(
+            "BlockPool.get_usage: not implemented yet (README step 3: 1 - free / (total - 1), 0 when total is 1)")

@@ -507,22 +507,31 @@ def test_get_new_blocks_takes_the_front(lab):
     _expect(pool.get_num_free_blocks(), 4, "get_num_free_blocks() after handing out 1..5")
 
 
-def test_usage_counts_the_null_block_as_used(lab):
-    """get_usage() is the fraction of blocks not free, the null block included (as in vLLM): 1/10
-    for a fresh pool of 10, 6/10 with 5 blocks held, back to 1/10 when they are freed.
+def test_usage_leaves_out_the_null_block(lab):
+    """get_usage() is the fraction of the blocks that can be handed out that are not free, the null
+    block left out of both counts (vLLM's BlockPool.get_usage): 0 for a fresh pool of 10, 5/9 with
+    5 blocks held, back to 0 when they are freed; 0 for a pool of the null block alone, whose 0 usable
+    blocks must not be divided by.
 
-    Catches: returning the free fraction, a percentage, or a count."""
+    Catches: the free fraction, the null block counted as used (0.1 for a fresh pool of 10), a
+    division by zero for a pool of 1."""
     pool = lab.BlockPool(10)
-    why = "the fraction of all 10 blocks not free, the null block counted as used"
+    why = "the fraction of the 9 blocks that can be handed out that are not free"
     # Exact up to one rounding of the division: 1e-12 is far below any wrong formula's error.
     usage = pool.get_usage()
-    assert usage == pytest.approx(0.1, abs=1e-12), f"get_usage() of a fresh pool of 10 is {usage}, expected 0.1 ({why})"
+    assert usage == pytest.approx(0.0, abs=1e-12), f"get_usage() of a fresh pool of 10 is {usage}, expected 0.0 ({why})"
     held = pool.get_new_blocks(5)
     usage = pool.get_usage()
-    assert usage == pytest.approx(0.6, abs=1e-12), f"get_usage() with 5 blocks held is {usage}, expected 0.6 ({why})"
+    assert usage == pytest.approx(5 / 9, abs=1e-12), f"get_usage() with 5 blocks held is {usage}, expected 5/9 ({why})"
     pool.free_blocks(held)
     usage = pool.get_usage()
-    assert usage == pytest.approx(0.1, abs=1e-12), f"get_usage() once they are freed is {usage}, expected 0.1 ({why})"
+    assert usage == pytest.approx(0.0, abs=1e-12), f"get_usage() once they are freed is {usage}, expected 0.0 ({why})"
+    try:
+        usage = lab.BlockPool(1).get_usage()
+    except ZeroDivisionError:
+        raise AssertionError("get_usage() of BlockPool(1) divided by zero: a pool of the null block alone has no "
+                             "block to hand out, and its usage is 0.0") from None
+    assert usage == 0.0, f"get_usage() of BlockPool(1) (the null block alone) is {usage}, expected 0.0"
 
 
 def test_free_blocks_returns_in_the_order_given(lab):

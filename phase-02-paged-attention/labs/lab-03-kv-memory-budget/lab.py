@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -109,7 +110,7 @@ def build_model(config: dict, device: str):
 
 
 def profile_forward(model, config: dict, num_tokens: int, max_num_seqs: int, device: str):
-    """What vLLM v0.10.1's ``profile_run`` does, on a transformers model: ``_dummy_run`` splits the
+    """What vLLM v0.22.1's ``profile_run`` does, on a transformers model: ``_dummy_run`` splits the
     ``num_tokens`` budget into ``min(num_tokens, max_num_seqs)`` dummy requests of equal length (vLLM
     gives the remainder to the last one; here it is left out, and with the defaults there is none),
     runs one forward pass over them and keeps each request's last hidden state; then
@@ -129,11 +130,13 @@ def profile_forward(model, config: dict, num_tokens: int, max_num_seqs: int, dev
 
 
 def dummy_sample(logits, generator):
-    """vLLM v0.10.1's dummy sampling step (``_dummy_sampler_run``: temperature 0.5, top-k of all but
-    one token, top-p 0.9), on the PyTorch path its sampler takes without the optional FlashInfer
-    package (``forward_native`` and ``apply_top_k_top_p`` in ``vllm/v1/sample/ops/topk_topp_sampler.py``):
-    float32 logits, a full sort of the vocabulary, softmax and cumulative sums, one token per request.
-    Its float32 copies of ``[num_reqs, vocab_size]`` are part of the profiled peak."""
+    """vLLM v0.22.1's dummy sampling step (``_dummy_sampler_run``: temperature 0.5, top-k of all but
+    one token, top-p 0.9), on the sort-based PyTorch path (``apply_top_k_top_p_pytorch`` in
+    ``vllm/v1/sample/ops/topk_topp_sampler.py``): float32 logits, a full sort of the vocabulary,
+    softmax and cumulative sums, one token per request. Its float32 copies of ``[num_reqs,
+    vocab_size]`` are part of the profiled peak. v0.22.1 takes this path only when FlashInfer's
+    sampler is off (``VLLM_USE_FLASHINFER_SAMPLER=0``, on by default on CUDA) and for fewer than 8
+    requests (from 8 on, a Triton kernel replaces the sort): this is the costliest of its paths."""
     import torch
 
     vocab = logits.shape[-1]
@@ -269,7 +272,7 @@ def predict(lab, config, out, *, total, free, utilization, weights, activation, 
     """The lab's functions on the measured numbers, printed the way vLLM prints them."""
     available = lab.available_kv_memory(total, free, utilization, weights, activation, non_torch)
     blocks = lab.num_gpu_blocks(available, config, block_size)
-    for label, value in [(f"requested ({utilization} x {gib(total)})", int(total * utilization)),
+    for label, value in [(f"requested ({utilization} x {gib(total)})", math.ceil(total * utilization)),
                          ("- weights", weights), ("- peak activation", activation),
                          ("- non-torch increase", non_torch), ("= available for KV cache", available)]:
         out(f"  {label:<32} {gib(value):>11}")
@@ -277,7 +280,9 @@ def predict(lab, config, out, *, total, free, utilization, weights, activation, 
     if log_lines:
         concurrency = lab.max_concurrency(blocks, block_size, max_model_len)
         out(f"  vLLM logs: \"Available KV cache memory: {available / GiB:.2f} GiB\"")
-        out(f"  vLLM logs: \"GPU KV cache size: {blocks * block_size:,} tokens\"")
+        # v0.22.1 logs int(max_concurrency * max_model_len): num_blocks * block_size when max_model_len
+        # is a multiple of the block size, less otherwise.
+        out(f"  vLLM logs: \"GPU KV cache size: {int(concurrency * max_model_len):,} tokens\"")
         out(f"  vLLM logs: \"Maximum concurrency for {max_model_len:,} tokens per request: {concurrency:.2f}x\"")
     return blocks
 
@@ -394,7 +399,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dry", action="store_true", help="no GPU: the arithmetic, and a tiny model on the CPU")
     parser.add_argument("--model", choices=sorted(MODELS), default="llama-3-8b")
-    parser.add_argument("--utilization", type=float, default=0.9, help="gpu_memory_utilization (vLLM's default)")
+    parser.add_argument("--utilization", type=float, default=0.92, help="gpu_memory_utilization (vLLM's default)")
     parser.add_argument("--block-size", type=int, default=16)
     parser.add_argument("--profile-tokens", type=int, default=8192,
                         help="tokens of the profiling run (vLLM: max_num_batched_tokens; 8192 for the OpenAI server "

@@ -1,6 +1,6 @@
 """Lab 02-03, reference solution: the KV memory budget, or how many blocks a GPU gets.
 
-The arithmetic vLLM (v0.10.1) does once at start-up, before it serves anything:
+The arithmetic vLLM (v0.22.1) does once at start-up, before it serves anything:
 
 1. what one token costs: K and V, in every layer, for every KV head (``kv_bytes_per_token``), and
    what one block costs in one layer (``page_size_bytes``, vLLM's ``AttentionSpec.page_size_bytes``);
@@ -16,6 +16,8 @@ sizes are integers, in bytes.
 """
 
 from __future__ import annotations
+
+import math
 
 import _config
 from _config import _check_block_size, _check_bytes, _config_int, _dtype_bytes, _model_dtype
@@ -90,7 +92,7 @@ def available_kv_memory(total_memory, free_memory, gpu_memory_utilization, weigh
         raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization!r}")
     if free_memory > total_memory:
         raise ValueError(f"free_memory ({free_memory}) cannot exceed total_memory ({total_memory})")
-    requested = int(total_memory * gpu_memory_utilization)  # bytes, rounded down as vLLM's int() does
+    requested = math.ceil(total_memory * gpu_memory_utilization)  # whole bytes, rounded up as vLLM does
     if free_memory < requested:
         raise ValueError(f"gpu_memory_utilization {gpu_memory_utilization} asks for {requested} bytes, but only "
                          f"{free_memory} are free: lower it or free the GPU")

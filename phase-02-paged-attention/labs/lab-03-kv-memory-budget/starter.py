@@ -1,6 +1,6 @@
 """Lab 02-03, your work: the KV memory budget, or how many blocks a GPU gets.
 
-The arithmetic vLLM (v0.10.1) does once at start-up, before it serves anything:
+The arithmetic vLLM (v0.22.1) does once at start-up, before it serves anything:
 
 1. what one token costs: K and V, in every layer, for every KV head (``kv_bytes_per_token``), and
    what one block costs in one layer (``page_size_bytes``, vLLM's ``AttentionSpec.page_size_bytes``);
@@ -80,7 +80,7 @@ def available_kv_memory(total_memory, free_memory, gpu_memory_utilization, weigh
     or asks for more than ``free_memory`` (the memory free when the engine started).
     """
     raise NotImplementedError(
-        "available_kv_memory: not implemented yet (README step 4: int(total * utilization) - weights - peak "
+        "available_kv_memory: not implemented yet (README step 4: ceil(total * utilization) - weights - peak "
         "activation - non-torch, after checking the free memory covers the request)"
     )
 

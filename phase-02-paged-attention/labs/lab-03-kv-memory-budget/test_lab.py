@@ -201,7 +201,7 @@ def test_utilization_the_free_memory_cannot_cover_is_refused(lab):
         lab.available_kv_memory(80 * GiB, 70 * GiB, 0.9, 15 * GiB, 2 * GiB, 0)
         pytest.fail("0.9 of an 80 GiB card with 70 GiB free: no ValueError naming gpu_memory_utilization")
     got = lab.available_kv_memory(80 * GiB, 70 * GiB, 0.85, 15 * GiB, 2 * GiB, 0)
-    expect_bytes(got, int(80 * GiB * 0.85) - 17 * GiB, "available_kv_memory(80 GiB, 70 GiB free, 0.85, 15 GiB, 2 GiB)",
+    expect_bytes(got, 68 * GiB - 17 * GiB, "available_kv_memory(80 GiB, 70 GiB free, 0.85, 15 GiB, 2 GiB)",
                  "0.85 * 80 = 68 GiB fits in the 70 GiB free")
     for bad in (0, 1.5, -0.1):
         with pytest.raises(ValueError, match="gpu_memory_utilization"):
@@ -211,7 +211,7 @@ def test_utilization_the_free_memory_cannot_cover_is_refused(lab):
 
 def test_free_memory_that_exactly_covers_the_request_is_enough(lab):
     """The refusal is for free memory *below* the request: free memory equal to
-    ``int(total * utilization)`` starts, and so does utilization 1.0 on an idle card (all its memory
+    ``ceil(total * utilization)`` starts, and so does utilization 1.0 on an idle card (all its memory
     free). 80 GiB card, 72 GiB free, 0.9: 72 - (15 + 2) = 55 GiB. 48 GiB card, all free, 1.0:
     48 - (10 + 1) = 37 GiB.
 
@@ -227,9 +227,63 @@ def test_free_memory_that_exactly_covers_the_request_is_enough(lab):
             got = lab.available_kv_memory(*args)
         except ValueError as err:
             raise AssertionError(
-                f"{call} raised ValueError ({err}): the free memory covers int(total * utilization) exactly, and "
+                f"{call} raised ValueError ({err}): the free memory covers ceil(total * utilization) exactly, and "
                 f"utilization may be anything in (0, 1], 1.0 included; refuse only free < requested") from err
         expect_bytes(got, want, call)
+
+
+# A real card's total memory as torch.cuda.mem_get_info reports it: 85,029,158,912 bytes (81,090.125
+# MiB), times most utilizations, is no whole number of bytes.
+REAL_TOTAL = 85_029_158_912
+LLAMA_3_8B_WEIGHTS, ACTIVATION, NON_TORCH = 16_060_522_496, 3 * GiB // 2, 400 * MiB  # 18,090,565,632 together
+
+
+@pytest.mark.parametrize(("utilization", "requested"), [
+    (0.9, 76_526_243_021),   # 85029158912 * 0.9  = 76526243020.8
+    (0.95, 80_777_700_967),  # 85029158912 * 0.95 = 80777700966.4
+    (0.8, 68_023_327_130),   # 85029158912 * 0.8  = 68023327129.6
+    (0.7, 59_520_411_239),   # 85029158912 * 0.7  = 59520411238.4
+], ids=["0.9 (.8 of a byte)", "0.95 (.4 of a byte)", "0.8 (.6 of a byte)", "0.7 (.4 of a byte)"])
+def test_the_exact_edge_at_a_real_cards_magnitude(lab, utilization, requested):
+    """The request is a whole number of bytes, ``ceil(total * utilization)`` as vLLM's ``request_memory``
+    computes it, and the refusal compares the free memory with it. On a real card (85,029,158,912
+    bytes) the product has a fraction: free memory equal to the request starts, one byte less is
+    refused, and the budget is the request minus weights, activation and non-torch memory
+    (18,090,565,632), an integer. Fractions of .4, .6 and .8 of a byte tell ceil from floor and from
+    round.
+
+    Catches: the request rounded down (``int()``) or to nearest, or kept as a float; the whole budget
+    computed in floating point and truncated at the end (a byte short); the free memory compared with
+    the KV budget instead of the request, or refused when it equals the request."""
+    budget = requested - (LLAMA_3_8B_WEIGHTS + ACTIVATION + NON_TORCH)
+    call = (f"available_kv_memory({REAL_TOTAL}, free={requested}, {utilization}, 16060522496, 1.5 GiB, 400 MiB) "
+            f"(the request is ceil({REAL_TOTAL} * {utilization}) = {requested})")
+    try:
+        got = lab.available_kv_memory(REAL_TOTAL, requested, utilization, LLAMA_3_8B_WEIGHTS, ACTIVATION, NON_TORCH)
+    except ValueError as err:
+        raise AssertionError(
+            f"{call} raised ValueError ({err}): the free memory equals the request, ceil(total * utilization) "
+            f"bytes; refuse only free memory below it") from None
+    expect_bytes(got, budget, call, f"ceil(total * utilization) = {requested}, minus 18090565632, in integers")
+    with pytest.raises(ValueError, match="gpu_memory_utilization"):
+        lab.available_kv_memory(REAL_TOTAL, requested - 1, utilization, LLAMA_3_8B_WEIGHTS, ACTIVATION, NON_TORCH)
+        pytest.fail(f"available_kv_memory({REAL_TOTAL}, free={requested - 1}, {utilization}, ...): one byte less "
+                    f"than the request {requested}, and no ValueError naming gpu_memory_utilization (compare the "
+                    "free memory with the request, not with what is left for the KV cache)")
+
+
+def test_a_negative_budget_at_a_real_cards_magnitude(lab):
+    """Utilization 0.3 of the real card requests ceil(25508747673.6) = 25508747674 bytes; a 15B model's
+    30,000,000,000 bytes of weights, 1.5 GiB of activation and 400 MiB outside torch leave
+    25508747674 - 32030043136 = -6521295462: negative, returned as is (``num_gpu_blocks`` makes it 0
+    blocks), and rounded once, at the request.
+
+    Catches: the whole budget computed in floating point and rounded down at the end
+    (``math.floor`` of -6521295462.4 is -6521295463), a negative budget clamped to 0 here."""
+    got = lab.available_kv_memory(REAL_TOTAL, REAL_TOTAL, 0.3, 30_000_000_000, ACTIVATION, NON_TORCH)
+    expect_bytes(got, -6_521_295_462, f"available_kv_memory({REAL_TOTAL}, all free, 0.3, 30000000000, 1.5 GiB, "
+                 "400 MiB)", "ceil(85029158912 * 0.3) = 25508747674, then - 32030043136, in integers: negative, "
+                 "returned as is (round once, at the request, never the budget at the end)")
 
 
 # ----------------------------------------------------------------------------- step 5-6: blocks
@@ -238,12 +292,15 @@ def test_free_memory_that_exactly_covers_the_request_is_enough(lab):
 def test_num_gpu_blocks_llama_3_8b(lab):
     """54.5 GiB for a Llama-3-8B cache with blocks of 16: a block of all 32 layers is 2 MiB, so
     54.5 GiB / 2 MiB = 27904 blocks. With 1 MiB more: still 27904 (half a block is no block).
-    With an fp8 cache, blocks of 1 MiB: 55808. Catches rounding up (27905), forgetting the layers
+    With 1.5 MiB more, still 27904 (rounding to nearest gives 27905). With an fp8 cache, blocks of 1 MiB:
+    55808. Catches rounding up or to nearest (27905), forgetting the layers
     (892928 blocks of one layer), and a block counted without V (55808 for bf16)."""
     available = 54 * GiB + 512 * MiB
     cases = [  # (available, config name, config, cache_dtype, blocks, why)
         (available, "Llama-3-8B", LLAMA_3_8B, "auto", 27904, "54.5 GiB // 2 MiB (64 KiB pages * 32 layers)"),
         (available + MiB, "Llama-3-8B", LLAMA_3_8B, "auto", 27904, "half a block more is no block: floor"),
+        (available + 3 * MiB // 2, "Llama-3-8B", LLAMA_3_8B, "auto", 27904,
+         "three quarters of a block more is no block either: floor, not round"),
         (available + MiB, "Llama-3-8B", LLAMA_3_8B, "fp8", 55809, "fp8 blocks are 1 MiB: the extra MiB is one"),
         (available, "Llama-3-8B", LLAMA_3_8B, "fp8", 55808, "54.5 GiB // 1 MiB (the cache dtype's pages)"),
         # OPT-125m on 10 GiB with blocks of 16: a block is 48 KiB * 12 = 576 KiB; 10 GiB / 576 KiB = 18204.4
@@ -292,19 +349,31 @@ def test_the_whole_budget_of_an_h100(lab):
     parameters = 16060522496 bytes), a peak activation of 1.5 GiB, 400 MiB outside torch,
     utilization 0.9, blocks of 16.
 
-    requested = int(85520809984 * 0.9) = 76968728985
-    available = 76968728985 - 16060522496 - 1610612736 - 419430400 = 58878163353 bytes
-    blocks = 58878163353 // 65536 // 32 = 28075 (a block is 2 MiB), 449200 tokens
+    requested = ceil(85520809984 * 0.9) = 76968728986 (the product is 76968728985.6)
+    available = 76968728986 - 16060522496 - 1610612736 - 419430400 = 58878163354 bytes
+    blocks = 58878163354 // 65536 // 32 = 28075 (a block is 2 MiB), 449200 tokens
     concurrency at 8192 tokens = 28075 / 512 = 54.833984375"""
     available = lab.available_kv_memory(85520809984, 81003 * MiB, 0.9, 16060522496, 3 * GiB // 2, 400 * MiB)
-    expect_bytes(available, 58878163353, "available_kv_memory on an H100 80GB",
-                 "int(85520809984 * 0.9) = 76968728985 (rounded down, as vLLM's int() does) - 16060522496 - "
+    expect_bytes(available, 58878163354, "available_kv_memory on an H100 80GB",
+                 "ceil(85520809984 * 0.9) = 76968728986 (rounded up, as vLLM's request_memory does) - 16060522496 - "
                  "1610612736 - 419430400")
     blocks = lab.num_gpu_blocks(available, LLAMA_3_8B, 16)
-    expect_count(blocks, 28075, "num_gpu_blocks(58878163353, Llama-3-8B, 16)", "58878163353 // 65536 // 32")
+    expect_count(blocks, 28075, "num_gpu_blocks(58878163354, Llama-3-8B, 16)", "58878163354 // 65536 // 32")
     concurrency = lab.max_concurrency(blocks, 16, 8192)
     assert concurrency == pytest.approx(54.833984375, rel=1e-12), (
         f"max_concurrency(28075, 16, 8192) = {concurrency}, expected 54.833984375 (28075 / 512)")
+
+
+def test_requested_memory_is_rounded_up(lab):
+    """The requested share of the card is a whole number of bytes, rounded up as vLLM's
+    ``request_memory`` does (``math.ceil``): 0.8 of 85520809984 bytes is 68416647987.2, so the
+    budget starts from 68416647988. Nothing else is held, so it is all available.
+
+    Catches: rounding down (``int()``: a byte short) and rounding to the nearest byte (a byte short
+    whenever the fraction is below one half)."""
+    got = lab.available_kv_memory(85520809984, 85520809984, 0.8, 0, 0, 0)
+    expect_bytes(got, 68416647988, "available_kv_memory(85520809984, all free, 0.8, 0, 0, 0)",
+                 "ceil(85520809984 * 0.8) = ceil(68416647987.2)")
 
 
 # ----------------------------------------------------------------------------- inputs

@@ -10,6 +10,11 @@ shows up as a large error or a NaN instead of a small one.
 
 Without a GPU the Triton kernel runs on the CPU through Triton's interpreter (fp16 and
 fp32); with one it runs on the GPU, bf16 included.
+
+Past these examples, the API's whole contract (``labkit.contract``): caches that are views of one
+pool, int64 tables, groups up to 32 query heads on one KV head, the reference in bf16 on any
+device, and scores placed against the blocks (a peak in the first or the last, a block far below
+the rest).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import pytest
 
 import labkit
 from labkit import triton_env
-from labkit.testing import child
+from labkit.testing import child, contract
 from labkit.testing.cases import DecodeCase, blocks_needed, decode_case
 
 torch, triton = triton_env.require_torch_and_triton()
@@ -66,7 +71,10 @@ def run(lab, impl, case: DecodeCase, what: str):
     computed before the call; the output must have q's dtype."""
     __tracebackhide__ = True
     expected = case.expected_f64()[0]
-    out = getattr(lab, impl)(*case.one(0))
+    try:
+        out = getattr(lab, impl)(*case.one(0))
+    except (RuntimeError, IndexError, TypeError) as err:  # say which case it was (a view, a dtype...)
+        raise AssertionError(f"{what}: raised {type(err).__name__}: {err}") from err
     labkit.assert_close(out, expected, atol=TOL[case.q.dtype], axes=("head", "dim"), what=what, dtype=case.q.dtype)
 
 
@@ -94,6 +102,15 @@ def test_torch_reference_fp16_within_gate(lab):
     of the float64 answer. Catches a reference that returns fp32 (``reference_returns_fp32``),
     or does its softmax in fp16 without subtracting the max."""
     run(lab, "paged_attention_torch", make_case(130), "paged_attention_torch (fp16, seq_len=130)")
+
+
+def test_torch_reference_bfloat16(lab):
+    """Step 1: the reference takes every dtype the API names, bfloat16 included, on any device (only
+    the Triton kernel needs a GPU for bfloat16: the interpreter computes it wrongly). fp32 inside,
+    bfloat16 out, within 2e-2. Catches a reference that returns another dtype, or casts bfloat16
+    inputs to float16 (whose range is 65504: a bfloat16 cache may hold more)."""
+    run(lab, "paged_attention_torch", make_case(70, dtype=torch.bfloat16, seed=16),
+        "paged_attention_torch (bfloat16, seq_len=70)")
 
 
 # --- Step 2: the Triton kernel ------------------------------------------------------------
@@ -140,12 +157,14 @@ def test_source_example_130_tokens_in_9_scattered_blocks(lab, impl):
 
 
 @pytest.mark.parametrize(
-    "num_heads, num_kv_heads", [(4, 4), (8, 2), (8, 1), (12, 3)], ids=["MHA", "GQA-4", "MQA", "GQA-4x3"]
+    "num_heads, num_kv_heads", [(4, 4), (8, 2), (8, 1), (12, 3), (24, 2), (32, 1)],
+    ids=["MHA", "GQA-4", "MQA", "GQA-4x3", "GQA-12x2", "MQA-32"],
 )
 @pytest.mark.parametrize("impl", BOTH)
 def test_grouped_query_heads(lab, impl, num_heads, num_kv_heads):
     """Query head h reads KV head h // (num_heads // num_kv_heads): multi-head, grouped and
-    multi-query attention. Catches the classic wrong mapping h % num_kv_heads (right for
+    multi-query attention, up to 32 query heads on one KV head (the checks accept any group: a
+    multiple is all they ask). Catches the classic wrong mapping h % num_kv_heads (right for
     MHA and MQA, wrong for GQA: ``gqa_head_modulo``, ``reference_gqa_repeat``) and a kernel
     that indexes the cache by the query head."""
     case = make_case(37, num_heads=num_heads, num_kv_heads=num_kv_heads, seed=num_heads * 10 + num_kv_heads)
@@ -269,6 +288,58 @@ def test_inputs_are_left_unchanged(lab, impl, dtype):
         same = torch.equal(old, new) if not old.is_floating_point() else torch.allclose(
             old, new, rtol=0, atol=0, equal_nan=True)
         assert same, f"{impl} changed its input {name} (max change {(old.float() - new.float()).abs().max():.3g})"
+
+
+# --- The contract: layouts, table dtypes, score patterns ------------------------------------------
+
+# The caches as engines lay them out (labkit.contract: views into a larger pool), and the block
+# table in both integer types the API names.
+LAYOUTS = {name: (layout.describe, layout.apply) for name, layout in contract.CACHE_LAYOUTS.items()
+           if name != "contiguous"}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("impl", BOTH)
+def test_cache_layouts_engines_pass(lab, impl, layout):
+    """The caches may be any tensors of the documented shape whose K and V share strides with
+    head_dim contiguous, and engines pass views: the two halves ``kv[:, 0]``, ``kv[:, 1]`` of one
+    fused pool (the block stride twice a block), or a pool stored with the heads outside the slots.
+    Catches offsets computed from the shape as if the caches were contiguous
+    (``offsets_as_if_contiguous``) and a reference that flattens them with ``view`` where only
+    ``reshape`` works on a view (``reference_view_of_a_view``)."""
+    describe, apply = LAYOUTS[layout]
+    case = make_case(45, num_heads=8, num_kv_heads=2, seed=45, poison="nan")
+    k_cache, v_cache = apply(case.k_cache, case.v_cache)
+    case = dataclasses.replace(case, k_cache=k_cache, v_cache=v_cache)
+    run(lab, impl, case, f"{impl} with {describe}")
+
+
+@pytest.mark.parametrize("impl", BOTH)
+def test_int64_block_table(lab, impl):
+    """The API takes the block table in int32 or int64: the same answer either way. Catches a
+    table reinterpreted as int32 (every other entry is then the high half of an id, 0)."""
+    case = make_case(50, seed=64)
+    case = dataclasses.replace(case, block_tables=case.block_tables.long())
+    run(lab, impl, case, f"{impl} with an int64 block_table")
+
+
+@pytest.mark.parametrize("pattern", [p for p in contract.SCORE_PATTERNS if p != "neighbours far apart"])
+@pytest.mark.parametrize("impl", BOTH)
+def test_score_patterns_across_blocks(lab, impl, pattern):
+    """Scores placed against the block boundaries the kernel walks (``SCORE_PATTERNS`` of
+    ``labkit.contract``, the segment being a block of 16): flat near +1000 or -1000, one key 100
+    above the rest in the first block or in the last, the mass clustered in a middle block, the
+    first block near -1000 and the rest near 0. The running max must hold the largest score seen
+    so far, whichever block it came from. Catches a running max replaced by each block's own max
+    (``running_max_is_block_max``: after a peak in the first block, exp(100) overflows), a max
+    frozen at the first block's, a max that starts at 0, exponentials of raw scores."""
+    block_size, seq_len = 16, 70
+    case = make_case(seq_len, num_heads=4, num_kv_heads=2, seed=71)  # float16: the gate of 1e-2
+    tables = case.block_tables.cpu()
+    contract.steer_scores(case.q, case.k_cache, tables, [seq_len],
+                          [contract.score_levels(pattern, seq_len, block_size)], seed=71)
+    case = case.poison("nan")  # the steering moved the poisoned keys too
+    run(lab, impl, case, f"{impl}, scores {pattern} ({contract.SCORE_PATTERNS[pattern]})")
 
 
 # --- Clear errors for bad input ------------------------------------------------------------

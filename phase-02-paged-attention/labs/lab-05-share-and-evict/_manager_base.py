@@ -35,7 +35,7 @@ class KVCacheManagerBase:
 
     @property
     def usage(self) -> float:
-        """The fraction of the pool's blocks in use (the null block counts as used)."""
+        """The fraction of the pool's blocks in use, the null block left out (as vLLM's usage)."""
         return self.block_pool.get_usage()
 
     def _update_block_hashes(self, request) -> None:

@@ -1,4 +1,4 @@
-"""Lab 02-05, given: a request as the KV-cache manager sees it (vLLM v0.10.1's ``vllm/v1/request.py``
+"""Lab 02-05, given: a request as the KV-cache manager sees it (vLLM v0.22.1's ``vllm/v1/request.py``
 has more). Written once, here; ``starter.py`` and ``solution.py`` both take it as ``Request``."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The manager keeps each request's block table and speaks the scheduler's language: how many of a
 new request's tokens are already in the prefix cache (``get_computed_blocks``), room for the tokens
 it computes next (``allocate_slots``, None when the pool cannot hold them), and the end of a request
-(``free``). Names follow vLLM v0.10.1's ``vllm/v1/core/kv_cache_manager.py`` and
+(``free``). Names follow vLLM v0.22.1's ``vllm/v1/core/kv_cache_manager.py`` and
 ``single_type_kv_cache_manager.py`` (one KV-cache group, full attention).
 
 Given, written once in this folder: ``Request`` (``_request.py``) and ``KVCacheManagerBase``
@@ -40,7 +40,7 @@ class KVCacheManager(KVCacheManagerBase):
         self._update_block_hashes(request)
         # The last prompt token must be computed whatever the cache holds: its forward pass gives the
         # logits of the first output token. The cap works in whole blocks, so a prompt that is
-        # entirely cached recomputes its whole last block (as vLLM v0.10.1 does).
+        # entirely cached recomputes its whole last block (as vLLM v0.22.1 does).
         max_cache_hit_length = request.num_tokens - 1
         computed_blocks = []
         for block_hash in request.block_hashes[: max_cache_hit_length // self.block_size]:

@@ -3,7 +3,7 @@
 The manager keeps each request's block table and speaks the scheduler's language: how many of a
 new request's tokens are already in the prefix cache (``get_computed_blocks``), room for the tokens
 it computes next (``allocate_slots``, None when the pool cannot hold them), and the end of a request
-(``free``). Names follow vLLM v0.10.1's ``vllm/v1/core/kv_cache_manager.py`` and
+(``free``). Names follow vLLM v0.22.1's ``vllm/v1/core/kv_cache_manager.py`` and
 ``single_type_kv_cache_manager.py`` (one KV-cache group, full attention).
 
 Given, written once in this folder (read them, do not edit them): ``Request`` in ``_request.py``,

@@ -95,6 +95,12 @@ def _admit(mgr, req, want, what: str) -> None:
     """``_prefill(mgr, req)`` must give ``want`` = (hit ids, hit tokens, new ids or None)."""
     __tracebackhide__ = True
     got = _prefill(mgr, req)
+    taken_back = sorted(set(got[0]) & set(got[2] or []))
+    if taken_back:
+        raise AssertionError(
+            f"{what}: admitting {req.request_id} ({req.num_tokens} tokens) gave hits {got[0]} and new blocks {got[2]}: "
+            f"block(s) {taken_back} came back as the request's own new block. A hit that waits in the free queue "
+            f"is free until it is touched: touch the hits first, then take the new blocks (README step 2)")
     if got != want:
         raise AssertionError(
             f"{what}: admitting {req.request_id} ({req.num_tokens} tokens) gave hits {got[0]} ({got[1]} tokens) and "
@@ -205,7 +211,7 @@ def test_shared_system_prompt_is_held_until_the_last_user_leaves(lab):
 
 
 def test_a_fully_cached_prompt_recomputes_its_last_block(lab):
-    """vLLM v0.10.1 caps a hit at num_tokens - 1 tokens, because the last prompt token must run
+    """vLLM v0.22.1 caps a hit at num_tokens - 1 tokens, because the last prompt token must run
     through the model to give the logits of the first output token, and the cap works in whole
     blocks: an 8-token prompt that is entirely cached hits 1 block (7 // 4), not 2, and computes
     its second block again in a new block (3), cached under the same key as block 2 (two copies).
@@ -412,6 +418,91 @@ def test_a_preempted_request_comes_back_through_the_cache(lab):
     key = mgr.block_pool.blocks[3].block_hash
     _expect(sorted(mgr.block_pool.cached_block_hash_to_block.get(key, {})), [3, 4],
             "the blocks cached under the key of tokens 0-11 (the old copy, 3, and the recomputed one, 4)")
+
+
+def test_a_hit_at_the_front_of_the_free_queue_is_not_taken_back(lab):
+    """vLLM's ``test_computed_blocks_not_evicted``, by hand. A pool of 3 blocks (2 to give): A (tokens
+    0-3) takes block 1 and B (tokens 4-7) block 2, both full and cached; both finish, so the free
+    queue is [1, 2], A's block at its front. C sends tokens 0-7: block 1 hits ((8 - 1) // 4 = 1 block
+    looked up), and C needs one new block. Block 1 must leave the queue before the new block is taken:
+    the new block is 2 (B's key is evicted), never block 1 a second time. C's table is [1, 2], each
+    held once, and block 2 is cached under C's key of tokens 0-7.
+
+    Catches: new blocks taken before the hits are touched (get_new_blocks pops the hit at the front of
+    the queue, evicts its key and hands it back as the request's own new block: the table [1, 1])."""
+    mgr = lab.KVCacheManager(3, BS)
+    a, b = _request(lab, "A", range(4)), _request(lab, "B", range(4, 8))
+    _admit(mgr, a, ([], 0, [1]), "A, tokens 0-3")
+    _admit(mgr, b, ([], 0, [2]), "B, tokens 4-7")
+    mgr.free(a)
+    mgr.free(b)
+    _expect(_queue(mgr), [1, 2], "the free queue after A then B finish")
+    c = _request(lab, "C", range(8))
+    _admit(mgr, c, ([1], 4, [2]), "C, tokens 0-7: block 1 hits from the front of the free queue, 1 new block")
+    _expect(mgr.get_block_ids("C"), [1, 2], "C's block table (its hit, then its new block: never the hit twice)")
+    _expect(_refs(mgr, [1, 2]), [1, 1], "ref_cnt of blocks 1 and 2")
+    _expect(_queue(mgr), [], "the free queue")
+    d = _request(lab, "D", list(range(8)) + [9])
+    hits, num_hit = mgr.get_computed_blocks(d)
+    _expect((_ids(hits), num_hit), ([1, 2], 8), "D's hits on tokens 0-7 (block 2 now holds C's tokens 4-7)")
+    e = _request(lab, "E", [4, 5, 6, 7, 9])
+    _expect(mgr.get_computed_blocks(e)[1], 0, "hit tokens of E, which sends B's tokens (block 2 was evicted)")
+
+
+def test_a_refused_request_leaves_the_free_queue_in_its_order(lab):
+    """A pool of 6 blocks (5 to give). A (8 tokens: blocks 1, 2) and B (4 tokens: block 3) finish:
+    the free queue is [4, 5, 2, 1, 3], A's hits in its middle with B's block behind them. C sends A's
+    8 tokens and 13 more (21 tokens, 6 blocks): 2 revived hits + 4 new blocks > 5 free, so None, and
+    the queue is exactly as it was, order included: the hits are not moved to its back. C2 (A's 8
+    tokens and 9 more, 5 blocks) fits exactly: hits [1, 2], new blocks [4, 5, 3] in the queue's order.
+
+    Catches: a check made after touching the hits and undone by freeing them again (the counts come
+    out right, but the refused request's hits rejoin the queue at its back: the eviction order
+    changes, and a prefix that should go last is kept longest or lost first)."""
+    mgr = lab.KVCacheManager(6, BS)
+    a, b = _request(lab, "A", range(8)), _request(lab, "B", range(50, 54))
+    _admit(mgr, a, ([], 0, [1, 2]), "A, 8 tokens")
+    _admit(mgr, b, ([], 0, [3]), "B, 4 tokens")
+    mgr.free(a)
+    mgr.free(b)
+    _expect(_queue(mgr), [4, 5, 2, 1, 3], "the free queue after A then B finish")
+    before = _state(mgr, ["C"])
+    c = _request(lab, "C", list(range(8)) + [70 + i for i in range(13)])
+    # hits: (21 - 1) // 4 = 5 keys looked up, the first 2 match; 6 - 2 = 4 new + 2 revived > 5 free
+    _admit(mgr, c, ([1, 2], 8, None), "C, 21 tokens: 4 new blocks + 2 revived hits > 5 free")
+    after = _state(mgr, ["C"])
+    if after != before:
+        raise AssertionError(f"allocate_slots refused C (None) but changed the pool ({_changes(before, after)}): check "
+                             "before touching anything, so that a refusal leaves the free queue in its order")
+    c2 = _request(lab, "C2", list(range(8)) + [70 + i for i in range(9)])
+    _admit(mgr, c2, ([1, 2], 8, [4, 5, 3]), "C2, 17 tokens: 3 new blocks + 2 revived hits = 5 free")
+    _expect(mgr.get_block_ids("C2"), [1, 2, 4, 5, 3], "C2's block table")
+
+
+def test_a_chunked_prefill_caches_only_what_it_has_computed(lab):
+    """A 10-token prompt computed in two chunks of 5 (``allocate_slots(A, 5)`` twice, the scheduler
+    advancing num_computed_tokens in between). After the first chunk A holds blocks [1, 2] and only
+    block 1 is cached: tokens 4-7 of block 2 are not all computed yet (token 4 is), so a newcomer
+    sending A's prompt hits block 1 alone. The second chunk takes block 3 and caches block 2.
+
+    Catches: caching the blocks that all of the request's tokens will fill (``request.num_tokens``)
+    instead of those the tokens computed so far, this step's included, fill: a newcomer would hit a
+    block whose KV is not written yet."""
+    mgr = lab.KVCacheManager(10, BS)
+    a = _request(lab, "A", range(10))
+    new = _allocate(mgr, a, 5)
+    _expect(None if new is None else _ids(new), [1, 2], "A's first chunk of 5 tokens: new blocks")
+    a.num_computed_tokens = 5
+    _expect(_hashed(mgr, [1, 2]), [True, False],
+            "blocks 1 and 2 cached after the first chunk? (5 tokens computed: block 1 is full, block 2 holds 1)")
+    b = _request(lab, "B", range(10))
+    hits, num_hit = mgr.get_computed_blocks(b)
+    _expect((_ids(hits), num_hit), ([1], 4), "B's hits on A's prompt while A has computed 5 of its 10 tokens")
+    new = _allocate(mgr, a, 5)
+    _expect(None if new is None else _ids(new), [3], "A's second chunk of 5 tokens: new blocks")
+    a.num_computed_tokens = 10
+    _expect(_hashed(mgr, [1, 2, 3]), [True, True, False], "blocks 1, 2, 3 cached after the second chunk")
+    _expect(mgr.get_computed_blocks(b)[1], 8, "B's hit tokens on A's prompt once A has computed all 10")
 
 
 def test_exact_pool_never_over_allocates(lab):

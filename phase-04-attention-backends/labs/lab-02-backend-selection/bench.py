@@ -9,7 +9,7 @@ The backends (``BACKENDS``):
 - ``sdpa_flash``, ``sdpa_efficient``, ``sdpa_cudnn``, ``sdpa_math``: ``scaled_dot_product_attention``
   on a dense, contiguous copy of the K/V made before timing, one kernel forced with
   ``torch.nn.attention.sdpa_kernel``. They read no paged cache: the "paging is free" bar.
-- ``flex_paged``: ``flex_attention`` (compiled) over the paged cache itself, as vLLM v0.10.1's
+- ``flex_paged``: ``flex_attention`` (compiled) over the paged cache itself, as vLLM v0.22.1's
   FlexAttention backend drives it: the whole cache is one long key sequence and a block mask built
   from the block table says which keys each query sees. Compile time is reported apart.
 - ``triton_paged_decode``: lab 04-06's ``paged_decode`` (decode only).

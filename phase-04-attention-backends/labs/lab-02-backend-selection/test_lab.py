@@ -1,28 +1,32 @@
-"""Lab 04-02 tests: vLLM v0.10.1's attention-backend selection on CUDA, and a measured dispatcher.
+"""Lab 04-02 tests: vLLM v0.22.1's attention-backend selection on CUDA, and a measured dispatcher.
 
 Run against your work with ``LAB_IMPL=starter pytest <this folder>``.
 
-The truth here is not a float64 brute force but a table written by hand from vLLM v0.10.1's
-source (the wheel of that release; paths relative to ``vllm/``). Each row says which function
-of the source gives its answer. Nothing in the expected values is computed by the code under
-test. The functions the rows cite:
+The truth here is not a float64 brute force but a table written by hand from vLLM v0.22.1's
+source (the release's source distribution; paths relative to the repository). Each row says
+which rule of the source gives its answer. Nothing in the expected values is computed by the
+code under test. The functions the rows cite:
 
-- ``platforms/cuda.py`` ``CudaPlatformBase.get_attn_backend_cls`` (the V1 branch: FlashInfer
-  first on SM 10.0, Triton for attention sinks off SM 9.0, FlashAttention on SM 8.0+ when
-  ``is_attn_backend_supported`` says the head size and dtype fit, FlexAttention otherwise);
-  ``check_and_update_config`` (block size 16 by default; MLA forces 64 for FlashMLA, 128 for
-  CUTLASS MLA); ``is_kv_cache_dtype_supported`` (fp8 caches on V1).
-- ``engine/arg_utils.py`` ``EngineArgs._is_v1_supported_oracle`` (no V1 below SM 8.0).
-- ``v1/attention/backends/*.py``: each backend's ``get_supported_dtypes``,
-  ``get_supported_head_sizes``, ``get_kv_cache_shape`` and ``Impl.__init__`` checks.
-- ``attention/utils/fa_utils.py`` ``get_flash_attn_version`` / ``flash_attn_supports_fp8``
-  (FlashAttention 3 on major 9 only); ``attention/ops/flashmla.py`` ``is_flashmla_supported``
-  (Hopper only); ``utils/flashinfer.py`` ``supports_trtllm_attention`` (sinks on SM 10.0).
-- ``v1/worker/gpu_model_runner.py`` ``initialize_cudagraph_capture`` and the metadata
-  builders' ``cudagraph_support``.
+- ``vllm/platforms/cuda.py``: ``_get_backend_priorities`` (the priority lists: one per kind of
+  layer, one for major 10 and one for every other GPU), ``CudaPlatformBase.get_attn_backend_cls``
+  (the backend asked for, validated, or the first valid backend of the list) and
+  ``check_if_supports_dtype`` (no bfloat16 below 8.0).
+- ``vllm/v1/attention/backend.py``: ``AttentionBackend.validate_configuration``,
+  ``supports_block_size`` (a multiple of a kernel block size) and ``get_preferred_block_size``
+  (16, or the smallest kernel block size); ``vllm/platforms/interface.py``,
+  ``Platform.update_block_size_for_backend`` (the preferred size when the user sets none).
+- ``vllm/v1/attention/backends/*.py`` and ``mla/*.py``: what each backend declares
+  (``supported_dtypes``, ``supported_kv_cache_dtypes``, ``get_supported_kernel_block_sizes``,
+  ``supports_head_size``, ``supports_compute_capability``, ``supports_sink``,
+  ``supports_combination``); ``vllm/v1/attention/backends/fa_utils.py``
+  (``get_flash_attn_version``: 3 on major 9, 4 on major 10, else 2); ``vllm/utils/flashinfer.py``
+  (``supports_trtllm_attention``: sinks on a 10.x GPU); ``vllm/v1/attention/ops/flashmla.py``
+  (``is_flashmla_dense_supported``: Hopper only).
+- The metadata builders' ``get_cudagraph_support`` and ``vllm/config/compilation.py``,
+  ``CompilationConfig.resolve_cudagraph_mode_and_sizes``.
 
-The lab's selector differs from v0.10.1 in a few places the README lists ("Where this selector
-differs from v0.10.1"); rows that exercise a difference say so.
+The lab's selector differs from v0.22.1 in a few places the README lists ("Where this selector
+differs from v0.22.1"); rows that exercise a difference say so.
 
 The measured dispatcher is tested on ``example_matrix.json`` (made-up timings, committed with the
 lab) and on small matrices built in the tests, against a brute-force minimum written here.
@@ -40,7 +44,9 @@ import pytest
 import labkit
 
 HERE = Path(__file__).resolve().parent
-ALL = ("FLASHINFER", "FLASH_ATTN", "TRITON_ATTN_VLLM_V1", "FLEX_ATTENTION", "CUTLASS_MLA", "FLASHMLA", "TRITON_MLA")
+DENSE = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION")
+MLA_NAMES = ("FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "CUTLASS_MLA", "TRITON_MLA")
+ALL = DENSE + MLA_NAMES
 MLA = ("mla",)
 
 
@@ -139,17 +145,17 @@ def test_device_capability_of_named_gpus(lab, name, capability):
     labkit.assert_value(lab.device_capability(capability), capability, what=f"device_capability({capability!r})")
 
 
-@pytest.mark.parametrize("capability", [(1, 0), (7, 9), (12, 1)])
+@pytest.mark.parametrize("capability", [(1, 0), (7, 9), (10, 3), (12, 1)])
 def test_device_capability_passes_any_possible_pair(lab, capability):
     """Pins that every pair with major >= 1 and a one-digit minor comes back unchanged, a GPU of
     the table or not. Catches a floor on major above 1 (``major >= 7`` because the V100 is the
-    oldest GPU the table names): the selector's own rules are what refuse old GPUs."""
+    oldest GPU the table names): the backends' own limits are what refuse old GPUs."""
     what = f"device_capability({capability!r}) (major >= 1 and 0 <= minor <= 9: a possible GPU)"
     try:
         got = lab.device_capability(capability)
     except ValueError as err:
         raise AssertionError(f"{what}: refused it; only impossible pairs are a ValueError "
-                             f"(old GPUs are refused later, by v1_engine_refusal): {err}") from None
+                             f"(old GPUs are refused later, by each backend's limits): {err}") from None
     labkit.assert_value(got, capability, what=what)
 
 
@@ -168,29 +174,37 @@ def test_device_capability_rejects_impossible_gpus(lab, gpu):
 
 
 @pytest.mark.parametrize("backend, gpu, layer, words", [
-    # get_supported_head_sizes of each dense backend
-    ("FLASH_ATTN", "H100", ("float16", 80, 16), ["head size", "80"]),
-    ("FLASHINFER", "B200", ("float16", 96, 16), ["head size", "96"]),
-    ("TRITON_ATTN_VLLM_V1", "A100", ("float16", 72, 16), ["head size", "72"]),
-    # get_supported_dtypes
+    # supports_head_size / get_supported_head_sizes
+    ("FLASH_ATTN", "A100", ("float16", 100, 16), ["head size", "100"]),  # FA: a multiple of 8
+    ("FLASH_ATTN", "A100", ("float16", 320, 16), ["head size", "320"]),  # up to 256 without FlashAttention 4
+    ("FLASHINFER", "B200", ("float16", 96, 16), ["head size", "96"]),  # FlashInfer: 64, 128, 256, 512
+    ("TRITON_ATTN", "A100", ("float16", 24, 16), ["head size", "24"]),  # Triton: at least 32
+    ("FLASHMLA", "H100", ("bfloat16", 128, 64, "auto", MLA), ["head size", "128"]),  # MLACommonBackend: 320, 576
+    # supported_dtypes
     ("FLASH_ATTN", "A100", ("float32", 128, 16), ["float32"]),
     ("FLASHINFER", "B200", ("float32", 128, 16), ["float32"]),
-    ("TRITON_ATTN_VLLM_V1", "A100", ("float32", 128, 16), ["float32"]),
-    # get_kv_cache_shape: "Block size must be a multiple of 16."
-    ("FLASH_ATTN", "A100", ("float16", 128, 8), ["block size", "16"]),
-    ("TRITON_ATTN_VLLM_V1", "A100", ("float16", 128, 8), ["block size", "16"]),
-    # the MLA backends: head size 576 only, their GPU, their block size
-    ("TRITON_MLA", "A100", ("bfloat16", 128, 16, "auto", MLA), ["head size", "128"]),
-    ("FLASHMLA", "A100", ("bfloat16", 576, 64, "auto", MLA), ["hopper"]),
+    ("FLASH_ATTN_MLA", "H100", ("float32", 576, 16, "auto", MLA), ["float32"]),
+    # supports_block_size: a multiple of one of get_supported_kernel_block_sizes
+    ("FLASH_ATTN", "A100", ("float16", 128, 8), ["block size", "8", "16"]),
+    ("FLASHINFER", "B200", ("float16", 128, 8), ["block size", "16"]),
+    ("FLEX_ATTENTION", "A100", ("float16", 128, 24), ["block size", "24", "16"]),
     ("FLASHMLA", "H100", ("bfloat16", 576, 16, "auto", MLA), ["block size", "64"]),
-    ("CUTLASS_MLA", "H100", ("bfloat16", 576, 128, "auto", MLA), ["10.0"]),
+    ("FLASHINFER_MLA", "B200", ("bfloat16", 576, 16, "auto", MLA), ["block size", "32"]),
     ("CUTLASS_MLA", "B200", ("bfloat16", 576, 64, "auto", MLA), ["block size", "128"]),
-    ("TRITON_MLA", "H100", ("float32", 576, 16, "auto", MLA), ["float32"]),
+    # supports_compute_capability, and the GPU checks of supports_combination
+    ("FLASH_ATTN", "T4", ("float16", 128, 16), ["8.0"]),
+    ("FLASHINFER", "V100", ("float16", 128, 16), ["7.5"]),
+    ("FLASHINFER", (12, 2), ("float16", 128, 16), ["12.1"]),
+    ("FLASH_ATTN_MLA", "A100", ("bfloat16", 576, 16, "auto", MLA), ["hopper"]),
+    ("FLASHMLA", "A100", ("bfloat16", 576, 64, "auto", MLA), ["hopper"]),
+    ("FLASHMLA", "B200", ("bfloat16", 576, 64, "auto", MLA), ["hopper"]),  # 10.x passes the first check only
+    ("CUTLASS_MLA", "H100", ("bfloat16", 576, 128, "auto", MLA), ["10.x"]),
+    ("FLASHINFER_MLA", (12, 0), ("bfloat16", 576, 32, "auto", MLA), ["10.x"]),
 ])
 def test_backend_problems_name_the_limit(lab, backend, gpu, layer, words):
-    """Pins each backend's declared head sizes, dtypes and block-size rule, and that the reason
-    names the limit and the layer's value. Catches a limit not checked (a head size not
-    validated, a dtype let through) and reasons that do not say what is wrong."""
+    """Pins each backend's head sizes, dtypes, block-size rule and GPUs, and that the reason names
+    the limit and the layer's value. Catches a limit not checked (a head size not validated, a
+    dtype let through, a kernel block size read as "any") and reasons that do not say what is wrong."""
     problems, call = problems_of(lab, backend, gpu, *layer)
     if not problems:
         raise AssertionError(f"{call}: got [], expected a reason naming {words} ({backend} cannot run this layer)")
@@ -200,43 +214,52 @@ def test_backend_problems_name_the_limit(lab, backend, gpu, layer, words):
 
 
 @pytest.mark.parametrize("backend, gpu, layer", [
-    ("FLASH_ATTN", "A100", ("float16", 128, 16)),
-    ("FLASH_ATTN", "B200", ("bfloat16", 256, 32)),
-    ("FLASHINFER", "A100", ("bfloat16", 64, 8, "auto", ("sliding_window",))),
-    ("TRITON_ATTN_VLLM_V1", "L4", ("float16", 96, 16, "auto", ("sinks", "sliding_window"))),
-    ("FLEX_ATTENTION", "A100", ("float32", 80, 1)),
-    ("FLASHMLA", "H100", ("bfloat16", 576, 64, "auto", MLA)),
-    ("CUTLASS_MLA", "B200", ("float16", 576, 128, "auto", MLA)),
-    ("TRITON_MLA", "L4", ("float16", 576, 8, "auto", MLA)),
+    ("FLASH_ATTN", "A100", ("float16", 80, 16)),  # any multiple of 8 up to 256
+    ("FLASH_ATTN", "H100", ("bfloat16", 512, 32)),  # FlashAttention 4 is built for 9.x: up to 512
+    ("FLASH_ATTN", "B200", ("bfloat16", 256, None)),  # no block size set: no block rule
+    ("FLASHINFER", "T4", ("float16", 64, 48, "auto", ("sliding_window",))),  # 7.5 and up; 48 is 3 x 16
+    ("TRITON_ATTN", "V100", ("float32", 72, 16, "fp8_e5m2", ("sinks", "sliding_window"))),
+    ("FLEX_ATTENTION", "A100", ("float32", 20, 32)),
+    ("FLASH_ATTN_MLA", "H100", ("bfloat16", 576, 16, "auto", MLA)),
+    ("FLASHMLA", "H200", ("bfloat16", 320, 128, "fp8", MLA)),  # 128 is a multiple of 64
+    ("FLASHINFER_MLA", "B200", ("float16", 576, 96, "fp8_e4m3", MLA)),  # 96 is a multiple of 32
+    ("CUTLASS_MLA", (10, 3), ("float16", 576, 256, "auto", MLA)),  # capability.major == 10
+    ("TRITON_MLA", "L4", ("float16", 192, None, "fp8", MLA)),  # any head size, any GPU
 ])
 def test_backend_problems_empty_when_it_can_run(lab, backend, gpu, layer):
     """Pins that a layer inside every limit gets no reason at all. Catches checks that are too
-    strict (FlexAttention refusing float32 or an odd head size, a block-size rule applied to a
-    backend that has none)."""
+    strict (a head-size list where the rule is "a multiple of 8", a kernel block size taken as the
+    only block size, a GPU rule tested on the whole capability where the source tests the major)."""
     problems, call = problems_of(lab, backend, gpu, *layer)
     labkit.assert_value(problems, [], what=f"{call} ({backend} can run this layer)")
 
 
 @pytest.mark.parametrize("backend, gpu, kv, ok", [
-    # FlashAttentionImpl: fp8 needs flash_attn_supports_fp8() (FA3, major 9); e4m3 only
+    # FlashAttentionBackend.supports_kv_cache_dtype: fp8 / fp8_e4m3 with FlashAttention 3 on 9.x only
     ("FLASH_ATTN", "H100", "fp8", True),
     ("FLASH_ATTN", "H100", "fp8_e4m3", True),
     ("FLASH_ATTN", "H100", "fp8_e5m2", False),
     ("FLASH_ATTN", "A100", "fp8", False),
-    ("FLASH_ATTN", "B200", "fp8", False),  # Blackwell runs FA2: is Hopper (== 9), not "at least 9"
-    # get_fp8_dtype_for_flashinfer: both formats
+    ("FLASH_ATTN", "B200", "fp8", False),  # Blackwell runs FlashAttention 4, which reads no fp8 here
+    # supported_kv_cache_dtypes
     ("FLASHINFER", "B200", "fp8_e5m2", True),
     ("FLASHINFER", "A100", "fp8", True),
-    # TritonAttentionImpl views the cache as float8_e4m3fn
-    ("TRITON_ATTN_VLLM_V1", "B200", "fp8", True),
-    ("TRITON_ATTN_VLLM_V1", "B200", "fp8_e5m2", False),
-    # FlexAttentionImpl: "FlexAttention does not support quantized kv-cache"
+    ("TRITON_ATTN", "A100", "fp8", True),
+    ("TRITON_ATTN", "B200", "fp8_e5m2", True),
     ("FLEX_ATTENTION", "H100", "fp8", False),
+    ("FLASH_ATTN_MLA", "H100", "fp8", False),
+    ("FLASHMLA", "H100", "fp8", True),
+    ("FLASHMLA", "H100", "fp8_e5m2", False),
+    ("FLASHINFER_MLA", "B200", "fp8_e4m3", True),
+    ("CUTLASS_MLA", "B200", "fp8_e5m2", False),
+    ("TRITON_MLA", "A100", "fp8", True),
 ])
 def test_fp8_cache_per_backend(lab, backend, gpu, kv, ok):
     """Pins which backend reads which fp8 KV cache on which GPU. Catches fp8 allowed on a backend
-    that lacks it (FlexAttention, FA2) and FA3 tested as ``major >= 9`` (Blackwell is not Hopper)."""
-    problems, call = problems_of(lab, backend, gpu, "float16", 128, 16, kv)
+    that lacks it (FlexAttention, FlashAttention 2 or 4, e5m2 on the MLA backends) and refused on
+    one that has it (Triton reads both formats on any GPU)."""
+    layer = ("bfloat16", 576, None, kv, MLA) if backend in MLA_NAMES else ("float16", 128, 16, kv)
+    problems, call = problems_of(lab, backend, gpu, *layer)
     if ok:
         labkit.assert_value(problems, [], what=f"{call} ({backend} on {gpu} reads a {kv} cache)")
     elif not any("fp8" in p.lower() for p in problems):
@@ -245,20 +268,26 @@ def test_fp8_cache_per_backend(lab, backend, gpu, kv, ok):
 
 
 @pytest.mark.parametrize("backend, gpu, ok", [
-    ("FLASH_ATTN", "H100", True),  # FlashAttentionImpl asserts FA3 for sinks
-    ("FLASH_ATTN", "A100", False),
-    ("FLASH_ATTN", "B200", False),
-    ("FLASHINFER", "B200", True),  # TRT-LLM attention, SM 10.0 only
+    ("FLASH_ATTN", "H100", True),  # flash_attn_supports_sinks: FlashAttention 3 or 4
+    ("FLASH_ATTN", "B200", True),
+    ("FLASH_ATTN", "A100", False),  # FlashAttention 2 (and supports_combination: below 9.0)
+    ("FLASH_ATTN", (12, 0), False),  # 12.x runs FlashAttention 2
+    ("FLASHINFER", "B200", True),  # TRT-LLM attention: a 10.x GPU
+    ("FLASHINFER", (10, 3), True),
     ("FLASHINFER", "H100", False),
-    ("FLASHINFER", (12, 0), False),  # supports_trtllm_attention: is_device_capability(100), an equality
-    ("TRITON_ATTN_VLLM_V1", "A100", True),
-    ("FLEX_ATTENTION", "A100", False),  # FlexAttentionImpl has no sinks parameter
+    ("FLASHINFER", (12, 0), False),
+    ("TRITON_ATTN", "A100", True),
+    ("FLEX_ATTENTION", "A100", False),  # the base class's supports_sink
+    ("FLASHMLA", "H100", False),
+    ("TRITON_MLA", "A100", False),
 ])
 def test_sinks_per_backend(lab, backend, gpu, ok):
     """Pins which backend takes attention sinks on which GPU. Catches sinks let through where the
-    Impl asserts or has no parameter for them, and FlashInfer's SM 10.0 read as "10.0 or newer" (a
-    consumer Blackwell card, 12.0, has no TRT-LLM attention in v0.10.1)."""
-    problems, call = problems_of(lab, backend, gpu, "bfloat16", 64, 16, "auto", ("sinks",))
+    backend does not declare them, FlashInfer's 10.x read as "10.0 exactly" or "10.0 or newer", and
+    FlashAttention's sinks tied to version 3 only."""
+    layer = ("bfloat16", 576, None, "auto", ("mla", "sinks")) if backend in MLA_NAMES else \
+        ("bfloat16", 64, 16, "auto", ("sinks",))
+    problems, call = problems_of(lab, backend, gpu, *layer)
     if ok:
         labkit.assert_value(problems, [], what=f"{call} ({backend} on {gpu} takes attention sinks)")
     elif not any("sink" in p.lower() for p in problems):
@@ -266,33 +295,28 @@ def test_sinks_per_backend(lab, backend, gpu, ok):
                              f"got {problems}")
 
 
-def test_sliding_window_per_backend(lab):
-    """Pins that FlexAttention and every MLA backend refuse a sliding window (their Impls raise
-    NotImplementedError) and the three other dense backends take it. Catches the check skipped."""
+def test_sliding_window_gqa_and_paged_kv_change_no_limit(lab):
+    """Pins that a sliding window, GQA and a paged cache change no backend's problems: v0.22.1's
+    selector does not see them (every dense backend takes a window, and an MLA layer has none).
+    Catches FlexAttention refusing a sliding window (an older release's rule)."""
     for backend in ALL:
-        mla = backend.endswith("MLA")
-        layer = ("bfloat16", 576, 64, "auto", ("mla", "sliding_window")) if mla else \
-            ("bfloat16", 128, 16, "auto", ("sliding_window",))
-        gpu = "H100"
-        problems, call = problems_of(lab, backend, gpu, *layer)
-        takes = backend in ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN_VLLM_V1")
-        window = [p for p in problems if "sliding window" in p.lower()]
-        if takes and window:
-            raise AssertionError(f"{call}: {backend} takes a sliding window, got {window}")
-        if not takes and not window:
-            raise AssertionError(f"{call}: {backend} takes no sliding window; expected a reason naming "
-                                 f"'sliding window', got {problems}")
+        layer = ("bfloat16", 576, None, "auto") if backend in MLA_NAMES else ("bfloat16", 128, 16, "auto")
+        base = ("mla",) if backend in MLA_NAMES else ()
+        plain, _ = problems_of(lab, backend, "H100", *layer, base)
+        for extra in (("sliding_window",), ("gqa", "paged_kv")):
+            got, call = problems_of(lab, backend, "H100", *layer, base + extra)
+            labkit.assert_value(got, plain, what=f"{call} (as without {extra})")
 
 
 def test_mla_and_dense_backends_do_not_mix(lab):
     """Pins that a dense backend refuses an MLA layer and an MLA backend refuses a dense one, with
     a reason that says MLA. Catches MLA routed to a non-MLA backend."""
-    for backend in ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN_VLLM_V1", "FLEX_ATTENTION"):
+    for backend in DENSE:
         problems, call = problems_of(lab, backend, "H100", "bfloat16", 576, 16, "auto", MLA)
         if not any("mla" in p.lower() for p in problems):
             raise AssertionError(f"{call}: a dense backend takes no MLA layer; expected a reason naming 'MLA', "
                                  f"got {problems}")
-    for backend in ("CUTLASS_MLA", "FLASHMLA", "TRITON_MLA"):
+    for backend in MLA_NAMES:
         problems, call = problems_of(lab, backend, "H100", "bfloat16", 576, 64)
         if not any("mla" in p.lower() for p in problems):
             raise AssertionError(f"{call}: an MLA backend takes no dense layer; expected a reason naming 'MLA', "
@@ -300,58 +324,65 @@ def test_mla_and_dense_backends_do_not_mix(lab):
 
 
 # ------------------------------------------------------------------------------------------
-# Step 3: the V1 engine's gate.
+# Step 3: the platform's check.
 
 
-@pytest.mark.parametrize("gpu, kv, override, refuses, words", [
-    ("V100", "auto", None, True, ["8.0"]),  # _is_v1_supported_oracle: "Compute Capability < 8.0"
-    ("T4", "auto", None, True, ["8.0"]),
-    ("T4", "auto", "FLEX_ATTENTION", True, ["8.0"]),
-    ("A100", "auto", None, False, []),
-    ("L4", "auto", None, False, []),
-    ("B200", "auto", None, False, []),
-    ("H100", "fp8", None, False, []),  # is_kv_cache_dtype_supported: FA will be used and has fp8
-    ("A100", "fp8", None, True, ["fp8"]),
-    ("L4", "fp8_e4m3", None, True, ["fp8"]),
-    ("H100", "fp8", "FLASHINFER", True, ["fp8", "FLASHINFER"]),  # will_use_fa is False
-    ("H100", "fp8", "FLASH_ATTN", True, ["fp8"]),  # only "FLASH_ATTN_VLLM_V1" counts as FA there
-    ("B200", "fp8_e5m2", "TRITON_ATTN_VLLM_V1", False, []),  # SM 10.0: always supported
-    ((12, 0), "auto", None, False, []),
+@pytest.mark.parametrize("gpu, dtype, refuses", [
+    ("V100", "bfloat16", True),  # check_if_supports_dtype: bfloat16 needs has_device_capability(80)
+    ("T4", "bfloat16", True),
+    ((7, 9), "bfloat16", True),
+    ("V100", "float16", False),
+    ("T4", "float32", False),
+    ("A100", "bfloat16", False),
+    ("L4", "bfloat16", False),
+    ("B200", "bfloat16", False),
+    ((12, 0), "bfloat16", False),
 ])
-def test_v1_engine_gate(lab, gpu, kv, override, refuses, words):
-    """Pins the V1 engine's gate: no V1 below compute capability 8.0, and fp8 caches only on SM
-    10.0 or with no override on Hopper. Catches the capability compared as strings ("10.0" <
-    "8.0") or floats of a wrong form, and the gate forgotten."""
-    call = f"v1_engine_refusal({gpu!r}, {kv!r}, {override!r})"
-    reason = lab.v1_engine_refusal(gpu, kv, override)
+def test_platform_refusal(lab, gpu, dtype, refuses):
+    """Pins the platform's dtype check: bfloat16 below compute capability 8.0 is refused with a
+    message naming bfloat16 and 8.0, everything else passes. Catches the capability compared as
+    text ("10.0" < "8.0") and a floor set at Hopper."""
+    call = f"platform_refusal({gpu!r}, {dtype!r})"
+    reason = lab.platform_refusal(gpu, dtype)
     if not refuses:
-        labkit.assert_value(reason, None, what=f"{call} (the V1 engine runs this)")
-    elif not isinstance(reason, str) or not reason.strip():
-        raise AssertionError(f"{call}: got {reason!r}; the V1 engine refuses this, expected a reason naming {words}")
-    elif [w for w in words if w.lower() not in reason.lower()]:
-        raise AssertionError(f"{call}: the refusal should mention {words} (README step 3): {reason!r}")
+        labkit.assert_value(reason, None, what=f"{call} (the platform runs this dtype)")
+    elif not isinstance(reason, str) or [w for w in ("bfloat16", "8.0") if w not in reason.lower()]:
+        raise AssertionError(f"{call}: got {reason!r}; expected a refusal naming 'bfloat16' and '8.0' (README step 3)")
+
+
+def test_platform_refusal_of_a_bad_dtype(lab):
+    """Pins a ValueError naming ``dtype`` for a dtype that is not one of ``DTYPES``."""
+    refused("platform_refusal('A100', 'half')", lambda: lab.platform_refusal("A100", "half"), "dtype")
 
 
 # ------------------------------------------------------------------------------------------
-# Step 4: the default priority.
+# Step 4: the priority lists.
+
+_DENSE_ORDER = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION")
+_DENSE_ORDER_10 = ("FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION")
+_MLA_ORDER = ("FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA")
+_MLA_ORDER_10 = ("FLASHINFER_MLA", "CUTLASS_MLA", "FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA")
 
 
 @pytest.mark.parametrize("gpu, features, order", [
-    ("A100", (), ("FLASH_ATTN", "FLEX_ATTENTION")),
-    ("L4", (), ("FLASH_ATTN", "FLEX_ATTENTION")),
-    ("H100", (), ("FLASH_ATTN", "FLEX_ATTENTION")),
-    ("B200", (), ("FLASHINFER", "FLASH_ATTN", "FLEX_ATTENTION")),
-    ((12, 0), (), ("FLASH_ATTN", "FLEX_ATTENTION")),  # is_device_capability(100) is exact
-    ("A100", ("sinks",), ("TRITON_ATTN_VLLM_V1", "FLASH_ATTN", "FLEX_ATTENTION")),
-    ("H100", ("sinks",), ("FLASH_ATTN", "FLEX_ATTENTION")),
-    ("B200", ("sinks",), ("FLASHINFER", "TRITON_ATTN_VLLM_V1", "FLASH_ATTN", "FLEX_ATTENTION")),
-    ("H100", ("mla",), ("CUTLASS_MLA", "FLASHMLA", "TRITON_MLA")),
-    ("A100", ("mla", "gqa"), ("CUTLASS_MLA", "FLASHMLA", "TRITON_MLA")),
+    ("A100", (), _DENSE_ORDER),
+    ("V100", ("gqa",), _DENSE_ORDER),
+    ("H100", ("sinks",), _DENSE_ORDER),  # no rule for sinks in the list: validation decides
+    ("B200", (), _DENSE_ORDER_10),
+    ((10, 3), (), _DENSE_ORDER_10),  # device_capability.major == 10
+    ((12, 0), (), _DENSE_ORDER),
+    ("H100", ("mla",), _MLA_ORDER),
+    ("A100", ("mla", "gqa"), _MLA_ORDER),
+    ("B200", ("mla",), _MLA_ORDER_10),
+    ((10, 3), ("mla", "sinks"), _MLA_ORDER_10),
+    ((12, 0), ("mla",), _MLA_ORDER),
 ])
 def test_candidate_order(lab, gpu, features, order):
-    """Pins get_attn_backend_cls's priority: FlashInfer first only on SM 10.0 exactly, Triton for
-    sinks except on SM 9.0, then FlashAttention, then FlexAttention; MLA layers get MLA backends
-    only. Catches ``>=`` where the source tests equality, and MLA routed to the dense list."""
+    """Pins _get_backend_priorities, less the backends the lab leaves out: FlashInfer first on a
+    major-10 GPU, FlashAttention first elsewhere; for MLA, FlashInfer MLA then CUTLASS MLA on
+    major 10, FlashAttention MLA then FlashMLA elsewhere (CUTLASS MLA only in the major-10 list).
+    Catches the major tested as an exact capability (10.3 is Blackwell) or as "at least 10" (12.0
+    is not), and MLA routed to the dense list."""
     got = lab.candidate_order(gpu, features)
     labkit.assert_value(tuple(got) if isinstance(got, (list, tuple)) else got, order,
                         what=f"candidate_order({gpu!r}, {features!r})")
@@ -360,236 +391,258 @@ def test_candidate_order(lab, gpu, features, order):
 # ------------------------------------------------------------------------------------------
 # Step 5: the choice. Tables by feature; each row cites the rule that decides it.
 
-DENSE = [
+DENSE_DEFAULTS = [
     # gpu, dtype, head, expected, {backend: words its reason must contain}
-    ("A100", "float16", 128, "FLASH_ATTN", {"FLEX_ATTENTION": ["lower priority"], "FLASHINFER": ["default"]}),
+    ("A100", "float16", 128, "FLASH_ATTN", {"FLASHINFER": ["lower priority", "FLASH_ATTN"],
+                                            "FLEX_ATTENTION": ["lower priority"], "CUTLASS_MLA": ["mla"]}),
     ("A100", "bfloat16", 64, "FLASH_ATTN", {}),
-    ("A100", "float16", 96, "FLASH_ATTN", {}),
-    ("A100", "float16", 256, "FLASH_ATTN", {}),
-    ("A100", "float32", 128, "FLEX_ATTENTION", {"FLASH_ATTN": ["float32"]}),  # FA dtypes fp16/bf16
-    ("A100", "float16", 80, "FLEX_ATTENTION", {"FLASH_ATTN": ["head size", "80"]}),  # 80 not in FA's list
-    ("A100", "float16", 72, "FLEX_ATTENTION", {"FLASH_ATTN": ["72"]}),
-    ("A100", "bfloat16", 576, "FLEX_ATTENTION", {"FLASH_ATTN": ["576"], "TRITON_MLA": ["mla"]}),
+    ("A100", "float16", 80, "FLASH_ATTN", {"FLASHINFER": ["head size", "80"]}),  # FA: any multiple of 8
+    ("A100", "float16", 72, "FLASH_ATTN", {}),
+    ("A100", "float16", 100, "TRITON_ATTN", {"FLASH_ATTN": ["head size", "100"], "FLASHINFER": ["100"]}),
+    ("A100", "float16", 320, "TRITON_ATTN", {"FLASH_ATTN": ["320"]}),  # FA up to 256 on 8.x
+    ("A100", "bfloat16", 576, "TRITON_ATTN", {"FLASH_ATTN": ["576"], "TRITON_MLA": ["mla"]}),
+    ("A100", "float32", 128, "TRITON_ATTN", {"FLASH_ATTN": ["float32"], "FLASHINFER": ["float32"]}),
+    ("A100", "float32", 16, "FLEX_ATTENTION", {"TRITON_ATTN": ["head size", "16"]}),
+    ("A100", "float16", 20, "FLEX_ATTENTION", {"FLASH_ATTN": ["20"], "TRITON_ATTN": ["20"]}),
     ("A10G", "float16", 128, "FLASH_ATTN", {}),
-    ("L4", "float16", 128, "FLASH_ATTN", {}),
-    ("L4", "bfloat16", 80, "FLEX_ATTENTION", {}),
-    ("H100", "float16", 128, "FLASH_ATTN", {"TRITON_ATTN_VLLM_V1": ["default"]}),
-    ("H100", "bfloat16", 256, "FLASH_ATTN", {}),
-    ("H100", "float32", 64, "FLEX_ATTENTION", {"FLASH_ATTN": ["float32"]}),
+    ("L4", "bfloat16", 80, "FLASH_ATTN", {}),
+    ("H100", "float16", 128, "FLASH_ATTN", {"TRITON_ATTN": ["lower priority"], "CUTLASS_MLA": ["10.x"]}),
+    ("H100", "bfloat16", 512, "FLASH_ATTN", {}),  # FlashAttention 4 built for 9.x
+    ("H100", "float32", 64, "TRITON_ATTN", {"FLASH_ATTN": ["float32"]}),
     ("B200", "float16", 128, "FLASHINFER", {"FLASH_ATTN": ["lower priority", "FLASHINFER"]}),
-    ("B200", "bfloat16", 64, "FLASHINFER", {}),
-    ("B200", "float16", 96, "FLASH_ATTN", {"FLASHINFER": ["head size", "96"]}),  # FlashInfer: 64/128/256
-    ("B200", "float16", 80, "FLEX_ATTENTION", {"FLASHINFER": ["80"], "FLASH_ATTN": ["80"]}),
-    ("B200", "float32", 128, "FLEX_ATTENTION", {"FLASHINFER": ["float32"]}),
-    ((12, 0), "float16", 128, "FLASH_ATTN", {}),
+    ("B200", "bfloat16", 512, "FLASHINFER", {}),
+    ("B200", "float16", 96, "FLASH_ATTN", {"FLASHINFER": ["head size", "96"]}),
+    ("B200", "float16", 80, "FLASH_ATTN", {"FLASHINFER": ["80"]}),
+    ("B200", "float32", 128, "TRITON_ATTN", {"FLASHINFER": ["float32"], "FLASH_ATTN": ["float32"]}),
+    ((12, 0), "float16", 128, "FLASH_ATTN", {"FLASHINFER": ["lower priority"]}),
+    ((12, 0), "float16", 512, "FLASHINFER", {"FLASH_ATTN": ["512"]}),  # 12.x runs FlashAttention 2: up to 256
+    ((12, 2), "float16", 512, "TRITON_ATTN", {"FLASHINFER": ["12.1"]}),
+    ("T4", "float16", 128, "FLASHINFER", {"FLASH_ATTN": ["8.0"]}),
+    ("V100", "float16", 128, "TRITON_ATTN", {"FLASH_ATTN": ["8.0"], "FLASHINFER": ["7.5"]}),
+    ("V100", "float32", 16, "FLEX_ATTENTION", {}),
 ]
 
 
-@pytest.mark.parametrize("gpu, dtype, head, expected, reasons", DENSE)
+@pytest.mark.parametrize("gpu, dtype, head, expected, reasons", DENSE_DEFAULTS)
 def test_dense_defaults(lab, gpu, dtype, head, expected, reasons):
     """Pins the default choice for dense layers across GPUs, dtypes and head sizes, the default
-    block size (16), and that every other backend gets its reason. Catches a rejected backend
-    chosen (a head size or dtype not validated), the Blackwell rule read as ``>= 10``, and
+    block size (16), and that every other backend gets its reason. Catches a refused backend
+    chosen (a head size, dtype or GPU not validated), the Blackwell list used on other GPUs, and
     reasons missing."""
     assert_selected(select(lab, gpu, dtype, head), expected, 16, reasons)
 
 
 @pytest.mark.parametrize("gpu", ["V100", "T4", (7, 5)])
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-def test_pre_ampere_gpus_get_no_v1_backend(lab, gpu, dtype):
-    """Pins that V100 and T4 never reach a V1 backend: the engine's oracle sends compute capability
-    below 8.0 to V0 (and raises with VLLM_USE_V1=1), with a message that says 8.0. Catches the
-    gate skipped (cuda.py's own branch would answer FLEX_ATTENTION there)."""
-    select_refused(lab, ["8.0"], gpu, dtype, 128)
+def test_pre_ampere_bfloat16_is_refused(lab, gpu):
+    """Pins that a bfloat16 model on a GPU below 8.0 is refused before any backend is considered,
+    with a message naming bfloat16 and 8.0. Catches the platform's check skipped (Triton or
+    FlashInfer would be chosen there)."""
+    select_refused(lab, ["bfloat16", "8.0"], gpu, "bfloat16", 128)
 
 
-@pytest.mark.parametrize("gpu, dtype, head, block, expected, reasons", [
-    ("A100", "float16", 128, 32, "FLASH_ATTN", {}),
-    ("A100", "float16", 128, 64, "FLASH_ATTN", {}),
-    ("A100", "float16", 128, 128, "FLASH_ATTN", {}),
-    # FA's get_kv_cache_shape wants a multiple of 16 (README: v0.10.1 would pick FA and fail there)
-    ("A100", "float16", 128, 8, "FLEX_ATTENTION", {"FLASH_ATTN": ["block size"]}),
-    ("H100", "bfloat16", 64, 1, "FLEX_ATTENTION", {"FLASH_ATTN": ["block size"]}),
-    ("B200", "float16", 128, 8, "FLASHINFER", {}),  # FlashInfer has no block-size rule
+@pytest.mark.parametrize("gpu, dtype, head, block, expected", [
+    ("A100", "float16", 128, 32, "FLASH_ATTN"),
+    ("A100", "float16", 128, 48, "FLASH_ATTN"),  # a multiple of 16 is enough
+    ("A100", "float16", 128, 256, "FLASH_ATTN"),
+    ("B200", "float16", 128, 96, "FLASHINFER"),  # kernel blocks 16, 32, 64: 96 is a multiple of 16
+    ("H100", "float32", 128, 16, "TRITON_ATTN"),
 ])
-def test_block_sizes(lab, gpu, dtype, head, block, expected, reasons):
-    """Pins that the requested block size is kept for dense layers and FlashAttention's multiple
-    of 16. Catches block sizes not checked, and a block size silently replaced by the default."""
-    assert_selected(select(lab, gpu, dtype, head, block), expected, block, reasons)
-
-
-@pytest.mark.parametrize("gpu, dtype, head, features, expected", [
-    ("A100", "float16", 128, ("sliding_window",), "FLASH_ATTN"),
-    ("H100", "bfloat16", 64, ("sliding_window", "gqa"), "FLASH_ATTN"),
-    ("B200", "float16", 128, ("sliding_window",), "FLASHINFER"),
-    ("B200", "float16", 96, ("sliding_window",), "FLASH_ATTN"),
-])
-def test_sliding_window_choices(lab, gpu, dtype, head, features, expected):
-    """Pins that a sliding window leaves the usual choice alone where that backend takes it."""
-    assert_selected(select(lab, gpu, dtype, head, features=features), expected, 16)
+def test_block_sizes(lab, gpu, dtype, head, block, expected):
+    """Pins that the block size the user set is kept, and accepted when it is a multiple of a
+    kernel block size. Catches the user's block size replaced by the backend's preferred one, and
+    a kernel block size read as the only block size."""
+    assert_selected(select(lab, gpu, dtype, head, block), expected, block)
 
 
 @pytest.mark.parametrize("gpu, dtype, head, block", [
-    ("A100", "float32", 128, None),  # FA: dtype; Flex: no sliding window
-    ("A100", "float16", 80, None),  # FA: head size; Flex: no sliding window
-    ("B200", "float16", 80, None),
-    ("A100", "float16", 128, 8),  # FA: block size; Flex: no sliding window
+    ("A100", "float16", 128, 8),
+    ("H100", "bfloat16", 64, 1),
+    ("B200", "float16", 128, 24),
 ])
-def test_sliding_window_with_no_backend(lab, gpu, dtype, head, block):
-    """Pins a ValueError naming the sliding window when the only backend left is FlexAttention,
-    whose Impl raises "FlexAttention does not support sliding window yet". Catches the sliding
-    window check skipped (FLEX_ATTENTION returned)."""
-    select_refused(lab, ["sliding window"], gpu, dtype, head, block, features=("sliding_window",))
+def test_block_size_with_no_backend(lab, gpu, dtype, head, block):
+    """Pins a ValueError naming the block size when no dense backend takes it: every one wants a
+    multiple of 16 (FlexAttention too, in v0.22.1). Catches a block rule skipped."""
+    select_refused(lab, ["block size"], gpu, dtype, head, block)
 
 
 @pytest.mark.parametrize("gpu, dtype, head, kv, expected", [
-    ("H100", "float16", 128, "fp8", "FLASH_ATTN"),  # FA3 reads e4m3
+    ("H100", "float16", 128, "fp8", "FLASH_ATTN"),  # FlashAttention 3 reads e4m3
     ("H100", "bfloat16", 64, "fp8_e4m3", "FLASH_ATTN"),
+    ("H100", "float16", 128, "fp8_e5m2", "FLASHINFER"),  # ... and not e5m2
+    ("H100", "float16", 96, "fp8_e5m2", "TRITON_ATTN"),  # FlashInfer: head size 96
+    ("A100", "float16", 128, "fp8", "FLASHINFER"),  # FlashAttention 2 reads no fp8
+    ("A100", "float16", 96, "fp8", "TRITON_ATTN"),
+    ("L4", "bfloat16", 128, "fp8_e4m3", "FLASHINFER"),
     ("B200", "float16", 128, "fp8", "FLASHINFER"),
-    ("B200", "bfloat16", 256, "fp8_e5m2", "FLASHINFER"),
+    ("B200", "bfloat16", 96, "fp8", "TRITON_ATTN"),  # FlashAttention 4 reads no fp8 here
+    ("V100", "float16", 128, "fp8", "TRITON_ATTN"),
 ])
 def test_fp8_cache_choices(lab, gpu, dtype, head, kv, expected):
-    """Pins the backends that serve an fp8 KV cache by default: FA3 on Hopper, FlashInfer on SM 10.0."""
+    """Pins the backends that serve an fp8 KV cache by default: FlashAttention 3 on Hopper for
+    e4m3, FlashInfer where its head sizes fit, Triton on any GPU. Catches fp8 refused where a
+    backend reads it (an A100 with an fp8 cache is served) and allowed where it does not."""
     assert_selected(select(lab, gpu, dtype, head, kv=kv), expected, 16, {"FLEX_ATTENTION": ["fp8"]})
 
 
-@pytest.mark.parametrize("gpu, dtype, head, kv, words", [
-    ("A100", "float16", 128, "fp8", ["fp8"]),  # the engine's gate: no FA3
-    ("L4", "bfloat16", 128, "fp8_e4m3", ["fp8"]),
-    ("H100", "float16", 128, "fp8_e5m2", ["e5m2"]),  # FA3 reads e4m3 only; Flex none
-    ("H100", "float16", 80, "fp8", ["fp8"]),  # FA: head size; Flex: no fp8
-    ("B200", "float16", 96, "fp8", ["fp8"]),  # FlashInfer: head size; FA2: no fp8; Flex: no fp8
+@pytest.mark.parametrize("gpu, dtype, head, kv", [
+    ("A100", "float16", 20, "fp8"),  # FA: fp8; FlashInfer, Triton: head size 20; Flex: no fp8
+    ("H100", "float32", 16, "fp8_e5m2"),
 ])
-def test_fp8_cache_with_no_backend(lab, gpu, dtype, head, kv, words):
-    """Pins a ValueError that says fp8 when no V1 backend reads this cache here. Catches fp8
-    allowed on a backend that lacks it (FA2 on Blackwell, FlexAttention) and the gate skipped."""
-    select_refused(lab, words, gpu, dtype, head, kv=kv)
+def test_fp8_cache_with_no_backend(lab, gpu, dtype, head, kv):
+    """Pins a ValueError that says fp8 when no backend reads this cache for this layer. Catches fp8
+    allowed on FlexAttention."""
+    select_refused(lab, ["fp8"], gpu, dtype, head, kv=kv)
 
 
 @pytest.mark.parametrize("gpu, head, expected, reasons", [
-    ("A100", 64, "TRITON_ATTN_VLLM_V1", {"FLASH_ATTN": ["sinks"]}),  # has_sink and not SM 9.0
-    ("L4", 128, "TRITON_ATTN_VLLM_V1", {}),
-    ("H100", 64, "FLASH_ATTN", {"TRITON_ATTN_VLLM_V1": ["default"]}),  # FA3 takes sinks
-    ("B200", 64, "FLASHINFER", {"TRITON_ATTN_VLLM_V1": ["lower priority"]}),  # FlashInfer is tried first
-    ("B200", 96, "TRITON_ATTN_VLLM_V1", {"FLASHINFER": ["96"]}),
+    ("A100", 64, "TRITON_ATTN", {"FLASH_ATTN": ["sinks"], "FLASHINFER": ["sinks"]}),
+    ("L4", 128, "TRITON_ATTN", {}),
+    ("H100", 64, "FLASH_ATTN", {"TRITON_ATTN": ["lower priority"]}),  # FlashAttention 3 takes sinks
+    ("B200", 64, "FLASHINFER", {"FLASH_ATTN": ["lower priority"]}),  # TRT-LLM attention on 10.x
+    ("B200", 96, "FLASH_ATTN", {"FLASHINFER": ["96"]}),  # FlashAttention 4 takes sinks
+    ((12, 0), 64, "TRITON_ATTN", {"FLASH_ATTN": ["sinks"], "FLASHINFER": ["sinks"]}),
 ])
 def test_sinks_choices(lab, gpu, head, expected, reasons):
-    """Pins the attention-sink rule: Triton off SM 9.0, FA3 on it, FlashInfer first on SM 10.0.
-    Catches the SM 9.0 test written as ``>= 9.0`` (Blackwell would skip Triton and fail)."""
+    """Pins the attention-sink choices: whoever comes first in the list and takes sinks, Triton
+    where nobody before it does. Catches FlashAttention's sinks tied to version 3, and FlashInfer's
+    tied to 10.0 or newer."""
     assert_selected(select(lab, gpu, "bfloat16", head, features=("sinks",)), expected, 16, reasons)
 
 
-@pytest.mark.parametrize("gpu, block, expected, expected_block, reasons", [
-    ("H100", None, "FLASHMLA", 64, {"TRITON_MLA": ["lower priority"], "CUTLASS_MLA": ["10.0"]}),
-    ("H100", 16, "FLASHMLA", 64, {}),  # check_and_update_config forces 64 whatever was asked
-    ("H200", 128, "FLASHMLA", 64, {}),
-    ("B200", None, "CUTLASS_MLA", 128, {}),  # SM 10.0: CUTLASS MLA, block forced to 128
-    ("B200", 64, "CUTLASS_MLA", 128, {}),
-    ("A100", None, "TRITON_MLA", 16, {"FLASHMLA": ["hopper"], "FLASH_ATTN": ["mla"]}),
-    ("L4", 32, "TRITON_MLA", 32, {}),
-    ("A100", 64, "TRITON_MLA", 64, {}),  # README: v0.10.1 falls through to the dense chain here
+@pytest.mark.parametrize("gpu, block, kv, expected, expected_block, reasons", [
+    ("H100", None, "auto", "FLASH_ATTN_MLA", 16, {"FLASHMLA": ["lower priority"], "CUTLASS_MLA": ["10.x"]}),
+    ("H100", 64, "auto", "FLASH_ATTN_MLA", 64, {}),
+    ("H100", None, "fp8", "FLASHMLA", 64, {"FLASH_ATTN_MLA": ["fp8"]}),  # its preferred block size
+    ("H200", 128, "fp8_e4m3", "FLASHMLA", 128, {}),
+    ("H100", 16, "fp8", "TRITON_MLA", 16, {"FLASHMLA": ["block size", "64"]}),  # the user's 16 rules FlashMLA out
+    ("B200", None, "auto", "FLASHINFER_MLA", 32, {"CUTLASS_MLA": ["lower priority"], "FLASHMLA": ["hopper"]}),
+    ("B200", 128, "auto", "FLASHINFER_MLA", 128, {}),
+    ("B200", 16, "auto", "TRITON_MLA", 16, {"FLASHINFER_MLA": ["block size"], "CUTLASS_MLA": ["block size"]}),
+    ("B200", None, "fp8", "FLASHINFER_MLA", 32, {}),
+    ((10, 3), None, "auto", "FLASHINFER_MLA", 32, {}),
+    ("A100", None, "auto", "TRITON_MLA", 16, {"FLASH_ATTN_MLA": ["hopper"], "FLASHINFER_MLA": ["10.x"]}),
+    ("L4", 64, "fp8", "TRITON_MLA", 64, {}),
 ])
-def test_mla_choices(lab, gpu, block, expected, expected_block, reasons):
-    """Pins the MLA rules: CUTLASS MLA on SM 10.0 with 128-token blocks, FlashMLA on Hopper with
-    64-token blocks, Triton MLA elsewhere, and the block size the platform forces. Catches MLA
-    routed to a non-MLA backend, the forced block size forgotten, and FlashMLA offered off Hopper."""
-    chosen = select(lab, gpu, "bfloat16", 576, block, features=MLA)
-    assert_selected(chosen, expected, expected_block,
-                    {**{name: ["mla"] for name in ALL if not name.endswith("MLA")}, **reasons})
+def test_mla_choices(lab, gpu, block, kv, expected, expected_block, reasons):
+    """Pins the MLA choices: FlashAttention MLA first on Hopper (FlashMLA for an fp8 cache),
+    FlashInfer MLA first on Blackwell, Triton MLA elsewhere or when the user's block size rules
+    the others out, and the block size: the user's, or the chosen backend's preferred one (16, or
+    its smallest kernel block size: 64 for FlashMLA, 32 for FlashInfer MLA). Catches MLA routed to
+    a dense backend, a block size forced over the user's, and the largest kernel block size preferred."""
+    chosen = select(lab, gpu, "bfloat16", 576, block, kv=kv, features=MLA)
+    assert_selected(chosen, expected, expected_block, {**{name: ["mla"] for name in DENSE}, **reasons})
 
 
-@pytest.mark.parametrize("gpu, dtype, head, kv, features, word", [
-    ("H100", "float32", 576, "auto", MLA, "float32"),
-    ("H100", "bfloat16", 128, "auto", MLA, "576"),
-    ("H100", "bfloat16", 576, "fp8", MLA, "fp8"),  # FlashMLA V1: "FP8 KV cache not yet supported"
-    ("B200", "bfloat16", 576, "fp8", MLA, "fp8"),
-    ("A100", "bfloat16", 576, "fp8", MLA, "fp8"),  # the engine's gate
-    ("H100", "bfloat16", 576, "auto", ("mla", "sliding_window"), "sliding window"),
+@pytest.mark.parametrize("gpu, head, features, expected, reasons", [
+    ("H100", 128, MLA, "TRITON_MLA", {"FLASH_ATTN_MLA": ["head size", "128"]}),  # Triton MLA: any head size
+    ("H100", 320, MLA, "FLASH_ATTN_MLA", {}),
 ])
-def test_mla_with_no_backend(lab, gpu, dtype, head, kv, features, word):
+def test_mla_head_sizes(lab, gpu, head, features, expected, reasons):
+    """Pins MLACommonBackend's head sizes (320 and 576) and Triton MLA's exception (any)."""
+    assert_selected(select(lab, gpu, "bfloat16", head, features=features), expected, 16, reasons)
+
+
+@pytest.mark.parametrize("gpu, dtype, block, kv, features, word", [
+    ("H100", "float32", None, "auto", MLA, "float32"),
+    ("H100", "bfloat16", None, "fp8_e5m2", MLA, "e5m2"),
+    ("A100", "bfloat16", None, "fp8_e5m2", MLA, "e5m2"),
+    ("H100", "bfloat16", None, "auto", ("mla", "sinks"), "sinks"),
+    ("B200", "bfloat16", 8, "auto", MLA, "block size"),
+])
+def test_mla_with_no_backend(lab, gpu, dtype, block, kv, features, word):
     """Pins a ValueError naming the limit when no MLA backend can run the layer. Catches an MLA
-    layer handed to a dense backend (FlexAttention would take float32, head 128 or a window)."""
-    select_refused(lab, [word], gpu, dtype, head, kv=kv, features=features)
+    layer handed to a dense backend (Triton would take float32, e5m2 or sinks)."""
+    select_refused(lab, [word], gpu, dtype, 576, block, kv=kv, features=features)
 
 
-def test_gqa_and_paged_kv_change_nothing(lab):
-    """Pins that GQA and a paged cache are served by every V1 backend: the features are accepted
-    and change no choice. Catches a selector that refuses a feature every backend has."""
+def test_gqa_paged_kv_and_sliding_window_change_nothing(lab):
+    """Pins that GQA, a paged cache and a sliding window change no choice: every backend serves
+    them (the selector does not see them). Catches a selector that refuses a feature every backend
+    has."""
     for gpu in ("A100", "H100", "B200"):
         for head in (64, 80, 128):
             plain = select(lab, gpu, "bfloat16", head).sel
-            both = select(lab, gpu, "bfloat16", head, features=("paged_kv", "gqa"))
+            both = select(lab, gpu, "bfloat16", head, features=("paged_kv", "gqa", "sliding_window"))
             labkit.assert_value((both.sel.backend, both.sel.block_size), (plain.backend, plain.block_size),
                                 what=f"{both.call}: (backend, block_size), as without the features")
 
 
 # ------------------------------------------------------------------------------------------
-# Step 5: the override (VLLM_ATTENTION_BACKEND).
+# Step 5: the override (--attention-backend, AttentionConfig.backend).
 
 
-@pytest.mark.parametrize("gpu, dtype, head, features, override, block", [
-    ("H100", "float16", 128, (), "TRITON_ATTN_VLLM_V1", 16),
-    ("A100", "float16", 128, (), "FLASHINFER", 16),
-    ("A100", "bfloat16", 128, (), "FLEX_ATTENTION", 16),
-    ("B200", "bfloat16", 96, (), "FLASH_ATTN", 16),
-    ("H100", "bfloat16", 576, MLA, "TRITON_MLA", 16),  # forced case: nothing forces the block size
-    ("B200", "bfloat16", 576, MLA, "TRITON_MLA", 16),
-    ("H100", "bfloat16", 576, MLA, "FLASHMLA", 64),
-    ("B200", "bfloat16", 576, MLA, "CUTLASS_MLA", 128),  # forced case: use_cutlass_mla forces 128 too
+@pytest.mark.parametrize("gpu, dtype, head, features, override, backend, block", [
+    ("H100", "float16", 128, (), "TRITON_ATTN", "TRITON_ATTN", 16),
+    ("A100", "float16", 128, (), "flashinfer", "FLASHINFER", 16),  # AttentionConfig upper-cases the name
+    ("A100", "bfloat16", 128, (), "FLEX_ATTENTION", "FLEX_ATTENTION", 16),
+    ("B200", "bfloat16", 96, (), "Flash_Attn", "FLASH_ATTN", 16),
+    ("H100", "bfloat16", 576, MLA, "TRITON_MLA", "TRITON_MLA", 16),
+    ("H100", "bfloat16", 576, MLA, "FLASHMLA", "FLASHMLA", 64),  # no block size set: FlashMLA's preferred one
+    ("B200", "bfloat16", 576, MLA, "CUTLASS_MLA", "CUTLASS_MLA", 128),
+    ("B200", "bfloat16", 576, MLA, "FLASHINFER_MLA", "FLASHINFER_MLA", 32),
 ])
-def test_override_is_obeyed(lab, gpu, dtype, head, features, override, block):
-    """Pins that a runnable override wins over the default (get_attn_backend_cls returns it at
-    once), with every other backend's reason naming the override, and the block size the platform
-    forces for a named FlashMLA (64) or CUTLASS MLA (128). Catches the override ignored, and a
-    block size forced only in the default case (CUTLASS MLA named then keeps 16-token blocks it
-    cannot run)."""
+def test_override_is_obeyed(lab, gpu, dtype, head, features, override, backend, block):
+    """Pins that a runnable override wins over the priority list (get_attn_backend_cls validates it
+    and returns it), whatever its case, with every other backend's reason naming
+    ``--attention-backend``, and the block size the backend prefers when the user set none.
+    Catches the override ignored, matched case-sensitively, and the block size left at 16 for a
+    backend that cannot run it."""
     try:
         chosen = select(lab, gpu, dtype, head, features=features, override=override)
     except ValueError as err:
         raise AssertionError(
             f"select_backend({gpu!r}, {dtype!r}, {head}, features={features}, override={override!r}) refused "
-            f"an override that runs here with the block size the platform forces for it ({block}): {err}"
+            f"an override that runs here with its preferred block size ({block}): {err}"
         ) from None
-    assert_selected(chosen, override, block, {name: ["VLLM_ATTENTION_BACKEND"] for name in ALL if name != override})
+    assert_selected(chosen, backend, block, {name: ["--attention-backend"] for name in ALL if name != backend})
 
 
-@pytest.mark.parametrize("gpu, dtype, head, features, override, word", [
-    ("A100", "float16", 80, (), "FLASHINFER", "80"),  # FlashInfer's get_supported_head_sizes
-    ("A100", "float32", 128, (), "FLASH_ATTN", "float32"),
-    ("H100", "float16", 80, (), "TRITON_ATTN_VLLM_V1", "80"),  # TritonAttentionImpl.validate_head_size
-    ("A100", "float16", 128, ("sliding_window",), "FLEX_ATTENTION", "sliding window"),
-    ("A100", "bfloat16", 64, ("sinks",), "FLASH_ATTN", "sinks"),
-    ("A100", "bfloat16", 576, MLA, "FLASHMLA", "Hopper"),
-    ("H100", "bfloat16", 576, MLA, "CUTLASS_MLA", "10.0"),
-    ("H100", "bfloat16", 576, MLA, "FLASH_ATTN", "MLA"),
-    ("H100", "bfloat16", 128, (), "TRITON_MLA", "MLA"),
+@pytest.mark.parametrize("override", [None, "auto", "AUTO"])
+def test_override_auto_is_no_override(lab, override):
+    """Pins that ``"auto"``, in any case, selects as if nothing were asked for (AttentionConfig
+    reads it as None). Catches "auto" refused as an unknown backend."""
+    assert_selected(select(lab, "H100", "float16", 128, override=override), "FLASH_ATTN", 16,
+                    {"TRITON_ATTN": ["lower priority"]})
+
+
+@pytest.mark.parametrize("gpu, dtype, head, block, features, override, word", [
+    ("A100", "float16", 80, None, (), "FLASHINFER", "80"),  # FlashInfer's head sizes
+    ("A100", "float32", 128, None, (), "FLASH_ATTN", "float32"),
+    ("H100", "float16", 24, None, (), "TRITON_ATTN", "24"),
+    ("A100", "bfloat16", 64, None, ("sinks",), "FLASH_ATTN", "sinks"),
+    ("A100", "bfloat16", 576, None, MLA, "FLASHMLA", "Hopper"),
+    ("B200", "bfloat16", 576, None, MLA, "FLASHMLA", "Hopper"),
+    ("H100", "bfloat16", 576, None, MLA, "CUTLASS_MLA", "10.x"),
+    ("H100", "bfloat16", 576, 16, MLA, "FLASHMLA", "64"),  # the user's block size is kept, and refused
+    ("H100", "bfloat16", 576, None, MLA, "FLASH_ATTN", "MLA"),
+    ("H100", "bfloat16", 128, None, (), "TRITON_MLA", "MLA"),
 ])
-def test_override_that_cannot_run_is_rejected(lab, gpu, dtype, head, features, override, word):
+def test_override_that_cannot_run_is_rejected(lab, gpu, dtype, head, block, features, override, word):
     """Pins a ValueError that names the override and the reason when the override cannot run the
-    layer (v0.10.1 accepts it and fails later, or ignores it: README). Catches an unsupported
-    override accepted."""
-    select_refused(lab, [override, word], gpu, dtype, head, features=features, override=override)
+    layer (get_attn_backend_cls: "Selected backend ... is not valid for this configuration").
+    Catches an unsupported override accepted."""
+    select_refused(lab, [override, word], gpu, dtype, head, block, features=features, override=override)
 
 
-@pytest.mark.parametrize("override", ["FLASH", "flash_attn", "XFORMERS", "TORCH_SDPA", "", 3])
+@pytest.mark.parametrize("override", ["FLASH", "XFORMERS", "TRITON_ATTN_VLLM_V1", "TOKENSPEED_MLA", "", 3])
 def test_unknown_override_names_the_backends(lab, override):
-    """Pins a ValueError that lists the backends when the override is not one of them (selector.py
-    raises "Invalid attention backend" for names outside its enum). Catches a misspelt override
+    """Pins a ValueError that lists the backends when the override is not one of them (v0.22.1's
+    enum raises "Unknown attention backend" and lists its members; TRITON_ATTN_VLLM_V1 is the old
+    name of TRITON_ATTN; TOKENSPEED_MLA is left out of this lab). Catches a misspelt override
     silently ignored."""
     select_refused(lab, ["FLASH_ATTN", "FLEX_ATTENTION"], "H100", "float16", 128, override=override)
 
 
-def test_engine_gate_comes_before_the_override(lab):
-    """Pins that an override does not bring V1 to a GPU the engine refuses, nor an fp8 cache the
-    gate refuses. Catches the override checked first."""
-    select_refused(lab, ["8.0"], "T4", "float16", 128, override="FLEX_ATTENTION")
-    select_refused(lab, ["fp8"], "H100", "float16", 128, kv="fp8", override="TRITON_ATTN_VLLM_V1")
+def test_platform_check_comes_before_the_override(lab):
+    """Pins that an override does not bring bfloat16 to a GPU the platform refuses it on. Catches
+    the override returned before the platform's check."""
+    select_refused(lab, ["bfloat16", "8.0"], "T4", "bfloat16", 128, override="TRITON_ATTN")
 
 
 @pytest.mark.parametrize("kwargs", [
     {"dtype": "fp16"}, {"dtype": "half"}, {"head_size": 0}, {"head_size": -64}, {"head_size": 64.0},
-    {"head_size": True}, {"block_size": 24}, {"block_size": 0}, {"kv": "fp8_e4m3fnuz"}, {"kv": None},
-    {"features": "mla"}, {"features": ("flash",)}, {"features": 3},
+    {"head_size": True}, {"block_size": 0}, {"block_size": -16}, {"block_size": 16.0}, {"block_size": True},
+    {"kv": "fp8_e4m3fnuz"}, {"kv": None}, {"features": "mla"}, {"features": ("flash",)}, {"features": 3},
 ])
 def test_bad_arguments_get_a_clear_error(lab, kwargs):
     """Pins a ValueError naming the argument for inputs vLLM does not accept. Catches a traceback
@@ -606,67 +659,78 @@ def test_bad_arguments_get_a_clear_error(lab, kwargs):
 
 
 @pytest.mark.parametrize("backend, gpu, support", [
-    ("FLASH_ATTN", "H100", "ALWAYS"),  # FA3
-    ("FLASH_ATTN", "A100", "UNIFORM_BATCH"),  # FA2
-    ("FLASH_ATTN", "B200", "UNIFORM_BATCH"),  # Blackwell runs FA2
-    ("FLASHINFER", "B200", "UNIFORM_SINGLE_TOKEN_DECODE"),
-    ("TRITON_ATTN_VLLM_V1", "A100", "ALWAYS"),
-    ("FLEX_ATTENTION", "H100", "NEVER"),
+    ("FLASH_ATTN", "H100", "ALWAYS"),  # FlashAttention 3
+    ("FLASH_ATTN", "A100", "UNIFORM_BATCH"),  # FlashAttention 2
+    ("FLASH_ATTN", "B200", "UNIFORM_BATCH"),  # FlashAttention 4
+    ("FLASHINFER", "B200", "UNIFORM_BATCH"),  # TRT-LLM attention for the decodes
+    ("FLASHINFER", (10, 3), "UNIFORM_BATCH"),
+    ("FLASHINFER", "H100", "UNIFORM_SINGLE_TOKEN_DECODE"),
+    ("TRITON_ATTN", "A100", "ALWAYS"),
+    ("FLEX_ATTENTION", "H100", "ALWAYS"),
+    ("FLASH_ATTN_MLA", "H100", "UNIFORM_BATCH"),
     ("FLASHMLA", "H100", "UNIFORM_BATCH"),
-    ("CUTLASS_MLA", "B200", "NEVER"),  # its builder sets a misspelt attribute
-    ("TRITON_MLA", "A100", "NEVER"),
+    ("FLASHINFER_MLA", "B200", "UNIFORM_BATCH"),
+    ("CUTLASS_MLA", "B200", "UNIFORM_SINGLE_TOKEN_DECODE"),
+    ("TRITON_MLA", "A100", "UNIFORM_BATCH"),
 ])
 def test_cudagraph_support_table(lab, backend, gpu, support):
-    """Pins each metadata builder's ``cudagraph_support`` in v0.10.1. Catches FA3's ALWAYS given
-    to FA2 (or to Blackwell) and the declared-but-unread CUTLASS MLA value taken at its word."""
+    """Pins each metadata builder's CUDA-graph support in v0.22.1. Catches FlashAttention 3's
+    ALWAYS given to versions 2 and 4, FlashInfer's TRT-LLM level given off Blackwell, and
+    FlexAttention left at the base class's NEVER."""
     labkit.assert_value(lab.cudagraph_support(backend, gpu), support, what=f"cudagraph_support({backend!r}, {gpu!r})")
 
 
-@pytest.mark.parametrize("requested, backend, gpu, spec, expected", [
-    ("PIECEWISE", "FLEX_ATTENTION", "A100", False, "PIECEWISE"),  # v0.10.1's default mode
-    ("NONE", "FLEX_ATTENTION", "A100", True, "NONE"),
-    ("FULL", "FLASH_ATTN", "H100", False, "FULL"),  # FA3: ALWAYS
-    ("FULL", "FLASH_ATTN", "A100", False, "FULL_AND_PIECEWISE"),  # FA2: mixed batches drop to piecewise
-    ("FULL", "FLASHINFER", "B200", False, "FULL_AND_PIECEWISE"),
-    ("FULL_AND_PIECEWISE", "FLASHINFER", "B200", True, "PIECEWISE"),  # spec decode needs UNIFORM_BATCH
-    ("FULL_AND_PIECEWISE", "FLASH_ATTN", "A100", True, "FULL_AND_PIECEWISE"),
-    ("FULL_DECODE_ONLY", "FLASHMLA", "H100", True, "FULL_DECODE_ONLY"),
-    ("FULL", "TRITON_ATTN_VLLM_V1", "L4", True, "FULL"),
+@pytest.mark.parametrize("requested, supports, spec, expected", [
+    ("FULL_AND_PIECEWISE", ["ALWAYS"], False, "FULL_AND_PIECEWISE"),  # v0.22.1's default mode
+    ("FULL", ["ALWAYS"], False, "FULL"),
+    ("FULL", ["ALWAYS"], True, "FULL"),
+    ("FULL", ["UNIFORM_BATCH"], False, "FULL_AND_PIECEWISE"),  # mixed batches drop to piecewise
+    ("FULL", ["ALWAYS", "UNIFORM_SINGLE_TOKEN_DECODE"], False, "FULL_AND_PIECEWISE"),  # the weakest group decides
+    ("FULL_AND_PIECEWISE", ["UNIFORM_SINGLE_TOKEN_DECODE"], True, "PIECEWISE"),  # spec decode needs UNIFORM_BATCH
+    ("FULL_AND_PIECEWISE", ["UNIFORM_BATCH"], True, "FULL_AND_PIECEWISE"),
+    ("FULL_DECODE_ONLY", ["ALWAYS", "UNIFORM_BATCH"], True, "FULL_DECODE_ONLY"),
+    ("FULL_DECODE_ONLY", ["NEVER"], False, "PIECEWISE"),  # no full graph: piecewise remains
+    ("FULL_AND_PIECEWISE", ["UNIFORM_BATCH", "NEVER"], False, "PIECEWISE"),
+    ("PIECEWISE", ["NEVER"], True, "PIECEWISE"),
+    ("NONE", ["NEVER"], True, "NONE"),
 ])
-def test_resolve_cudagraph_mode(lab, requested, backend, gpu, spec, expected):
-    """Pins initialize_cudagraph_capture's downgrades: full graphs for mixed batches need ALWAYS,
-    full decode graphs with speculative decoding need UNIFORM_BATCH. Catches the downgrade
-    skipped (a graph the backend cannot replay) or applied to a backend that needs none."""
-    labkit.assert_value(lab.resolve_cudagraph_mode(requested, backend, gpu, spec), expected,
-                        what=f"resolve_cudagraph_mode({requested!r}, {backend!r}, {gpu!r}, spec_decode={spec})")
+def test_resolve_cudagraph_mode(lab, requested, supports, spec, expected):
+    """Pins resolve_cudagraph_mode_and_sizes's downgrades against the weakest attention group: full
+    graphs for mixed batches need ALWAYS, full decode graphs need more than NEVER, and with
+    speculative decoding UNIFORM_BATCH. Catches the downgrade skipped (a graph the backend cannot
+    replay), applied to a level that needs none, the first group read instead of the weakest, and
+    decode graphs on NEVER refused instead of downgraded."""
+    labkit.assert_value(lab.resolve_cudagraph_mode(requested, supports, spec), expected,
+                        what=f"resolve_cudagraph_mode({requested!r}, {supports!r}, spec_decode={spec})")
 
 
-@pytest.mark.parametrize("requested, backend, gpu", [
-    ("FULL", "FLEX_ATTENTION", "A100"),
-    ("FULL_AND_PIECEWISE", "CUTLASS_MLA", "B200"),
-    ("FULL_DECODE_ONLY", "TRITON_MLA", "H100"),
-])
-def test_no_full_graph_for_never(lab, requested, backend, gpu):
-    """Pins the ValueError for a mode with full graphs on a backend whose support is NEVER."""
-    refused(f"resolve_cudagraph_mode({requested!r}, {backend!r}, {gpu!r})",
-            lambda: lab.resolve_cudagraph_mode(requested, backend, gpu), "full", "PIECEWISE")
+@pytest.mark.parametrize("supports", [["NEVER"], ["ALWAYS", "NEVER"]])
+def test_no_full_graph_of_mixed_batches_on_never(lab, supports):
+    """Pins the ValueError for FULL (full graphs of mixed batches too) when an attention group
+    supports no full graph: the one mode v0.22.1 refuses rather than downgrades."""
+    refused(f"resolve_cudagraph_mode('FULL', {supports!r})", lambda: lab.resolve_cudagraph_mode("FULL", supports),
+            "full", "PIECEWISE")
 
 
-@pytest.mark.parametrize("backend", ["FLASH", "flash_attn", "XFORMERS", None])
+@pytest.mark.parametrize("backend", ["FLASH", "flash_attn", "XFORMERS", "TRITON_ATTN_VLLM_V1", None])
 def test_cudagraph_support_rejects_unknown_backends(lab, backend):
-    """Pins a ValueError that lists the backends when ``backend`` is not one of them, from
-    ``cudagraph_support`` and from ``resolve_cudagraph_mode``, which asks it. Catches the table
-    looked up without ``_check_backend`` (a bare KeyError from inside the table)."""
+    """Pins a ValueError that lists the backends when ``backend`` is not one of them. Catches the
+    table looked up without ``_check_backend`` (a bare KeyError from inside the table)."""
     refused(f"cudagraph_support({backend!r}, 'H100')", lambda: lab.cudagraph_support(backend, "H100"),
             "FLASH_ATTN", "FLEX_ATTENTION")
-    refused(f"resolve_cudagraph_mode('PIECEWISE', {backend!r}, 'H100')",
-            lambda: lab.resolve_cudagraph_mode("PIECEWISE", backend, "H100"), "FLASH_ATTN", "FLEX_ATTENTION")
 
 
-def test_resolve_cudagraph_mode_rejects_unknown_modes(lab):
-    """Pins a ValueError naming ``requested`` for a mode that does not exist."""
-    refused("resolve_cudagraph_mode('FULL_ALWAYS', 'FLASH_ATTN', 'H100')",
-            lambda: lab.resolve_cudagraph_mode("FULL_ALWAYS", "FLASH_ATTN", "H100"), "requested")
+@pytest.mark.parametrize("requested, supports, word", [
+    ("FULL_ALWAYS", ["ALWAYS"], "requested"),
+    ("FULL", "ALWAYS", "supports"),
+    ("FULL", [], "supports"),
+    ("FULL", ["SOMETIMES"], "supports"),
+])
+def test_resolve_cudagraph_mode_rejects_bad_input(lab, requested, supports, word):
+    """Pins a ValueError naming ``requested`` for a mode that does not exist, and ``supports`` for
+    levels that are not a non-empty collection of ``CUDAGRAPH_SUPPORT``'s."""
+    refused(f"resolve_cudagraph_mode({requested!r}, {supports!r})",
+            lambda: lab.resolve_cudagraph_mode(requested, supports), word)
 
 
 # ------------------------------------------------------------------------------------------

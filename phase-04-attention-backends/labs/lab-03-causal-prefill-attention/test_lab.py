@@ -16,6 +16,11 @@ rescaled when a row's max rises): 1e-10, against errors of 1e-3 or more for any 
 The kernel: 1e-4 in float32 (float32 arithmetic on float32 inputs), 1e-2 in float16 and 2e-2 in
 bfloat16 (the weights are rounded to the input type before the P.V product, relative error
 ~2**-11 and ~2**-8, on outputs of size ~1).
+
+Past these examples, the API's whole contract (``labkit.contract``): the kernel on the views engines
+pass (q a slice of qkv, out a view, K and V halves of one pool, tables cut from wider ones), lengths
+at every tile and block edge with a full table, groups up to 64 query heads on one KV head, and
+scores placed against the key tiles (and, in numpy, the blocks).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import pytest
 
 import labkit
 from labkit import triton_env
-from labkit.testing import child
+from labkit.testing import child, contract
 from labkit.testing.cases import blocks_needed
 
 STREAM_ATOL = 1e-10  # numpy streaming vs the float64 truth: same math, another summation order
@@ -207,6 +212,30 @@ def test_large_logits_keep_a_max_per_row(lab, case):
     check(out, expected, f"paged_prefill_attention, {case}")
 
 
+@pytest.mark.parametrize("pattern", contract.SCORE_PATTERNS)
+def test_score_patterns_across_blocks(lab, pattern):
+    """Scores placed against the blocks the stream walks (``labkit.contract.SCORE_PATTERNS``, the
+    segment being a block of 4; one sequence, so "neighbours far apart" is one flat level): flat
+    near +1000 or -1000, one key 100 above the rest in the first block or in the last, the mass
+    clustered in a middle block, the first block near -1000 and the rest near 0. Every row's
+    running max must hold the largest score it has seen, in whichever block.
+
+    Catches: a running max replaced by each block's own max (``running_max_is_block_max``), a max
+    that starts at 0, one max for all rows."""
+    block_size, start, chunk = 4, 14, 9
+    rng, q, k, v = random_prompt(61, start + chunk)
+    levels = contract.score_levels(pattern, start + chunk, block_size)
+    table = np.arange(blocks_needed(start + chunk, block_size))  # the steering's own placement: one block per row
+    k_blocks = np.zeros((len(table), block_size, *k.shape[1:]))
+    k_blocks.reshape(-1, *k.shape[1:])[: start + chunk] = k
+    contract.steer_scores(q, k_blocks, table[None], [start + chunk], [levels], seed=61)
+    k = k_blocks.reshape(-1, *k.shape[1:])[: start + chunk]
+    k_cache, v_cache, table = paged_cache(rng, k, v, start + chunk, block_size)
+    expected = causal_prefill_f64(q[start:], k, v, start)
+    out = lab.paged_prefill_attention(q[start:], k_cache, v_cache, table, start, block_size)
+    check(out, expected, f"paged_prefill_attention, scores {pattern} ({contract.SCORE_PATTERNS[pattern]})")
+
+
 def test_streams_block_by_block(lab, monkeypatch):
     """One streaming pass: np.exp never sees more values at once than one block's scores for
     every row and every head of the chunk (num_queries x num_heads x block_size), so no row's full
@@ -381,6 +410,7 @@ KERNEL_ATOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
 SENTINEL = 7.0  # what the padding rows of `out` hold before the call, and must hold after it
 SINK_QUERY, SINK_KEY, SINK_VALUE = 4.0, 11.5, 8.0  # make_batch(scores="sink"): an attention sink at token 0
 SPREAD = 120.0  # make_batch(scores="plus-minus"): rows scoring near +SPREAD and near -SPREAD
+PATTERN_SEGMENT = 16  # make_batch(scores=<a contract pattern>): the key tile the interpreter's kernel walks
 triton_test = pytest.mark.triton
 
 
@@ -400,7 +430,7 @@ class Batch:
 
 
 def make_batch(torch, specs, *, num_heads=4, num_kv_heads=2, head_dim=32, block_size=16, dtype="float16",
-               seed=0, kind="huge", pad_rows=16, q_scale=1.0, scores="random"):
+               seed=0, kind="huge", pad_rows=16, q_scale=1.0, scores="random", pad_columns=1):
     """A ragged batch: ``specs`` lists ``(context_len, query_len)`` per sequence.
 
     Each sequence's ``context_len + query_len`` tokens are in the paged cache (the chunk's own
@@ -411,7 +441,9 @@ def make_batch(torch, specs, *, num_heads=4, num_kv_heads=2, head_dim=32, block_
     kernel storing a whole query tile past a chunk's end writes into padding the test checks,
     never past the tensor). ``scores``: ``"random"``; ``"sink"``, each sequence's first token an
     attention sink; ``"plus-minus"``, every other token's scores near +120, the rest near -120
-    (below). ``expected`` comes from the dtype-rounded values, computed here, before any call.
+    (below); or a pattern of ``labkit.contract.SCORE_PATTERNS``, placed against key tiles of 16.
+    ``pad_columns``: the table's columns past the longest sequence's blocks (0: it fills its row).
+    ``expected`` comes from the dtype-rounded values, computed here, before any call.
     """
     torch_dtype = getattr(torch, dtype)
     rng = np.random.default_rng(seed)
@@ -422,7 +454,7 @@ def make_batch(torch, specs, *, num_heads=4, num_kv_heads=2, head_dim=32, block_
     # it is poisoned like every other slot without a token. A masked load's ``other=0`` block id lands
     # there too, so a K or V read that is not masked reads poison.
     pool = 1 + rng.permutation(num_blocks - 1)
-    tables = np.zeros((len(specs), max(need + [0]) + 1), dtype=np.int32)
+    tables = np.zeros((len(specs), max(need + [0]) + pad_columns), dtype=np.int32)
     used = 0
     for s, n in enumerate(need):
         tables[s, :n] = pool[used : used + n]
@@ -438,6 +470,9 @@ def make_batch(torch, specs, *, num_heads=4, num_kv_heads=2, head_dim=32, block_
         k_np[..., 0] = 1.0
         q_np[:num_tokens, :, 0] = np.where(np.arange(num_tokens) % 2 == 0, SPREAD, -SPREAD)[:, None] * math.sqrt(
             head_dim)
+    if scores in contract.SCORE_PATTERNS:
+        levels = [contract.score_levels(scores, n, PATTERN_SEGMENT, s) for s, n in enumerate(lens)]
+        contract.steer_scores(q_np[:num_tokens], k_np, tables, lens, levels, seed=seed)
     if scores == "sink":
         # Component 0 of every query is SINK_QUERY and of every key 0, but the sequence's first key
         # has SINK_KEY there: its score is about 11.5, some 8 above any other key's, so it takes
@@ -467,11 +502,18 @@ def make_batch(torch, specs, *, num_heads=4, num_kv_heads=2, head_dim=32, block_
                  np.concatenate(expected) if expected else np.zeros((0, num_heads, head_dim)))
 
 
-def check_kernel(lab, torch, batch, what, **kwargs):
+def check_kernel(lab, torch, batch, what, out_view=False, **kwargs):
     """Run paged_prefill on the batch; compare the chunks' rows with the truth, the padding rows
-    of ``out`` with the sentinel they held before the call."""
+    of ``out`` with the sentinel they held before the call. ``out_view``: ``out`` is a view into
+    a wider buffer (``labkit.contract.qkv_slice``: its rows further apart than q's)."""
     __tracebackhide__ = True
-    out = torch.full_like(batch.q, SENTINEL)
+    # out is contiguous, but its storage runs on for as long again (holding the sentinel too): a row
+    # written past out's end lands in memory the test owns and checks, instead of crashing the process.
+    storage = torch.full((2 * batch.q.shape[0], *batch.q.shape[1:]), SENTINEL, dtype=batch.q.dtype,
+                         device=batch.q.device)
+    out = storage[: batch.q.shape[0]]
+    if out_view:
+        out = contract.qkv_slice(out, batch.k_cache.shape[2])
     got = lab.paged_prefill(*batch.args, out=out, **kwargs)
     if got is not out:
         raise AssertionError(f"{what}: paged_prefill must return the `out` tensor it was given (written in place), "
@@ -486,6 +528,10 @@ def check_kernel(lab, torch, batch, what, **kwargs):
     labkit.assert_close(out[num_tokens:], np.full(out[num_tokens:].shape, SENTINEL), atol=0,
                         axes=("padding row", "head", "dim"),
                         what=f"{what}: rows of out past query_start_loc[-1] (padding, must not be written)")
+    if not out_view:
+        beyond = storage[batch.q.shape[0] :]
+        labkit.assert_close(beyond, np.full(beyond.shape, SENTINEL), atol=0, axes=("row past out", "head", "dim"),
+                            what=f"{what}: memory past the end of out (written with another tensor's strides?)")
     return out
 
 
@@ -564,12 +610,13 @@ def test_kernel_one_token_chunks_are_decode_steps(lab, torch, contexts):
 
 
 @triton_test
-@pytest.mark.parametrize("num_heads, num_kv_heads", [(4, 4), (8, 2), (6, 2), (8, 1), (32, 1)],
-                         ids=["mha", "gqa4", "gqa3", "gqa8", "mqa32"])
+@pytest.mark.parametrize("num_heads, num_kv_heads", [(4, 4), (8, 2), (6, 2), (8, 1), (24, 2), (32, 1), (64, 1)],
+                         ids=["mha", "gqa4", "gqa3", "gqa8", "gqa12", "mqa32", "mqa64"])
 def test_kernel_grouped_query_heads(lab, torch, num_heads, num_kv_heads):
     """The query heads of a group share a K/V tile: query head h reads KV head
     h // (num_heads // num_kv_heads). Groups of 1, 4, 3 (rows of a 16-row tile left over:
-    padding), 8 and 32 (more heads than the tile's default rows).
+    padding), 8, 12, 32 and 64 (more heads than the tile's default rows; the checks accept any
+    group, up to every query head on one KV head).
 
     Catches: interleaved groups (h % num_kv_heads), padding rows of the tile stored, a tile too
     small for the group."""
@@ -637,6 +684,72 @@ def test_kernel_max_query_len_given_or_found(lab, torch):
     batch = make_batch(torch, [(4, 3), (0, 26), (11, 9)], seed=7)
     check_kernel(lab, torch, batch, "paged_prefill(max_query_len=None)")
     check_kernel(lab, torch, batch, "paged_prefill(max_query_len=40)", max_query_len=40)
+
+
+# The contract (labkit.contract): the views engines pass, lengths at every edge, score patterns.
+KERNEL_LAYOUTS = {
+    **{name: {"cache": name} for name in contract.CACHE_LAYOUTS if name != "contiguous"},
+    **{name: {"q": name} for name in contract.Q_LAYOUTS if name != "contiguous"},
+    **{name: {"table": name} for name in contract.TABLE_LAYOUTS if name != "contiguous"},
+    "out_view": {"out": True},
+    "all_at_once": {"cache": "kv_pool_views", "q": "q_slice_of_qkv", "table": "table_every_other_row", "out": True},
+}
+
+
+@triton_test
+@pytest.mark.parametrize("layout", KERNEL_LAYOUTS)
+def test_kernel_memory_layouts_engines_pass(lab, torch, layout):
+    """The API takes any strides with the last dimension contiguous, and engines pass views: K and V
+    as the halves ``kv[:, 0]``, ``kv[:, 1]`` of one fused pool or a pool stored heads-outside-slots,
+    ``q`` as a slice of the fused ``qkv`` projection (``out`` too may be a view into a wider
+    buffer), a table cut from a wider one or every other row of a taller one. The memory beside
+    each view is poison, and ``out``'s padding rows must keep their sentinel.
+
+    Catches offsets computed as if a tensor were contiguous: the caches' strides from their shape
+    (``kernel_cache_strides_from_shape``), q's row stride as ``num_heads * head_dim``
+    (``kernel_q_stride_from_shape``), the table's row stride as ``max_blocks``
+    (``kernel_table_stride_from_shape``), out's rows at q's strides (``kernel_out_at_q_strides``)."""
+    picks = KERNEL_LAYOUTS[layout]
+    batch = make_batch(torch, [(9, 12), (0, 5), (20, 3)], seed=12, kind="nan")
+    k_cache, v_cache = contract.CACHE_LAYOUTS[picks.get("cache", "contiguous")].apply(batch.k_cache, batch.v_cache)
+    q = contract.Q_LAYOUTS[picks.get("q", "contiguous")].apply(batch.q, batch.k_cache.shape[2])
+    table = contract.TABLE_LAYOUTS[picks.get("table", "contiguous")].apply(batch.block_tables, 0)  # block 0: poison
+    batch = Batch(q, k_cache, v_cache, table, batch.query_start_loc, batch.seq_lens, batch.expected)
+    described = [contract.CACHE_LAYOUTS[picks["cache"]].describe] if "cache" in picks else []
+    described += [contract.Q_LAYOUTS[picks["q"]].describe] if "q" in picks else []
+    described += [contract.TABLE_LAYOUTS[picks["table"]].describe] if "table" in picks else []
+    described += ["out as a view of a wider buffer (its rows further apart than q's)"] if "out" in picks else []
+    check_kernel(lab, torch, batch, f"paged_prefill with {', '.join(described)}", out_view=picks.get("out", False))
+
+
+@triton_test
+def test_kernel_lengths_at_every_boundary(lab, torch):
+    """One batch whose lengths sit at every edge (``labkit.contract.boundary_lengths``): prompts of
+    1, 7, 8, 9 tokens (a query tile holds 8 tokens of a group of 2 on the interpreter, 64 on a GPU)
+    and of 15, 16, 17 (a block and a key tile of 16); chunks of 3 tokens closing sequences of 15,
+    16, 17 and 35 tokens, and of 48, the table's full capacity (the longest sequence fills its row:
+    no padding column). Catches boundaries off by one: a tail mask at the block's end, a query tile
+    that drops its last token, a key range that stops a tile short, the table's last column never
+    read."""
+    named = contract.boundary_lengths(16, segment=16, capacity=48)
+    specs = [(0, n) for n in (1, 7, 8, 9, 15, 16, 17)] + [(n - 3, 3) for n in named.values() if n >= 3]
+    batch = make_batch(torch, specs, num_heads=2, num_kv_heads=1, seed=13, kind="nan", pad_columns=0)
+    listing = ", ".join(f"[{s}] {c} + {n}" for s, (c, n) in enumerate(specs))
+    check_kernel(lab, torch, batch, f"paged_prefill, sequences (context + chunk) {listing}")
+
+
+@triton_test
+@pytest.mark.parametrize("pattern", contract.SCORE_PATTERNS)
+def test_kernel_score_patterns_across_key_tiles(lab, torch, pattern):
+    """Scores placed against the key tiles the kernel walks (``labkit.contract.SCORE_PATTERNS``, the
+    segment being 16 keys): flat near +1000 or -1000, one key 100 above the rest in the first or in
+    the last tile, the mass clustered in a middle tile, the first tile near -1000 and the rest near
+    0, neighbours of the batch at +1000 and -1000. Every row's running max must hold the largest
+    score it has seen. Catches a running max replaced by each tile's own max
+    (``kernel_running_max_is_tile_max``: after a peak in the first tile, exp(+100) overflows), a
+    max that starts at 0, one max for the whole tile."""
+    batch = make_batch(torch, [(40, 9), (0, 20), (17, 4)], num_heads=2, num_kv_heads=1, seed=14, scores=pattern)
+    check_kernel(lab, torch, batch, f"paged_prefill, scores {pattern} ({contract.SCORE_PATTERNS[pattern]})")
 
 
 KERNEL_BAD_INPUTS = {

@@ -5,12 +5,16 @@ input is a ``ValueError`` that says what is wrong instead of a numpy broadcast e
 silent answer:
 
 - ``_as_query_keys_values(q, k, v)``: ``q [d]``, ``k [n, d]``, ``v [n, dv]`` as float64, finite.
-- ``_as_summary(summary, what)``: a summary ``(m, denom, acc)`` as ``(float, float, float64 [d])``.
+- ``_as_summary(summary, what)``: a summary ``(m, denom, acc)`` as ``(float, float, float64 [d])``;
+  an empty one (``denom == 0``) as the identity ``(-inf, 0.0, zeros(d))`` whatever its ``m`` says,
+  and NaN, or numbers no set of keys can give, refused.
 - ``_check_same_length(acc_a, acc_b)``: two summaries of one query have accumulators of one length.
 - ``_check_num_partitions(num_partitions)``: an integer >= 1.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -31,7 +35,15 @@ def _as_query_keys_values(q, k, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _as_summary(summary, what: str) -> tuple[float, float, np.ndarray]:
-    """``(m, denom, acc)`` as ``(float, float, float64 [d])``, or a ValueError naming ``what``."""
+    """``(m, denom, acc)`` as ``(float, float, float64 [d])``, or a ValueError naming ``what``.
+
+    ``denom == 0`` means that no key was seen, and such a summary merges as nothing: it comes back
+    as the identity ``(-inf, 0.0, zeros(d))``, whatever its ``m`` holds (``-inf``; ``+inf``, which
+    FlashAttention-2 reports as the log-sum-exp of an empty partial; whatever finite value a kernel
+    left in a split that had no key). Refused, because no set of keys gives them: NaN anywhere, a
+    negative or infinite ``denom``, an infinite ``acc``, an infinite ``m`` beside keys (``denom >
+    0``: scores are finite), and a nonzero ``acc`` without keys.
+    """
     try:
         m, denom, acc = summary
     except (TypeError, ValueError):
@@ -39,7 +51,25 @@ def _as_summary(summary, what: str) -> tuple[float, float, np.ndarray]:
     acc = np.asarray(acc, dtype=np.float64)
     if acc.ndim != 1:
         raise ValueError(f"{what}: acc must have shape [d], got {acc.shape}")
-    return float(m), float(denom), acc
+    try:
+        m, denom = float(m), float(denom)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: m and denom must be numbers, got m={m!r}, denom={denom!r}") from None
+    if math.isnan(m) or math.isnan(denom) or np.isnan(acc).any():
+        field = "m" if math.isnan(m) else "denom" if math.isnan(denom) else "acc"
+        raise ValueError(f"{what}: {field} is NaN: no set of keys gives a NaN summary (garbage from upstream)")
+    if not 0.0 <= denom < math.inf:
+        raise ValueError(f"{what}: denom must be finite and >= 0 (a sum of exp(s - m)), got {denom}")
+    if not np.isfinite(acc).all():
+        raise ValueError(f"{what}: acc holds inf: a sum of exp(s - m) * v over finite values is finite")
+    if denom == 0.0:
+        if acc.any():
+            raise ValueError(f"{what}: denom is 0 (no key seen) but acc is not zeros")
+        # No key: the identity, whatever m says (-inf, FlashAttention-2's +inf, a leftover).
+        return -math.inf, 0.0, np.zeros(acc.shape[0])
+    if math.isinf(m):
+        raise ValueError(f"{what}: m is {m} beside keys (denom = {denom}): a score is finite")
+    return m, denom, acc
 
 
 def _check_same_length(acc_a: np.ndarray, acc_b: np.ndarray) -> None:

@@ -44,7 +44,9 @@ def merge_two(a: Summary, b: Summary) -> Summary:
     """The summary of the union of two disjoint key sets, from the summary of each.
 
     Both sides are rescaled to the shared max: ``exp(m_a - m)`` and ``exp(m_b - m)``
-    are at most 1, so the merge cannot overflow either.
+    are at most 1, so the merge cannot overflow either. An empty summary (``denom`` 0) merges as
+    nothing whatever its ``m`` holds, and NaN is refused: ``_as_summary`` sees to both. A new
+    summary, sharing no array with ``a`` or ``b``.
     """
     m_a, denom_a, acc_a = _as_summary(a, "merge_two: a")
     m_b, denom_b, acc_b = _as_summary(b, "merge_two: b")
@@ -64,7 +66,8 @@ def merge_partials(partials) -> np.ndarray:
     then divide by the denominator once.
 
     No keys at all (all identities) give zeros, never NaN. An empty list has no ``d``
-    to read; it gives a 0-d zero, which numpy broadcasts to any shape.
+    to read; it gives a 0-d zero, which numpy broadcasts to any shape. Every summary is checked,
+    the first one here and the others by ``merge_two``.
     """
     try:
         partials = list(partials)

@@ -49,7 +49,11 @@ def merge_two(a: Summary, b: Summary) -> Summary:
 
     Equal (to rounding) to ``attend_partial`` over the union; the same for ``(a, b)`` and ``(b, a)``.
     Merging with the identity changes nothing, and two identities give the identity, never NaN.
-    Finite however large the maxima. Returns a new summary: ``a`` and ``b`` are not modified.
+    Finite however large the maxima. An empty summary (``denom`` 0: no key) merges as nothing,
+    whatever its ``m`` holds (``-inf``, or ``+inf`` as FlashAttention-2 reports an empty partial):
+    the given ``_as_summary`` hands it over as the identity, and refuses a summary holding NaN with a
+    ValueError. Returns a new summary: ``a`` and ``b`` are not modified, and the result shares no
+    array with them.
     """
     m_a, denom_a, acc_a = _as_summary(a, "merge_two: a")
     m_b, denom_b, acc_b = _as_summary(b, "merge_two: b")
@@ -65,7 +69,9 @@ def merge_partials(partials) -> np.ndarray:
     query (in any order): the output over all their keys together.
 
     No key at all (only identities) gives zeros, never NaN; an empty list has no ``dv`` to read and
-    gives a 0-d zero (``np.zeros(())``), which numpy broadcasts to any shape. Modifies no input.
+    gives a 0-d zero (``np.zeros(())``), which numpy broadcasts to any shape. Every summary goes
+    through ``_as_summary``, the first one too (``merge_two`` checks those it is given): an empty one
+    counts as nothing, one holding NaN is a ValueError. Modifies no input.
     """
     raise NotImplementedError(
         "merge_partials: not implemented yet (README step 3: merge all the summaries with merge_two, "

@@ -251,6 +251,150 @@ def test_merge_two_leaves_its_inputs_alone(lab):
         labkit.assert_close(summary[2], acc, atol=0.0, axes=("dim",), what=f"acc of argument {i} after merge_two")
 
 
+def test_merge_two_returns_new_arrays(lab):
+    """The merged summary shares no array with its arguments, including when one side is the
+    identity and the answer is the other side's numbers: writing into the result's acc leaves the
+    arguments alone, and writing into an argument after the call leaves the result alone.
+
+    Catches: ``if m_a == -inf: return b`` (the caller's own summary handed back: a cascade that
+    rescales the merged result in place would rescale a shared prefix's summary too)."""
+    q, sets = law_sets()
+    summaries = [summary_f64(q, k, v) for k, v in sets]
+    empty = (-math.inf, 0.0, np.zeros(D))
+    pairs = {"merge_two(identity, set 0)": (empty, summaries[0]), "merge_two(set 0, identity)": (summaries[0], empty),
+             "merge_two(set 1, set 2)": (summaries[1], summaries[2])}
+    for what, pair in pairs.items():
+        args = [(m, d, np.array(acc)) for m, d, acc in pair]  # writeable copies
+        before = [acc.copy() for _, _, acc in args]
+        _, _, merged_acc = lab.merge_two(*args)
+        merged_acc = np.asarray(merged_acc)
+        kept = merged_acc.copy()
+        for i, ((_, _, acc), old) in enumerate(zip(args, before, strict=True)):
+            if not np.array_equal(acc, old):
+                raise AssertionError(f"{what} changed argument {i}'s acc: merge_two writes into its arguments")
+        if merged_acc.flags.writeable:  # a read-only result cannot be written through
+            merged_acc[...] = 123.0
+            for i, ((_, _, acc), old) in enumerate(zip(args, before, strict=True)):
+                if not np.array_equal(acc, old):
+                    raise AssertionError(f"{what}: writing into the result's acc changed argument {i}'s acc: the "
+                                         "result must be a new summary (acc_a * scale_a + acc_b * scale_b is one), "
+                                         "never an argument handed back")
+            merged_acc[...] = kept
+        for _, _, acc in args:
+            acc[...] = -7.0
+        if not np.array_equal(merged_acc, kept):
+            raise AssertionError(f"{what}: writing into an argument's acc after the call changed the result: the "
+                                 "result shares its array")
+
+
+# An empty summary in the forms engines hand over: no key (denom 0, acc 0), with m -inf (the
+# identity), +inf (FlashAttention-2's log-sum-exp of an empty partial), or a finite leftover.
+EMPTY_SUMMARIES = {"m = -inf": -math.inf, "m = +inf (FlashAttention-2)": math.inf, "m = 0 (a leftover)": 0.0,
+                   "m = -1e30 (a leftover)": -1e30}
+
+
+@pytest.mark.parametrize("empty_m", list(EMPTY_SUMMARIES.values()), ids=list(EMPTY_SUMMARIES))
+def test_an_empty_summary_merges_as_nothing(lab, empty_m):
+    """A summary of no key (denom 0, acc zeros) merges as nothing whatever its m holds: with a
+    real summary whose scores sit near -1000 (below any leftover m) or near +1000, on either side,
+    the result is that real summary; with another empty one, the identity; in merge_partials, among
+    real chunks, dense attention, and alone, zeros.
+
+    Catches: an empty summary's m taken at its word (+inf gives exp(inf - inf) = NaN; a leftover 0
+    becomes the shared max, and scores near -1000 underflow to nothing)."""
+    empty = (empty_m, 0.0, read_only(np.zeros(D)))
+    rng = np.random.default_rng(5)
+    q = np.zeros(D)
+    q[0] = math.sqrt(D)  # scores are exactly the keys' first coordinates
+    k, v = rng.standard_normal((12, D)), rng.standard_normal((12, D))
+    for level in (-1000.0, 1000.0):
+        k[:, 0] = level + rng.uniform(0.0, 3.0, 12)
+        real = summary_f64(q, k, v)
+        expected_out = labkit.attention_f64(q, k, v)
+        with np.errstate(invalid="ignore", over="ignore"):
+            assert_summary_close(lab.merge_two(empty, frozen(real)), real,
+                                 what=f"merge_two(empty summary with m={empty_m}, keys near {level:+.0f})")
+            assert_summary_close(lab.merge_two(frozen(real), empty), real,
+                                 what=f"merge_two(keys near {level:+.0f}, empty summary with m={empty_m})")
+            parts = chunk_summaries(q, k, v, (5, 7))
+            out = lab.merge_partials([empty, parts[0], empty, parts[1]])
+        assert_output_close(out, expected_out, what=f"merge_partials of 2 chunks near {level:+.0f} and 2 empty "
+                            f"summaries with m={empty_m}")
+    with np.errstate(invalid="ignore", over="ignore"):
+        both_empty = lab.merge_two(empty, (math.inf, 0.0, read_only(np.zeros(D))))
+        assert_summary_close(both_empty, (-math.inf, 0.0, np.zeros(D)),
+                             what=f"merge_two(empty with m={empty_m}, empty with m=+inf)")
+        out = lab.merge_partials([empty])
+    assert_output_close(out, np.zeros(D), atol=0.0, what=f"merge_partials([empty summary with m={empty_m}])")
+
+
+def _good_summary():
+    q, k, v = random_qkv(seed=21, n=6)
+    return frozen(summary_f64(q, k, v))
+
+
+# name: (the summary, a word its ValueError must name). No set of keys gives any of them.
+GARBAGE = {
+    "NaN m": ((math.nan, 2.0, np.ones(D)), "NaN"),
+    "NaN denom": ((0.5, math.nan, np.ones(D)), "NaN"),
+    "NaN in acc": ((0.5, 2.0, np.r_[np.ones(D - 1), math.nan]), "NaN"),
+    "NaN m of an empty summary": ((math.nan, 0.0, np.zeros(D)), "NaN"),
+    "inf denom": ((0.5, math.inf, np.ones(D)), "denom"),
+    "negative denom": ((0.5, -1.0, np.ones(D)), "denom"),
+    "inf in acc": ((0.5, 2.0, np.r_[np.ones(D - 1), math.inf]), "acc"),
+    "m = +inf beside keys": ((math.inf, 2.0, np.ones(D)), "m"),
+    "m = -inf beside keys": ((-math.inf, 2.0, np.ones(D)), "m"),
+    "no key but acc not zero": ((-math.inf, 0.0, np.ones(D)), "acc"),
+}
+PLACES = ["merge_two: a", "merge_two: b", "merge_partials: the only summary", "merge_partials: the first",
+          "merge_partials: a later one"]
+
+
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("garbage", list(GARBAGE))
+def test_a_garbage_summary_is_refused(lab, garbage, place):
+    """A summary no set of keys can give (NaN anywhere; an infinite or negative denom; inf in acc;
+    an infinite m beside keys; acc without keys) is a ValueError that names what is wrong, wherever
+    it comes: either side of merge_two, the only, the first or a later summary of merge_partials.
+    Each function first works on the same place with a good summary.
+
+    Catches: merge_partials that reads its first summary without ``_as_summary`` (merge_two checks
+    only what it is given), checks dropped: NaN comes out as a silent NaN answer."""
+    summary, word = GARBAGE[garbage]
+    summary = (summary[0], summary[1], read_only(np.array(summary[2])))
+    good, other = _good_summary(), _good_summary()
+
+    def call(s):
+        if place == "merge_two: a":
+            return lab.merge_two(s, other)
+        if place == "merge_two: b":
+            return lab.merge_two(other, s)
+        if place == "merge_partials: the only summary":
+            return lab.merge_partials([s])
+        if place == "merge_partials: the first":
+            return lab.merge_partials([s, other])
+        return lab.merge_partials([other, identity(), s])
+
+    call(good)
+    try:
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            got = call(summary)
+    except ValueError as err:
+        if word in str(err):
+            return
+        raise AssertionError(f"{place} with a summary whose {garbage}: the ValueError must name {word!r}, got: "
+                             f"{err}") from None
+    except NotImplementedError:
+        raise
+    except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
+        raise AssertionError(f"{place} with a summary whose {garbage}: expected a ValueError naming {word!r}, got "
+                             f"{type(err).__name__}: {err}") from None
+    hint = ("merge_partials reads partials[0] itself: pass it through _as_summary (merge_two checks only the "
+            "summaries it is given)" if place.startswith("merge_partials") else
+            "keep the given _as_summary calls at the top of merge_two")
+    raise AssertionError(f"{place} with a summary whose {garbage}: no ValueError, the answer was {got!r}; {hint}")
+
+
 # ------------------------------------------------------------------------------------------
 # Step 3: merge_partials.
 
@@ -316,7 +460,7 @@ def test_any_partition_count_matches_dense(lab, num_partitions):
                         what=f"partitioned_attention, 257 keys in {num_partitions} partitions")
 
 
-@pytest.mark.parametrize(("n", "num_partitions"), [(1, 4), (5, 8), (6, 64)])
+@pytest.mark.parametrize(("n", "num_partitions"), [(1, 4), (5, 8), (6, 64), (40, 40), (40, 41)])
 def test_more_partitions_than_keys(lab, n, num_partitions):
     """More partitions than keys: np.array_split hands out empty chunks, which are skipped
     (a GPU grid sized for the longest sequence has the same empty partitions).
@@ -405,33 +549,100 @@ def test_merge_is_hierarchical(lab):
     assert_output_close(lab.merge_partials(group_summaries), expected, what="merge_partials of merged groups")
 
 
-@pytest.mark.parametrize(
-    "case",
-    ["all near +1000", "all near -1000", "one partition at +1000"],
-)
-def test_extreme_scores_do_not_overflow(lab, case):
+# Score layouts of 40 keys (scores are exactly k[:, 0]), each crossing the partitions' boundaries in
+# its own way. With 5 partitions the chunks are 0-7, 8-15, ..., 32-39; with 7, 0-5, 6-11, 12-17,
+# 18-23, 24-29, 30-34, 35-39 (np.array_split: the first n % P chunks one key longer). Key 24 starts a
+# chunk in both.
+def _scores(case: str, rng, n: int = 40) -> np.ndarray:
+    first = 3.0 * rng.standard_normal(n)
+    if case == "all near +1000":
+        return 1000.0 + first
+    if case == "all near -1000":
+        return -1000.0 + first
+    if case == "one partition at +1000":
+        first[16:24] += 1000.0  # the third of 5 partitions; across the third and fourth of 7
+        return first
+    if case == "one partition 1000 below the rest":
+        first[16:24] -= 1000.0
+        return first
+    hot = {"the top key alone in the first partition": 2, "the top key alone in the last partition": 38,
+           "the top key first in its partition, the rest near -1000": 24}[case]
+    if case.endswith("near -1000"):
+        first -= 1000.0
+    first[hot] = 1000.0 + rng.uniform()
+    return first
+
+
+EXTREME_CASES = ["all near +1000", "all near -1000", "one partition at +1000", "one partition 1000 below the rest",
+                 "the top key alone in the first partition", "the top key alone in the last partition",
+                 "the top key first in its partition, the rest near -1000"]
+
+
+@pytest.mark.parametrize("num_partitions", [5, 7], ids=["5 partitions of 8", "7 partitions of 6 or 5"])
+@pytest.mark.parametrize("case", EXTREME_CASES)
+def test_extreme_scores_do_not_overflow(lab, case, num_partitions):
     """Scores of about +-1000, past float64's exp range (exp overflows above ~709.8 and
-    underflows to 0 below ~-745), in 5 partitions: finite and equal to dense attention.
+    underflows to 0 below ~-745), in 5 partitions and in 7 (which do not divide 40 keys): all keys
+    near +1000 or -1000; one partition 1000 above or below the rest; the top key alone in the first
+    partition, in the last, or first in its partition with every other key 1000 below. Finite and
+    equal to dense attention.
 
     Catches: exponentials of raw scores without the max subtracted (exp(1000) = inf, or
-    exp(-1000) = 0 and 0/0), a merge that exponentiates the maxima themselves."""
+    exp(-1000) = 0 and 0/0), a merge that exponentiates the maxima themselves, a merge whose
+    reference is one side's max (the accumulator's, or the newcomer's) instead of the larger."""
     rng = np.random.default_rng(3)
     n = 40
     q = np.zeros(D)
     q[0] = math.sqrt(D)  # so q . k / sqrt(d) is exactly k[0]
     k = rng.standard_normal((n, D))
     v = rng.standard_normal((n, D))
-    if case == "all near +1000":
-        k[:, 0] = 1000.0 + 3.0 * rng.standard_normal(n)
-    elif case == "all near -1000":
-        k[:, 0] = -1000.0 + 3.0 * rng.standard_normal(n)
-    else:
-        k[16:24, 0] = 1000.0 + 3.0 * rng.standard_normal(8)  # the third of 5 partitions
+    k[:, 0] = _scores(case, rng, n)
     expected = labkit.attention_f64(q, k, v)
     q, k, v = read_only(q, k, v)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        out = lab.partitioned_attention(q, k, v, 5)
-    assert_output_close(out, expected, what=f"scores {case}")
+        out = lab.partitioned_attention(q, k, v, num_partitions)
+    assert_output_close(out, expected, what=f"scores {case}, {num_partitions} partitions")
+
+
+@pytest.mark.parametrize("dv", [1, 5, 40])
+def test_values_narrower_or_wider_than_the_keys(lab, dv):
+    """Values of another width than the keys (v [n, dv], dv = 1, 5 or 40 with d = 16): the summary's
+    acc, the identity's, the merge's and every output are [dv], zero keys included.
+
+    Catches: the identity, or the zeros of no key, sized by the query's d instead of the values'
+    dv (right whenever dv = d, as in every other test)."""
+    rng = np.random.default_rng(dv)
+    q, k, v = rng.standard_normal(D), rng.standard_normal((23, D)), rng.standard_normal((23, dv))
+    expected, expected_summary = labkit.attention_f64(q, k, v), summary_f64(q, k, v)
+    q, k, v = read_only(q, k, v)
+    assert_summary_close(lab.attend_partial(q, k, v), expected_summary, what=f"attend_partial, values of width {dv}")
+    m, denom, acc = lab.attend_partial(q, k[:0], v[:0])
+    labkit.assert_value(np.shape(acc), (dv,), what=f"attend_partial over zero keys, values of width {dv}: acc's shape")
+    for partitions in (1, 4, 30):
+        assert_output_close(lab.partitioned_attention(q, k, v, partitions), expected,
+                            what=f"partitioned_attention, values of width {dv}, {partitions} partitions")
+    out = lab.partitioned_attention(q, k[:0], v[:0], 3)
+    labkit.assert_value(np.shape(out), (dv,), what=f"partitioned_attention over zero keys, values of width {dv}: "
+                        "the output's shape")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "list"])
+def test_inputs_of_any_number_type_give_float64(lab, dtype):
+    """q, k, v given as float32, float16, integers or nested lists: every result is float64 and
+    equals the float64 computation on the same numbers (the given checks convert them first).
+
+    Catches: arithmetic in the inputs' own dtype (float16 keeps 11 bits: outputs off by 1e-3)."""
+    rng = np.random.default_rng(7)
+    q, k, v = rng.standard_normal(D), rng.standard_normal((19, D)), rng.standard_normal((19, D))
+    if dtype == "int64":
+        q, k, v = (np.round(3 * x).astype(np.int64) for x in (q, k, v))
+    elif dtype != "list":
+        q, k, v = (x.astype(dtype) for x in (q, k, v))
+    exact = [np.asarray(x, dtype=np.float64) for x in (q, k, v)]  # the numbers the inputs hold
+    expected, expected_summary = labkit.attention_f64(*exact), summary_f64(*exact)
+    args = [x.tolist() for x in (q, k, v)] if dtype == "list" else read_only(q, k, v)
+    assert_summary_close(lab.attend_partial(*args), expected_summary, what=f"attend_partial of {dtype} inputs")
+    assert_output_close(lab.partitioned_attention(*args, 3), expected, what=f"partitioned_attention of {dtype} inputs")
 
 
 # ------------------------------------------------------------------------------------------

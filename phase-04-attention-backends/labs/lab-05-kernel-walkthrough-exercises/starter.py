@@ -1,6 +1,6 @@
 """Lab 04-05, starter: the exercises of the paged-attention kernel walkthrough.
 
-Three exercises, each a piece of vLLM's CUDA paged-attention kernel (v0.10.1,
+Three exercises, each a piece of vLLM's CUDA paged-attention kernel (v0.22.1,
 ``csrc/attention/attention_kernels.cuh`` and its launchers) made small enough to test:
 
 1. Block-table arithmetic (numpy): blocks per sequence, the slot of every token,
@@ -154,8 +154,8 @@ def largest_partition_size(head_size: int, block_size: int, limit_bytes: int = D
     """The largest positive multiple of ``block_size`` whose budget fits ``limit_bytes``; 0 if none.
 
     The total is ``max(4 P, outputs) + static``: it fits iff ``4 P + static <= limit``
-    and ``outputs + static <= limit``. The partition must hold whole blocks (vLLM
-    asserts ``PARTITION_SIZE % block_size == 0``).
+    and ``outputs + static <= limit``. The partition must hold whole blocks (vLLM's
+    kernel assumes ``PARTITION_SIZE % block_size == 0``, and its test asserts it).
     """
     raise NotImplementedError(
         "largest_partition_size: not implemented yet (README step 5: the largest partition that fits)"

@@ -19,6 +19,7 @@ import pytest
 
 import labkit
 from labkit import assert_close, assert_equal, assert_value, triton_env
+from labkit.testing import seam
 from labkit.testing.cases import random_block_tables
 
 DEFAULT_SMEM = 49_152  # 48 KiB
@@ -724,7 +725,7 @@ def test_qk_cuda_matches_float64(lab, torch):
     from torch.utils import cpp_extension
 
     if cpp_extension.CUDA_HOME is None or not cpp_extension.is_ninja_available():
-        pytest.skip("building the CUDA exercise needs nvcc (CUDA_HOME) and ninja")
+        seam.skip_here("building the CUDA exercise needs nvcc (CUDA_HOME) and ninja")
     lens = [0, 1, 127, 128, 129, 1100, 300]
     for dtype, atol, lens_dtype in ((torch.float32, 1e-4, torch.int32), (torch.float16, 2e-3, torch.int64)):
         q, k, seq_lens = make_qk_inputs(torch, lens, 40, dtype, seed=4)

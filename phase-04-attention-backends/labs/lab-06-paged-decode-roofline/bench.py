@@ -1,7 +1,7 @@
 """Lab 04-06 benchmark: paged decode against the memory roofline and dense attention (GPU only).
 
     python phase-04-attention-backends/labs/lab-06-paged-decode-roofline/bench.py [--out DIR] [--shapes NAME ...]
-    python .../bench.py --vllm-triton PATH/vllm/attention/ops/triton_decode_attention.py   # adds vLLM's kernel
+    python .../bench.py --vllm-triton PATH/vllm/v1/attention/ops/triton_decode_attention.py   # adds vLLM's kernel
     python .../bench.py --dry-run     # on a CPU: the script's plumbing on tiny shapes (numbers meaningless)
 
 For each shape, in one process, every way of computing the same decode step is timed twice, with
@@ -149,8 +149,8 @@ def assemble(parts, groups, like):
 
 
 def load_vllm_triton(path: Path):
-    """vLLM's Triton decode module (``vllm/attention/ops/triton_decode_attention.py`` of a vLLM
-    checkout, v0.10.1), loaded from ``path`` with its few vLLM imports stubbed: nothing of vLLM is
+    """vLLM's Triton decode module (``vllm/v1/attention/ops/triton_decode_attention.py`` of a vLLM
+    checkout, v0.22.1), loaded from ``path`` with its few vLLM imports stubbed: nothing of vLLM is
     installed or copied here. Returns the module's ``decode_attention_fwd``."""
     import triton
     import triton.language as tl
@@ -401,10 +401,10 @@ def main(argv=None) -> int:
                         help="only redraw the plot from a results.md this script wrote (no GPU needed)")
     parser.add_argument("--shapes", nargs="+", metavar="NAME", help="only the shapes whose name starts with these")
     parser.add_argument("--vllm-triton", type=Path, metavar="FILE",
-                        help="vLLM's vllm/attention/ops/triton_decode_attention.py (v0.10.1), from your checkout")
+                        help="vLLM's vllm/v1/attention/ops/triton_decode_attention.py (v0.22.1), from your checkout")
     parser.add_argument("--vllm-splits", type=int, nargs="+", default=[4, 16, 64],
-                        help="num_kv_splits values to try for vLLM's kernel (4 is what vLLM's Triton MLA backend "
-                             "passes; the fastest is reported)")
+                        help="num_kv_splits values to try for vLLM's kernel (vLLM's Triton MLA backend passes "
+                             "next_power_of_2(max_seq_len // 512), at most twice the SMs; the fastest is reported)")
     parser.add_argument("--levers", type=Path, metavar="FILE",
                         help="tune.py's levers.md, appended to results.md (default: DIR/levers.md when it exists)")
     parser.add_argument("--dry-run", action="store_true", help="tiny shapes, wall-clock timers: checks the script")

@@ -107,10 +107,13 @@ def paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=None):
 
     q ``[batch, num_heads, head_dim]``; k_cache, v_cache ``[num_blocks, block_size,
     num_kv_heads, head_dim]``; block_tables ``[batch, max_blocks]`` int32; seq_lens
-    ``[batch]`` int32. Returns ``out`` shaped and typed like ``q``: for each sequence
-    ``b`` and head ``h``, softmax(q[b, h] . K^T / sqrt(head_dim)) V over the first
-    ``seq_lens[b]`` tokens, K/V from KV head ``h // (num_heads // num_kv_heads)``.
-    A sequence of length 0 gets zeros. The inputs are left unchanged. Bad input raises
+    ``[batch]`` int32. Any of them may be a view with other strides (q a slice of a fused
+    qkv, K and V the halves of one pool, a table cut from a wider one), as long as K and V
+    share their strides and head_dim is contiguous. Returns ``out`` shaped and typed like
+    ``q``: for each sequence ``b`` and head ``h``, softmax(q[b, h] . K^T / sqrt(head_dim)) V
+    over the first ``seq_lens[b]`` tokens (never past the table: a longer length counts as
+    ``max_blocks * block_size``), K/V from KV head ``h // (num_heads // num_kv_heads)``, for any
+    group size. A sequence of length 0 gets zeros. The inputs are left unchanged. Bad input raises
     ``_check_inputs("paged_decode", ...)``'s errors before any kernel runs.
 
     ``num_splits``: ``1`` runs one program per (sequence, KV head) and no reduce (step 1);

@@ -14,6 +14,12 @@ or inf: ``labkit.POISON_KINDS``), and the table's padding entries point at a poi
 block, so reading anything that is not a valid token shows. On a CPU the kernels run
 through Triton's interpreter (float16/float32, tiny shapes); on a GPU the same tests run,
 plus bfloat16. The check of a cache larger than 2**31 elements runs in a child process.
+
+Past these examples, the API's whole contract (``labkit.contract``): the views engines pass (K and
+V as halves of one pool, q a slice of qkv, tables cut from wider ones), groups up to every query
+head on one KV head, lengths at every block and split edge, scores placed against the splits, split
+counts past the reduce's chunk of 64, and a length past the table with the host check out of the
+way (in a child process).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import pytest
 
 import labkit
 from labkit import cases, triton_env
-from labkit.testing import child
+from labkit.testing import child, contract
 
 torch, triton = triton_env.require_torch_and_triton()
 
@@ -218,14 +224,19 @@ def test_one_split_matches_reference(lab, dtype, pad_columns, poison):
 
 
 @pytest.mark.parametrize(
-    "num_heads,num_kv_heads", [(4, 4), (8, 2), (10, 2), (28, 4), (16, 2)], ids=["mha", "gqa4", "gqa5", "gqa7", "gqa8"]
+    "num_heads,num_kv_heads",
+    [(4, 4), (8, 2), (10, 2), (28, 4), (16, 2), (32, 2), (34, 2), (64, 1)],
+    ids=["mha", "gqa4", "gqa5", "gqa7", "gqa8", "gqa16", "gqa17", "mqa64"],
 )
 def test_gqa_grouping(lab, num_heads, num_kv_heads):
     """Step 1. Query heads 0..g-1 read KV head 0, g..2g-1 KV head 1, and so on, for group
-    sizes 1, 4, 5, 7 and 8 (5 and 7 are not powers of two: the group's rows are padded to 16
-    for ``tl.dot``, and the padded rows must be neither read as heads nor written). Catches
-    interleaved grouping (``h % num_kv_heads``) and a head offset per KV head computed with
-    the wrong group size."""
+    sizes 1, 4, 5, 7, 8, 16, 17 and 64. The checks accept any group (``num_heads`` a multiple
+    of ``num_kv_heads``), so the largest is multi-query attention: 64 query heads on one KV
+    head. 5, 7 and 17 are not powers of two: the group's rows are padded (to 16, or to 32 for
+    17) for ``tl.dot``, and the padded rows must be neither read as heads nor written; 16 fills
+    its tile exactly. Catches interleaved grouping (``h % num_kv_heads``), a head offset per
+    KV head computed with the wrong group size, and a tile of 16 rows whatever the group
+    (``group_pad_fixed_at_16``: the heads past the 16th are never computed)."""
     case = make_case([45, 20], num_heads=num_heads, num_kv_heads=num_kv_heads, seed=num_heads)
     check(lab, case, num_splits=1, what=f"paged_decode, {num_heads} q / {num_kv_heads} KV heads")
 
@@ -292,6 +303,147 @@ def test_bad_input_gets_a_clear_error(lab, name):
     else:
         args = BAD_INPUTS[name](case)
     expect_clear_error(lambda: lab.paged_decode(*args, num_splits=num_splits), "paged_decode", f"paged_decode, {name}")
+
+
+# --------------------------------------------------------------------------- the contract: layouts, lengths, scores
+
+
+def unused_block(block_tables, seq_lens, block_size, num_blocks) -> int:
+    """A block that holds no token of the batch (so it is poisoned): what a layout's filler points at."""
+    used = {int(block_tables[b, j]) for b, n in enumerate(seq_lens) for j in range(cases.blocks_needed(n, block_size))}
+    return min(set(range(num_blocks)) - used)
+
+
+def lay_out(case, seq_lens, *, cache="contiguous", q="contiguous", table="contiguous"):
+    """``case`` with its caches, q and block table laid out as ``labkit.testing.contract``'s layouts
+    of those ids say (views into larger buffers, poison beside them); returns the new case and the
+    layouts' descriptions joined, for the failure message."""
+    q_, k_cache, v_cache, tables, lens = case
+    filler = unused_block(tables.cpu(), seq_lens, k_cache.shape[1], k_cache.shape[0])
+    layouts = (contract.CACHE_LAYOUTS[cache], contract.Q_LAYOUTS[q], contract.TABLE_LAYOUTS[table])
+    k_cache, v_cache = layouts[0].apply(k_cache, v_cache)
+    q_ = layouts[1].apply(q_, k_cache.shape[2])
+    tables = layouts[2].apply(tables, filler)
+    return (q_, k_cache, v_cache, tables, lens), ", ".join(x.describe for x in layouts if "contiguous " not in
+                                                           x.describe) or "contiguous tensors"
+
+
+# One layout at a time (the others contiguous), then every one at once, as an engine's step may pass them.
+LAYOUT_CASES = {
+    **{name: {"cache": name} for name in contract.CACHE_LAYOUTS if name != "contiguous"},
+    **{name: {"q": name} for name in contract.Q_LAYOUTS if name != "contiguous"},
+    **{name: {"table": name} for name in contract.TABLE_LAYOUTS if name != "contiguous"},
+    "all_at_once": {"cache": "kv_pool_views", "q": "q_slice_of_qkv", "table": "table_column_slice"},
+}
+
+
+@pytest.mark.parametrize("num_splits", [1, 3], ids=["one_split", "three_splits"])
+@pytest.mark.parametrize("layout", LAYOUT_CASES)
+def test_memory_layouts_engines_pass(lab, layout, num_splits):
+    """Steps 1 and 3. The API takes any tensors of the documented shapes, and engines pass views:
+    K and V as the two halves ``kv[:, 0]``, ``kv[:, 1]`` of one fused pool (block stride twice a
+    block), a pool stored heads-outside-slots, ``q`` as a slice of the fused ``qkv`` projection
+    (row stride past ``num_heads * head_dim``), a block table cut from a wider one or every other
+    row of a taller one. The memory beside each view is poison. With one split and with three.
+    Catches offsets computed as if a tensor were contiguous: cache offsets from the shape instead
+    of the strides (``offsets_as_if_contiguous``), q or the table indexed as if contiguous
+    without ``.contiguous()`` on the host (``q_assumed_contiguous``, ``table_assumed_contiguous``)."""
+    seq_lens = [37, 0, 70]
+    case = make_case(seq_lens, num_heads=4, num_kv_heads=2, seed=31, poison="nan")
+    case, described = lay_out(case, seq_lens, **LAYOUT_CASES[layout])
+    check(lab, case, num_splits=num_splits, what=f"paged_decode(num_splits={num_splits}) with {described}")
+
+
+def named_lengths(named: dict) -> str:
+    return ", ".join(f"[{b}] {n} ({name})" for b, (name, n) in enumerate(named.items()))
+
+
+@pytest.mark.parametrize("num_splits", [1, 3])
+def test_lengths_at_every_boundary(lab, num_splits):
+    """Steps 1 and 3. One batch whose lengths sit at every edge: 0, 1, each side of a block of 16,
+    each side of a split's partition (48 tokens for 3 splits of a table of 112; a tile of 32 for
+    one split), a length that is a whole number of neither, and the full table (no padding
+    column). Catches boundaries off by one anywhere: a tail mask at the block's end, a
+    split that stops a block short or starts one late, a last partial split dropped."""
+    block_size, capacity = 16, 112
+    segment = 32 if num_splits == 1 else cases.blocks_needed(math.ceil(capacity / num_splits), block_size) * block_size
+    named = contract.boundary_lengths(block_size, segment=segment, capacity=capacity)
+    case = make_case(list(named.values()), num_heads=2, num_kv_heads=1, seed=num_splits, pad_columns=0, poison="nan")
+    check(lab, case, num_splits=num_splits,
+          what=f"paged_decode(num_splits={num_splits}), sequences {named_lengths(named)}")
+
+
+def steered_case(seq_lens, pattern, segment, *, seed, **kwargs):
+    """``make_case`` with its scores moved to ``pattern`` (``labkit.testing.contract.SCORE_PATTERNS``),
+    in float32 before any rounding, then poisoned."""
+    case = make_case(seq_lens, seed=seed, poison="huge", dtype=torch.float32, **kwargs)
+    q, k_cache, v_cache, tables, lens = (t.cpu() for t in case)
+    levels = [contract.score_levels(pattern, n, segment, b) for b, n in enumerate(seq_lens)]
+    contract.steer_scores(q, k_cache, tables, seq_lens, levels, seed=seed)
+    poisoned = cases.DecodeCase(q, k_cache, v_cache, tables, lens).poison("nan")  # steering moved poisoned keys
+    return tuple(t.to(DEVICE) for t in (poisoned.q, poisoned.k_cache, poisoned.v_cache, tables, lens))
+
+
+# Every pattern with four splits; with one, those that test_extreme_scores does not already cover.
+PATTERN_CASES = [(p, 4) for p in contract.SCORE_PATTERNS] + [(p, 1) for p in contract.SCORE_PATTERNS
+                                                             if not p.startswith("flat")]
+
+
+@pytest.mark.parametrize("pattern,num_splits", PATTERN_CASES,
+                         ids=[f"{p.replace(' ', '_')}-{'one_split' if n == 1 else 'four_splits'}"
+                              for p, n in PATTERN_CASES])
+def test_score_patterns_across_splits(lab, pattern, num_splits):
+    """Steps 1 and 3. Scores placed against the algorithm's boundaries (``SCORE_PATTERNS`` of
+    ``labkit.testing.contract``, the segment being a split's partition of 32 tokens, or a tile
+    of 32 with one split): flat near +1000 or -1000 (with four splits, the shorter sequences'
+    last splits hold no token at all), one key 100 above the rest in the first or the last split, the mass
+    clustered in a middle split, the first split near -1000 and the rest near 0, neighbours of
+    the batch at +1000 and -1000. Catches a merge whose max is the first split's
+    (``reduce_max_from_first_split``: exp(+100) overflows), a running max replaced by each tile's
+    own max (``running_max_is_tile_max``), absent splits loaded with ``m = 0``
+    instead of -inf (``absent_splits_max_zero``: near -1000 every real weight underflows), a max
+    that starts at 0, exponentials of raw scores."""
+    seq_lens, segment = [100, 45, 20], 32  # a table of 8 blocks of 16: four splits of 32 tokens
+    case = steered_case(seq_lens, pattern, segment, seed=41, num_heads=2, num_kv_heads=1, pad_columns=1)
+    check(lab, case, num_splits=num_splits, atol=EXTREME_ATOL,
+          what=f"paged_decode(num_splits={num_splits}), scores {pattern} ({contract.SCORE_PATTERNS[pattern]})")
+
+
+# The promise "the kernels never read past the block table" is checked in a child process
+# (_past_the_table_child.py): on a CPU the given check refuses a seq_len past the table before any
+# kernel runs, and only the child, which runs the implementation itself, may take that check out of
+# the way (the test process of `labs grade` holds a stand-in, not the student's module).
+PAST_THE_TABLE_CHILD = Path(__file__).with_name("_past_the_table_child.py")
+
+
+def test_never_reads_past_the_block_table(lab):
+    """Steps 1 and 3. With the host's check of ``seq_lens`` out of the way (as on a GPU, where it is
+    never made), a sequence claiming 53 tokens more than its table of 7 blocks holds is read as the
+    full table and no further: the kernels cut each length to ``max_blocks * block_size``. The next
+    row of the table points at a block of NaN, so a kernel that trusts ``seq_lens`` and walks on
+    into it answers NaN. One split, three (their partitions of 48 tokens overrun the table's 112),
+    and the chosen count. Catches a partition kernel or a reduce that trusts ``seq_lens``
+    (``trusts_seq_lens``)."""
+    try:
+        out = child.run(PAST_THE_TABLE_CHILD, timeout=300)
+    except child.ChildFailed as err:
+        raise AssertionError(
+            "paged_decode with a seq_len past its block table (the host's check of the lengths taken out of the way, "
+            "as on a GPU) failed: the kernels must cut each length to max_blocks * block_size (do both kernels call "
+            f"the given checks by the names the starter imports?)\n{err}") from None
+    past = child.script_module(PAST_THE_TABLE_CHILD)
+    q, k_cache, v_cache, block_tables, seq_lens = past.inputs(torch)
+    capacity = block_tables.shape[1] * k_cache.shape[1]
+    expected = reference_decode(q, k_cache, v_cache, block_tables, seq_lens.clamp(max=capacity))
+    shape = (len(past.NUM_SPLITS), *expected.shape)
+    require(isinstance(out, np.ndarray) and out.shape == shape and out.dtype == np.float32,
+            f"paged_decode past the table: expected float32 outputs of shape {expected.shape} (one per num_splits in "
+            f"{past.NUM_SPLITS}), got {getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}")
+    for num_splits, got in zip(past.NUM_SPLITS, out, strict=True):
+        labkit.assert_close(got, expected, atol=ATOL[torch.float32], axes=AXES,
+                            what=f"paged_decode(num_splits={num_splits}) with seq_lens {past.SEQ_LENS} and a table of "
+                                 f"{capacity} tokens (sequence 0 must stop at the table's end: the next row of the "
+                                 f"table points at NaN)")
 
 
 # --------------------------------------------------------------------------- step 2: split summaries
@@ -468,6 +620,21 @@ def test_every_split_count_gives_the_same_answer(lab, num_splits):
     reduce that does not rescale, or drops the last partial split."""
     case = make_case([80, 33, 5, 70], num_kv_heads=2, num_heads=4, seed=num_splits, poison="nan")
     check(lab, case, num_splits=num_splits, what=f"paged_decode(num_splits={num_splits})")
+
+
+def test_split_counts_past_one_merge_chunk(lab):
+    """Step 3, end to end. The reduce merges ``SPLIT_TILE`` (64) splits per step: a table of 130
+    blocks split 130 ways, 130 splits of one block, two chunks and a part (no whole number of
+    chunks). A sequence of 2080 tokens (the full table) and one of 5 (one split); each sequence's
+    largest score sits in its last split, 100 above the rest. Catches a reduce that merges only its first chunk
+    (``reduce_first_chunk_only``), chunks merged without the shared max, a grid or a reduce
+    capped at one chunk of splits."""
+    seq_lens, num_splits, partition = [2080, 5], 130, 16
+    case = steered_case(seq_lens, "one peak in the last segment", partition, seed=5, num_heads=2, num_kv_heads=1,
+                        head_dim=32, pad_columns=0)
+    check(lab, case, num_splits=num_splits, atol=EXTREME_ATOL,
+          what=f"paged_decode(num_splits={num_splits}): 130 splits of {partition} tokens (the reduce's chunks of 64: "
+               f"two and a part), each sequence's largest score in its last split")
 
 
 @pytest.mark.parametrize("pad_columns", [0, 3], ids=["no_padding_column", "padding_columns"])

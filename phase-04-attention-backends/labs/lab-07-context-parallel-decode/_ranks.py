@@ -11,10 +11,14 @@ test_lab.py runs this file as a child (``labkit.testing.child``) and receives da
                                    its exception
 
 Each rank builds its shard of a case with :func:`build_case` (fixed seeds), runs the implementation
-under test (``rank_summaries``, then the group's combine) and returns what it got. The test rebuilds
-the same cases with the same function and computes the float64 truth itself, from the sequences' keys
-and values, never from the ranks' shards. The groups run apart, so a test of the 2-rank
-``combine_all_gather`` reports what that group did, whatever the others did.
+under test (``rank_summaries``, then the group's combine) and returns what it got: the output, its
+shape and dtype, whether the summaries were left alone, and every ``torch.distributed`` collective
+the combine issued (:func:`watch_collectives` wraps them in the rank before the implementation is
+loaded). Each case runs in float64, and a few again with the summaries cast to float32, float16 and
+bfloat16 (``DTYPE_CASES``). The test rebuilds the same cases with the same function and computes the
+truth itself, from the sequences' keys and values, never from the ranks' shards. The groups run
+apart, so a test of the 2-rank ``combine_all_gather`` reports what that group did, whatever the
+others did.
 
 :func:`launch` is the launcher that lab.py and bench.py use too: every rank is a process of its own,
 joined by ``torch.distributed.init_process_group`` (a file store in a private folder, so no port can
@@ -51,12 +55,21 @@ from labkit.testing import child
 WORLD_SIZES = (1, 2, 4)  # the suite's groups: no communication at all, then 2 and 4 ranks
 COMBINES = ("combine_all_reduce", "combine_all_gather")
 # What each rank records after each output (numbers): the output's shape (4 entries, -1 past its
-# last dimension; all -2 when it is no tensor), its dtype (an index into DTYPES), and 1.0/0.0 for each
-# summary the combine left unchanged.
+# last dimension; all -2 when it is no tensor), its dtype (an index into DTYPES), 1.0/0.0 for each
+# summary the combine left unchanged, then the collectives the combine issued: how many, and the
+# first MAX_COLLECTIVES of them as (kind, reduce op, elements of the tensor sent), indices into
+# COLLECTIVE_KINDS and REDUCE_OPS.
 SHAPE_DIMS = 4
 DTYPES = ("float64", "float32", "float16", "bfloat16", "another dtype")
 SUMMARIES = ("m", "denom", "acc")
-CHECK_SIZE = SHAPE_DIMS + 1 + len(SUMMARIES)
+COLLECTIVE_KINDS = ("all_reduce", "all_gather", "another collective")
+REDUCE_OPS = ("", "SUM", "MAX", "another op")
+MAX_COLLECTIVES = 4
+CHECK_SIZE = SHAPE_DIMS + 1 + len(SUMMARIES) + 1 + 3 * MAX_COLLECTIVES
+# Every collective of torch.distributed that a combine could call; the rank records each call.
+WATCHED = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce_coalesced",
+           "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast", "broadcast_object_list",
+           "gather", "irecv", "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "send")
 CRASH_WORLD_SIZE, CRASH_RANK = 4, 1  # with nccl, as many ranks as GPUs, up to 4
 CRASH_MESSAGE = f"rank {CRASH_RANK} fails on purpose between two collectives (the crash test)"
 TIMEOUT_S = 120.0  # a group that takes longer is stuck (seconds are enough): its ranks are killed
@@ -79,7 +92,10 @@ class Spec:
     layout: str | int  # "block" (stripe = block_size), "token" (stripe 1), "contiguous", or a stripe
     poison: str  # what every slot that holds no token contains: "huge", "nan" or "inf"
     pad_columns: int  # table columns past the blocks in use, pointing at a poisoned block
-    # "hot_rank": near +1000 on the last rank's tokens only; "all_negative": near -1000; "all_positive": near +1000
+    # "hot_rank": near +1000 on the last rank's tokens only; "all_negative": near -1000; "all_positive":
+    # near +1000; "hot_token": one token of each sequence near +1000, on rank (b + 1) % world_size, the
+    # rest near 0; "far_apart": sequence b near +1000, 0, -1000 (b % 3), and every odd head of a
+    # sequence the opposite of the even ones (+1000 and -1000 in one sequence)
     scores: str = "normal"
 
 
@@ -90,7 +106,16 @@ CASES = {
     "stripe_of_three_tokens": Spec((23, 50), 4, 2, 8, 4, 3, "inf", 2),
     "huge_logits_on_one_rank": Spec((40, 19), 4, 2, 16, 4, "block", "huge", 1, "hot_rank"),
     "all_logits_near_minus_1000": Spec((33, 6), 2, 1, 16, 4, "token", "nan", 0, "all_negative"),
+    "hot_token_on_another_rank_per_sequence": Spec((26, 13, 31), 2, 1, 16, 4, 3, "huge", 1, "hot_token"),
+    "sequences_far_apart_in_one_batch": Spec((21, 11, 17), 4, 2, 16, 4, "token", "nan", 0, "far_apart"),
+    # Contiguous over lengths of at most 3: on 4 ranks, rank 3 holds no token at all, and every
+    # sequence is missing from some rank; length 0 is on none.
+    "short_batch_near_minus_1000": Spec((3, 1, 0, 2), 4, 2, 16, 4, "contiguous", "inf", 1, "all_negative"),
 }
+# The cases that run a second time with the rank's summaries cast to each dtype of DTYPE_CASES
+# (rank_summaries returns float64; the combine must hand back the dtype it was given).
+DTYPE_CASES = ("ragged_gqa_block_interleaved", "contiguous_short_and_empty")
+LOW_DTYPES = ("float32", "float16", "bfloat16")
 # In the group of PAIRS_WORLD_SIZE ranks, ranks 0-1 and 2-3 then form two groups of 2
 # (``torch.distributed.new_group``), each combining its own case over its own group: the same
 # shapes, other numbers, so a collective run over the whole world mixes the pairs' sums. The second
@@ -165,9 +190,16 @@ def build_case(name: str, world_size: int) -> Case:
         for b, k in enumerate(keys):
             if spec.scores in ("all_negative", "all_positive"):
                 k[..., 0] = (-1000.0 if spec.scores == "all_negative" else 1000.0) + rng.uniform(0.0, 3.0, k.shape[:2])
-            else:  # "hot_rank": the last rank's tokens near +1000, every other token near 0
+            elif spec.scores == "hot_rank":  # the last rank's tokens near +1000, every other token near 0
                 hot = np.array([rank == world_size - 1 for rank, _ in owners[b]], dtype=bool)
                 k[hot, :, 0] = 1000.0 + rng.uniform(0.0, 4.0, (int(hot.sum()), spec.num_kv_heads))
+            elif spec.scores == "hot_token":  # one token near +1000, the middle one of rank (b + 1) % W's
+                k[..., 0] = rng.uniform(-2.0, 2.0, k.shape[:2])
+                mine = [t for t, (rank, _) in enumerate(owners[b]) if rank == (b + 1) % world_size]
+                k[mine[len(mine) // 2], :, 0] = 1000.0 + rng.uniform(0.0, 1.0, spec.num_kv_heads)
+            else:  # "far_apart": scores +-(level + u), the sign by head, the level by sequence
+                k[..., 0] = (1000.0, 0.0, -1000.0)[b % 3] + rng.uniform(0.0, 3.0, k.shape[:2])
+                q[b, 1::2, 0] = -math.sqrt(d)
     shards = [_shard(rng, spec, rank, owners, keys, values) for rank in range(world_size)]
     return Case(name, spec, world_size, stripe, q, keys, values, shards)
 
@@ -200,15 +232,24 @@ def _shard(rng, spec: Spec, rank: int, owners, keys, values) -> Shard:
     return Shard(k_cache, v_cache, tables, lens)
 
 
-def output_shapes(world_size: int) -> dict[str, tuple[int, int, int]]:
-    """Every case's output shape ``[batch, num_heads, head_dim]``, in the order a rank returns them
-    (each output flattened, then its CHECK_SIZE check numbers); in the group of PAIRS_WORLD_SIZE
-    ranks, last, the output of the rank's pair (``"pairs"``)."""
-    shapes = {name: (len(spec.seq_lens), spec.num_heads, spec.head_dim) for name, spec in CASES.items()}
+def runs(world_size: int) -> dict[str, tuple[str, str]]:
+    """What a rank of a group of ``world_size`` runs, in order: ``{key: (case, dtype)}``. Every case
+    in float64 (its key is its name), then each of DTYPE_CASES in each of LOW_DTYPES (key ``"<case>
+    in <dtype>"``); in the group of PAIRS_WORLD_SIZE ranks, last, the rank's pair (``"pairs"``)."""
+    order = {name: (name, "float64") for name in CASES}
+    order.update({f"{name} in {dtype}": (name, dtype) for dtype in LOW_DTYPES for name in DTYPE_CASES})
     if world_size == PAIRS_WORLD_SIZE:
-        spec = next(iter(PAIR_CASES.values()))
-        shapes["pairs"] = (len(spec.seq_lens), spec.num_heads, spec.head_dim)
-    return shapes
+        order["pairs"] = ("pairs", "float64")
+    return order
+
+
+def output_shapes(world_size: int) -> dict[str, tuple[int, int, int]]:
+    """Every run's output shape ``[batch, num_heads, head_dim]``, in the order of :func:`runs`, which
+    is the order a rank returns them (each output flattened, then its CHECK_SIZE check numbers)."""
+    pair_spec = next(iter(PAIR_CASES.values()))
+    specs = {name: (pair_spec if name == "pairs" else CASES[name]) for name, _ in runs(world_size).values()}
+    return {key: (len(specs[name].seq_lens), specs[name].num_heads, specs[name].head_dim)
+            for key, (name, _) in runs(world_size).items()}
 
 
 def rank_result_size(world_size: int) -> int:
@@ -226,17 +267,20 @@ def suite_rank(rank: int, world_size: int, backend: str, combine: str) -> np.nda
     global _doing
     import torch
 
+    watch_collectives()  # before the implementation is loaded: it may import them by name
     lab = child.implementation()
     device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
     pieces = []
-    for name, shape in output_shapes(world_size).items():
+    shapes = output_shapes(world_size)
+    for key, (name, dtype) in runs(world_size).items():
         if name == "pairs":
-            pieces.append(_pair_rank(lab, rank, combine, shape, torch, device))
+            pieces.append(_pair_rank(lab, rank, combine, shapes[key], torch, device))
             continue
-        _doing = f"case {name}, rank_summaries"
+        _doing = f"case {key}, rank_summaries"
         summaries = _summaries(lab, build_case(name, world_size), rank, torch, device)
-        _doing = f"case {name}, {combine}"
-        pieces.append(_record(getattr(lab, combine), summaries, shape, torch))
+        summaries = tuple(t.to(getattr(torch, dtype)) for t in summaries)
+        _doing = f"case {key}, {combine}"
+        pieces.append(_record(getattr(lab, combine), summaries, shapes[key], torch))
     return np.concatenate(pieces)
 
 
@@ -281,10 +325,68 @@ def _summaries(lab, case: Case, rank: int, torch, device):
     return tuple(torch.from_numpy(np.array(x, dtype=np.float64)).to(device) for x in lab.rank_summaries(*inputs))
 
 
+# ---------------------------------------------------------------------------------------------
+# The collectives a combine issues, recorded in the rank.
+
+_issued: list[tuple[int, int, int]] | None = None  # while a combine runs: (kind, op, elements) per call
+
+
+def watch_collectives() -> None:
+    """Wrap every collective of WATCHED in ``torch.distributed`` (and in ``distributed_c10d``, where
+    they are defined) so that a call made while :data:`_issued` is a list is appended to it."""
+    import torch.distributed as dist
+    from torch.distributed import distributed_c10d
+
+    for name in WATCHED:
+        original = getattr(dist, name, None)
+        if original is None or getattr(original, "_watched", False):
+            continue
+        wrapper = _watching(name, original)
+        setattr(dist, name, wrapper)
+        if getattr(distributed_c10d, name, None) is original:
+            setattr(distributed_c10d, name, wrapper)
+
+
+def _watching(name: str, original):
+    def collective(*args, **kwargs):
+        if _issued is not None:
+            _issued.append(_describe(name, args, kwargs))
+        return original(*args, **kwargs)
+
+    collective._watched = True
+    collective.__name__ = collective.__qualname__ = name
+    collective.__doc__ = original.__doc__
+    return collective
+
+
+def _describe(name: str, args, kwargs) -> tuple[int, int, int]:
+    """``(kind, op, elements)`` of one call: indices into COLLECTIVE_KINDS and REDUCE_OPS, and the
+    number of elements of the tensor the rank sends (0 when it is not a plain tensor)."""
+    import torch
+    import torch.distributed as dist
+
+    if name == "all_reduce":
+        tensor, op = (args[0] if args else kwargs.get("tensor")), (args[1] if len(args) > 1 else kwargs.get("op"))
+        ops = {dist.ReduceOp.SUM: 1, dist.ReduceOp.MAX: 2}
+        code = 1 if op is None else next((index for known, index in ops.items() if op == known), 3)
+        return 0, code, tensor.numel() if isinstance(tensor, torch.Tensor) else 0
+    if name in ("all_gather", "all_gather_into_tensor"):
+        keyword = "tensor" if name == "all_gather" else "input_tensor"
+        tensor = args[1] if len(args) > 1 else kwargs.get(keyword)
+        return 1, 0, tensor.numel() if isinstance(tensor, torch.Tensor) else 0
+    return 2, 0, 0
+
+
 def _record(combine, summaries, shape, torch) -> np.ndarray:
     """``combine``'s output flattened (NaN when it has the wrong shape), then its checks."""
+    global _issued
     before = [t.clone() for t in summaries]
-    out = combine(*summaries)
+    _issued = []
+    try:
+        out = combine(*summaries)
+        issued = _issued
+    finally:
+        _issued = None
     if isinstance(out, torch.Tensor):
         dims = list(out.shape)[:SHAPE_DIMS]
         got_shape = dims + [-1] * (SHAPE_DIMS - len(dims))
@@ -296,7 +398,9 @@ def _record(combine, summaries, shape, torch) -> np.ndarray:
     values = out.detach().cpu().double().numpy().ravel() if right_shape else np.full(math.prod(shape), np.nan)
     same = [((a == b) | (a.isnan() & b.isnan())).all() for a, b in zip(before, summaries, strict=True)]
     unchanged = [float(bool(ok)) for ok in same]
-    return np.concatenate([values, got_shape, [dtype], unchanged])
+    calls = [number for call in issued[:MAX_COLLECTIVES] for number in call]
+    calls += [-1] * (3 * MAX_COLLECTIVES - len(calls))
+    return np.concatenate([values, got_shape, [dtype], unchanged, [len(issued)], calls])
 
 
 # ---------------------------------------------------------------------------------------------

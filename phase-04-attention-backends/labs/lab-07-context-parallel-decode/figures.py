@@ -26,7 +26,7 @@ TOKENS, WORLD_SIZE, BLOCK_SIZE = 24, 3, 4
 
 def layouts(lab, path: Path) -> None:
     rows = [("contiguous (stripe 8)", 8), ("block-interleaved (stripe 4 = the block size)", BLOCK_SIZE),
-            ("stripe of 3 tokens", 3), ("token-interleaved (stripe 1, as vLLM v0.10.2)", 1)]
+            ("stripe of 3 tokens", 3), ("token-interleaved (stripe 1, vLLM's default)", 1)]
     plt = figures.pyplot()
     fig, ax = plt.subplots(figsize=(figures.WIDTH, 4.2), layout="constrained")
     pitch = 1.45  # one row of cells and the name above it

@@ -16,7 +16,8 @@ The layout deals tokens to the ranks in stripes of ``stripe`` consecutive tokens
 
 ``stripe = block_size`` is the block-interleaved layout (logical block ``b`` on rank ``b %
 world_size``); ``stripe = 1`` interleaves single tokens, as vLLM's decode context parallelism does
-in v0.10.2; ``stripe >= ceil(seq_len / world_size)`` is a contiguous split (rank ``t // stripe``).
+by default (its ``cp_kv_cache_interleave_size`` is this stripe); ``stripe >= ceil(seq_len /
+world_size)`` is a contiguous split (rank ``t // stripe``).
 
 The compute half is numpy float64, built on lab 04-04's ``attend_partial``; the communicate half is
 torch, so that the same functions run on CPU tensors with ``gloo`` and on GPU tensors with ``nccl``.
@@ -147,8 +148,9 @@ def rank_summaries(q, k_cache, v_cache, block_tables, seq_lens):
 def to_out_lse(m, denom, acc):
     """The summary ``(m, denom, acc)`` as ``(out, lse)``: ``out = acc / denom`` (the rank's own
     attention output, ``[..., head_dim]``) and ``lse = m + log(denom)`` (the log of the sum of
-    ``exp(score)``, ``[...]``), torch tensors of the summary's dtype. A summary of no key
-    (``denom = 0``) gives ``out = 0`` and ``lse = -inf``. The inputs are left unchanged.
+    ``exp(score)``, ``[...]``), new torch tensors of the summary's dtype (any floating dtype). A
+    summary of no key (``denom = 0``) gives ``out = 0`` and ``lse = -inf``. The inputs are left
+    unchanged.
     """
     _check_summaries("to_out_lse", m, denom, acc)
     seen = denom > 0
@@ -160,12 +162,17 @@ def to_out_lse(m, denom, acc):
 
 def from_out_lse(out, lse):
     """``(out, lse)`` back to a summary ``(m, denom, acc)`` that merges like the original:
-    ``(lse, 1, out)``, and exactly ``(-inf, 0, zeros)`` where ``lse`` is ``-inf``. New tensors."""
+    ``(lse, 1, out)``, and exactly ``(-inf, 0, zeros)`` where ``lse`` is ``-inf`` or ``+inf`` (as
+    FlashAttention-2 reports a set of no key), whatever ``out`` holds there (a kernel may leave NaN).
+    New tensors of ``out``'s dtype: none shares memory with ``out`` or ``lse``, which are left
+    unchanged."""
     _check_out_lse(out, lse)
-    seen = torch.isfinite(lse)
+    seen = torch.isfinite(lse)  # -inf, or FlashAttention-2's +inf: no key
     # (m, denom, acc) and (m + c, denom * exp(-c), acc * exp(-c)) describe the same keys for any c;
     # c = log(denom) makes the denominator 1 and the accumulator the output.
-    return lse.clone(), seen.to(out.dtype), torch.where(seen.unsqueeze(-1), out, torch.zeros_like(out))
+    m = torch.where(seen, lse, torch.full_like(lse, -torch.inf))
+    acc = torch.where(seen.unsqueeze(-1), out, torch.zeros_like(out))  # out may hold anything where no key
+    return m, seen.to(out.dtype), acc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,8 +187,8 @@ def combine_all_reduce(m, denom, acc, group=None):
     ``torch.from_numpy``). Every rank of ``group`` (default: the whole world) calls this with its own
     summary; every rank gets the same ``out [batch, num_heads, head_dim]``, of ``acc``'s dtype:
     ``sum_r exp(m_r - M) acc_r / sum_r exp(m_r - M) denom_r`` with ``M = max_r m_r``, zeros where no
-    rank holds a token. First an all-reduce (MAX) of ``m``, then one all-reduce (SUM) of the
-    rescaled ``denom`` and ``acc``. The inputs are left unchanged.
+    rank holds a token. Two collectives: an all-reduce (MAX) of ``m``, then one all-reduce (SUM) of
+    the rescaled ``denom`` and ``acc`` together. The inputs are left unchanged.
     """
     _check_summaries("combine_all_reduce", m, denom, acc)
     _world_size("combine_all_reduce", group)

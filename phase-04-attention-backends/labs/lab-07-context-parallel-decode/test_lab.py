@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.testing import child
+from labkit.testing import child, seam
 from labkit.testing.cases import random_block_tables, random_paged_cache
 
 torch = pytest.importorskip("torch", reason='needs torch: pip install -e ".[torch]" (CPU build: see SETUP.md)')
@@ -90,19 +90,24 @@ def expect_value_error(call, word: str, what: str) -> None:
                          f"first), got {got}")
 
 
-def looks_like(got, candidates: dict[str, object]) -> str:
-    """The classic mistakes (names of ``candidates``) whose result ``got`` equals, as a sentence."""
-    got = np.asarray(got.detach().cpu() if hasattr(got, "detach") else got)
+def looks_like(got, candidates: dict[str, object], expected) -> str:
+    """The classic mistakes (names of ``candidates``) whose result ``got`` equals, as a sentence.
+    A mistake whose result on this case equals the truth ``expected`` is never named: a wrong answer
+    cannot be that mistake there."""
+    def array(x):
+        return np.asarray(x.detach().cpu() if hasattr(x, "detach") else x)
 
+    got, expected = array(got), array(expected)
 
-    def equal(value) -> bool:
-        if np.shape(value) != got.shape:
+    def equal(a, b) -> bool:
+        if np.shape(a) != np.shape(b):
             return False
-        if got.dtype.kind == "f":  # the same formula, computed another way, differs in the last bits
-            return bool(np.allclose(got, value, rtol=1e-12, atol=1e-12))
-        return bool(np.array_equal(np.asarray(value), got))
+        if np.asarray(a).dtype.kind == "f" or np.asarray(b).dtype.kind == "f":
+            # the same formula, computed another way, differs in the last bits
+            return bool(np.allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True))
+        return bool(np.array_equal(a, b))
 
-    same = [name for name, value in candidates.items() if equal(value)]
+    same = [name for name, value in candidates.items() if equal(got, value) and not equal(value, expected)]
     return f"\n  that is what {' or '.join(same)} gives" if same else ""
 
 
@@ -112,7 +117,7 @@ def assert_equal_naming(actual, expected, wrong: dict[str, object], **kwargs) ->
     try:
         labkit.assert_equal(actual, expected, **kwargs)
     except AssertionError as err:
-        raise AssertionError(f"{err}{looks_like(actual, wrong)}") from None
+        raise AssertionError(f"{err}{looks_like(actual, wrong, expected)}") from None
 
 
 def assert_close_naming(actual, expected, wrong: dict[str, object], **kwargs) -> None:
@@ -121,7 +126,7 @@ def assert_close_naming(actual, expected, wrong: dict[str, object], **kwargs) ->
     try:
         labkit.assert_close(actual, expected, **kwargs)
     except AssertionError as err:
-        raise AssertionError(f"{err}{looks_like(actual, wrong)}") from None
+        raise AssertionError(f"{err}{looks_like(actual, wrong, expected)}") from None
 
 
 # ------------------------------------------------------------------------------------------
@@ -213,6 +218,7 @@ LAYOUTS = [  # (world_size, stripe, seq_len): block-interleaved, token-interleav
     pytest.param(4, 3, 50, id="4 ranks, stripe of 3 tokens"),
     pytest.param(5, 4, 7, id="5 ranks, 7 tokens: 3 empty ranks"),
     pytest.param(1, 4, 9, id="1 rank"),
+    pytest.param(8, 2, 13, id="8 ranks, stripe 2, 13 tokens: the last round reaches 7 ranks"),
 ]
 
 
@@ -247,7 +253,7 @@ def test_token_owner_deals_stripes_round_robin(lab, world_size, stripe, seq_len)
 
 
 def test_token_owner_interleaves_single_tokens_like_vllm(lab):
-    """vLLM's decode context parallelism (v0.10.2) keeps token i on rank i % world_size: with 2
+    """vLLM's decode context parallelism, by default, keeps token i on rank i % world_size: with 2
     ranks and 9 tokens, rank 0 holds 0, 2, 4, 6, 8 and rank 1 holds 1, 3, 5, 7 (hand-written).
 
     Catches: any formula that is not the stripe-1 case of the layout."""
@@ -258,7 +264,7 @@ def test_token_owner_interleaves_single_tokens_like_vllm(lab):
                         what="token_owner(0..8, 2 ranks, stripe 1): local_positions")
 
 
-@pytest.mark.parametrize(("world_size", "stripe"), [(2, 4), (4, 4), (3, 1), (4, 3), (5, 7), (1, 4)])
+@pytest.mark.parametrize(("world_size", "stripe"), [(2, 4), (4, 4), (3, 1), (4, 3), (5, 7), (1, 4), (8, 2), (7, 1)])
 def test_local_seq_lens_count_each_ranks_tokens(lab, world_size, stripe):
     """Tokens per (rank, sequence) for every length from 0 to three rounds and a bit, against
     counting the dealt hands; each column sums to the length.
@@ -290,6 +296,7 @@ def test_local_seq_lens_count_each_ranks_tokens(lab, world_size, stripe):
     pytest.param(3, 1, 4, 1, id="token-interleaved"),
     pytest.param(2, 3, 4, 0, id="stripe 3, blocks of 4"),
     pytest.param(2, 24, 8, 1, id="contiguous"),
+    pytest.param(3, 6, 4, 1, id="stripe 6, blocks of 4"),
 ])
 def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, block_size, spare_columns):
     """Each token's (rank, slot) in a 45-token sequence: the rank from the dealt hands, the slot
@@ -359,6 +366,23 @@ def test_rank_summaries_match_the_definition(lab, poison, spare_columns):
     inputs = rank_case(7, [13, 0, 4, 1, 9], spare_columns=spare_columns, poison=poison)
     expected = expected_summaries(*inputs)
     assert_summaries_close(lab.rank_summaries(*inputs), expected, what=f"rank_summaries ({poison} poison)")
+
+
+@pytest.mark.parametrize(("num_heads", "num_kv_heads"), [(8, 2), (6, 3), (12, 4), (3, 3), (5, 1)],
+                         ids=["4 query heads per KV head", "2 per KV head, 3 KV heads", "3 per KV head, 4 KV heads",
+                              "one each (MHA)", "5 on one KV head (MQA)"])
+def test_rank_summaries_group_query_heads_by_kv_head(lab, num_heads, num_kv_heads):
+    """Query head h reads KV head h // (num_heads // num_kv_heads), for groups of 1 to 5 query heads
+    and 1 to 4 KV heads (head counts that are no square of each other, odd ones): a ragged batch with
+    an empty shard, NaN in every unused slot.
+
+    Catches: KV head h % num_kv_heads, or h // num_kv_heads (equal to the right one when num_heads is
+    num_kv_heads squared, as with 4 query heads on 2)."""
+    inputs = rank_case(13, [7, 0, 12], num_heads=num_heads, num_kv_heads=num_kv_heads, poison="nan",
+                       spare_columns=1)
+    expected = expected_summaries(*inputs)
+    assert_summaries_close(lab.rank_summaries(*inputs), expected,
+                           what=f"rank_summaries, {num_heads} query heads on {num_kv_heads} KV heads")
 
 
 def test_rank_summaries_of_an_empty_shard_are_identities(lab):
@@ -475,20 +499,36 @@ def test_to_out_lse_is_the_output_and_the_log_sum_exp(lab):
         require(torch.equal(a, b), f"to_out_lse modified its input {name}: compute new tensors, never in place")
 
 
-def test_to_out_lse_keeps_float32(lab):
-    """float32 summaries give float32 ``(out, lse)`` equal, to float32 rounding, to the same
-    formula evaluated in float64 on the rounded summaries (scores of order 1).
+FLOAT_DTYPES = [pytest.param(getattr(torch, d), id=d) for d in ("float32", "float16", "bfloat16")]
 
-    Catches: a result promoted to float64, or computed through a lower precision."""
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_to_out_lse_keeps_each_floating_dtype(lab, dtype):
+    """float32, float16 and bfloat16 summaries (scores of order 1, one summary of no key) give
+    ``(out, lse)`` of the same dtype, equal to the formula evaluated in float64 on the rounded
+    summaries to that dtype's precision: out is one division (eps / 2 relative), lse one log and
+    one addition of numbers below 10 (eps / 2 of 10 each): 4 eps relative, 16 eps absolute.
+
+    Catches: a result promoted to float64 (a log taken in float64 and added to m), or computed
+    through a lower precision; NaN or -inf in the wrong place for the empty summary."""
     rng = np.random.default_rng(0)
     m, denom, acc = rng.standard_normal((2, 3)), rng.uniform(1.0, 9.0, (2, 3)), rng.standard_normal((2, 3, 16))
-    m32, denom32, acc32 = (torch.from_numpy(x).float() for x in (m, denom, acc))
-    m, denom, acc = (t.double().numpy() for t in (m32, denom32, acc32))  # what float32 holds
-    out, lse = lab.to_out_lse(m32, denom32, acc32)
-    labkit.assert_close(out, acc / denom[..., None], atol=1e-6, rtol=1e-6, axes=AXES, dtype=torch.float32,
-                        what="to_out_lse of float32 summaries: out")
-    labkit.assert_close(lse, m + np.log(denom), atol=1e-6, rtol=1e-6, axes=AXES[:2], dtype=torch.float32,
-                        what="to_out_lse of float32 summaries: lse")
+    m[1, 2], denom[1, 2], acc[1, 2] = -np.inf, 0.0, 0.0  # a summary of no key
+    low = [torch.from_numpy(x).to(dtype) for x in (m, denom, acc)]
+    m, denom, acc = (t.double().numpy() for t in low)  # what the dtype holds
+    seen = denom > 0
+    out_exp = np.where(seen[..., None], acc / np.where(seen, denom, 1.0)[..., None], 0.0)
+    with np.errstate(divide="ignore"):
+        lse_exp = np.where(seen, m + np.log(np.where(seen, denom, 1.0)), -np.inf)
+    eps = torch.finfo(dtype).eps
+    out, lse = lab.to_out_lse(*low)
+    what = f"to_out_lse of {dtype} summaries"
+    labkit.assert_close(out, out_exp, atol=16 * eps, rtol=4 * eps, axes=AXES, dtype=dtype, what=f"{what}: out")
+    labkit.assert_dtype(lse, dtype, what=f"{what}: lse")
+    require(tuple(lse.shape) == (2, 3) and bool((lse[1, 2] == -torch.inf).item()),
+            f"{what}: lse must be -inf for the summary of no key at (1, 2), got {lse.tolist()}")
+    labkit.assert_close(torch.nan_to_num(lse.double(), neginf=0.0), np.where(seen, lse_exp, 0.0), atol=16 * eps,
+                        rtol=4 * eps, axes=AXES[:2], what=f"{what}: lse")
 
 
 def test_from_out_lse_gives_summaries_that_merge_like_the_originals(lab):
@@ -496,12 +536,22 @@ def test_from_out_lse_gives_summaries_that_merge_like_the_originals(lab):
     zeros)`` where ``lse = -inf``; merged with the rescaling merge of lab 04-04 (written here), the
     converted summaries of disjoint key sets give dense attention over their union.
 
+    Where ``lse`` is -inf, ``out`` holds NaN, as a kernel may leave the output of a set of no key:
+    ``acc`` must still be exactly zeros there (a weight of 0 times NaN is NaN in the merge).
+
+    FlashAttention-2 reports a set of no key as ``lse = +inf``: the same exact identity.
+
     Catches: a denominator of 1 for a rank that saw no key, ``m`` taken as 0, NaN for
-    ``lse = -inf``, writing into ``out``."""
+    ``lse = -inf``, ``out`` passed through as ``acc`` where nothing was seen, ``+inf`` taken for a
+    key seen, writing into ``out``."""
     _, out_np, lse_np = truth_batch(torch.float64)
+    out_np[np.isinf(lse_np)] = np.nan  # what a kernel may leave where it saw no key
     out, lse = torch.from_numpy(out_np), torch.from_numpy(lse_np)
     before = (out.clone(), lse.clone())
     m, denom, acc = lab.from_out_lse(out, lse)
+    require(not torch.isnan(acc).any(), "from_out_lse: acc holds NaN where lse is -inf: out may hold anything where "
+            "no key was seen (here NaN), and the merge multiplies acc by a weight of 0, which keeps NaN; acc must be "
+            "exactly zeros there (torch.where, not out itself)")
     seen = np.isfinite(lse_np)
     labkit.assert_dtype(m, torch.float64, what="from_out_lse: m")
     require(tuple(m.shape) == lse_np.shape, f"from_out_lse: m must be shaped like lse {lse_np.shape}, "
@@ -515,7 +565,17 @@ def test_from_out_lse_gives_summaries_that_merge_like_the_originals(lab):
     labkit.assert_equal(acc, np.where(seen[..., None], out_np, 0.0), what="from_out_lse: acc = out", axes=AXES,
                         dtype=torch.float64)
     for name, a, b in zip(("out", "lse"), before, (out, lse), strict=True):
-        require(torch.equal(a, b), f"from_out_lse modified its input {name}: return new tensors")
+        same = bool(((a == b) | (a.isnan() & b.isnan())).all())
+        require(same, f"from_out_lse modified its input {name}: return new tensors")
+
+    # FlashAttention-2 reports the log-sum-exp of a set of no key as +inf (version 3 as -inf): no key too.
+    m, denom, acc = lab.from_out_lse(torch.full((2, 16), math.nan, dtype=torch.float64),
+                                     torch.tensor([math.inf, -math.inf], dtype=torch.float64))
+    got = [m.tolist(), denom.tolist(), bool((acc == 0).all())]
+    require(got == [[-math.inf, -math.inf], [0.0, 0.0], True],
+            f"from_out_lse with lse = [+inf, -inf] (FlashAttention-2 and 3's ways to say no key) and out NaN: expected "
+            f"m = [-inf, -inf], denom = [0, 0], acc zeros, got m = {got[0]}, denom = {got[1]}, acc zeros: {got[2]} "
+            "(seen is torch.isfinite(lse), not lse > -inf)")
 
     # Two disjoint key sets, each encoded as (out, lse), decoded, merged: attention over the union.
     q, keys, values = scored_keys(9, 40, level=1000.0)
@@ -531,6 +591,69 @@ def test_from_out_lse_gives_summaries_that_merge_like_the_originals(lab):
         w * float(d) for w, (_, d, _) in zip(weights, decoded, strict=True))
     labkit.assert_close(merged, labkit.attention_f64(q, keys, values), atol=ATOL, axes=("dim",),
                         what="merge of decoded (out, lse) parts")
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_from_out_lse_keeps_each_floating_dtype(lab, dtype):
+    """``(out, lse)`` in float32, float16 or bfloat16, some ``lse`` -inf: ``(lse, 1, out)`` and the
+    exact identity, every tensor of out's dtype, bit for bit (nothing is computed).
+
+    Catches: a denominator built in float64 (``seen.double()``), which the all-gather route's merge
+    then spreads to its output; m or acc converted on the way."""
+    _, out_np, lse_np = truth_batch(torch.float64)
+    out_np[np.isinf(lse_np)] = np.nan  # what a kernel may leave where it saw no key
+    out, lse = torch.from_numpy(out_np).to(dtype), torch.from_numpy(lse_np).to(dtype)
+    seen = torch.isfinite(lse)
+    m, denom, acc = lab.from_out_lse(out, lse)
+    for name, got, want in (("m", m, torch.where(seen, lse, -torch.inf)), ("denom", denom, seen.to(dtype)),
+                            ("acc", acc, torch.where(seen[..., None], out, 0.0))):
+        labkit.assert_dtype(got, dtype, what=f"from_out_lse of {dtype} (out, lse): {name}")
+        labkit.assert_equal(got.double(), want.double(), axes=AXES[:got.dim()],
+                            what=f"from_out_lse of {dtype} (out, lse): {name}")
+
+
+def conversion_inputs(function: str, empty: bool):
+    """Writeable inputs of ``function``: summaries for to_out_lse, ``(out, lse)`` for from_out_lse;
+    with ``empty``, one (sequence, head) saw no key. Two independent copies."""
+    summaries, out, lse = truth_batch(torch.float64)
+    inputs = summaries if function == "to_out_lse" else [torch.from_numpy(out), torch.from_numpy(lse)]
+    if not empty:
+        inputs = [t[1:] for t in inputs]  # row 1 of SUMMARY_SETS: no set is empty
+    return [t.clone().contiguous() for t in inputs], [t.clone().contiguous() for t in inputs]
+
+
+@pytest.mark.parametrize("empty", [False, True], ids=["every set seen", "a set of no key"])
+@pytest.mark.parametrize("function", ["to_out_lse", "from_out_lse"])
+def test_conversions_return_new_tensors(lab, function, empty):
+    """Both conversions hand back new tensors: writing into a result leaves the caller's inputs as
+    they were, and writing into the inputs after the call leaves the results as they were (with every
+    key set seen, where no masking forces a copy, and with a set of no key).
+
+    Catches: ``m = lse`` (the caller's lse handed back as m), ``acc = out`` when every lse is
+    finite, a result that is a view of an input; and an input written in place."""
+    names = ("m", "denom", "acc") if function == "to_out_lse" else ("out", "lse")
+    results = ("out", "lse") if function == "to_out_lse" else ("m", "denom", "acc")
+    call = getattr(lab, function)
+
+    inputs, pristine = conversion_inputs(function, empty)
+    for result in call(*inputs):
+        try:
+            result.fill_(123.0)  # writing into the results...
+        except RuntimeError:  # a result that cannot be written (an expanded view) is checked the other way below
+            pass
+    changed = [n for n, a, b in zip(names, inputs, pristine, strict=True) if not torch.equal(a, b)]
+    require(not changed, f"{function}: writing into its results changed the caller's {', '.join(changed)}: a result "
+            f"is one of the inputs or a view of it ({', '.join(results)} must be new tensors: clone what you pass "
+            "through)")
+
+    inputs, pristine = conversion_inputs(function, empty)
+    got = call(*inputs)
+    kept = [g.clone() for g in got]
+    for t in inputs:
+        t.fill_(-7.0)  # ...and into the inputs after the call
+    changed = [n for n, a, b in zip(results, got, kept, strict=True) if not torch.equal(a.nan_to_num(), b.nan_to_num())]
+    require(not changed, f"{function}: writing into the caller's {', '.join(names)} after the call changed its "
+            f"result {', '.join(changed)}: that result is an input or a view of it (clone it)")
 
 
 # ------------------------------------------------------------------------------------------
@@ -593,10 +716,10 @@ def test_combine_bytes_counts_a_ring_step_by_step(lab, method, world_size, batch
     require(isinstance(got, int | np.integer) and not isinstance(got, bool),
             f"{call} must return an integer (bytes), got {type(got).__name__} {got!r}")
     require(got == expected, f"{call} = {got}, a ring moves {expected}" + bytes_mistake(
-        got, method, world_size, pairs, head_dim, itemsize))
+        got, expected, method, world_size, pairs, head_dim, itemsize))
 
 
-def bytes_mistake(got, method, world_size, pairs, head_dim, itemsize) -> str:
+def bytes_mistake(got, expected, method, world_size, pairs, head_dim, itemsize) -> str:
     """The classic wrong counts that ``got`` equals, named (or "")."""
     w, p, d, e = world_size, pairs, head_dim, itemsize
     if method == "all_gather":
@@ -612,7 +735,7 @@ def bytes_mistake(got, method, world_size, pairs, head_dim, itemsize) -> str:
                  "one rank's share of the ring only (2 (W - 1) / W of the tensor)": 2 * (w - 1) * numbers * e // w,
                  "the reduce-scatter or the all-gather half of the ring left out": (w - 1) * numbers * e,
                  "itemsize left out": 2 * (w - 1) * numbers}
-    return looks_like(np.int64(got), {name: np.int64(value) for name, value in wrong.items()})
+    return looks_like(np.int64(got), {name: np.int64(value) for name, value in wrong.items()}, np.int64(expected))
 
 
 def test_combine_bytes_readme_numbers(lab):
@@ -625,7 +748,8 @@ def test_combine_bytes_readme_numbers(lab):
                                          ("all_reduce", 1, 0), ("all_gather", 1, 0)]:
         got = lab.combine_bytes(method, world_size, 1, 32, 128)
         require(got == expected, f"combine_bytes({method!r}, {world_size} ranks, batch 1, 32 heads of 128, float32) = "
-                f"{got!r}, the README's table says {expected:,}" + bytes_mistake(got, method, world_size, 32, 128, 4))
+                f"{got!r}, the README's table says {expected:,}"
+                + bytes_mistake(got, expected, method, world_size, 32, 128, 4))
 
 
 def test_combine_bytes_rejects_bad_input(lab):
@@ -696,6 +820,21 @@ def ranks_word(world_size: int) -> str:
     return f"{world_size} rank{'s' if world_size > 1 else ''}"
 
 
+def cannot_run_here(world_size: int) -> bool:
+    """Whether this machine cannot run a group of ``world_size`` ranks (nccl: one GPU per rank). Decided
+    here, never from the child's answer: that is written where the code under test runs."""
+    return BACKEND == "nccl" and world_size > (torch.cuda.device_count() if torch.cuda.is_available() else 0)
+
+
+def not_run(world_size: int, where: str):
+    """A group that the child's answer says did not run: a skip where this machine cannot run it,
+    else a failure."""
+    if cannot_run_here(world_size):
+        seam.skip_here(f"{world_size} ranks need {world_size} GPUs with LAB_DIST_BACKEND=nccl")
+    raise AssertionError(f"{where}: the child's answer says this group did not run, but this machine can run it "
+                         f"(backend {BACKEND})")
+
+
 def group_records(world_size: int, combine: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``{case: (outputs [world_size, batch, heads, dim], checks [world_size, CHECK_SIZE])}`` of the
     group of ``world_size`` ranks that ran ``combine``; when that group failed, its failure, here."""
@@ -705,7 +844,7 @@ def group_records(world_size: int, combine: str) -> dict[str, tuple[np.ndarray, 
     group_status, payload = ranks_script.decode_suite(value)[(world_size, combine)]
     where = f"{combine} in a group of {ranks_word(world_size)}"
     if group_status == ranks_script.NOT_RUN:
-        pytest.skip(f"{world_size} ranks need {world_size} GPUs with LAB_DIST_BACKEND=nccl")
+        not_run(world_size, where)
     if group_status != ranks_script.RAN:
         lines = payload.rstrip().splitlines() or ["(no message)"]
         if group_status == ranks_script.NOT_IMPLEMENTED:
@@ -753,8 +892,21 @@ def rank_parts(case):
     return m, denom, acc
 
 
+def merged(m, denom, acc, reference):
+    """``sum_r exp(m_r - M) acc_r / sum_r exp(m_r - M) denom_r`` over the ranks (axis 0) with the
+    shared reference ``M`` given, a rank that holds nothing weighing 0, and zeros where the weights
+    leave nothing (every rank empty, or every weight underflowed to 0)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = np.where(denom > 0, np.exp(m - np.where(np.isfinite(reference), reference, 0.0)), 0.0)
+    total_denom, total_acc = (scale * denom).sum(axis=0), (scale[..., None] * acc).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total_denom[..., None] > 0, total_acc / np.where(total_denom > 0, total_denom, 1.0)[..., None],
+                        0.0)
+
+
 def combine_mistake(case, got: np.ndarray, expected: np.ndarray) -> str:
-    """What a wrong combine output looks like: the classic mistakes it equals, or its symptom."""
+    """What a wrong combine output looks like: the classic mistakes it equals (only those whose
+    result differs from the truth on this case), or its symptom."""
     m, denom, acc = rank_parts(case)
     holds = denom > 0
 
@@ -774,8 +926,18 @@ def combine_mistake(case, got: np.ndarray, expected: np.ndarray) -> str:
             "adding the ranks' own outputs": own.sum(axis=0),
             "all-reducing the rescaled sums with MAX instead of SUM":
                 divided((scale[..., None] * acc).max(axis=0), (scale * denom).max(axis=0)),
+            "one shared max M for the whole batch (m.max()), not one per (sequence, head): a sequence far "
+            "below the batch's top gets weights exp(m - M) that underflow to 0":
+                merged(m, denom, acc, np.full(top.shape, m.max())),
+            "one max per sequence, taken over its heads too (M must be per (sequence, head))":
+                merged(m, denom, acc, np.broadcast_to(top.max(axis=-1, keepdims=True), top.shape)),
+            "a finite stand-in (0) for the -inf of a rank that holds none of a sequence, put in before the MAX: "
+            "the max is then at least 0, and scores near -1000 underflow (replace -inf only in the reference "
+            "computed after the MAX)":
+                merged(m, denom, acc, np.where(holds, m, 0.0).max(axis=0)),
         }
-    same = [name for name, value in wrong.items() if np.allclose(got, value, atol=1e-9, rtol=0, equal_nan=False)]
+    same = [name for name, value in wrong.items()
+            if np.allclose(got, value, atol=1e-9, rtol=0) and not np.allclose(value, expected, atol=ATOL, rtol=0)]
     if same:
         return "\n  that is what " + " or ".join(same) + " gives"
     nowhere = [b for b, n in enumerate(case.spec.seq_lens) if n == 0]
@@ -794,7 +956,7 @@ def combine_mistake(case, got: np.ndarray, expected: np.ndarray) -> str:
     if lost.any():
         return (f"\n  zeros for (sequence, head) {np.argwhere(lost)[:4].tolist()}, where the truth is not: every "
                 "weight exp(m - M) underflowed to 0, so the reference M lies far from the ranks' maxima (M must be "
-                "their MAX)")
+                "the MAX over the ranks of that (sequence, head)'s own m)")
     error = float(np.max(np.abs(got - expected)))
     if error < 1e-2:
         return (f"\n  right to {error:.1e} only, where float64 gives {ATOL:g}: is a step of the combine computed in "
@@ -805,7 +967,11 @@ def combine_mistake(case, got: np.ndarray, expected: np.ndarray) -> str:
 def describe(case) -> str:
     spec = case.spec
     scores = {"normal": "", "hot_rank": ", scores near +1000 on the last rank only",
-              "all_negative": ", every score near -1000"}[spec.scores]
+              "all_negative": ", every score near -1000", "all_positive": ", every score near +1000",
+              "hot_token": ", one score per sequence near +1000 (sequence b's on rank (b + 1) % world_size), the "
+                           "rest near 0",
+              "far_apart": ", sequences near +1000, 0 and -1000 in one batch, odd heads the opposite of even ones",
+              }[spec.scores]
     return (f"lengths {list(spec.seq_lens)}, stripe {case.stripe}, {spec.num_heads} query heads on "
             f"{spec.num_kv_heads} KV heads, {spec.poison} poison in unused slots{scores}")
 
@@ -881,6 +1047,43 @@ def test_all_logits_near_minus_1000(lab, world_size, combine):
 
 
 @pytest.mark.parametrize("combine", COMBINES)
+@pytest.mark.parametrize("world_size", WORLDS)
+def test_the_top_score_on_another_rank_per_sequence(lab, world_size, combine):
+    """One token of each sequence scores near +1000, every other near 0, and the hot token lives
+    on a different rank for each sequence (sequence b's on rank (b + 1) % world_size, in a stripe of
+    3 tokens that blocks of 4 do not divide): the output is that token's value, on every rank.
+
+    Catches: a reference taken from one rank (a broadcast of rank 0's m, or its own m) instead of
+    the MAX over all ranks (exp(1000 - 0) overflows), the ranks' sums added without rescaling."""
+    check_case("hot_token_on_another_rank_per_sequence", world_size, combine)
+
+
+@pytest.mark.parametrize("combine", COMBINES)
+@pytest.mark.parametrize("world_size", WORLDS)
+def test_sequences_far_apart_in_one_batch(lab, world_size, combine):
+    """One batch whose sequences score near +1000, near 0 and near -1000, and in which the odd
+    query heads of a sequence score the opposite of the even ones (+1000 and -1000 side by side):
+    every (sequence, head) is exact.
+
+    Catches: one max for the whole batch (``m.max()``) or for a sequence's heads together, instead
+    of one per (sequence, head): the weights of everything far below it underflow to 0."""
+    check_case("sequences_far_apart_in_one_batch", world_size, combine)
+
+
+@pytest.mark.parametrize("combine", COMBINES)
+@pytest.mark.parametrize("world_size", WORLDS)
+def test_ranks_that_hold_nothing_near_minus_1000(lab, world_size, combine):
+    """Lengths 3, 1, 0 and 2 split contiguously, every score near -1000: on 4 ranks, rank 3 holds
+    no token at all, and every sequence is missing from some rank (its m there is -inf); the empty
+    sequence is on none. Every rank gets dense attention, zeros for the empty sequence.
+
+    Catches: a rank that holds nothing standing in for -inf with a finite number (0) before the MAX,
+    so that the shared max is 0 and every weight exp(-1000 - 0) underflows; an empty summary decoded
+    with m = 0 by from_out_lse (the all-gather route)."""
+    check_case("short_batch_near_minus_1000", world_size, combine)
+
+
+@pytest.mark.parametrize("combine", COMBINES)
 def test_combine_uses_the_group_it_is_given(lab, combine):
     """Four ranks, then two groups of two (``torch.distributed.new_group``): ranks 0-1 combine one
     batch and ranks 2-3 another of the same shapes, each calling the combine with ``group=`` its
@@ -909,30 +1112,35 @@ def test_combine_uses_the_group_it_is_given(lab, combine):
                 "distributed tests fail too, start with those)") from None
 
 
+UNCHANGED = slice(SHAPE_DIMS + 1, SHAPE_DIMS + 1 + len(ranks_script.SUMMARIES))  # the check row's fields
+ISSUED = SHAPE_DIMS + 1 + len(ranks_script.SUMMARIES)  # how many collectives; then (kind, op, elements) each
+
+
 @pytest.mark.parametrize("combine", COMBINES)
 @pytest.mark.parametrize("world_size", WORLDS)
 def test_combine_keeps_dtype_and_leaves_the_summaries_alone(lab, world_size, combine):
-    """For every case: the output has shape [batch, num_heads, head_dim] and the summaries'
-    dtype (float64 here), and the rank's m, denom and acc are unchanged after the combine
+    """For every case, in every dtype it runs in: the output has shape [batch, num_heads, head_dim]
+    and the summaries' dtype, and the rank's m, denom and acc are unchanged after the combine
     (collectives work in place: a combine must not reduce the caller's tensors).
 
     Catches: all_reduce(m) on the caller's m, a to_out_lse that writes into its inputs, an output
-    cast to float32."""
+    cast to float32, or computed in float64 and handed back so."""
     problems, changed_any = [], False
-    for name, (_, checks) in group_records(world_size, combine).items():
-        shape = ranks_script.output_shapes(world_size)[name]
+    for key, (_, checks) in group_records(world_size, combine).items():
+        shape = ranks_script.output_shapes(world_size)[key]
+        want = ranks_script.runs(world_size)[key][1]
         for rank, row in enumerate(checks):
             problem = shape_problem(row, shape)
             if problem:
-                problems.append(f"case {name}, rank {rank}: {problem}")
+                problems.append(f"case {key}, rank {rank}: {problem}")
             dtype = ranks_script.DTYPES[int(row[SHAPE_DIMS])]
-            if dtype != "float64":
-                problems.append(f"case {name}, rank {rank}: the output is {dtype}, expected float64 (the summaries' "
-                                "dtype: no .float() or .half() on the way)")
-            changed = [what for what, ok in zip(ranks_script.SUMMARIES, row[SHAPE_DIMS + 1:], strict=True) if ok != 1]
+            if dtype != want:
+                problems.append(f"case {key}, rank {rank}: the output is {dtype}, expected {want} (acc's dtype: "
+                                "compute in another if you like, but hand back the summaries' own)")
+            changed = [what for what, ok in zip(ranks_script.SUMMARIES, row[UNCHANGED], strict=True) if ok != 1]
             if changed:
                 changed_any = True
-                problems.append(f"case {name}, rank {rank}: the caller's {', '.join(changed)} changed")
+                problems.append(f"case {key}, rank {rank}: the caller's {', '.join(changed)} changed")
     if changed_any:
         problems.append(
             "collectives write their result into the tensor they get: all-reduce a copy (m.clone()) and build new "
@@ -941,6 +1149,100 @@ def test_combine_keeps_dtype_and_leaves_the_summaries_alone(lab, world_size, com
             "them, does: compute new tensors, never in place")
     require(not problems, f"{combine} in a group of {ranks_word(world_size)}:\n  " + "\n  ".join(problems[:12])
             + (f"\n  ... ({len(problems) - 12} more)" if len(problems) > 12 else ""))
+
+
+def rounded_truth(case, dtype: str) -> np.ndarray:
+    """The combine's exact result on the ranks' summaries as the given dtype holds them: each rank's
+    summary from the definition, rounded to ``dtype``, then merged in float64."""
+    parts = [torch.from_numpy(x).to(getattr(torch, dtype)).double().numpy() for x in rank_parts(case)]
+    return merged(*parts, parts[0].max(axis=0))
+
+
+# Tolerance of a combine computed in a low precision: every output is a convex combination of the
+# values (|v| < 5 here); exp(m - M), the products, the sums over at most 4 ranks and the division
+# each round once, and the (out, lse) route rounds out and lse once more: about a dozen roundings of
+# relative size eps / 2, each weighing at most max |v|. 8 eps * max |v| (measured: under 2 eps * max
+# |v|); a step computed in the next lower dtype misses it by orders of magnitude (float16's eps is
+# 8,000 times float32's).
+LOW_DTYPES = [pytest.param(d, id=d) for d in ranks_script.LOW_DTYPES]
+
+
+@pytest.mark.parametrize("dtype", LOW_DTYPES)
+@pytest.mark.parametrize("combine", COMBINES)
+@pytest.mark.parametrize("world_size", WORLDS)
+def test_combine_keeps_each_floating_dtype(lab, world_size, combine, dtype):
+    """The summaries cast to float32, float16 or bfloat16 (the docstring takes any floating dtype):
+    the output is of acc's dtype and equals the exact combine of those rounded summaries to that
+    dtype's precision (8 eps times the largest value). Cases: the ragged GQA batch, and the
+    contiguous split with empty shards and a sequence on no rank.
+
+    Catches: a result computed in float64 and handed back in float64 (``.double()`` on the way), a
+    cast to a lower precision, NaN from a guard that is only right in float64."""
+    for name in ranks_script.DTYPE_CASES:
+        key = f"{name} in {dtype}"
+        case = ranks_script.build_case(name, world_size)
+        expected = rounded_truth(case, dtype)  # the truth first
+        atol = 8 * torch.finfo(getattr(torch, dtype)).eps * max(float(np.abs(v).max()) for v in case.values if v.size)
+        outputs, checks = group_records(world_size, combine)[key]
+        for rank in range(world_size):
+            where = f"{combine} on rank {rank} of {world_size}, case {name} with {dtype} summaries ({describe(case)})"
+            problem = shape_problem(checks[rank], expected.shape)
+            require(not problem, f"{where}: {problem}")
+            got = ranks_script.DTYPES[int(checks[rank][SHAPE_DIMS])]
+            require(got == dtype, f"{where}: the output is {got}, expected {dtype}, acc's dtype (compute in float64 "
+                    "if you like, but hand back the dtype you were given)")
+            try:
+                labkit.assert_close(outputs[rank], expected, atol=atol, rtol=0, axes=AXES, what=where)
+            except AssertionError as err:
+                raise AssertionError(
+                    f"{err}\n  the exact combine of the {dtype} summaries is computed in float64, and {dtype} "
+                    f"allows {atol:.1e} here: a NaN or a much larger error is a step computed in a lower precision, "
+                    "or a guard that fails in this dtype (if the float64 tests fail too, start with those)") from None
+
+
+def issued_calls(row) -> tuple[int, list[tuple[str, str, int]]]:
+    """How many collectives a rank's combine issued, and the first MAX_COLLECTIVES as (kind, op, elements)."""
+    count = int(row[ISSUED])
+    fields = row[ISSUED + 1:ISSUED + 1 + 3 * ranks_script.MAX_COLLECTIVES].astype(int).reshape(-1, 3)
+    calls = [(ranks_script.COLLECTIVE_KINDS[kind], ranks_script.REDUCE_OPS[op], int(elements))
+             for kind, op, elements in fields[:min(count, ranks_script.MAX_COLLECTIVES)]]
+    return count, calls
+
+
+def say_calls(count: int, calls) -> str:
+    words = [f"{kind}({op}) of {n} numbers" if op else f"{kind} of {n} numbers" for kind, op, n in calls]
+    more = f" and {count - len(calls)} more" if count > len(calls) else ""
+    return (", then ".join(words) + more) if words else "no collective"
+
+
+@pytest.mark.parametrize("combine", COMBINES)
+@pytest.mark.parametrize("world_size", WORLDS)
+def test_combine_issues_the_collectives_the_readme_promises(lab, world_size, combine):
+    """Every rank records each ``torch.distributed`` collective its combine calls, with the reduce
+    op and the size of the tensor it sends: the all-reduce route issues exactly an all_reduce(MAX) of
+    m (batch x heads numbers), then ONE all_reduce(SUM) of denom and acc together (batch x heads x
+    (head_dim + 1)), the counts combine_bytes prices; the all-gather route one all-gather of (out,
+    lse), head_dim + 1 numbers per (sequence, head). In every case and every dtype, on every rank.
+
+    Catches: denom and acc all-reduced apart (three collectives, each with its own latency), the max
+    found by an all-gather of m, a third collective for anything else, m sent with the sums."""
+    problems = []
+    for key, (_, checks) in group_records(world_size, combine).items():
+        batch, heads, head_dim = ranks_script.output_shapes(world_size)[key]
+        pairs = batch * heads
+        if combine == "combine_all_reduce":
+            want = [("all_reduce", "MAX", pairs), ("all_reduce", "SUM", pairs * (head_dim + 1))]
+        else:
+            want = [("all_gather", "", pairs * (head_dim + 1))]
+        for rank, row in enumerate(checks):
+            count, calls = issued_calls(row)
+            if (count, calls) != (len(want), want):
+                problems.append(f"case {key}, rank {rank}: {say_calls(count, calls)}")
+    route = ("one all_reduce(MAX) of m, then one all_reduce(SUM) of denom and acc concatenated (torch.cat on a last "
+             "axis): two collectives" if combine == "combine_all_reduce" else
+             "one all_gather of (out, lse) concatenated: one collective")
+    require(not problems, f"{combine} in a group of {ranks_word(world_size)} must issue {route}; it issued\n  "
+            + "\n  ".join(problems[:8]) + (f"\n  ... ({len(problems) - 8} more)" if len(problems) > 8 else ""))
 
 
 def test_no_rank_outlives_its_group(lab):
@@ -953,6 +1255,8 @@ def test_no_rank_outlives_its_group(lab):
         raise_again(value)
     require(not alive, f"processes of the suite's run still alive after it ended: {alive}")
     for (world_size, combine), (group_status, payload) in ranks_script.decode_suite(value).items():
+        if group_status == ranks_script.NOT_RUN and not cannot_run_here(world_size):
+            not_run(world_size, f"{combine} in a group of {ranks_word(world_size)}")
         if group_status == ranks_script.NOT_IMPLEMENTED:
             last = payload.rstrip().splitlines()[-1]
             raise NotImplementedError(f"{combine} in a group of {ranks_word(world_size)}: {last}")

@@ -17,7 +17,7 @@ here, so that the given code is written once:
   check the scheduling policy (who runs first, who is preempted): the tests do.
 
 The KV-cache manager is lab 02-05's reference solution (over lab 02-01's block pool); the model
-runner is ``_runner.py``. Names follow vLLM v0.10.1's v1 engine (``vllm/v1/request.py``,
+runner is ``_runner.py``. Names follow vLLM v0.22.1's v1 engine (``vllm/v1/request.py``,
 ``vllm/v1/core/sched/output.py``, ``vllm/v1/engine/core.py``).
 """
 

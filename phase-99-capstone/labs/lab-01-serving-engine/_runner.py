@@ -16,7 +16,7 @@ weights (transformers' ``LlamaForCausalLM``), whose attention is replaced by the
    tokens flattened into one ragged batch (``input_ids [1, num_tokens]``) and returns the logits of
    the rows to sample. On a GPU it can also replay decode-only steps from CUDA graphs.
 
-vLLM v0.10.1 splits the same work between ``vllm/v1/worker/gpu_model_runner.py`` (inputs to tensors,
+vLLM v0.22.1 splits the same work between ``vllm/v1/worker/gpu_model_runner.py`` (inputs to tensors,
 the forward pass, sampling), ``vllm/forward_context.py`` (how attention layers find the step's
 metadata) and ``vllm/v1/attention/backends/`` (one builder and one kernel call per backend).
 """

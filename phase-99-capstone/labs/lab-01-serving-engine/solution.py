@@ -18,7 +18,7 @@ One engine step, in the order ``step`` runs it:
 The rest is given: ``_engine_base.py`` (``Request``, ``SchedulerOutput``, ``EngineBase``: the engine's
 settings and queues, ``add_request``, ``step``, ``generate``, the checks ``step`` runs), lab 02-05's
 KV-cache manager (over lab 02-01's block pool) and the model runner (``_runner.py``). Names follow vLLM
-v0.10.1's v1 engine (``vllm/v1/core/sched/scheduler.py``, ``vllm/v1/request.py``,
+v0.22.1's v1 engine (``vllm/v1/core/sched/scheduler.py``, ``vllm/v1/request.py``,
 ``vllm/v1/worker/gpu_model_runner.py``).
 """
 

@@ -308,16 +308,27 @@ def test_small_pool_makes_requests_wait_not_fail(lab, model, truth):
     """A pool of 8 blocks (7 usable, 112 tokens) for requests that need 20 blocks in all: requests wait
     in the queue, running ones are preempted when the pool runs dry (and recomputed later), and every
     request still gets ``generate``'s tokens. Requests start in arrival order, and the pool is whole at
-    the end.
+    the end. Up to the first preemption, every step is the one ``planned_schedule`` gives (prefix caching
+    changes nothing before a preempted request comes back: the crowd's prompts share no block).
 
     Catches: a preempted request that keeps its computed-token count (its recomputed keys land after
-    garbage), keeps its blocks or its block table; admission that skips the queue's head; a finished
-    request's blocks not freed (the crowd then never fits: the run stops at its step limit)."""
+    garbage), keeps its blocks or its block table; admission that skips the queue's head; waiting for
+    blocks instead of preempting; a finished request's blocks not freed (the crowd then never fits: the
+    run stops at its step limit)."""
     expected = expected_outputs(truth, CROWD)
+    plan = planned_schedule(CROWD, None, num_gpu_blocks=8, max_num_seqs=8, budget=64)
+    first_preemption = next((i for i, p in enumerate(plan) if p.preempted), None)
+    assert first_preemption is not None and any(p.waiting and p.running for p in plan[:first_preemption]), \
+        "the crowd must make requests wait while others run, then preempt (a test bug: the scenario, not the " \
+        "engine under test)"
     engine = new_engine(lab, model, num_gpu_blocks=8, max_num_batched_tokens=64)
     records = drive(engine, CROWD)
-    assert any(r.waiting and r.running for r in records), "no request ever waited while others ran"
-    assert sum(len(r.output.preempted_req_ids) for r in records) > 0, "the crowd never forced a preemption"
+    for r, want in zip(records[: first_preemption + 1], plan, strict=False):
+        scheduled = [(q.request_id, r.output.num_scheduled_tokens[q.request_id]) for q in r.output.scheduled_requests]
+        got = Planned(scheduled, list(r.output.preempted_req_ids), r.running, r.waiting)
+        problem = schedule_difference(r.step, want, got, {rid: before[3] for rid, before in r.before.items()})
+        if problem:
+            pytest.fail(problem)
     first_step = {}
     for r in records:
         for req in r.output.scheduled_requests:
@@ -345,9 +356,9 @@ class Planned:
     waiting: list  # request ids, after the step, head first
 
 
-def planned_schedule(workload, arrivals, num_gpu_blocks, max_num_seqs, budget) -> list[Planned]:
+def planned_schedule(workload, arrivals, num_gpu_blocks, max_num_seqs, budget, block_size=BS) -> list[Planned]:
     """The schedule, step by step, from counts alone: prefix caching off, so a request holds exactly
-    ceil(tokens in its cache / 16) blocks, the pool has ``num_gpu_blocks - 1`` (block 0 is the null
+    ceil(tokens in its cache / block_size) blocks, the pool has ``num_gpu_blocks - 1`` (block 0 is the null
     block), and the token ids never matter. The rules, as README steps 1 and 2 state them:
 
     - running requests in admission order, each computing ``min(tokens not computed, budget left)``;
@@ -368,7 +379,7 @@ def planned_schedule(workload, arrivals, num_gpu_blocks, max_num_seqs, budget) -
             waiting.append(rid)
 
     def blocks_missing(rid, n):  # blocks the request needs beyond those it holds, for n more tokens
-        return max(-(-(computed[rid] + n) // BS) - held[rid], 0)
+        return max(-(-(computed[rid] + n) // block_size) - held[rid], 0)
 
     def free_blocks():
         return num_gpu_blocks - 1 - sum(held.values())
@@ -424,6 +435,12 @@ def schedule_difference(step: int, want: Planned, got: Planned, before: dict) ->
     if got.preempted != want.preempted:
         return (f"{where}: preempted {got.preempted}, planned {want.preempted} (when a running request finds no "
                 f"block, the newest running request is preempted, then the allocation is tried again)")
+    overtook = [rid for rid in admitted if rid in want.waiting[1:] and want.waiting[0] not in dict(got.scheduled)]
+    if overtook:
+        return (f"{where}: the engine admitted {overtook} while {want.waiting[0]!r}, ahead of them in the queue, did "
+                f"not fit: first come, first served; admission stops at the first request whose tokens do not fit "
+                f"in the pool, it keeps its place, and nobody behind it is admitted (README step 2); planned: "
+                f"{want.scheduled}")
     if got.scheduled != want.scheduled:
         return (f"{where}: scheduled (request, tokens) {got.scheduled}, planned {want.scheduled}: running requests "
                 f"in order, each up to the budget left, then the queue's head while budget, seats and blocks last")
@@ -449,9 +466,8 @@ def test_schedule_matches_brute_force_under_preemption(lab, model, truth):
     step. Recomputation gives the same tokens whatever the order, so only the schedule shows these.
 
     Catches: admission in a step that preempted, a preempted request put at the back of the queue, a
-    preemption that does not retry the allocation, admission that skips a request that does not fit, a
-    running request's chunk that ignores the budget, the seat limit off by one, a preemption not
-    counted in the request's ``num_preemptions``."""
+    preemption that does not retry the allocation, a running request's chunk that ignores the budget,
+    the seat limit off by one, a preemption not counted in the request's ``num_preemptions``."""
     settings = SCHEDULE_RUN
     plan = planned_schedule(CROWD, SCHEDULE_LATE, settings["num_gpu_blocks"], settings["max_num_seqs"],
                             settings["max_num_batched_tokens"])
@@ -480,6 +496,31 @@ def assert_schedule_as_planned(engine, records, plan):
         want = {rid: want_counts[rid] for rid in wrong}
         pytest.fail(f"num_preemptions {wrong}, expected {want}: the run preempted as planned, and _preempt counts "
                     f"every preemption on the request (README step 1)")
+
+
+# A pool of 5 blocks (4 usable): "big0" takes 3 of them; "big1", next in the queue, needs 3 and waits until
+# big0 finishes; "small", behind it, would fit in the block left, and waits its turn too.
+HEAD_OF_LINE = {rid: (p, n) for rid, p, n in zip(("big0", "big1", "small"), prompts_of(7, (40, 40, 5)), (6, 4, 3),
+                                                  strict=True)}
+HEAD_OF_LINE_RUN = dict(num_gpu_blocks=5, max_num_seqs=8, max_num_batched_tokens=64, enable_prefix_caching=False)
+
+
+def test_admission_stops_at_the_first_request_that_does_not_fit(lab, model, truth):
+    """A request at the head of the queue whose tokens do not fit in the pool keeps its place, and the
+    requests behind it wait too, even one that would fit: every step against ``planned_schedule``, then
+    ``generate``'s tokens.
+
+    Catches: admission that skips a request that does not fit and admits the ones behind it (first come,
+    first served broken: a large request can wait for ever while small ones overtake it)."""
+    settings = HEAD_OF_LINE_RUN
+    plan = planned_schedule(HEAD_OF_LINE, None, settings["num_gpu_blocks"], settings["max_num_seqs"],
+                            settings["max_num_batched_tokens"])
+    assert plan[0].scheduled == [("big0", 40)] and plan[0].waiting == ["big1", "small"], \
+        f"big1 must wait at the head of the queue with small behind it, in step 0 (a test bug): {plan[0]}"
+    engine = new_engine(lab, model, **settings)
+    records = drive(engine, HEAD_OF_LINE, max_steps=len(plan) + 20)
+    assert_schedule_as_planned(engine, records, plan)
+    assert_tokens_equal(engine, expected_outputs(truth, HEAD_OF_LINE))
 
 
 # Two requests in a pool of 4 blocks (3 usable) with a budget of 16 tokens. Step 0: s0's first 16 tokens
@@ -543,6 +584,61 @@ def test_the_budget_is_spent_to_its_last_token(lab, model, truth):
     assert_schedule_as_planned(engine, records, plan)
     assert_tokens_equal(engine, expected)
 
+# Settings at the API's limits, prefix caching off: (settings, workload).
+SMALL = {"s": (GAMMA, 3), "t": (SYSTEM[:5], 4)}  # each fits in one block of 16, alone
+LIMITS = {
+    "smallest": (dict(num_gpu_blocks=2, max_num_seqs=1, max_num_batched_tokens=1), SMALL),
+    "blocks of 32": (dict(block_size=32, num_gpu_blocks=32), WORKLOAD),
+}
+
+
+@pytest.mark.parametrize("case", list(LIMITS))
+def test_sizes_at_the_api_limits(lab, model, truth, case):
+    """The engine at the limits of what its settings accept, prefix caching off: the smallest (a pool of 2
+    blocks, one usable; one seat; a budget of one token: every prompt one token a step) and blocks of 32,
+    the other size the kernels take. Every step against ``planned_schedule``, then ``generate``'s tokens
+    and the pool whole.
+
+    Catches: admission that stops with one token of budget left (under a budget of one, nobody ever
+    starts), a slot computed with blocks of 16 whatever ``block_size`` says."""
+    settings = {"num_gpu_blocks": 64, "block_size": BS, "max_num_seqs": 8, "max_num_batched_tokens": 24,
+                **LIMITS[case][0], "enable_prefix_caching": False}
+    work = LIMITS[case][1]
+    plan = planned_schedule(work, None, settings["num_gpu_blocks"], settings["max_num_seqs"],
+                            settings["max_num_batched_tokens"], settings["block_size"])
+    engine = new_engine(lab, model, **settings)
+    records = drive(engine, work, max_steps=len(plan) + 20)
+    assert_schedule_as_planned(engine, records, plan)
+    assert_tokens_equal(engine, expected_outputs(truth, work))
+    assert_pool_whole(engine)
+
+
+# A model whose max_model_len, 88, is not a multiple of the block size: a request that reaches it ends in
+# the middle of its sixth block.
+SHORT_CONFIG = {**CONFIG, "max_position_embeddings": 88}
+SHORT_WORK = {"mid": (prompts_of(60, [37])[0], 5), "edge": (prompts_of(61, [80])[0], 8),
+              "full": (prompts_of(62, [50])[0], 38)}
+
+
+def test_max_model_len_not_a_multiple_of_the_block_size(lab):
+    """A model of ``max_model_len`` 88 (five and a half blocks of 16): two requests that reach it exactly
+    (80 + 8 and 50 + 38 tokens) beside a shorter one, chunked by the budget of 24: ``generate``'s tokens,
+    the pool whole; one token more is refused with a ValueError naming ``max_model_len``.
+
+    Catches: a request that reaches ``max_model_len`` exactly refused or cut short, a last block that is
+    only partly used read or written wrong."""
+    short_model = model_truth.make_model(SHORT_CONFIG, 0)
+    truth = model_truth.greedy_truth(short_model, LOGIT_ATOL)
+    expected = {rid: truth(prompt, n)[0] for rid, (prompt, n) in SHORT_WORK.items()}
+    engine = new_engine(lab, short_model)
+    assert engine.max_model_len == 88
+    with pytest.raises(ValueError, match="max_model_len"):
+        engine.add_request("over", prompts_of(63, [81])[0], 8)
+    drive(engine, SHORT_WORK)
+    assert_tokens_equal(engine, expected)
+    assert_pool_whole(engine)
+
+
 def test_num_cached_tokens_counts_the_first_admission_only(lab, model, truth):
     """The crowd in a small pool with prefix caching on: a preempted request's own full blocks are often
     still cached when it comes back, so its readmission starts after hits. ``num_cached_tokens`` is the
@@ -572,7 +668,9 @@ def test_num_cached_tokens_counts_the_first_admission_only(lab, model, truth):
 
 def test_bad_requests_rejected_and_engine_stays_usable(lab, model, truth):
     """Each bad request raises a ValueError naming what is wrong and leaves the queues as they were;
-    then the engine serves good requests (including one with a rejected request's id) correctly.
+    then the engine serves good requests (including one with a rejected request's id) correctly. Bad
+    settings (pool, block size, seats, budget, backend) are refused the same way, by name, before any
+    engine exists.
 
     Catches: a bad request that half-enters the engine (queued, or its id taken) or breaks it."""
     prompt, n = WORKLOAD["c"]
@@ -590,6 +688,16 @@ def test_bad_requests_rejected_and_engine_stays_usable(lab, model, truth):
         (("ok", [1, 2, 3], 2), "request_id"),  # already taken
         ((7, [1, 2, 3], 2), "request_id"),
     ]
+    bad_settings = [
+        ({"num_gpu_blocks": 1}, "num_gpu_blocks"),
+        ({"block_size": 24}, "block_size"),
+        ({"max_num_seqs": 0}, "max_num_seqs"),
+        ({"max_num_batched_tokens": 0}, "max_num_batched_tokens"),
+        ({"backend": "cuda"}, "backend"),
+    ]
+    for settings, word in bad_settings:
+        with pytest.raises(ValueError, match=word):
+            new_engine(lab, model, **settings)
     for args, word in bad:
         with pytest.raises(ValueError, match=word):
             engine.add_request(*args)
@@ -807,16 +915,22 @@ def test_gpu_kernels_match_generate(lab, truth):
 
 @pytest.mark.gpu
 def test_gpu_cuda_graphs_match_generate(lab, truth):
-    """On a GPU, float32, decode-only steps replayed from CUDA graphs captured for batches of 1, 2, 4 and
-    8 (a batch of 3 replays the graph of 4, its padding row writing into the null block and reading
-    nothing): ``generate``'s tokens, logits within 1e-3, and graphs were replayed."""
+    """On a GPU, float32, decode-only steps replayed from CUDA graphs captured for batches of 1, 2 and 4
+    (a batch of 3 replays the graph of 4, its padding row writing into the null block and reading
+    nothing), those of 5 to 8 sequences, wider than the largest graph, run eagerly: ``generate``'s
+    tokens, logits within 1e-3, and exactly the decode-only steps of at most 4 sequences replayed."""
     gpu_model = make_model(device="cuda")
     work = {**WORKLOAD, **CROWD}
     expected = {rid: truth(p, n) for rid, (p, n) in work.items()}
     engine = new_engine(lab, gpu_model, num_gpu_blocks=128, max_num_batched_tokens=256, keep_logits=True)
-    engine.runner.capture_decode_graphs([1, 2, 4, 8])
-    drive(engine, work)
-    assert engine.runner.num_graph_replays > 0, "no step replayed a graph"
+    engine.runner.capture_decode_graphs([1, 2, 4])
+    records = drive(engine, work)
+    decodes = [r.inputs.num_seqs for r in records if r.inputs is not None and r.inputs.num_tokens == r.inputs.num_seqs]
+    assert any(n > 4 for n in decodes), f"no decode-only step wider than the largest graph ran: {decodes}"
+    replayable = sum(1 for n in decodes if n <= 4)
+    assert engine.runner.num_graph_replays == replayable, \
+        f"{engine.runner.num_graph_replays} steps replayed a graph, expected the {replayable} decode-only steps " \
+        f"of at most 4 sequences (decode-only steps of {decodes} sequences)"
     assert_tokens_equal(engine, {rid: tokens for rid, (tokens, _) in expected.items()})
     for rid, (_, logits) in expected.items():
         diff = (torch.stack(engine.requests[rid].logits).cpu() - logits).abs().max().item()

@@ -14,6 +14,9 @@ samples it has finished. This module gives the engine four things with one meani
   under both; code that reads or writes host memory at the wrong moment fails under one of them.
 - ``Event``: a point on the stream; ``synchronize()`` blocks the host until the work before it has
   run (on a CPU: runs it).
+- The stream's ``log``: what the host asked of the device, in order, on both devices: each launch and
+  each wait, with its position on the stream. It is how the tests see the order of an engine's steps
+  (step N+1 launched before the host waits for step N) under either timing, and count its waits.
 - ``HostDeviceBuffer``: a host buffer (pinned on CUDA, with a numpy view) and its device twin;
   ``copy_to_device(n)`` launches one copy of the first ``n`` rows without waiting. The copy reads
   the host buffer when it runs, not when it is launched, as a DMA from pinned memory does.
@@ -23,8 +26,8 @@ samples it has finished. This module gives the engine four things with one meani
   host values baked into it at capture (sizes, counts) never change.
 
 vLLM does the same with ``torch.cuda`` streams and events (the async output copy and the input-copy
-event of ``vllm/v1/worker/gpu_model_runner.py``, ``CpuGpuBuffer`` in ``vllm/v1/utils.py``, both
-from v0.11.0) and with ``torch.cuda.CUDAGraph`` (``vllm/compilation/cuda_graph.py``).
+event, ``prepare_inputs_event``, of ``vllm/v1/worker/gpu_model_runner.py``, and ``CpuGpuBuffer`` in
+``vllm/v1/utils.py``) and with ``torch.cuda.CUDAGraph`` (``vllm/compilation/cuda_graph.py``).
 """
 
 from __future__ import annotations
@@ -47,7 +50,10 @@ class Stream:
     (ignored on CUDA, where the GPU decides).
 
     Counters for the benchmark and the tests: ``num_launched`` (launches so far), ``wait_s`` (host
-    seconds spent in ``Event.synchronize``), and on a CPU ``num_pending`` (launched, not yet run)."""
+    seconds spent in ``Event.synchronize``), and on a CPU ``num_pending`` (launched, not yet run).
+    ``log``: ``("launch", p)`` for the launch that took position ``p`` (1, 2, ...), ``("wait", p)`` for
+    a wait until the work up to position ``p`` has run (``Event.synchronize``, ``synchronize``), in the
+    order the host made them."""
 
     def __init__(self, device, cpu_timing: str = "lazy") -> None:
         if cpu_timing not in CPU_TIMINGS:
@@ -59,10 +65,12 @@ class Stream:
         self.num_launched = 0
         self._num_run = 0
         self.wait_s = 0.0
+        self.log: list[tuple[str, int]] = []
 
     def launch(self, fn, *args) -> None:
         """Put ``fn(*args)`` on the stream: the arguments are taken now, the work runs in order."""
         self.num_launched += 1
+        self.log.append(("launch", self.num_launched))
         if self.is_cuda or self.cpu_timing == "eager":
             with torch.no_grad():  # device work never builds an autograd graph, whenever it runs
                 fn(*args)
@@ -104,6 +112,7 @@ class Event:
 
     def synchronize(self) -> None:
         """Block the host until the work before this event has run."""
+        self.stream.log.append(("wait", self.position))
         start = time.perf_counter()
         if self._cuda is not None:
             self._cuda.synchronize()
@@ -168,6 +177,7 @@ class StepGraph:
     def replay(self) -> None:
         if self.graph is not None:
             self.stream.num_launched += 1
+            self.stream.log.append(("launch", self.stream.num_launched))
             self.graph.replay()
         else:
             self.stream.launch(self.fn)

@@ -14,7 +14,7 @@ given code is written once:
   ``_add_to_batch``, ``_preempt``), which calls your ``num_new_tokens``, ``allocate_slots`` and
   ``_update_after_schedule``.
 
-Names follow vLLM v0.10.1's v1 engine (``vllm/v1/request.py``, ``vllm/v1/core/sched/output.py``,
+Names follow vLLM v0.22.1's v1 engine (``vllm/v1/request.py``, ``vllm/v1/core/sched/output.py``,
 ``vllm/v1/core/sched/scheduler.py``).
 """
 
@@ -43,7 +43,9 @@ class Request(_engine.Request):
 
     ``all_token_ids`` and ``output_token_ids`` hold the tokens the host knows; ``num_tokens`` counts
     the placeholders too: it is what the scheduler plans with (the next token to compute is at
-    ``num_computed_tokens``, whether or not the host knows its value yet)."""
+    ``num_computed_tokens``, whether or not the host knows its value yet). vLLM's ``Request.num_tokens``
+    does not count them (``len(_all_token_ids)``): its scheduler adds ``num_output_placeholders`` where
+    it needs them."""
 
     num_output_placeholders: int = 0
 

@@ -16,7 +16,9 @@ launched:
    one token) captures the pieces and the attention together, per batch size; a **piecewise** graph
    (any other step) captures each piece alone, per token count, and attention runs eagerly between
    the replays, with this step's counts; an **eager** step (larger than any graph) runs the same
-   pieces without graphs. That is vLLM's ``FULL_AND_PIECEWISE`` CUDA-graph mode.
+   pieces without graphs. That is vLLM's ``FULL_AND_PIECEWISE`` CUDA-graph mode, v0.22.1's default,
+   with one difference: here the last piece holds the head and the greedy sample (``lm_head``,
+   ``argmax``), which vLLM runs after its graphs.
 3. **Attention**: the step's keys and values go into the paged cache through the slot mapping, then
    lab 04-06's split-KV decode kernel takes the leading one-token sequences and lab 04-03's prefill
    kernel the rest (``backend="triton"``). ``backend="reference"`` (a CPU's default) computes the same
@@ -28,13 +30,15 @@ launched:
 
 The steps of the lab plug in through the methods ``ModelRunner`` (``solution.py``) defines:
 ``update_states`` (step 1), ``prepare_inputs`` (step 2), ``choose_graph`` and ``pad_graph_inputs``
-(step 3). vLLM v0.10.1 does this in ``vllm/v1/worker/gpu_model_runner.py`` (``execute_model``,
-``capture_model``), ``vllm/compilation/cuda_piecewise_backend.py`` and ``vllm/forward_context.py``.
+(step 3). vLLM v0.22.1 does this in ``vllm/v1/worker/gpu_model_runner.py`` (``execute_model``,
+``capture_model``), ``vllm/v1/cudagraph_dispatcher.py``, ``vllm/compilation/piecewise_backend.py`` and
+``vllm/forward_context.py``.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,15 +61,20 @@ CUDAGRAPH_MODES = ("none", "full_decode_only", "full_and_piecewise")  # vLLM's C
 RUN_MODES = ("full", "piecewise", "eager")  # how one step runs (RunPlan.mode)
 
 # Padding tokens write their keys and values here: the first row of block 0, the null block, which no
-# sequence's table uses for a token it reads.
+# sequence's table uses for a token it reads. (vLLM gives them the slot -1 instead, PAD_SLOT_ID, and its
+# write kernels skip it; this lab's reference attention path writes with plain tensor indexing.)
 PAD_SLOT = 0
 
 
 def default_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> list[int]:
-    """Batch sizes to capture, as vLLM v0.10.1 picks them (``[1, 2, 4]`` and the multiples of 8 up to
-    ``min(2 * max_num_seqs, 512)``), cut at the token budget."""
+    """Batch sizes to capture, as vLLM v0.22.1 picks them by default (``VllmConfig._set_cudagraph_sizes``):
+    1, 2, 4, the multiples of 8 below 256, then the multiples of 16, up to ``min(2 * max_num_seqs,
+    512)`` cut at the token budget, and the budget itself when it is the cut."""
     top = min(2 * max_num_seqs, 512, max_num_batched_tokens)
-    return [s for s in [1, 2, 4, *range(8, top + 1, 8)] if s <= top]
+    sizes = [s for s in (1, 2, 4) if s <= top] + list(range(8, min(top + 1, 256), 8)) + list(range(256, top + 1, 16))
+    if top == max_num_batched_tokens and top not in sizes:
+        sizes.append(top)
+    return sorted(sizes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,10 +404,12 @@ class ModelRunnerBase:
         # The last event after a step's input copies: the pinned buffers are free to rewrite once it passed.
         self.input_copies_done = self.stream.record()
         self.cudagraph_mode = cudagraph_mode
-        sizes = sorted(set(capture_sizes if capture_sizes is not None else
-                           default_capture_sizes(max_num_reqs, max_num_batched_tokens)))
-        if any(not isinstance(s, int) or s < 1 for s in sizes):
-            raise ValueError(f"capture_sizes must be positive integers, got {capture_sizes!r}")
+        if capture_sizes is None:
+            capture_sizes = default_capture_sizes(max_num_reqs, max_num_batched_tokens)
+        if not isinstance(capture_sizes, list | tuple | set | range) or any(
+                isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1 for s in capture_sizes):
+            raise ValueError(f"cudagraph_capture_sizes must be a list of positive integers, got {capture_sizes!r}")
+        sizes = sorted({int(s) for s in capture_sizes})
         self.full_sizes = [s for s in sizes if s <= max_num_reqs] if cudagraph_mode != "none" else []
         self.piecewise_sizes = [s for s in sizes if s <= max_num_batched_tokens] \
             if cudagraph_mode == "full_and_piecewise" else []

@@ -23,9 +23,8 @@ the host does per step, and when:
 
 The requests, the KV-cache manager and the model builders are lab 99-01's reference solution (over labs
 02-05 and 02-01); the model runner is ``_model_runner.py``, the device layer ``_device.py``. Names
-follow vLLM: ``vllm/v1/worker/gpu_input_batch.py``, ``block_table.py`` and ``gpu_model_runner.py`` at
-v0.10.1, ``vllm/v1/core/sched/async_scheduler.py`` (v0.10.1) and the asynchronous model-runner
-output of v0.11.0.
+follow vLLM v0.22.1: ``vllm/v1/worker/gpu_input_batch.py``, ``block_table.py`` and
+``gpu_model_runner.py`` (its asynchronous model-runner output), and ``vllm/v1/core/sched/async_scheduler.py``.
 """
 
 from __future__ import annotations
@@ -173,7 +172,10 @@ def prepare_inputs(batch: InputBatch, num_scheduled_tokens: np.ndarray, buffers:
     ``query_start_loc`` (``num_reqs + 1``), ``seq_lens``, ``logits_indices`` (``num_reqs``), and
     ``gather_dst`` / ``gather_src`` for the rows whose last input is the token the previous step
     sampled for them (``num_gathers`` entries: the input's flat index, the row it had then). Then
-    records each row as the row it has now, for the next step. Vector operations only."""
+    records each row as the row it has now, for the next step. Vector operations only. A row of
+    ``batch.token_ids`` holds ``max_model_len`` tokens and a row of the block table
+    ``max_num_blocks_per_req`` blocks (``ceil(max_model_len / block_size)``): each is flattened with its
+    own width."""
     n = batch.num_reqs
     num_scheduled = np.asarray(num_scheduled_tokens, dtype=np.int64)
     cu_num_tokens = np.cumsum(num_scheduled)
@@ -232,8 +234,9 @@ class ModelRunner(ModelRunnerBase):
         """How this step runs (README step 3): a decode-only step that fits a full graph replays the
         smallest one of at least ``num_reqs`` rows; any other step that fits a piecewise graph, the
         smallest one of at least ``num_tokens`` tokens (its rows: ``min(tokens, max_num_reqs)``); a
-        larger step runs eagerly at its own size. ``self.full_sizes``, ``self.piecewise_sizes``: the
-        captured sizes, ascending (empty without graphs)."""
+        larger step runs eagerly at its own size. A decode-only step wider than the largest full graph is
+        any other step: a step never runs in a graph smaller than itself. ``self.full_sizes``,
+        ``self.piecewise_sizes``: the captured sizes, ascending (empty without graphs)."""
         if shape.uniform_decode and self.full_sizes and shape.num_reqs <= self.full_sizes[-1]:
             size = self.full_sizes[bisect.bisect_left(self.full_sizes, shape.num_reqs)]
             return RunPlan("full", size, size)
@@ -266,7 +269,8 @@ class KVCacheManager(_engine.KVCacheManager):
 
     - Given: a block is cached only once every token in it is known to the host (a block whose last
       token is still on the device would be indexed under a guess); ``cache_blocks`` caches the blocks
-      that a token read late completes (vLLM v0.10.1: ``KVCacheManager.cache_blocks``).
+      that a token read late completes (vLLM v0.22.1: ``AsyncScheduler`` calls ``KVCacheManager.cache_blocks``
+      with ``num_computed_tokens - num_output_placeholders``).
     - Given: ``num_allocations`` counts ``allocate_slots`` calls, for the tests and the benchmark.
     - Step 5: ``hash_new_full_blocks``."""
 
@@ -341,9 +345,10 @@ class Engine(EngineBase):
         launched before it (with ``async_scheduling``), or of this one (without), and hand it to
         ``update_from_output``. Returns this call's scheduler output.
 
-        A step's ``ModelRunnerOutput`` holds its tokens only once its ``ready`` event has been waited for.
-        A call that schedules nothing still reads the step in flight; with nothing in flight either and
-        requests unfinished, nothing can ever run: a RuntimeError."""
+        A step's ``ModelRunnerOutput`` holds its tokens only once its ``ready`` event has been waited for;
+        that is the one wait a call makes (never for the whole stream, nor, with ``async_scheduling``, for
+        the step it has just launched). A call that schedules nothing still reads the step in flight; with
+        nothing in flight either and requests unfinished, nothing can ever run: a RuntimeError."""
         scheduler_output = self.schedule()
         launched = None
         if scheduler_output.num_scheduled_tokens:
@@ -365,7 +370,9 @@ class Engine(EngineBase):
         """Hand each sampled token to its request, one step late (README step 4): a placeholder becomes a
         token; a running request caches the blocks it completes; a request that reached
         ``max_new_tokens`` finishes and frees its blocks, whether it is running or was preempted
-        meanwhile (a preempted request keeps the token: it was computed from the right context).
+        meanwhile (a preempted request keeps the token: it was computed from the right context). With
+        ``self.keep_logits``, each token handed over also brings its logits: ``model_output.logits[row]``
+        (the step's own host tensor, safe to keep) appended to ``request.logits``.
         Returns the requests finished now."""
         row = {req_id: i for i, req_id in enumerate(model_output.req_ids)}
         tokens = model_output.sampled_token_ids.tolist()

@@ -118,7 +118,10 @@ def prepare_inputs(batch: InputBatch, num_scheduled_tokens: np.ndarray, buffers:
     ``query_start_loc`` (``num_reqs + 1``), ``seq_lens``, ``logits_indices`` (``num_reqs``), and
     ``gather_dst`` / ``gather_src`` for the rows whose last input is the token the previous step
     sampled for them (``num_gathers`` entries: the input's flat index, the row it had then). Then
-    records each row as the row it has now, for the next step. Vector operations only."""
+    records each row as the row it has now, for the next step. Vector operations only. A row of
+    ``batch.token_ids`` holds ``max_model_len`` tokens and a row of the block table
+    ``max_num_blocks_per_req`` blocks (``ceil(max_model_len / block_size)``): each is flattened with its
+    own width."""
     raise NotImplementedError("prepare_inputs: not implemented yet (README step 2: positions, token ids, slots, "
                               "offsets, lengths, rows to sample and the decode inputs still on the device, as numpy "
                               "vector operations into the host buffers)")
@@ -148,8 +151,9 @@ class ModelRunner(ModelRunnerBase):
         """How this step runs (README step 3): a decode-only step that fits a full graph replays the
         smallest one of at least ``num_reqs`` rows; any other step that fits a piecewise graph, the
         smallest one of at least ``num_tokens`` tokens (its rows: ``min(tokens, max_num_reqs)``); a
-        larger step runs eagerly at its own size. ``self.full_sizes``, ``self.piecewise_sizes``: the
-        captured sizes, ascending (empty without graphs)."""
+        larger step runs eagerly at its own size. A decode-only step wider than the largest full graph is
+        any other step: a step never runs in a graph smaller than itself. ``self.full_sizes``,
+        ``self.piecewise_sizes``: the captured sizes, ascending (empty without graphs)."""
         raise NotImplementedError("ModelRunner.choose_graph: not implemented yet (README step 3: the smallest captured"
                                   " graph that fits the step, else eager)")
 
@@ -172,7 +176,8 @@ class KVCacheManager(_engine.KVCacheManager):
 
     - Given: a block is cached only once every token in it is known to the host (a block whose last
       token is still on the device would be indexed under a guess); ``cache_blocks`` caches the blocks
-      that a token read late completes (vLLM v0.10.1: ``KVCacheManager.cache_blocks``).
+      that a token read late completes (vLLM v0.22.1: ``AsyncScheduler`` calls ``KVCacheManager.cache_blocks``
+      with ``num_computed_tokens - num_output_placeholders``).
     - Given: ``num_allocations`` counts ``allocate_slots`` calls, for the tests and the benchmark.
     - Step 5: ``hash_new_full_blocks``."""
 
@@ -239,9 +244,10 @@ class Engine(EngineBase):
         launched before it (with ``async_scheduling``), or of this one (without), and hand it to
         ``update_from_output``. Returns this call's scheduler output.
 
-        A step's ``ModelRunnerOutput`` holds its tokens only once its ``ready`` event has been waited for.
-        A call that schedules nothing still reads the step in flight; with nothing in flight either and
-        requests unfinished, nothing can ever run: a RuntimeError."""
+        A step's ``ModelRunnerOutput`` holds its tokens only once its ``ready`` event has been waited for;
+        that is the one wait a call makes (never for the whole stream, nor, with ``async_scheduling``, for
+        the step it has just launched). A call that schedules nothing still reads the step in flight; with
+        nothing in flight either and requests unfinished, nothing can ever run: a RuntimeError."""
         raise NotImplementedError("Engine.step: not implemented yet (README step 4: launch the next step, then read "
                                   "the one in flight)")
 
@@ -249,7 +255,9 @@ class Engine(EngineBase):
         """Hand each sampled token to its request, one step late (README step 4): a placeholder becomes a
         token; a running request caches the blocks it completes; a request that reached
         ``max_new_tokens`` finishes and frees its blocks, whether it is running or was preempted
-        meanwhile (a preempted request keeps the token: it was computed from the right context).
+        meanwhile (a preempted request keeps the token: it was computed from the right context). With
+        ``self.keep_logits``, each token handed over also brings its logits: ``model_output.logits[row]``
+        (the step's own host tensor, safe to keep) appended to ``request.logits``.
         Returns the requests finished now."""
         raise NotImplementedError("Engine.update_from_output: not implemented yet (README step 4: hand each late token"
                                   " to its request; cache, finish and free)")

@@ -125,6 +125,8 @@ class StepRecord:
     inputs: dict | None  # the host buffers of the step launched by this call (with record_inputs)
     pending: int  # device work launched and not yet run, after the call (CPU)
     in_flight: bool
+    log: tuple  # (start, end): the entries of the stream's log this call added
+    run_plan: tuple | None  # the launched step's RunPlan (mode, num_tokens, num_reqs)
 
 
 def new_engine(lab, model, **settings):
@@ -165,10 +167,13 @@ def drive(engine, workload=None, arrivals=None, max_steps=400, record_inputs=Fal
                                  f"{len(engine.running)} running"
         before = {rid: (r.num_computed_tokens, list(r.all_token_ids), len(r.output_token_ids), r.status.name,
                         r.num_output_placeholders) for rid, r in engine.requests.items()}
+        log_start = len(engine.runner.stream.log)
         output = engine.step()
         runner, mgr = engine.runner, engine.kv_manager
         rows = list(runner.input_batch.req_ids)
-        inputs = None
+        inputs, run_plan = None, None
+        if output.num_scheduled_tokens:
+            run_plan = (runner.last_plan.mode, runner.last_plan.num_tokens, runner.last_plan.num_reqs)
         if record_inputs and output.num_scheduled_tokens:
             shape = runner.last_shape
             inputs = host_inputs(runner.buffers, shape.num_tokens, shape.num_reqs, shape.num_gathers)
@@ -180,6 +185,7 @@ def drive(engine, workload=None, arrivals=None, max_steps=400, record_inputs=Fal
             {b.block_id for b in mgr.block_pool.blocks if b.ref_cnt > 1},
             [r.request_id for r in engine.waiting], [r.request_id for r in engine.running], list(engine.finished),
             rows, inputs, runner.stream.num_pending, engine.in_flight is not None,
+            (log_start, len(runner.stream.log)), run_plan,
         ))
     return records
 
@@ -205,15 +211,44 @@ def assert_pool_whole(engine):
     assert all(t == [] for t in tables.values()), f"block tables left behind: {tables}"
 
 
-TIMINGS = [pytest.param(True, "lazy", id="async-lazy"), pytest.param(True, "eager", id="async-eager"),
-           pytest.param(False, "lazy", id="sync")]
+@pytest.fixture(params=["lazy", "eager"])
+def timing(request):
+    """The CPU stream's timing (``_device.Stream``). Every test that reads what the device computed runs
+    under both: ``lazy`` (device work runs only when the host waits for an event after it: a read
+    before that wait sees the host tensors' -1 and NaN, a pinned buffer rewritten before its copy ran
+    sends the new values) and ``eager`` (device work runs at its launch: a read of a live device buffer
+    sees what later steps wrote there). On a GPU the device decides, and both runs are alike."""
+    return request.param
+
+
+def assert_logits_match(engine, expected: dict, atol: float = LOGIT_ATOL) -> None:
+    """``expected``: request id -> ``generate``'s logits ``[n, vocab]``. Each request kept one row of logits
+    per output token (``keep_logits``), each within ``atol`` of ``generate``'s."""
+    __tracebackhide__ = True
+    for rid, want in expected.items():
+        got = list(engine.requests[rid].logits)
+        if len(got) != len(want):
+            why = (" With keep_logits on, update_from_output keeps model_output.logits[row] in request.logits "
+                   "for every token it hands to a request (README step 4)." if not got else "")
+            pytest.fail(f"request {rid!r}: {len(got)} rows of logits kept, expected one per output token "
+                        f"({len(want)}).{why}")
+        got = torch.stack(got).float().cpu()
+        if not bool(torch.isfinite(got).all()):
+            pytest.fail(f"request {rid!r}: its kept logits hold NaN or inf at output tokens "
+                        f"{sorted(set(torch.nonzero(~torch.isfinite(got))[:, 0].tolist()))}: read before the step "
+                        f"that computed them ran (the host tensor holds NaN until its copy ran)")
+        diff = (got - want).abs().max().item()
+        assert diff <= atol, f"request {rid!r}: logits differ from generate's by {diff:.3g} > {atol}"
 
 
 # --------------------------------------------------------------------------------------------
 # Step 1: the persistent batch, against a rebuild from scratch
 # --------------------------------------------------------------------------------------------
 
-MAX_REQS, MAX_LEN, MAX_BLOCKS = 6, 128, 8  # a small batch for the unit tests (blocks of 16)
+# A small batch for the unit tests: rows of 120 tokens, not a multiple of the blocks' 16 (a row's table
+# has 8 entries, which hold 128): a token's place in the token table and its block's place in the block
+# table are computed with their own widths.
+MAX_REQS, MAX_LEN, MAX_BLOCKS = 6, 120, 8
 
 
 def new_batch(lab):
@@ -369,7 +404,7 @@ def new_buffers(lab, model):
     return new_engine(lab, model, max_num_seqs=MAX_REQS, max_num_batched_tokens=128).runner.buffers
 
 
-def brute_force_inputs(rows) -> dict:
+def brute_force_inputs(rows, block_size: int = BS) -> dict:
     """``rows``: per row, (host tokens, computed tokens, tokens now, block table, row in the previous step).
     Every token's id (None: on the device), position and slot, the offsets, lengths, sampled rows, and
     the (flat index, previous row) of each input still on the device, one token at a time."""
@@ -378,7 +413,7 @@ def brute_force_inputs(rows) -> dict:
     for tokens, computed, n, table, prev in rows:
         for p in range(computed, computed + n):
             out["positions"].append(p)
-            out["slot_mapping"].append(table[p // BS] * BS + p % BS)
+            out["slot_mapping"].append(table[p // block_size] * block_size + p % block_size)
             out["input_ids"].append(tokens[p] if p < len(tokens) else None)
         if computed + n > len(tokens):
             out["gathers"].append((out["query_start_loc"][-1] + n - 1, prev))
@@ -396,38 +431,43 @@ def check_inputs(got: dict, want: dict, where: str) -> None:
     assert not ids, f"{where}: input_ids wrong at (flat index, got): {ids[:8]} (expected {want['input_ids']})"
 
 
-def test_prepare_inputs_matches_brute_force(lab, model):
-    """Two steps of a batch: prompt chunks (from 0 and from the middle, some ending their prompts), then the
-    next step after two requests left (a new chunk takes one hole, in a reused row with stale tokens and
-    block ids past its own; the last row moves into the other) and the decodes went first: three decodes
-    of the tokens the first step sampled (still on the device: gathered from the rows they had then).
-    Every buffer against the brute force, read from the host tensors (what the copies send), and the
-    ``StepShape``.
+@pytest.mark.parametrize("block_size", [16, 32])
+def test_prepare_inputs_matches_brute_force(lab, model, block_size):
+    """Two steps of a batch in rows of 120 tokens (not a multiple of the block size), blocks of 16 and of 32:
+    prompt chunks (from 0 and from the middle, some ending their prompts), then the next step after two
+    requests left (a new chunk takes one hole, in a reused row with stale tokens and block ids past its
+    own; the last row moves into the other) and the one-token rows went first: a prompt's last token (its
+    input on the host) and two decodes of the tokens the first step sampled (still on the device:
+    gathered from the rows they had then). Every buffer against the brute force, read from the host
+    tensors (what the copies send), and the ``StepShape``.
 
     Catches: positions restarting at 0, a slot from the logical block number, ``query_start_loc``,
-    ``seq_lens`` or ``logits_indices`` off by one chunk, token ids from the wrong row, a decode input
-    read from the host (where the runner never wrote it), a gather from the row the request has now
-    instead of the one it had, arrays written somewhere the copies do not read."""
+    ``seq_lens`` or ``logits_indices`` off by one chunk, token ids from the wrong row (a row of the token
+    table taken as wide as the block table's blocks, or the block table's row as wide as
+    ``max_model_len // block_size``), a decode input read from the host (where the runner never wrote
+    it), any one-token row taken for a decode, a gather from the row the request has now instead of the
+    one it had, arrays written somewhere the copies do not read."""
     batch, buffers = new_batch(lab), new_buffers(lab, model)
     t = {rid: prompts_of(20 + i, [n])[0] for i, (rid, n) in enumerate((("r0", 17), ("r1", 40), ("r2", 5),
                                                                       ("r3", 33), ("r4", 12), ("r5", 20)))}
     tables = {"r0": [7, 3], "r1": [9, 4, 11], "r2": [2], "r3": [6, 12, 5, 8], "r4": [13], "r5": [14, 15]}
-    first = {"r0": (0, 17), "r1": (0, 16), "r2": (0, 5), "r3": (16, 17), "r5": (0, 20)}  # (computed, tokens now)
+    first = {"r0": (0, 16), "r1": (0, 16), "r2": (0, 5), "r3": (16, 17), "r5": (0, 20)}  # (computed, tokens now)
     lab.update_states(batch, lab.SchedulerOutput(
         num_scheduled_tokens={rid: n for rid, (_, n) in first.items()},
         scheduled_new_reqs=[lab.NewRequestData(rid, t[rid], tables[rid], c) for rid, (c, _) in first.items()]))
     rows_a = list(batch.req_ids)
-    want = brute_force_inputs([(t[rid], *first[rid], tables[rid], None) for rid in rows_a])
-    shape = lab.prepare_inputs(batch, np.array([first[rid][1] for rid in rows_a], dtype=np.int32), buffers, BS)
-    got = host_inputs(buffers, 75, 5, 0)
-    check_inputs(got, want, "first step")
+    want = brute_force_inputs([(t[rid], *first[rid], tables[rid], None) for rid in rows_a], block_size)
+    shape = lab.prepare_inputs(batch, np.array([first[rid][1] for rid in rows_a], dtype=np.int32), buffers,
+                               block_size)
+    got = host_inputs(buffers, 74, 5, 0)
+    check_inputs(got, want, f"first step (blocks of {block_size})")
     assert (shape.num_tokens, shape.num_reqs, shape.num_decodes, shape.max_query_len, shape.num_gathers) == \
-        (75, 5, 0, 20, 0), f"first step: {shape}"
+        (74, 5, 0, 20, 0), f"first step: {shape}"
 
-    # Second step: r1 and r2 are gone (two holes: r4 takes one, the last row moves into the other); r0, r3
-    # and r5 decode the token the first step sampled for them.
-    second = {"r0": (17, 1), "r3": (33, 1), "r5": (20, 1), "r4": (0, 12)}
-    cached = lab.CachedRequestData(["r0", "r3", "r5"], [[], [10], []], [17, 33, 20])
+    # Second step: r1 and r2 are gone (two holes: r4 takes one, the last row moves into the other); r0
+    # computes its prompt's last token, r3 and r5 decode the token the first step sampled for them.
+    second = {"r0": (16, 1), "r3": (33, 1), "r5": (20, 1), "r4": (0, 12)}
+    cached = lab.CachedRequestData(["r0", "r3", "r5"], [[], [10], []], [16, 33, 20])
     tables["r3"] = tables["r3"] + [10]
     lab.update_states(batch, lab.SchedulerOutput(
         num_scheduled_tokens={rid: n for rid, (_, n) in second.items()}, scheduled_cached_reqs=cached,
@@ -435,12 +475,13 @@ def test_prepare_inputs_matches_brute_force(lab, model):
     rows_b = list(batch.req_ids)
     assert sorted(rows_b) == sorted(second), f"second step: rows {rows_b}"
     want = brute_force_inputs([(t[rid], *second[rid], tables[rid], rows_a.index(rid) if rid in rows_a else None)
-                               for rid in rows_b])
-    shape = lab.prepare_inputs(batch, np.array([second[rid][1] for rid in rows_b], dtype=np.int32), buffers, BS)
+                               for rid in rows_b], block_size)
+    shape = lab.prepare_inputs(batch, np.array([second[rid][1] for rid in rows_b], dtype=np.int32), buffers,
+                               block_size)
     got = host_inputs(buffers, 15, 4, shape.num_gathers)
-    check_inputs(got, want, f"second step (rows {rows_b}, rows of the first step {rows_a})")
+    check_inputs(got, want, f"second step (rows {rows_b}, rows of the first step {rows_a}, blocks of {block_size})")
     assert (shape.num_tokens, shape.num_reqs, shape.num_decodes, shape.max_query_len, shape.num_gathers) == \
-        (15, 4, 3, 12, 3), f"second step: {shape}"
+        (15, 4, 3, 12, 2), f"second step: {shape}"
     for name in ("input_ids", "positions", "slot_mapping", "logits_indices", "gather_dst", "gather_src"):
         dtype = getattr(buffers, name).host.dtype
         assert dtype == torch.int64, f"buffers.{name} became {dtype}"
@@ -452,35 +493,56 @@ def test_prepare_inputs_matches_brute_force(lab, model):
 
 
 def test_choose_graph_picks_the_smallest_graph_that_fits(lab, model):
-    """With full graphs of 1, 2, 4, 8 rows and piecewise graphs of 1 to 32 tokens: a decode-only step
-    replays the smallest full graph with enough rows; any other step the smallest piecewise graph with
-    enough tokens (rows: its tokens, at most ``max_num_seqs``); a step past the largest graph runs
-    eagerly at its own size. Without piecewise graphs a mixed step runs eagerly; without graphs, every step.
+    """With ``max_num_seqs`` 12, a budget of 40 tokens and graphs captured for 1, 2, 4, 8, 16, 32 (full graphs:
+    the sizes up to 12 rows; piecewise graphs: those up to 40 tokens): a decode-only step replays the
+    smallest full graph with enough rows (8, the largest, included); any other step the smallest
+    piecewise graph with enough tokens (rows: its tokens, at most ``max_num_seqs``; 32, the largest,
+    included), and so does a decode-only step wider than the largest full graph (10 and 12 rows); a
+    step past the largest graph (33 tokens, the budget's 40) runs eagerly at its own size. Without
+    piecewise graphs a mixed step, or a decode-only one too wide for the full graphs, runs eagerly;
+    without graphs, every step. With one size captured, 1, the smallest: one row replays it, two run eagerly.
 
     Catches: a mixed step sent to a decode graph (a chunk's tokens taken for decodes), a graph smaller
-    than the step (its last tokens dropped), the largest graph instead of the smallest that fits, a
-    piecewise graph whose rows are not the captured ones."""
+    than the step (its last tokens or rows dropped: a decode batch wider than the largest full graph
+    sent to that graph, a piecewise graph chosen by the step's rows), the largest graph instead of the
+    smallest that fits, a piecewise graph whose rows are not the captured ones."""
     sizes = [1, 2, 4, 8, 16, 32]
     cases = [  # (num_tokens, num_reqs, num_decodes, max_query_len) -> (all graphs, decode graphs only)
         ((1, 1, 1, 1), ("full", 1, 1), ("full", 1, 1)),
         ((3, 3, 3, 1), ("full", 4, 4), ("full", 4, 4)),
         ((8, 8, 8, 1), ("full", 8, 8), ("full", 8, 8)),
+        ((10, 10, 10, 1), ("piecewise", 16, 12), ("eager", 10, 10)),
+        ((12, 12, 12, 1), ("piecewise", 16, 12), ("eager", 12, 12)),
         ((5, 3, 2, 3), ("piecewise", 8, 8), ("eager", 5, 3)),
         ((7, 6, 5, 2), ("piecewise", 8, 8), ("eager", 7, 6)),
         ((2, 1, 0, 2), ("piecewise", 2, 2), ("eager", 2, 1)),
-        ((17, 4, 3, 14), ("piecewise", 32, 8), ("eager", 17, 4)),
-        ((32, 2, 0, 16), ("piecewise", 32, 8), ("eager", 32, 2)),
+        ((17, 4, 3, 14), ("piecewise", 32, 12), ("eager", 17, 4)),
+        ((32, 2, 0, 16), ("piecewise", 32, 12), ("eager", 32, 2)),
         ((33, 3, 0, 20), ("eager", 33, 3), ("eager", 33, 3)),
+        ((40, 12, 4, 20), ("eager", 40, 12), ("eager", 40, 12)),
     ]
-    for mode in ("full_and_piecewise", "full_decode_only", "none"):
-        runner = new_engine(lab, model, max_num_batched_tokens=40, cudagraph_mode=mode,
-                            cudagraph_capture_sizes=sizes).runner
-        for (t, r, d, q), every, decode_only in cases:
-            want = {"full_and_piecewise": every, "full_decode_only": decode_only, "none": ("eager", t, r)}[mode]
-            plan = runner.choose_graph(lab.StepShape(t, r, d, q, 0))
+    one_size = [((1, 1, 1, 1), ("full", 1, 1)), ((2, 2, 2, 1), ("eager", 2, 2)), ((2, 1, 0, 2), ("eager", 2, 1))]
+    runs = [(mode, sizes, [(shape, {"full_and_piecewise": every, "full_decode_only": decode_only,
+                                    "none": ("eager", *shape[:2])}[mode]) for shape, every, decode_only in cases])
+            for mode in ("full_and_piecewise", "full_decode_only", "none")]
+    runs.append(("full_and_piecewise", [1], one_size))
+    for mode, captured, expected in runs:
+        runner = new_engine(lab, model, max_num_seqs=12, max_num_batched_tokens=40, cudagraph_mode=mode,
+                            cudagraph_capture_sizes=captured).runner
+        for (t, r, d, q), want in expected:
+            where = f"cudagraph_mode={mode!r}, graphs for {captured} (max_num_seqs 12, budget 40), a step of {t} " \
+                    f"tokens in {r} rows ({d} one-token rows first)"
+            try:
+                plan = runner.choose_graph(lab.StepShape(t, r, d, q, 0))
+            except NotImplementedError:
+                raise
+            except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
+                pytest.fail(f"{where}: choose_graph raised {type(err).__name__}: {err}; expected {want}")
             got = (plan.mode, plan.num_tokens, plan.num_reqs)
-            assert got == want, f"cudagraph_mode={mode!r}, a step of {t} tokens in {r} rows ({d} decodes first): " \
-                                f"{got}, expected {want}"
+            full = [x for x in captured if x <= 12] if mode != "none" else []
+            wide = f" (every row one token, but wider than the largest full graph, {max(full)} rows: any other " \
+                   f"step)" if d == r == t and full and r > max(full) else ""
+            assert got == want, f"{where}: {got}, expected {want}{wide}"
 
 
 def test_graph_padding_is_harmless(lab, model):
@@ -517,14 +579,14 @@ def test_graph_padding_is_harmless(lab, model):
 
 
 @pytest.mark.parametrize("mode", ["full_and_piecewise", "full_decode_only"])
-def test_every_step_runs_from_a_graph_below_the_largest_size(lab, model, truth, mode):
+def test_every_step_runs_from_a_graph_below_the_largest_size(lab, model, truth, mode, timing):
     """Graphs of 1 to 64 tokens and a budget of 24: with ``full_and_piecewise`` every step replays a graph
     (decode-only steps a full graph, the others piecewise graphs), none runs eagerly, and the tokens are
     ``generate``'s; with ``full_decode_only`` (lab 99-01's choice) the mixed steps run eagerly.
 
     Catches: graphs captured but never replayed, a step replayed from a graph with last step's
     metadata or the wrong padding (wrong tokens), a mixed step replayed from a decode graph."""
-    engine = new_engine(lab, model, cudagraph_mode=mode)
+    engine = new_engine(lab, model, cudagraph_mode=mode, cpu_timing=timing)
     drive(engine, WORKLOAD)
     runs = dict(engine.runner.num_runs)
     assert runs["full"] > 0, f"no decode step replayed a full graph: {runs}"
@@ -540,45 +602,47 @@ def test_every_step_runs_from_a_graph_below_the_largest_size(lab, model, truth, 
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("async_scheduling", "cpu_timing"), TIMINGS)
-def test_tokens_match_generate(lab, model, truth, async_scheduling, cpu_timing):
+@pytest.mark.parametrize("async_scheduling", [True, False], ids=["async", "sync"])
+def test_tokens_match_generate(lab, model, truth, async_scheduling, timing):
     """Lab 99-01's six requests (shared prefixes, an identical prompt, prompts longer than the budget of 24,
-    1 to 12 new tokens) give ``generate``'s tokens, with the host one step ahead under both CPU timings
-    and with the host waiting for every step.
+    1 to 12 new tokens) give ``generate``'s tokens, with the host one step ahead and with the host
+    waiting for every step, under both CPU timings.
 
     Catches: anything that changes what the model sees: a wrong position, slot, block table, length or
     row to sample; a decode fed the host's stale token instead of the one its previous step sampled; a
-    token read before its step ran or a host buffer rewritten before its copy ran (lazy timing); a
+    token read before its step ran or a host buffer rewritten before its copy ran (lazy timing); a token
+    read from the device's live buffer, where the next step has already written (eager timing); a
     finished request's token dropped or doubled."""
     expected = expected_outputs(truth, WORKLOAD)
-    engine = new_engine(lab, model, async_scheduling=async_scheduling, cpu_timing=cpu_timing)
+    engine = new_engine(lab, model, async_scheduling=async_scheduling, cpu_timing=timing)
     drive(engine, WORKLOAD)
     assert_tokens_equal(engine, expected)
 
 
-def test_logits_match_generate_within_float32_tolerance(lab, model, truth):
-    """The logits behind every output token, read one step late, are ``generate``'s within ``LOGIT_ATOL``.
+@pytest.mark.parametrize("async_scheduling", [True, False], ids=["async", "sync"])
+def test_logits_match_generate_within_float32_tolerance(lab, model, truth, async_scheduling, timing):
+    """With ``keep_logits``, each request keeps the logits behind every output token (``model_output.logits``
+    of its row, read one step late with the host one step ahead), ``generate``'s within ``LOGIT_ATOL``,
+    under both CPU timings, with and without the host one step ahead.
 
-    Catches: errors too small to flip a token here, logits of another row or of another step."""
+    Catches: logits not kept, errors too small to flip a token here, logits of another row or of another
+    step: read before their step ran (lazy), or from the device's live buffer, which the next step has
+    overwritten by the time the host reads (eager)."""
     expected = {rid: truth(prompt, n)[1] for rid, (prompt, n) in WORKLOAD.items()}
-    engine = new_engine(lab, model, keep_logits=True)
+    engine = new_engine(lab, model, keep_logits=True, async_scheduling=async_scheduling, cpu_timing=timing)
     drive(engine, WORKLOAD)
-    for rid, want in expected.items():
-        got = engine.requests[rid].logits
-        assert len(got) == len(want), f"request {rid!r}: {len(got)} sampled logits rows, expected {len(want)}"
-        diff = (torch.stack(list(got)) - want).abs().max().item()
-        assert diff <= LOGIT_ATOL, f"request {rid!r}: logits differ from generate's by {diff:.3g} > {LOGIT_ATOL}"
+    assert_logits_match(engine, expected)
 
 
 @pytest.mark.parametrize("budget", [5, 16, 256])
-def test_chunk_size_changes_nothing(lab, model, truth, budget):
+def test_chunk_size_changes_nothing(lab, model, truth, budget, timing):
     """Token budgets of 5 (prompts in many chunks, decodes left out of steps), 16 and 256 (past the largest
     graph: some steps run eagerly): the same tokens, the budget never exceeded.
 
     Catches: a chunk that restarts its positions, a request left out of a step whose row is kept or
     whose next input is lost, a budget exceeded."""
     expected = expected_outputs(truth, WORKLOAD)
-    engine = new_engine(lab, model, max_num_batched_tokens=budget)
+    engine = new_engine(lab, model, max_num_batched_tokens=budget, cpu_timing=timing)
     records = drive(engine, WORKLOAD)
     assert_tokens_equal(engine, expected)
     assert max(r.output.total_num_scheduled_tokens for r in records) <= budget
@@ -596,9 +660,9 @@ def busy_workload():
     return waves
 
 
-def test_tokens_match_lab_99_01_on_a_busy_run(lab, model):
+def test_tokens_match_lab_99_01_on_a_busy_run(lab, model, timing):
     """A busy run (14 requests in three waves, shared prefixes, at most 4 running, a budget of 32 tokens
-    and a pool of 8 blocks that forces preemptions), host one step ahead under the eager CPU timing:
+    and a pool of 8 blocks that forces preemptions), host one step ahead under both CPU timings:
     exactly lab 99-01's tokens (its reference engine, on the same model, run first).
 
     Catches: any difference from the engine this lab speeds up."""
@@ -613,10 +677,253 @@ def test_tokens_match_lab_99_01_on_a_busy_run(lab, model):
         calls += 1
     expected = outputs(reference)
     assert sum(r.num_preemptions for r in reference.requests.values()) > 0, "the busy run never preempted"
-    engine = new_engine(lab, model, cpu_timing="eager", **settings)
+    engine = new_engine(lab, model, cpu_timing=timing, **settings)
     drive(engine, arrivals=waves)
     assert_tokens_equal(engine, expected, "lab 99-01's engine")
     assert_pool_whole(engine)
+
+
+# --------------------------------------------------------------------------------------------
+# The schedule, worked out on counts: what the README's rules give, one step late
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Planned:
+    """One call of ``step`` as the rules give it: the requests scheduled (in batch order, with their tokens),
+    those preempted (in the order chosen), the running list and the waiting queue after the call, and
+    each request's outputs once the call has read the output it reads."""
+
+    scheduled: list  # [(request id, tokens)]
+    preempted: list  # request ids
+    running: list  # request ids, after the call
+    waiting: list  # request ids, head first, after the call
+    outputs: dict  # request id -> its output tokens the host knows, after the call
+    on_the_way: set  # requests whose last sampled token was on its way when the call scheduled
+    finished_waiting: list  # requests that finished in this call while preempted
+
+
+def planned_schedule(workload, arrivals, num_gpu_blocks, max_num_seqs, max_num_batched_tokens, async_scheduling=True,
+                     block_size=BS) -> list[Planned]:
+    """Every call of ``step`` from counts alone (prefix caching off, so a request holds exactly ceil(tokens
+    in its cache / block_size) blocks; the pool has ``num_gpu_blocks - 1``; token ids never matter). The
+    rules: lab 99-01's scheduling (running requests first, in order, each up to the budget left; the
+    newest running request preempted when a block is missing, and the allocation tried again; a request
+    that preempted itself ends the running part; then, in a call that preempted nobody, the queue's head
+    while budget, seats and blocks last), with the README's step 4:
+
+    - a request's tokens count the one on its way (``num_tokens``); a request whose outputs plus the token
+      on its way reach ``max_new_tokens`` computes nothing more;
+    - a scheduled request advances at once; a chunk that reaches its last token samples one more (on its
+      way until the host reads it);
+    - the host reads the step launched by the previous call (``async_scheduling``) or by this one (without)
+      after launching this call's step: each token read becomes an output, running or preempted, and a
+      request with ``max_new_tokens`` outputs finishes (out of the running list, or of the queue) and
+      frees its blocks."""
+    length, max_new, computed, held, known, on_way = {}, {}, {}, {}, {}, {}
+    waiting, running, plan, in_flight = [], [], [], None
+    arrivals = dict(arrivals or {})
+
+    def arrive(wave):
+        for rid, (prompt, n) in wave.items():
+            length[rid], max_new[rid] = len(prompt), n
+            computed[rid] = held[rid] = known[rid] = on_way[rid] = 0
+            waiting.append(rid)
+
+    def num_tokens(rid):
+        return length[rid] + known[rid] + on_way[rid]
+
+    def blocks_missing(rid, n):
+        return max(-(-(computed[rid] + n) // block_size) - held[rid], 0)
+
+    def free_blocks():
+        return num_gpu_blocks - 1 - sum(held.values())
+
+    arrive(workload)
+    while waiting or running or arrivals or in_flight is not None:
+        arrive(arrivals.pop(len(plan), {}))
+        on_the_way = {rid for rid in on_way if on_way[rid]}
+        left, scheduled, preempted, index = max_num_batched_tokens, [], [], 0
+        while index < len(running) and left > 0:
+            rid = running[index]
+            if on_way[rid] and known[rid] + on_way[rid] >= max_new[rid]:
+                index += 1  # its last token is on its way: nothing left to compute
+                continue
+            n = min(num_tokens(rid) - computed[rid], left)
+            while blocks_missing(rid, n) > free_blocks() and rid in running:
+                victim = running.pop()
+                held[victim] = computed[victim] = 0
+                preempted.append(victim)
+                waiting.insert(0, victim)
+            if rid not in running:
+                break
+            held[rid] += blocks_missing(rid, n)
+            scheduled.append((rid, n))
+            left -= n
+            index += 1
+        while waiting and left > 0 and len(running) < max_num_seqs and not preempted:
+            rid = waiting[0]
+            n = min(num_tokens(rid), left)
+            if blocks_missing(rid, n) > free_blocks():
+                break
+            running.append(waiting.pop(0))
+            held[rid] += blocks_missing(rid, n)
+            scheduled.append((rid, n))
+            left -= n
+        sampled = []
+        for rid, n in scheduled:
+            computed[rid] += n
+            if computed[rid] == num_tokens(rid):
+                on_way[rid] += 1
+                sampled.append(rid)
+        launched = sampled if scheduled else None
+        if not async_scheduling:
+            in_flight, launched = launched, None
+        finished_waiting = []
+        for rid in in_flight or []:
+            on_way[rid] -= 1
+            known[rid] += 1
+            if known[rid] == max_new[rid]:
+                held[rid] = 0
+                if rid in running:
+                    running.remove(rid)
+                else:
+                    waiting.remove(rid)
+                    finished_waiting.append(rid)
+        in_flight = launched
+        plan.append(Planned(scheduled, preempted, list(running), list(waiting), dict(known), on_the_way,
+                            finished_waiting))
+        assert len(plan) < 1000, "the planned schedule does not finish (a test bug)"
+    return plan
+
+
+def assert_schedule_as_planned(engine, records, plan) -> None:
+    """Each call of ``step`` against the planned one: the first difference fails the test, in words, naming
+    the classic mistake when the difference has the shape of one."""
+    __tracebackhide__ = True
+    for r, want in zip(records, plan, strict=False):
+        where = f"call {r.step} of step()"
+        got = [(q.request_id, r.output.num_scheduled_tokens[q.request_id]) for q in r.output.scheduled_requests]
+        skipped = [rid for rid, _ in want.scheduled if rid not in dict(got) and rid in want.on_the_way]
+        if skipped and not r.output.preempted_req_ids:
+            pytest.fail(f"{where}: {skipped} not scheduled, planned {want.scheduled}. Each had a token on its way "
+                        f"(sampled by the step in flight) and more to compute: its next input is that token, which "
+                        f"the device already holds, so it computes now; num_new_tokens plans with request.num_tokens, "
+                        f"which counts the placeholders, not with the tokens the host knows (README step 4)")
+        extra = [rid for rid, _ in got if rid not in dict(want.scheduled) and rid in want.on_the_way]
+        if extra and not want.preempted:
+            pytest.fail(f"{where}: {extra} scheduled, planned {want.scheduled}. The token on its way is each one's "
+                        f"last (outputs + placeholders reach max_new_tokens): it computes nothing more, num_new_tokens "
+                        f"returns 0 (README step 4)")
+        if list(r.output.preempted_req_ids) != want.preempted:
+            pytest.fail(f"{where}: preempted {list(r.output.preempted_req_ids)}, planned {want.preempted} (scheduled "
+                        f"{got}, planned {want.scheduled})")
+        if got != want.scheduled:
+            pytest.fail(f"{where}: scheduled (request, tokens) {got}, planned {want.scheduled}")
+        outputs_now = {rid: r.after[rid][2] for rid in want.outputs}
+        if outputs_now != want.outputs:
+            wrong = {rid: (outputs_now[rid], want.outputs[rid]) for rid in want.outputs
+                     if outputs_now[rid] != want.outputs[rid]}
+            pytest.fail(f"{where}: (output tokens, planned) {wrong}: the host reads a step's tokens in the next call "
+                        f"with the host one step ahead (in the same call without), and each token read is its "
+                        f"request's, running or preempted (README step 4)")
+        stuck = [rid for rid in want.finished_waiting if rid in r.waiting]
+        if stuck:
+            pytest.fail(f"{where}: {stuck} reached max_new_tokens with the token that arrived after its preemption, "
+                        f"and is still in the waiting queue: a request that finishes while preempted leaves the "
+                        f"queue (README step 4)")
+        if r.running != want.running or r.waiting != want.waiting:
+            pytest.fail(f"{where}: running {r.running} and waiting {r.waiting} after the call, planned "
+                        f"{want.running} and {want.waiting}")
+    assert len(records) == len(plan), f"the engine took {len(records)} calls of step(), the planned schedule " \
+                                      f"{len(plan)}"
+
+
+# --------------------------------------------------------------------------------------------
+# The order of the host's work, from the stream's own log
+# --------------------------------------------------------------------------------------------
+
+
+def launched_steps(engine, records) -> dict:
+    """Call -> (first, last): the positions on the stream of the launches of the step that call launched.
+    The step's ``ready`` event is recorded after its last launch: waiting for position ``last`` is
+    waiting for the step's output."""
+    log = list(engine.runner.stream.log)
+    steps = {}
+    for r in records:
+        launches = [p for kind, p in log[r.log[0] : r.log[1]] if kind == "launch"]
+        if launches:
+            steps[r.step] = (launches[0], launches[-1])
+    return steps
+
+
+def describe_log(entries, steps: dict) -> str:
+    """The stream's log entries of one call, in words: runs of launches by step, and what each wait waited for."""
+    words = []
+    for kind, p in entries:
+        owner = next((call for call, (first, last) in steps.items() if first <= p <= last), None)
+        if kind == "launch":
+            if words and words[-1][0] == ("launch", owner):
+                words[-1][1] += 1
+            else:
+                words.append([("launch", owner), 1])
+            continue
+        if owner is None:
+            what = f"wait until position {p}"
+        elif p == steps[owner][1]:
+            what = f"wait for call {owner}'s step (its output)"
+        else:
+            what = f"wait for part of call {owner}'s step (position {p}: its input copies)"
+        words.append([(what, None), 0])
+    return "; ".join(f"launch call {key[1]}'s step ({n} launches)" if key[0] == "launch" else key[0]
+                     for key, n in words)
+
+
+def assert_host_one_step_ahead(engine, records, async_scheduling: bool) -> None:
+    """The order of a whole run, read from the stream's log (``_device.Stream.log``: each launch and each
+    wait of the host, with its position on the stream), under either CPU timing. In each call of
+    ``step``:
+
+    - the host waits exactly once for a step's output: the step in flight (launched by the previous
+      call) with ``async_scheduling``, its own step without;
+    - with ``async_scheduling``, that wait comes after this call's step is launched (step N+1 is on the
+      stream before the host waits for step N), and no wait reaches into the step just launched;
+    - at most two waits in all: the runner's (given) wait for the last step's input copies, and that one."""
+    __tracebackhide__ = True
+    log = list(engine.runner.stream.log)
+    steps = launched_steps(engine, records)
+    for r in records:
+        entries = log[r.log[0] : r.log[1]]
+        own = steps.get(r.step)
+        target_call = r.step - 1 if async_scheduling else r.step
+        target = steps.get(target_call)
+        where = f"call {r.step} of step()"
+        order = describe_log(entries, steps)
+        waits = [(i, p) for i, (kind, p) in enumerate(entries) if kind == "wait"]
+        reads = [i for i, p in waits if target is not None and p >= target[1]]
+        if target is not None and not reads:
+            pytest.fail(f"{where} never waited for call {target_call}'s step before reading its output: a step's "
+                        f"tokens reach the host only once its ready event has been waited for. The stream saw: {order}")
+        if len(reads) > 1:
+            pytest.fail(f"{where} waited {len(reads)} times for the device to finish a step; once is all it needs "
+                        f"(README step 4). The stream saw: {order}")
+        if async_scheduling and own is not None:
+            into_own = [p for _, p in waits if p >= own[0]]
+            if into_own:
+                pytest.fail(f"{where} waited for the step it had just launched (its launches are positions "
+                            f"{own[0]}..{own[1]}, it waited until {max(into_own)}): the host is not one step ahead, "
+                            f"it waits for the device every step. It waits for the step in flight only "
+                            f"(model_output.ready of the previous call's step), never for the whole stream. "
+                            f"The stream saw: {order}")
+            last_launch = max(i for i, (kind, _) in enumerate(entries) if kind == "launch")
+            if reads and reads[0] < last_launch:
+                pytest.fail(f"{where} waited for call {target_call}'s step before launching its own: the tokens are "
+                            f"right, but the device idles while the host schedules and prepares. With the host one "
+                            f"step ahead, step N+1 is scheduled and launched first, and only then does the host wait "
+                            f"for step N and hand its tokens over (README step 4). The stream saw: {order}")
+        if len(waits) > 2:
+            pytest.fail(f"{where} made {len(waits)} waits: a call waits for the last step's input copies (the runner's "
+                        f"update_states, given) and for the step it reads, nothing else. The stream saw: {order}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -624,7 +931,7 @@ def test_tokens_match_lab_99_01_on_a_busy_run(lab, model):
 # --------------------------------------------------------------------------------------------
 
 
-def test_prefix_cache_hits_as_predicted(lab, model, truth):
+def test_prefix_cache_hits_as_predicted(lab, model, truth, timing):
     """Lab 99-01's hits, worked out by hand (blocks of 16; SYSTEM is 40 tokens): A = SYSTEM + 6 at call 0:
     0 hits; B = SYSTEM + 20, C = A's prompt, D = 30 other tokens at call 1: 32, 32, 0 (A's prompt blocks
     are cached when its step is scheduled: their tokens are known); E = SYSTEM + 3 and F = B's prompt at
@@ -642,7 +949,7 @@ def test_prefix_cache_hits_as_predicted(lab, model, truth):
     lengths = {"A": 46, "B": 60, "C": 46, "D": 30, "E": 43, "F": 60}
     expected = {rid: truth(p, n[rid])[0] for wave in arrivals.values() for rid, (p, _) in wave.items()}
     for caching in (True, False):
-        engine = new_engine(lab, model, max_num_batched_tokens=256, enable_prefix_caching=caching)
+        engine = new_engine(lab, model, max_num_batched_tokens=256, enable_prefix_caching=caching, cpu_timing=timing)
         records = drive(engine, arrivals=arrivals)
         assert all(not engine.requests[r].num_preemptions for r in n), "a roomy pool must never preempt"
         got_hits = {rid: engine.requests[rid].num_cached_tokens for rid in n}
@@ -654,13 +961,13 @@ def test_prefix_cache_hits_as_predicted(lab, model, truth):
         assert_tokens_equal(engine, expected)
 
 
-def test_every_block_returns_to_the_pool(lab, model, truth):
+def test_every_block_returns_to_the_pool(lab, model, truth, timing):
     """After the workload the pool is whole again, and a request's blocks leave it in the very call of
     ``step`` that reads its last token.
 
     Catches: a finished request's blocks kept, or freed only at the end; a finished request kept in the
     running list."""
-    engine = new_engine(lab, model)
+    engine = new_engine(lab, model, cpu_timing=timing)
     records = drive(engine, WORKLOAD)
     for r in records:
         for rid in r.finished:
@@ -671,49 +978,221 @@ def test_every_block_returns_to_the_pool(lab, model, truth):
     assert_tokens_equal(engine, expected_outputs(truth, WORKLOAD))
 
 
-def test_preempted_requests_keep_the_token_on_its_way(lab, model, truth):
-    """Lab 99-01's crowd (20 blocks of requests) in a pool of 7 blocks, a budget of 16, the host one step
-    ahead: requests are preempted while the token of their last step is still on the device; each keeps
-    that token when it arrives (it was computed from the right context) and recomputes it with the rest
-    when it comes back; one of them had its last token on the way, and finishes from the waiting queue.
-    Every request gets ``generate``'s tokens and the pool is whole.
+def preempted_with_a_token_on_its_way(plan) -> bool:
+    """The plan preempts a request whose token is on its way, and finishes one while it waits."""
+    return any(rid in p.on_the_way for p in plan for rid in p.preempted) and any(p.finished_waiting for p in plan)
 
-    Catches: a preempted request whose late token is dropped (it then recomputes a different future), or
-    appended twice; a request that reached ``max_new_tokens`` while waiting left in the queue; placeholders
-    reset by the preemption (the late token then goes missing)."""
+
+def preempted_in_a_call_that_launches_nothing(plan) -> bool:
+    """A call preempts a request of the last launched step and launches nothing (the runner never hears of
+    it: the request's row is still there), and the next step schedules the request again, as new."""
+    last = None
+    for c, p in enumerate(plan):
+        if p.preempted and not p.scheduled and last is not None:
+            following = next((q for q in plan[c + 1 :] if q.scheduled), None)
+            if following and any(v in dict(last) and v in dict(following.scheduled) for v in p.preempted):
+                return True
+        last = p.scheduled or last
+    return False
+
+
+# The crowd in a small pool (prefix caching off), and what the scenario must show:
+# (pool, budget, what, predicate over the planned schedule).
+PREEMPTIONS = {
+    "7 blocks": (7, 16, "a request preempted with its token on its way, and one finishing while it waits",
+                 preempted_with_a_token_on_its_way),
+    "6 blocks": (6, 16, "a request preempted in a call that launches nothing, scheduled again in the next step",
+                 preempted_in_a_call_that_launches_nothing),
+}
+
+
+@pytest.mark.parametrize("case", list(PREEMPTIONS))
+def test_preempted_requests_keep_the_token_on_its_way(lab, model, truth, case, timing):
+    """Lab 99-01's crowd (20 blocks of requests) in a pool of 7 or 6 blocks, a budget of 16, prefix caching
+    off, the host one step ahead. In 7 blocks, requests are preempted while the token of their last step
+    is still on the device; each keeps that token when it arrives (it was computed from the right
+    context) and recomputes it with the rest when it comes back; one of them had its last token on the
+    way, and finishes from the waiting queue. In 6 blocks, a call preempts a request and schedules
+    nothing, so the runner still holds its row when it comes back as new. Every call of ``step`` against
+    ``planned_schedule`` (who runs with how many tokens, who is preempted, the queues, the outputs the
+    host knows), the host's order, then ``generate``'s tokens and the pool whole.
+
+    Catches: a request with a token on its way left out of the step (the scheduler planning with the
+    tokens the host knows: every decode waits a step for its input); a preempted request whose late token
+    is dropped (it then recomputes a different future), or appended twice; a request that reached
+    ``max_new_tokens`` while waiting left in the queue; placeholders reset by the preemption (the late
+    token then goes missing); a resumed request that keeps its stale row beside its new one."""
+    num_gpu_blocks, budget, what, shows = PREEMPTIONS[case]
+    settings = dict(num_gpu_blocks=num_gpu_blocks, max_num_seqs=8, max_num_batched_tokens=budget)
+    plan = planned_schedule(CROWD, None, **settings)
+    assert shows(plan), f"{case}: the crowd must show {what} (a test bug: the scenario, not the engine under test)"
     expected = expected_outputs(truth, CROWD)
-    engine = new_engine(lab, model, num_gpu_blocks=7, max_num_batched_tokens=16)
-    records = drive(engine, CROWD)
-    in_flight = [(r.step, rid) for r in records for rid in r.output.preempted_req_ids if r.before[rid][4] > 0]
-    assert in_flight, "no request was preempted with a token on its way: the crowd must force it"
-    finished_waiting = [(r.step, rid) for r in records for rid in r.output.preempted_req_ids
-                        if r.after[rid][0] == "FINISHED"]
-    assert finished_waiting, "no request finished while preempted: the crowd must force it"
+    engine = new_engine(lab, model, enable_prefix_caching=False, cpu_timing=timing, **settings)
+    records = drive(engine, CROWD, max_steps=3 * len(plan))
+    assert_host_one_step_ahead(engine, records, async_scheduling=True)
+    assert_schedule_as_planned(engine, records, plan)
     assert_tokens_equal(engine, expected)
     assert_pool_whole(engine)
-    for r in records:
-        assert all(r.after[rid][3] in (0, 1) for rid in r.after), f"call {r.step}: placeholders {r.after}"
 
 
-def test_the_host_runs_one_step_ahead(lab, model, truth):
-    """With ``async_scheduling`` (CPU, lazy timing): every call of ``step`` that launches a step returns with
-    that step's device work not yet run and the step in flight (its output is read by the next call);
-    the last call leaves nothing in flight. Without it: nothing is ever left pending.
+def test_the_host_runs_one_step_ahead(lab, model, truth, timing):
+    """Lab 99-01's workload (prefix caching off), under both CPU timings. The order of the host's work, from
+    the stream's own log (each launch and each wait, in order): with ``async_scheduling``, in every call of
+    ``step`` the host launches its step before it waits for the step in flight, waits for that one only
+    (never for the step it just launched, nor for the whole stream), and waits once; each call that
+    launches returns with its step in flight, and (lazy timing) its work not run yet; the last call
+    leaves nothing in flight. Without it: each call waits for its own step, and nothing is left pending.
+    Either way every call against ``planned_schedule`` (a request whose token is on its way decodes in
+    the very next step), then ``generate``'s tokens.
 
-    Catches: an engine that reads the step it has just launched (the host waits for the device every
-    step: correct tokens, no overlap), one that forgets the step in flight at the end."""
+    Catches: an engine that waits for step N and hands its tokens over before launching step N+1 (right
+    tokens, no overlap: the GPU idles while the host schedules), one that reads the step it has just
+    launched, one that waits for the whole stream instead of the step's event, one that forgets the
+    step in flight at the end; a scheduler that leaves a request out while its token is on its way
+    (every decode then waits a step for its input: right tokens, half the steps)."""
     for async_scheduling in (True, False):
-        engine = new_engine(lab, model, async_scheduling=async_scheduling)
-        records = drive(engine, WORKLOAD)
+        settings = dict(num_gpu_blocks=64, max_num_seqs=8, max_num_batched_tokens=24)
+        plan = planned_schedule(WORKLOAD, None, **settings, async_scheduling=async_scheduling)
+        engine = new_engine(lab, model, async_scheduling=async_scheduling, cpu_timing=timing,
+                            enable_prefix_caching=False, **settings)
+        records = drive(engine, WORKLOAD, max_steps=3 * len(plan))
+        assert_host_one_step_ahead(engine, records, async_scheduling)
+        assert_schedule_as_planned(engine, records, plan)
         for r in records:
             launched = bool(r.output.num_scheduled_tokens)
             if async_scheduling:
-                assert r.in_flight == launched and (r.pending > 0) == launched, \
-                    f"call {r.step}: launched {launched}, in flight {r.in_flight}, {r.pending} launches not run yet"
+                assert r.in_flight == launched, f"call {r.step}: launched a step: {launched}, a step in flight after " \
+                                                f"the call: {r.in_flight}"
+                if timing == "lazy":
+                    assert (r.pending > 0) == launched, \
+                        f"call {r.step}: launched {launched}, {r.pending} launches not run yet"
             else:
                 assert not r.in_flight and r.pending == 0, \
                     f"call {r.step} without async scheduling: {r.pending} launches not run, in flight {r.in_flight}"
         assert_tokens_equal(engine, expected_outputs(truth, WORKLOAD))
+
+
+# --------------------------------------------------------------------------------------------
+# Sizes at the API's limits
+# --------------------------------------------------------------------------------------------
+
+
+def expected_run_plan(scheduled, captured, max_num_seqs: int, max_num_batched_tokens: int) -> tuple:
+    """How README step 3 runs a step of ``scheduled`` ([(request id, tokens)]) with graphs captured for the
+    sizes ``captured`` (``full_and_piecewise``): those up to ``max_num_seqs`` are full graphs, those up to
+    the budget piecewise graphs. (mode, tokens, rows), as a ``RunPlan``."""
+    t, r = sum(n for _, n in scheduled), len(scheduled)
+    full = [x for x in sorted(captured) if x <= max_num_seqs]
+    piecewise = [x for x in sorted(captured) if x <= max_num_batched_tokens]
+    if all(n == 1 for _, n in scheduled) and full and r <= full[-1]:
+        size = next(x for x in full if x >= r)
+        return ("full", size, size)
+    if piecewise and t <= piecewise[-1]:
+        size = next(x for x in piecewise if x >= t)
+        return ("piecewise", size, min(size, max_num_seqs))
+    return ("eager", t, r)
+
+
+def wide_decodes(runs, widest_full: int) -> bool:
+    return any(run[0] != "full" and scheduled and all(n == 1 for _, n in scheduled) and len(scheduled) > widest_full
+               for scheduled, run in runs)
+
+
+# Settings at the API's limits (new_engine's otherwise), the workload, and what the scenario must contain,
+# checked on the planned schedule: (settings, workload, what it must show, predicate over [(scheduled, run)]).
+SMALL = {"s": (GAMMA, 3), "t": (SYSTEM[:5], 4)}  # each fits in one block of 16, alone
+# Eight short prompts that decode together: decode-only steps of up to 8 rows.
+WIDE = {f"w{i}": (p, n) for i, (p, n) in enumerate(zip(prompts_of(70, (5, 9, 3, 12, 7, 4, 10, 6)),
+                                                         (6, 5, 7, 4, 6, 8, 5, 6), strict=True))}
+LIMITS = {
+    "smallest": (dict(num_gpu_blocks=2, max_num_seqs=1, max_num_batched_tokens=1, cudagraph_capture_sizes=[1]),
+                 SMALL, "one token a step, from the one graph",
+                 lambda runs: all(run == ("full", 1, 1) for _, run in runs)),
+    "decodes wider than every graph": (dict(cudagraph_capture_sizes=[1, 2, 4]), WIDE,
+                                       "decode-only steps of more than 4 rows, run eagerly",
+                                       lambda runs: wide_decodes(runs, 4)),
+    "decodes wider than the full graphs": (dict(cudagraph_capture_sizes=[1, 2, 4, 16, 24]), WIDE,
+                                           "decode-only steps of more than 4 rows, from a piecewise graph",
+                                           lambda runs: wide_decodes(runs, 4)),
+    "graphs at the limits": (dict(max_num_seqs=6, cudagraph_capture_sizes=[1, 6, 24, 64]), WIDE,
+                             "a decode-only step of 6 rows (max_num_seqs) and a step of 24 tokens (the budget)",
+                             lambda runs: ("full", 6, 6) in [run for _, run in runs] and
+                             ("piecewise", 24, 6) in [run for _, run in runs]),
+    "blocks of 32": (dict(block_size=32, num_gpu_blocks=32), WORKLOAD, "requests of several blocks of 32",
+                     lambda runs: True),
+}
+
+
+@pytest.mark.parametrize("case", list(LIMITS))
+def test_sizes_at_the_api_limits(lab, model, truth, case, timing):
+    """The engine at the limits of what its settings accept, prefix caching off, each call of ``step``
+    against ``planned_schedule`` and each step's ``RunPlan`` against README step 3's rule, then
+    ``generate``'s tokens and the pool whole:
+
+    - the smallest: a pool of 2 blocks (one usable), one seat, a budget of one token, one graph size (1);
+    - decode-only batches wider than the largest full graph: graphs for 1, 2, 4 only (such steps run
+      eagerly), or also piecewise graphs of 16 and 24 tokens (they replay one of those: a decode-only step
+      too wide for the full graphs is "any other step");
+    - graphs at their limits: a full graph as wide as ``max_num_seqs`` and a piecewise graph as large as
+      the budget (and a size past the budget, never captured);
+    - blocks of 32, the other block size the kernels take.
+
+    Catches: a decode batch wider than the largest full graph sent to that graph, or to no graph that fits;
+    a graph chosen too small or too large at the limits; a step's sizes, slots or tables that assume
+    blocks of 16 or a budget above one token."""
+    settings, work, what, shows = LIMITS[case]
+    settings = {"num_gpu_blocks": 64, "block_size": BS, "max_num_seqs": 8, "max_num_batched_tokens": 24,
+                "cudagraph_capture_sizes": SIZES, **settings}
+    counts = {name: settings[name] for name in ("num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens")}
+    plan = planned_schedule(work, None, **counts, block_size=settings["block_size"])
+    runs = [(p.scheduled, expected_run_plan(p.scheduled, settings["cudagraph_capture_sizes"],
+                                            settings["max_num_seqs"], settings["max_num_batched_tokens"]))
+            for p in plan if p.scheduled]
+    assert shows(runs), f"{case}: the scenario must show {what} (a test bug: the scenario, not the engine under test)"
+    engine = new_engine(lab, model, enable_prefix_caching=False, cpu_timing=timing, **settings)
+    records = drive(engine, work, max_steps=3 * len(plan))
+    assert_schedule_as_planned(engine, records, plan)
+    for r, (scheduled, want) in zip([r for r in records if r.run_plan], runs, strict=True):
+        kind = "every row one token" if all(n == 1 for _, n in scheduled) else "not every row one token"
+        assert r.run_plan == want, \
+            f"{case}, call {r.step}: a step of {sum(n for _, n in scheduled)} tokens in {len(scheduled)} rows " \
+            f"({kind}) ran as {r.run_plan} (mode, tokens, rows), expected {want}: the smallest full graph with " \
+            f"enough rows for a decode-only step that fits one, else the smallest piecewise graph with enough " \
+            f"tokens, else eagerly (README step 3; graphs for {settings['cudagraph_capture_sizes']}, " \
+            f"max_num_seqs {settings['max_num_seqs']}, budget {settings['max_num_batched_tokens']})"
+    assert_tokens_equal(engine, expected_outputs(truth, work))
+    assert_pool_whole(engine)
+
+
+# A model whose max_model_len, 88, is not a multiple of the block size: a request that reaches it ends in
+# the middle of its sixth block, and a row of the token table (88) is narrower than its table's blocks (96).
+SHORT_CONFIG = {**CONFIG, "max_position_embeddings": 88}
+SHORT_WORK = {"mid": (prompts_of(60, [37])[0], 5), "edge": (prompts_of(61, [80])[0], 8),
+              "full": (prompts_of(62, [50])[0], 38)}
+
+
+@pytest.fixture(scope="module")
+def short_model():
+    return model_truth.make_model(SHORT_CONFIG, 0)
+
+
+def test_max_model_len_not_a_multiple_of_the_block_size(lab, short_model, timing):
+    """A model of ``max_model_len`` 88 (five and a half blocks of 16): two requests that reach it exactly
+    (80 + 8 and 50 + 38 tokens) beside a shorter one, chunked by the budget of 24: ``generate``'s tokens, and
+    one token more is refused.
+
+    Catches: a token table or block table read with the other one's width (rows of ``num_blocks *
+    block_size`` tokens, or of ``max_model_len // block_size`` blocks): right while ``max_model_len`` is a
+    multiple of the block size, wrong rows past the first otherwise."""
+    truth = model_truth.greedy_truth(short_model, LOGIT_ATOL)
+    expected = {rid: truth(prompt, n)[0] for rid, (prompt, n) in SHORT_WORK.items()}
+    engine = new_engine(lab, short_model, cpu_timing=timing)
+    assert engine.max_model_len == 88
+    with pytest.raises(ValueError, match="max_model_len"):
+        engine.add_request("over", prompts_of(63, [81])[0], 8)
+    drive(engine, SHORT_WORK)
+    assert_tokens_equal(engine, expected)
+    assert_pool_whole(engine)
 
 
 # --------------------------------------------------------------------------------------------
@@ -739,7 +1218,7 @@ def tokens_read(records, r, async_scheduling: bool) -> set:
 
 
 @pytest.mark.parametrize("async_scheduling", [True, False], ids=["async", "sync"])
-def test_scheduling_invariants_hold_every_step(lab, model, truth, async_scheduling):
+def test_scheduling_invariants_hold_every_step(lab, model, truth, async_scheduling, timing):
     """After every call of ``step`` in a busy run (preemptions, chunked prompts, late arrivals):
 
     - at most ``max_num_batched_tokens`` tokens, at least one per scheduled request, at most
@@ -749,13 +1228,15 @@ def test_scheduling_invariants_hold_every_step(lab, model, truth, async_scheduli
       manager's block table;
     - a scheduled request advanced by its tokens when it was scheduled (its count runs ahead of the
       tokens the host has read); it has a placeholder exactly while its sampled token is on its way;
-      a request gains a token exactly when the host reads the output of a step that sampled it.
+      a request gains a token exactly when the host reads the output of a step that sampled it;
+    - the order of the host's work (``assert_host_one_step_ahead``), under both CPU timings.
 
     Catches: the budget or the seats ignored, admission after a preemption, a finished request left
     running, a preempted one that keeps its progress or blocks, rows of requests not in the step,
     a stale block table in the runner, a token appended for a partial chunk, a placeholder that never
-    lands or lands twice."""
-    engine, records = busy_run(lab, model, async_scheduling=async_scheduling)
+    lands or lands twice, pinned inputs rewritten before their copies ran."""
+    engine, records = busy_run(lab, model, async_scheduling=async_scheduling, cpu_timing=timing)
+    assert_host_one_step_ahead(engine, records, async_scheduling)
     queue_status = {"waiting": {"WAITING", "PREEMPTED"}, "running": {"RUNNING"}, "finished": {"FINISHED"}}
     for r in records:
         where = f"call {r.step}"
@@ -793,7 +1274,7 @@ def test_scheduling_invariants_hold_every_step(lab, model, truth, async_scheduli
     assert_tokens_equal(engine, expected_outputs(truth, {**CROWD, **LATE[7], **LATE[12]}))
 
 
-def test_step_inputs_match_brute_force(lab, model, truth):
+def test_step_inputs_match_brute_force(lab, model, truth, timing):
     """Every launched step's inputs (the host buffers the copies send), recomputed from the requests'
     tokens and the KV-cache manager's tables: rows with one token first; positions continuing each
     request's cache; the token ids the host knows; the decodes of a token the previous step sampled
@@ -803,7 +1284,7 @@ def test_step_inputs_match_brute_force(lab, model, truth):
     Catches: every batch-building mistake of steps 1 and 2 (positions, slots, offsets, lengths, a decode's
     input taken from the host, a gather from the wrong row) in a real run, hits recomputed into shared
     blocks."""
-    engine, records = busy_run(lab, model)
+    engine, records = busy_run(lab, model, cpu_timing=timing)
     previous = None  # the last launched call
     for r in records:
         if r.inputs is None:
@@ -849,14 +1330,16 @@ def test_step_inputs_match_brute_force(lab, model, truth):
 # --------------------------------------------------------------------------------------------
 
 
-def test_bad_requests_rejected_and_engine_stays_usable(lab, model, truth):
+def test_bad_requests_rejected_and_engine_stays_usable(lab, model, truth, timing):
     """Each bad request raises a ValueError naming what is wrong and leaves the queues as they were; then
-    the engine serves good requests (one with a rejected request's id) correctly.
+    the engine serves good requests (one with a rejected request's id) correctly. Bad settings (pool,
+    block size, seats, budget, backend, graph mode and sizes, CPU timing) are refused the same way, by
+    name, before any engine exists.
 
     Catches: a bad request that half-enters the engine or breaks it."""
     prompt, n = WORKLOAD["c"]
     expected = truth(prompt, n)[0]
-    engine = new_engine(lab, model, num_gpu_blocks=8)
+    engine = new_engine(lab, model, num_gpu_blocks=8, cpu_timing=timing)
     engine.add_request("ok", prompt, n)
     bad = [
         (("empty", [], 3), "prompt_token_ids"),
@@ -868,6 +1351,20 @@ def test_bad_requests_rejected_and_engine_stays_usable(lab, model, truth):
         (("ok", [1, 2, 3], 2), "request_id"),
         ((7, [1, 2, 3], 2), "request_id"),
     ]
+    bad_settings = [
+        ({"num_gpu_blocks": 1}, "num_gpu_blocks"),
+        ({"block_size": 24}, "block_size"),
+        ({"max_num_seqs": 0}, "max_num_seqs"),
+        ({"max_num_batched_tokens": 0}, "max_num_batched_tokens"),
+        ({"backend": "cuda"}, "backend"),
+        ({"cudagraph_mode": "piecewise"}, "cudagraph_mode"),
+        ({"cudagraph_capture_sizes": [0, 8]}, "cudagraph_capture_sizes"),
+        ({"cudagraph_capture_sizes": 8}, "cudagraph_capture_sizes"),
+        ({"cpu_timing": "late"}, "cpu_timing"),
+    ]
+    for settings, word in bad_settings:
+        with pytest.raises(ValueError, match=word):
+            new_engine(lab, model, **settings)
     for args, word in bad:
         with pytest.raises(ValueError, match=word):
             engine.add_request(*args)
@@ -913,14 +1410,14 @@ def test_block_hashes_extend_one_block_at_a_time(lab):
     assert list(request.block_hashes) == want, "the hashes already there must stay; the new one chains from the last"
 
 
-def test_decodes_skip_the_allocator_until_a_block_fills(lab, model, truth):
+def test_decodes_skip_the_allocator_until_a_block_fills(lab, model, truth, timing):
     """A roomy pool and a budget that takes every prompt at once: the KV-cache manager's ``allocate_slots``
     runs once per admission and once per decode whose position starts a new block (position ``p`` with
     ``p % 16 == 0``), never for the others: 6 admissions + 3 (``a`` at 48, ``c`` at 16, ``f`` at 48).
 
     Catches: a call into the manager for every request at every step (the cost this step removes), a
     skipped allocation where the table is full (a slot past the table: wrong tokens)."""
-    engine = new_engine(lab, model, max_num_batched_tokens=256)
+    engine = new_engine(lab, model, max_num_batched_tokens=256, cpu_timing=timing)
     drive(engine, WORKLOAD)
     starts = sum(1 for prompt, n in WORKLOAD.values() for p in range(len(prompt), len(prompt) + n - 1) if p % BS == 0)
     assert starts == 3
@@ -937,7 +1434,7 @@ def test_decodes_skip_the_allocator_until_a_block_fills(lab, model, truth):
 
 @pytest.mark.skipif(triton_env.device() == "cuda", reason="with a GPU, Triton runs no interpreter: the kernels run "
                     "for real in test_gpu_kernels_and_graphs_match_generate")
-def test_triton_kernels_through_the_interpreter(lab, model, truth):
+def test_triton_kernels_through_the_interpreter(lab, model, truth, timing):
     """The runner's Triton backend (lab 04-03's prefill and lab 04-06's decode kernels) through the
     interpreter on a tiny batch, inside the graphs' CPU stand-ins: ``generate``'s tokens and logits.
 
@@ -945,12 +1442,10 @@ def test_triton_kernels_through_the_interpreter(lab, model, truth):
     padded rows)."""
     work = {"i": (GAMMA, 3), "j": (SYSTEM[:18], 2)}
     expected = {rid: truth(p, n) for rid, (p, n) in work.items()}
-    engine = new_engine(lab, model, backend="triton", max_num_batched_tokens=64, keep_logits=True)
+    engine = new_engine(lab, model, backend="triton", max_num_batched_tokens=64, keep_logits=True, cpu_timing=timing)
     drive(engine, work, max_steps=12)
-    for rid, (tokens, logits) in expected.items():
-        assert engine.requests[rid].output_token_ids == tokens, rid
-        diff = (torch.stack(list(engine.requests[rid].logits)) - logits).abs().max().item()
-        assert diff <= LOGIT_ATOL, f"request {rid!r}: logits differ by {diff:.3g}"
+    assert_tokens_equal(engine, {rid: tokens for rid, (tokens, _) in expected.items()})
+    assert_logits_match(engine, {rid: logits for rid, (_, logits) in expected.items()})
 
 
 @pytest.mark.gpu
@@ -960,7 +1455,8 @@ def test_gpu_kernels_and_graphs_match_generate(lab, truth, async_scheduling):
     every step replayed from a CUDA graph (full graphs for decode-only steps, piecewise graphs around
     eager attention for the others, none eager: the graphs reach the budget of 64): ``generate``'s tokens
     (computed on the CPU twin), logits within 1e-3 (cuBLAS and the kernels order their float32 sums
-    differently again; no TF32), the pool whole.
+    differently again; no TF32), the pool whole, and the host's order from the stream's log (the CUDA
+    stream logs its launches, replays and waits as the CPU one does).
 
     Catches: a graph replayed with the wrong inputs, a copy that has not landed when its kernel reads it,
     a token read before its step finished, on a real stream."""
@@ -970,11 +1466,10 @@ def test_gpu_kernels_and_graphs_match_generate(lab, truth, async_scheduling):
         engine = new_engine(lab, gpu_model, keep_logits=True, max_num_batched_tokens=64,
                             async_scheduling=async_scheduling, **settings)
         assert engine.runner.backend == "triton"
-        drive(engine, work)
-        for rid, (tokens, logits) in expected.items():
-            assert engine.requests[rid].output_token_ids == tokens, rid
-            diff = (torch.stack(list(engine.requests[rid].logits)).cpu() - logits).abs().max().item()
-            assert diff <= 1e-3, f"request {rid!r}: logits differ by {diff:.3g}"
+        records = drive(engine, work)
+        assert_host_one_step_ahead(engine, records, async_scheduling)
+        assert_tokens_equal(engine, {rid: tokens for rid, (tokens, _) in expected.items()})
+        assert_logits_match(engine, {rid: logits for rid, (_, logits) in expected.items()}, atol=1e-3)
         runs = dict(engine.runner.num_runs)
         assert runs["eager"] == 0 and runs["full"] > 0 and runs["piecewise"] > 0, f"steps run: {runs}"
         assert_pool_whole(engine)

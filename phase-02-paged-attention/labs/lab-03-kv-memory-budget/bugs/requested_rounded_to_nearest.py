@@ -1,14 +1,13 @@
-"""The requested memory is rounded to the nearest byte instead of down.
+"""The requested memory is rounded to the nearest byte instead of up.
 
-vLLM computes int(total_memory * gpu_memory_utilization): the share of the card rounded down.
-round() gives a byte more whenever the product's fraction is at least one half, and the budget is
-then one byte over what the user allowed. Symptom: 58878163354 bytes on the H100's numbers where
-58878163353 are expected.
+vLLM's request_memory computes math.ceil(total_memory * gpu_memory_utilization): the share of the
+card rounded up to a whole byte. round() gives a byte less whenever the product's fraction is below
+one half. Symptom: 68416647987 bytes for 0.8 of 85520809984 where 68416647988 are expected.
 """
 
-CAUGHT_BY = ["test_the_whole_budget_of_an_h100"]
+CAUGHT_BY = ["test_requested_memory_is_rounded_up"]
 
 EDIT = (
-    "    requested = int(total_memory * gpu_memory_utilization)  # bytes, rounded down as vLLM's int() does\n",
+    "    requested = math.ceil(total_memory * gpu_memory_utilization)  # whole bytes, rounded up as vLLM does\n",
     "    requested = round(total_memory * gpu_memory_utilization)  # to the nearest byte\n",
 )

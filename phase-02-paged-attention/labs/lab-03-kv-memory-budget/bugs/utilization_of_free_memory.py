@@ -7,6 +7,6 @@ Symptom: right on an idle card, a smaller budget as soon as anything else holds 
 CAUGHT_BY = ["test_available_memory_hand_computed"]
 
 EDIT = (
-    "    requested = int(total_memory * gpu_memory_utilization)  # bytes, rounded down as vLLM's int() does\n",
-    '    requested = int(free_memory * gpu_memory_utilization)\n',
+    "    requested = math.ceil(total_memory * gpu_memory_utilization)  # whole bytes, rounded up as vLLM does\n",
+    '    requested = math.ceil(free_memory * gpu_memory_utilization)\n',
 )

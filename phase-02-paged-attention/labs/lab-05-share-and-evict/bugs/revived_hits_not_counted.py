@@ -3,7 +3,7 @@
 A hit with ref_cnt 0 is one of the free blocks: reviving it takes it out of the free queue just
 as allocating would. On a pool with little room the check passes, the hits are touched, and then
 the pool cannot give the new blocks: lab 02-01's pool raises halfway through, with the hits
-already taken (vLLM counts them as num_evictable_computed_blocks for this reason). Symptom: a
+already taken (vLLM's get_num_blocks_to_allocate counts them as evictable blocks for this reason). Symptom: a
 request that does not fit raises instead of getting None, and leaves its hits touched.
 """
 

@@ -1,8 +1,8 @@
-"""FlashInfer put first on every GPU from SM 10.0 up: ``>=`` where the source tests equality
-(``is_device_capability(100)``).
+"""The Blackwell priority lists used on every GPU from major 10 up: ``>=`` where the source tests equality.
 
-Symptom: an SM 12.0 GPU (consumer Blackwell) gets FLASHINFER by default, where v0.10.1 picks
-FLASH_ATTN.
+``_get_backend_priorities`` asks ``device_capability.major == 10``. A 12.0 card is not in that
+family: it keeps FlashAttention first (and no CUTLASS MLA in its MLA list). Symptom: FLASHINFER
+first on (12, 0).
 """
 
 CAUGHT_BY = [
@@ -11,6 +11,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    '    if capability == (10, 0):  # is_device_capability(100)',
-    '    if capability >= (10, 0):  # BUG: is_device_capability is exact',
+    '    blackwell = capability[0] == 10  # device_capability.major == 10: 10.0 and 10.3 alike\n',
+    '    blackwell = capability[0] >= 10  # BUG: the source tests equality\n',
 )

@@ -1,13 +1,13 @@
 """Every fp8 cache taken for e4m3: the format of ``fp8_e5m2`` is not told apart.
 
-FlashAttention's fp8 path and the Triton backend read e4m3 only; an e5m2 cache is another
-number format (5 exponent bits, 2 mantissa bits). Symptom: fp8_e5m2 accepted on FLASH_ATTN and
-TRITON_ATTN_VLLM_V1, which would read every value wrong.
+Symptom: FLASH_ATTN on Hopper accepts an e5m2 cache, which its supports_kv_cache_dtype refuses
+(fp8 and fp8_e4m3 only); the layer should go to FlashInfer.
 """
 
 CAUGHT_BY = [
     "test_fp8_cache_per_backend",
-    "test_fp8_cache_with_no_backend",
+    "test_fp8_cache_choices",
+    "test_mla_with_no_backend",
 ]
 
 EDIT = (

@@ -1,16 +1,14 @@
-"""FlashAttention credited with ALWAYS whatever its version; FA2 (every GPU but Hopper) is
-UNIFORM_BATCH.
+"""FlashAttention credited with ALWAYS whatever its version.
 
-Symptom: FULL graphs kept for mixed prefill/decode batches on an A100, which FA2's packed-GQA
-decode path cannot replay.
+Only FlashAttention 3 (Hopper) replays mixed prefill-decode batches in one full graph; the builder
+declares UNIFORM_BATCH for versions 2 and 4. Symptom: ALWAYS on an A100 and a B200.
 """
 
 CAUGHT_BY = [
     "test_cudagraph_support_table",
-    "test_resolve_cudagraph_mode",
 ]
 
 EDIT = (
-    '        return "ALWAYS" if _has_fa3(capability) else "UNIFORM_BATCH"\n',
-    '        return "ALWAYS"  # BUG: FA2 is UNIFORM_BATCH\n',
+    '        return "ALWAYS" if _flash_attn_version(capability) == 3 else "UNIFORM_BATCH"\n',
+    '        return "ALWAYS"  # BUG: only FlashAttention 3 is ALWAYS\n',
 )

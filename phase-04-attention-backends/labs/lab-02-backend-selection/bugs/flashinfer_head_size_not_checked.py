@@ -1,8 +1,7 @@
-"""FlashInfer's head sizes not checked: its get_supported_head_sizes (64, 128, 256) left out.
+"""FlashInfer's head sizes not checked: its get_supported_head_sizes (64, 128, 256, 512) left out.
 
-Symptom: on a B200 a model with head size 96 or 80 gets FLASHINFER, whose kernels do not exist
-for that size, instead of FLASH_ATTN or FLEX_ATTENTION; an override to FlashInfer with head size
-80 is accepted.
+Symptom: FLASHINFER chosen on a B200 for head size 96, which its kernels are not compiled for;
+FlashAttention should have been chosen.
 """
 
 CAUGHT_BY = [
@@ -13,6 +12,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    '    "FLASHINFER": _Limits(mla=False, dtypes=_HALF, head_sizes=(64, 128, 256)),\n',
-    '    "FLASHINFER": _Limits(mla=False, dtypes=_HALF, head_sizes=None),  # BUG: head sizes not checked\n',
+    'kernel_block_sizes=(16, 32, 64), head_sizes=(64, 128, 256, 512),\n',
+    'kernel_block_sizes=(16, 32, 64),  # BUG: any head size\n',
 )

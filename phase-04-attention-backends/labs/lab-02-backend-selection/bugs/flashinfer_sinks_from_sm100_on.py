@@ -1,14 +1,17 @@
-"""FlashInfer takes attention sinks on SM 10.0 "or newer" instead of on SM 10.0 exactly.
+"""FlashInfer takes attention sinks on major 10 "or newer" instead of on major 10.
 
-Its sinks go through TRT-LLM attention, which v0.10.1 enables with is_device_capability(100): an
-equality, like every is_device_capability. Read as at least 10.0, a consumer Blackwell card (12.0)
-is promised sinks that FlashInfer's Impl then refuses. Symptom: no problem reported for sinks on
-FLASHINFER at (12, 0).
+TRT-LLM attention needs ``is_device_capability_family(100)``: 10.x only. Symptom: a 12.0 card
+credited with sinks on FlashInfer.
 """
 
-CAUGHT_BY = ["test_sinks_per_backend"]
+CAUGHT_BY = [
+    "test_sinks_per_backend",
+    "test_sinks_choices",
+]
 
 EDIT = (
-    "        return capability == (10, 0)\n",
-    "        return capability >= (10, 0)  # read as 'at least'\n",
+    '        return capability[0] == 10\n'
+    '    return backend == "TRITON_ATTN"\n',
+    '        return capability[0] >= 10  # BUG: read as "at least"\n'
+    '    return backend == "TRITON_ATTN"\n',
 )

@@ -1,8 +1,7 @@
 """MLA layers walk the dense priority list.
 
-Symptom: candidate_order gives FLASH_ATTN, FLEX_ATTENTION for DeepSeek-style models; every one of
-them refuses an MLA layer, so select_backend finds no backend where FLASHMLA, CUTLASS_MLA or
-TRITON_MLA should run.
+Symptom: every MLA layer is refused by all four dense backends and, with no MLA backend tried,
+select_backend raises for DeepSeek on every GPU.
 """
 
 CAUGHT_BY = [
@@ -11,6 +10,8 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    '    if "mla" in features:\n        return MLA_BACKENDS\n',
-    '',
+    '    if "mla" in features:\n'
+    '        if blackwell:\n',
+    '    if False:  # BUG: MLA falls through to the dense list\n'
+    '        if blackwell:\n',
 )

@@ -1,4 +1,4 @@
-"""The override is never consulted: VLLM_ATTENTION_BACKEND has no effect.
+"""The override is never consulted: ``--attention-backend`` has no effect.
 
 Symptom: the default backend comes back whatever the override names, and an override that cannot
 run the layer raises nothing. The first tool of anyone debugging a backend stops working.
@@ -10,6 +10,8 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    '    if override is not None:\n        if problems[override]:\n',
-    '    if False:  # BUG: the override is never consulted\n        if problems[override]:\n',
+    '    if override is not None:\n'
+    '        if problems[override]:\n',
+    '    if False:  # BUG: the override is never consulted\n'
+    '        if problems[override]:\n',
 )

@@ -1,8 +1,9 @@
 """An override is accepted whatever it cannot do.
 
-This is what v0.10.1's get_attn_backend_cls does for dense backends, and the run then fails later,
-when the layer or the KV cache is built. Symptom here: a Selection for FLASHINFER with head size
-80, FLASH_ATTN in float32, FLEX_ATTENTION with a sliding window, a dense backend for an MLA layer.
+v0.22.1's get_attn_backend_cls validates the backend it is asked for and refuses it with the
+reasons ("Selected backend ... is not valid for this configuration"). Symptom here: a Selection
+for FLASHINFER with head size 80, FLASH_ATTN in float32, FlashMLA off Hopper, a dense backend for
+an MLA layer; the run would fail later, when the layer or its cache is built.
 """
 
 CAUGHT_BY = [
@@ -10,6 +11,8 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    '        if problems[override]:\n            raise ValueError(',
-    "        if False:  # BUG: the override's problems are not looked at\n            raise ValueError(",
+    '        if problems[override]:\n'
+    '            raise ValueError(',
+    "        if False:  # BUG: the override's problems are not looked at\n"
+    '            raise ValueError(',
 )

@@ -10,6 +10,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    '        else:\n            rejected[name] = f"lower priority than {chosen}"\n',
+    '            else:\n                rejected[name] = f"lower priority than {chosen}"\n',
     '',
 )

@@ -1,8 +1,8 @@
-"""The speculative-decoding check of initialize_cudagraph_capture skipped.
+"""The speculative-decoding check of resolve_cudagraph_mode_and_sizes skipped.
 
-Decode batches with speculative tokens have several query tokens per request; a backend below
-UNIFORM_BATCH cannot replay full decode graphs for them. Symptom: FlashInfer keeps
-FULL_AND_PIECEWISE with spec decode.
+With speculative decoding every decode request brings several query tokens; a backend whose
+support is below UNIFORM_BATCH cannot replay those in a full graph. Symptom: FULL_AND_PIECEWISE
+kept on a UNIFORM_SINGLE_TOKEN_DECODE group with spec_decode=True.
 """
 
 CAUGHT_BY = [
@@ -10,7 +10,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    '    if CUDAGRAPH_MODES[mode][0] == "FULL" and spec_decode and support < uniform_batch:\n'
-    '        mode = "PIECEWISE"\n',
-    '',
+    '    if CUDAGRAPH_MODES[mode][0] == "FULL" and spec_decode and support < uniform_batch:\n',
+    '    if False:  # BUG: speculative decoding not considered\n',
 )

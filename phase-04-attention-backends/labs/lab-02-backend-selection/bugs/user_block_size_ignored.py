@@ -1,13 +1,14 @@
-"""The platform's block size always 16 for dense layers: the user's block size is thrown away.
+"""The block size the user set thrown away for the backend's preferred one.
 
-``check_and_update_config`` sets 16 only when the user set none; a block size given on the
-command line stays (and an MLA model's is forced). Symptom: a run asked for 32-token blocks
-reports 16, and blocks of 8, which FlashAttention refuses, are silently turned into blocks it takes.
+Symptom: --block-size 32 comes back as 16 on every dense backend.
 """
 
-CAUGHT_BY = ["test_block_sizes"]
+CAUGHT_BY = [
+    "test_block_sizes",
+    "test_mla_choices",
+]
 
 EDIT = (
-    "    size = DEFAULT_BLOCK_SIZE if block_size is None else block_size\n",
-    "    size = DEFAULT_BLOCK_SIZE  # BUG: the user's block size ignored\n",
+    '    block = _preferred_block_size(chosen) if block_size is None else block_size\n',
+    "    block = _preferred_block_size(chosen)  # BUG: the user's block size is dropped\n",
 )

@@ -10,6 +10,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    '    return lse.clone(), seen.to(out.dtype), torch.where(seen.unsqueeze(-1), out, torch.zeros_like(out))\n',
-    '    return lse.clone(), torch.ones_like(lse), torch.where(seen.unsqueeze(-1), out, torch.zeros_like(out))\n',
+    "    return m, seen.to(out.dtype), acc\n",
+    "    return m, torch.ones_like(lse), acc\n",
 )

@@ -11,7 +11,7 @@ CAUGHT_BY = [
     "test_huge_logits_on_one_rank",
     "test_ranks_match_dense_attention_on_ragged_batches",
     "test_to_out_lse_is_the_output_and_the_log_sum_exp",
-    "test_to_out_lse_keeps_float32",
+    "test_to_out_lse_keeps_each_floating_dtype",
 ]
 
 EDIT = (

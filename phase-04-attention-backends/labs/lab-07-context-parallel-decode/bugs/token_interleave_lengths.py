@@ -1,7 +1,8 @@
 """Every rank's length from the token-interleaved formula: n // W, plus 1 for the first n % W ranks.
 
-That is what vLLM v0.10.2 computes for its stripe-1 layout; with stripes of several tokens the
-remainder is dealt a stripe at a time, not a token at a time. Symptom: right for stripe 1 only.
+That is the formula of the stripe-1 layout, vLLM's default (cp_kv_cache_interleave_size = 1); with
+stripes of several tokens the remainder is dealt a stripe at a time, not a token at a time, as
+vLLM's get_dcp_local_seq_lens does for larger interleave sizes. Symptom: right for stripe 1 only.
 """
 
 CAUGHT_BY = [
