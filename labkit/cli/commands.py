@@ -5,6 +5,7 @@ gallery, grade a class.
     labs check [LAB ...] [--impl starter]
     labs hint LAB [N]
     labs bugs LAB
+    labs mutate LAB [--sample N --seed S] [--jobs J]      (maintainers)
     labs grade SUBMISSIONS [--labs LAB ...] [--out report.csv|.json|.md] [--shard K/N]
     labs grade merge REPORT.json ... --out REPORT
     labs release OUT [--release-solutions LAB,LAB]
@@ -22,7 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from labkit.cli import common, grade, release
+from labkit.cli import common, grade, mutate, release
 from labkit.cli.check import cmd_check
 from labkit.cli.common import UsageError, require_folder, resolve_lab
 from labkit.cli.gallery import cmd_bugs
@@ -168,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diff", action="store_true", help="print each bug as the diff it makes to the solution")
     p.set_defaults(func=cmd_bugs)
 
+    mutate.add_parser(sub)
     grade.add_parser(sub)
     release.add_parser(sub)
     return parser

@@ -10,12 +10,17 @@ A bug of the gallery (``bugs/<name>.py``) is not code: it names the edit it make
 solution (:mod:`labkit.course.bugs`), and loading it loads the solution with that edit. A bug
 whose edit lands in a lab's given module (``SOURCE = "_checks.py"``: a private module that the
 starter and the solution both import) loads the solution with the edited module in its place.
+
+``LAB_IMPL=mutant`` is the maintainers' mutation testing (``labs mutate``,
+:mod:`labkit.course.mutate`): one generated edit, handed over in ``LABS_MUTANT`` instead of a
+file of ``bugs/``, loaded as a bug is.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import linecache
 import os
 import re
@@ -55,6 +60,11 @@ def _is_implementation(rel: str) -> bool:
     )
 
 
+# LAB_IMPL=mutant: the solution with the edit that LABS_MUTANT holds, as JSON
+# {"lab": <the lab folder>, "source": <a file of it>, "old": ..., "new": ...} (labs mutate writes it).
+MUTANT_IMPL = "mutant"
+MUTANT_ENV = "LABS_MUTANT"
+
 # Folders below a lab whose modules LAB_IMPL may name: the gallery's bugs, and kernels that go past
 # the lab (``going-further/hopper_decode``: the same API, run by the same tests).
 IMPL_FOLDERS = ("bugs", "going-further")
@@ -75,6 +85,8 @@ def available_impls(lab_dir: Path) -> list[str]:
 def impl_path(lab_dir: Path, impl: str) -> Path:
     """The file ``impl`` names inside ``lab_dir``; ImplNotFoundError if there is none."""
     lab_dir = Path(lab_dir).resolve()
+    if impl == MUTANT_IMPL:
+        return lab_dir / _mutant(lab_dir).source
     rel = impl.removesuffix(".py")
     path = (lab_dir / f"{rel}.py").resolve()
     inside = lab_dir in path.parents
@@ -127,20 +139,44 @@ def load_impl(lab_dir: Path, impl: str | None = None) -> ModuleType:
     name = module_name(lab_dir, impl)
     if name in sys.modules:
         return sys.modules[name]
+    if impl == MUTANT_IMPL:
+        return _load_edited(lab_dir, name, _mutant(lab_dir), "the mutant's edit")
     if bugs.is_bug_file(path):
-        bug = bugs.read_bug(path)
-        source_path = lab_dir / bug.source
-        text = bugs.apply_edits(source_path.read_text(encoding="utf-8"), bug)
-        # The edited text gets a file name of its own in linecache: tracebacks show the bug's
-        # lines, and Triton (which reads a kernel's source through inspect) compiles the edit.
-        filename = f"{path} (= {bug.source} with the bug's edit)"
-        linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
-        code = compile(text, filename, "exec", dont_inherit=True)
-        if bug.source.startswith("_"):
-            # The edit is in a given module that the solution imports: run the solution with it.
-            return exec_file(lab_dir, name, lab_dir / bugs.DEFAULT_SOURCE, given=(source_path, code))
-        return exec_file(lab_dir, name, source_path, code)
+        return _load_edited(lab_dir, name, bugs.read_bug(path), "the bug's edit", path)
     return exec_file(lab_dir, name, path)
+
+
+def _load_edited(lab_dir: Path, name: str, bug, what: str, path: Path | None = None) -> ModuleType:
+    """The solution with ``bug``'s edits (a :class:`labkit.course.bugs.Bug`, from a file or a mutant)."""
+    from labkit.course import bugs
+
+    source_path = lab_dir / bug.source
+    text = bugs.apply_edits(source_path.read_text(encoding="utf-8"), bug)
+    # The edited text gets a file name of its own in linecache: tracebacks show the edited lines,
+    # and Triton (which reads a kernel's source through inspect) compiles the edit.
+    filename = f"{path or lab_dir / bug.name} (= {bug.source} with {what})"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    code = compile(text, filename, "exec", dont_inherit=True)
+    if bug.source.startswith("_"):
+        # The edit is in a given module that the solution imports: run the solution with it.
+        return exec_file(lab_dir, name, lab_dir / bugs.DEFAULT_SOURCE, given=(source_path, code))
+    return exec_file(lab_dir, name, source_path, code)
+
+
+def _mutant(lab_dir: Path):
+    """The edit of ``LAB_IMPL=mutant``, as a bug of the gallery named ``mutant``; ImplNotFoundError when
+    ``LABS_MUTANT`` is unset, malformed, or meant for another lab."""
+    from labkit.course import bugs
+
+    try:
+        spec = json.loads(os.environ.get(MUTANT_ENV, ""))
+        lab, source, old, new = (spec[key] for key in ("lab", "source", "old", "new"))
+    except (ValueError, KeyError, TypeError):
+        raise ImplNotFoundError(f"LAB_IMPL={MUTANT_IMPL} is for labs mutate: it needs {MUTANT_ENV}, the edit as "
+                                f"JSON {{lab, source, old, new}}") from None
+    if Path(lab).resolve() != lab_dir or not (lab_dir / source).is_file() or "/" in source:
+        raise ImplNotFoundError(f"{MUTANT_ENV} edits {source!r} of {lab}, not a file of {lab_dir.name}/")
+    return bugs.Bug(MUTANT_IMPL, lab_dir / source, None, None, edits=[(old, new)], source=source)
 
 
 def exec_file(lab_dir: Path, name: str, path: Path, code=None, given: tuple[Path, object] | None = None) -> ModuleType:

@@ -254,17 +254,43 @@ def test_chained_keys_share_exactly_the_common_prefix(lab):
 
 
 def test_hash_rejects_bad_input(lab):
-    """Bad input is a ValueError that names the argument, not a traceback from hashlib."""
+    """Bad input is a ValueError that names the argument, not a traceback from hashlib or
+    ``int.to_bytes``: a parent that is not a key (a string, or bytes of the wrong length), no
+    tokens, token ids outside [0, 2**63) at either end of the range and wherever they sit in the list.
+
+    Catches: a parent checked for its type or its length but not both, the bounds of the token ids
+    off by one (-1 or 2**63 let through), the upper bound compared with the smallest token."""
     calls = [
         ("parent_hash", "hash_block_tokens('not a hash', [1, 2])", lambda: lab.hash_block_tokens("not a hash", [1, 2])),
+        ("parent_hash", "hash_block_tokens(b'short', [1, 2])", lambda: lab.hash_block_tokens(b"short", [1, 2])),
         ("token_ids", "hash_block_tokens(None, [])", lambda: lab.hash_block_tokens(None, [])),
         ("token_ids", "hash_block_tokens(None, [1, -2])", lambda: lab.hash_block_tokens(None, [1, -2])),
+        ("token_ids", "hash_block_tokens(None, [-1])", lambda: lab.hash_block_tokens(None, [-1])),
+        ("token_ids", "hash_block_tokens(None, [1, 2**63])", lambda: lab.hash_block_tokens(None, [1, 2**63])),
         ("block_size", "hash_request_tokens([1, 2, 3], 0)", lambda: lab.hash_request_tokens([1, 2, 3], 0)),
     ]
     for name, call, run in calls:
         with pytest.raises(ValueError, match=name):
             run()
             pytest.fail(f"{call}: no ValueError naming {name}")
+
+
+def test_hash_request_tokens_takes_any_sequence(lab):
+    """``token_ids`` is any sequence of ints: a list, a tuple, a numpy array, or a
+    ``collections.deque`` (a sequence that cannot be sliced) all give the keys of the list.
+
+    Catches: slicing the argument as given (``deque`` has no slices)."""
+    from collections import deque
+
+    tokens = [7, 3, 9, 1, 4, 4, 2, 8, 5, 6]
+    keys = lab.hash_request_tokens(tokens, 4)
+    for what, given in [("tuple", tuple(tokens)), ("numpy array", np.array(tokens)), ("deque", deque(tokens))]:
+        try:
+            got = lab.hash_request_tokens(given, 4)
+        except Exception as err:
+            raise AssertionError(f"hash_request_tokens(a {what} of token ids, 4) raised {type(err).__name__}({err}): "
+                                 f"token_ids is any sequence; copy it into a list first") from err
+        _expect(got == keys, True, f"hash_request_tokens(a {what} of the token ids, 4) equals the keys of the list")
 
 
 # --- step 2: the free queue --------------------------------------------------------------------
@@ -285,6 +311,24 @@ def test_queue_links_the_blocks_in_order(lab):
     _expect(empty.num_free_blocks, 0, "num_free_blocks of an empty queue")
     _expect(_queue_ids(empty), [], "an empty queue, read through its links")
     _expect(empty.get_all_free_blocks(), [], "get_all_free_blocks() of an empty queue")
+
+
+def test_a_blocks_repr_does_not_walk_the_queue(lab):
+    """Printing a block in the middle of a queue of 3000 (a debugger, a log line, a failing assert)
+    shows that block, in a line: its links are left out of its repr.
+
+    Catches: the links in the dataclass's repr, which prints the neighbours, their neighbours...
+    the whole queue, until Python's recursion limit."""
+    pool = lab.BlockPool(3000)
+    block = pool.blocks[1500]
+    try:
+        text = repr(block)
+    except RecursionError as err:
+        raise AssertionError("repr(a block in a queue of 2999 free blocks) raised RecursionError: the repr walks "
+                             "the queue through prev_free_block / next_free_block (keep them out of the repr)") from err
+    if len(text) > 300:
+        raise AssertionError(f"repr(a block in a queue of 2999 free blocks) is {len(text)} characters long: the repr "
+                             f"walks the queue through its links (keep them out of the repr): {text[:120]}...")
 
 
 def test_popleft_and_append_keep_fifo_order(lab):
@@ -531,14 +575,20 @@ def test_shared_block_stays_held_until_the_last_free(lab):
 def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
     """Freeing a block more times than it is held (in two calls or twice in one), freeing or
     touching the null block, asking for more blocks than are free or for a negative count, and a
-    pool of 0, -3 or 2.5 blocks are ValueErrors, and the pool is exactly as it was after each.
+    pool of 0, -3 or 2.5 blocks are ValueErrors (the pool's naming num_gpu_blocks), and the pool is
+    exactly as it was after each.
 
-    Catches: a double free accepted (ref_cnt goes negative, or the block enters the queue twice), a
+    Catches: a pool size checked against 0 instead of 1 (a pool of 0 fails later, taking its null
+    block out of an empty queue), a double free accepted (ref_cnt goes negative, or the block enters the queue twice), a
     partial decrement before the error, the null block freed into the queue."""
     for num_gpu_blocks in (0, -3, 2.5):  # a pool size must be a positive int
         try:
             lab.BlockPool(num_gpu_blocks)
-        except ValueError:
+        except ValueError as err:
+            if "num_gpu_blocks" not in str(err):
+                raise AssertionError(f"BlockPool({num_gpu_blocks!r}) raised ValueError({err}), which does not name "
+                                     f"num_gpu_blocks: check the argument first (a pool of 0 blocks has no null "
+                                     f"block to take out of its queue)") from err
             continue
         except NotImplementedError:
             raise

@@ -375,6 +375,99 @@ def test_bad_input_names_the_argument(lab):
         lab.serve_contiguous(read_only([(0, 1, 1)]), 8, 16)  # a reservation larger than the memory
 
 
+# name: (the call, a word its ValueError must contain, why it is bad). Each is wrong in one way only:
+# the other arguments are good.
+BAD_ARGUMENTS = {
+    "a length of 0": (lambda lab: lab.admit_contiguous([3, 0], 64, 16), "lengths", "a request holds >= 1 token"),
+    "lengths in 2-D": (lambda lab: lab.admit_contiguous([[3, 4]], 64, 16), "lengths", "one length per request"),
+    "float lengths": (lambda lab: lab.admit_contiguous([3.5], 64, 16), "lengths", "token counts are integers"),
+    "num_slots 64.0": (lambda lab: lab.admit_contiguous([3], 64.0, 16), "num_slots", "a float is no slot count"),
+    "paged, a length of 0": (lambda lab: lab.admit_paged([3, 0], 8, 4), "lengths", "a request holds >= 1 token"),
+    "a negative arrival": (lambda lab: lab.serve_contiguous([(-1, 2, 2)], 64, 16), "stream",
+                           "arrival steps start at 0"),
+    "a prompt of 0 tokens": (lambda lab: lab.serve_contiguous([(0, 0, 2)], 64, 16), "stream",
+                             "prompt_len >= 1"),
+    "an output of 0 tokens": (lambda lab: lab.serve_paged([(0, 2, 0)], 8, 4), "stream", "output_len >= 1"),
+    "a stream of shape [1, 1]": (lambda lab: lab.serve_contiguous([[5]], 64, 16), "stream",
+                                 "rows of (arrival, prompt_len, output_len)"),
+    "the second request past max_len": (lambda lab: lab.serve_contiguous([(0, 2, 2), (0, 12, 2)], 64, 8), "stream",
+                                        "12 + 2 tokens > max_len 8, while 2 + 2 fit and 2 * output_len fits"),
+    "uint8 lengths that overflow": (lambda lab: lab.serve_contiguous(np.array([(0, 200, 100)], dtype=np.uint8),
+                                                                     1024, 256), "stream",
+                                    "200 + 100 = 300 tokens > max_len 256 (44 in uint8 arithmetic)"),
+    "contiguous, num_slots 64.0": (lambda lab: lab.serve_contiguous([(0, 2, 2)], 64.0, 16), "num_slots",
+                                   "a float is no slot count"),
+    "contiguous, max_len 16.0": (lambda lab: lab.serve_contiguous([(0, 2, 2)], 64, 16.0), "max_len",
+                                 "a float is no slot count"),
+    "paged, num_blocks 5.0": (lambda lab: lab.serve_paged([(0, 2, 2)], 5.0, 4), "num_blocks",
+                              "a float is no block count"),
+    "paged, the second request past the pool": (lambda lab: lab.serve_paged([(0, 2, 2), (0, 30, 2)], 5, 4),
+                                                "stream", "it peaks at 31 tokens, 8 blocks of 4; 4 are free"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_ARGUMENTS))
+def test_each_bad_argument_is_named(lab, name):
+    """One bad argument at a time, the others good: each raises a ValueError naming it, before anything
+    is replayed. Lengths and stream rows are checked wherever the bad one sits, and in integers wide
+    enough for their sum.
+
+    Catches: a check dropped (the given ``_check_lengths``, ``_check_stream``, ``_check_positive``
+    not called), conditions joined with ``and`` where each alone is an error, a bound of 0 where
+    token counts start at 1, the max_len or peak check run on the smallest request instead of the
+    largest (or on output_len twice), a uint8 stream summed in uint8."""
+    call, word, why = BAD_ARGUMENTS[name]
+    try:
+        call(lab)
+    except ValueError as err:
+        if word in str(err):
+            return
+        got = f"ValueError({err})"
+    except NotImplementedError:
+        raise
+    except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
+        got = f"{type(err).__name__}({err})"
+    else:
+        got = "no exception"
+    pytest.fail(f"{name} ({why}): expected a ValueError naming {word!r}, got {got}")
+
+
+def test_takes_lists(lab):
+    """Lengths and streams as plain Python lists (of ints, of (arrival, prompt_len, output_len) tuples),
+    and the empty stream as ``[]``, give what the same arrays give: the given checks turn them into
+    arrays.
+
+    Catches: the given conversions dropped (a list has no ``.ndim`` nor ``[:, 1]``), an empty list
+    refused (numpy reads ``[]`` as a float array of shape [0])."""
+    assert lab.admit_contiguous([5, 9, 3], 40, 16) == 2, "admit_contiguous([5, 9, 3], 40, 16): 40 // 16 = 2 fit"
+    assert lab.admit_paged([5, 9, 3], 5, 4) == 1, (
+        "admit_paged([5, 9, 3], 5, 4): 4 free blocks; 5 tokens take 2, 9 need 3 of the 2 left: 1 fits")
+    table = lab.block_size_tradeoff([5, 9, 3], [4])
+    labkit.assert_equal(table["waste"], np.array([7]), what="block_size_tradeoff([5, 9, 3], [4])['waste']",
+                        dtype=np.int64)
+    stream = [tuple(row) for row in HAND_STREAM]
+    expected, _, _ = brute_force_replay(np.array(HAND_STREAM), max_len=16, num_slots=32)
+    assert_timeline(lab.serve_contiguous(stream, 32, 16), expected, "contiguous, HAND_STREAM as a list of tuples")
+    check_paged_replay(serve_paged(lab, stream, 8, 4), np.array(HAND_STREAM), 8, 4,
+                       "paged, HAND_STREAM as a list of tuples")
+    for got in (lab.serve_contiguous([], 32, 16), serve_paged(lab, [], 8, 4)):
+        assert_timeline(got, {key: [] for key in STEP_KEYS + REQUEST_KEYS} | {"preemptions": 0}, "stream = []")
+
+
+@pytest.mark.parametrize("later", [[(6, 2, 1)], [(6, 2, 1), (9, 1, 2)]], ids=["one-waiting", "two-waiting"])
+def test_idle_steps(lab, later):
+    """Steps where nothing runs and nothing has arrived: a short request at step 0, then the pool
+    stays empty until the next arrival at step 6 (and one more at 9). Those steps count 0 used, 0
+    reserved, 0 running, 0 waiting (a request not yet arrived does not wait), and the replay goes on.
+
+    Catches: a replay that stops at its first idle step, or trips over it (a check of "nothing runs,
+    yet a request waits" that reads past the one request in the queue)."""
+    stream = np.array([(0, 2, 1), *later])
+    expected, _, _ = brute_force_replay(stream, max_len=8, num_slots=32)
+    assert_timeline(lab.serve_contiguous(read_only(stream), 32, 8), expected, f"contiguous, idle steps, {later}")
+    check_paged_replay(serve_paged(lab, read_only(stream), 8, 4), stream, 8, 4, f"paged, idle steps, {later}")
+
+
 # ----------------------------------------------------------------------------- step 3: a seeded stream
 
 

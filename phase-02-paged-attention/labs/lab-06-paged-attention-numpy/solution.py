@@ -55,8 +55,9 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_len, block_size):
     """Attention of one query ``[num_heads, head_dim]`` over the first ``seq_len`` tokens of a paged cache.
 
     Query head ``h`` reads KV head ``h // (num_heads // num_kv_heads)``. Scores are
-    ``q . k / sqrt(head_dim)``. Returns float64 ``[num_heads, head_dim]`` whatever the caches'
-    dtype; zeros when ``seq_len`` is 0. Reads only, and only the sequence's tokens.
+    ``q . k / sqrt(head_dim)``. ``q`` and the caches are float16, float32 or float64; the result is
+    float64 ``[num_heads, head_dim]`` whatever their dtypes; zeros when ``seq_len`` is 0. Reads
+    only, and only the sequence's tokens.
     """
     q = np.asarray(q, dtype=np.float64)
     block_table = _as_block_table(block_table)

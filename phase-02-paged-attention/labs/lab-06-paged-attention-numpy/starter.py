@@ -65,9 +65,10 @@ def paged_attention(q, k_cache, v_cache, block_table, seq_len, block_size):
     Query head ``h`` attends with KV head ``h // (num_heads // num_kv_heads)`` (grouped-query
     attention); scores are ``q . k / sqrt(head_dim)``. Returns a new float64 array
     ``[num_heads, head_dim]``: dense softmax attention over the sequence's tokens in logical order,
-    whatever the caches' dtype; zeros when ``seq_len`` is 0. Slots past ``seq_len`` (the rest of the
-    last block, table entries past the sequence's end) hold no token of this sequence and must not
-    change the result. Finite for scores far past ``exp``'s range (+-1000). Modifies no input.
+    whatever the dtypes of ``q`` and the caches (float16, float32 or float64); zeros when
+    ``seq_len`` is 0. Slots past ``seq_len`` (the rest of the last block, table entries past the
+    sequence's end) hold no token of this sequence and must not change the result. Finite for
+    scores far past ``exp``'s range (+-1000). Modifies no input.
     """
     q = np.asarray(q, dtype=np.float64)
     block_table = _as_block_table(block_table)

@@ -357,14 +357,18 @@ def test_empty_sequence_gives_zeros(lab, table, poison):
                         dtype=np.float64)
 
 
-@pytest.mark.parametrize("logit", [1000.0, -1000.0])
+@pytest.mark.parametrize("logit", [1000.0, -1000.0, "both"])
 def test_large_logits_do_not_overflow(lab, logit):
     """Scores near +-1000: float64 exp overflows past ~709 and underflows to 0 below ~-745,
-    so softmax must subtract the row's max first. Tolerance 1e-10, not 1e-12: a score of
-    1000 carries a rounding of ~1e-13 (one ulp), which exp turns into a relative error of
-    the same size in the weights, and implementations may round the score differently.
+    so softmax must subtract the row's max first. "both" puts every other key near -1000 and
+    the rest near +1000 in the same row: only the max keeps every exponent <= 0. Tolerance
+    1e-10, not 1e-12: a score of 1000 carries a rounding of ~1e-13 (one ulp), which exp turns
+    into a relative error of the same size in the weights, and implementations may round the
+    score differently.
 
-    Catches: exp(scores) without the max subtracted (inf/inf or 0/0 = NaN)."""
+    Catches: exp(scores) without the max subtracted (inf/inf or 0/0 = NaN); a shift by the
+    row's min instead of its max (right while the scores are close together, exp(2000) = inf
+    once they are not)."""
     rng = np.random.default_rng(5)
     seq_len, block_size, num_heads, head_dim = 21, 4, 2, 8
     k = rng.standard_normal((seq_len, num_heads, head_dim))
@@ -373,13 +377,45 @@ def test_large_logits_do_not_overflow(lab, logit):
     # logit * sqrt(head_dim) there; the other components spread the scores by a few units.
     k[:, :, 0] = 1.0 + 0.005 * rng.standard_normal((seq_len, num_heads))
     q = rng.standard_normal((num_heads, head_dim))
-    q[:, 0] = logit * np.sqrt(head_dim)
+    q[:, 0] = (1000.0 if logit == "both" else logit) * np.sqrt(head_dim)
+    if logit == "both":
+        k[::2, :, 0] *= -1.0  # keys 0, 2, 4, ... score near -1000, the others near +1000
     table, num_blocks = random_block_table(rng, seq_len, block_size)
     k_cache, v_cache = paged_copy(k, v, table, num_blocks, block_size)
     expected = labkit.attention_f64(q, k, v)
     q, k_cache, v_cache, table = read_only(q, k_cache, v_cache, table)
     out = lab.paged_attention(q, k_cache, v_cache, table, seq_len, block_size)
-    _check(out, expected, atol=1e-10, what=f"paged_attention with scores near {logit:g}")
+    near = "-1000 and +1000" if logit == "both" else f"{logit:g}"
+    _check(out, expected, atol=1e-10, what=f"paged_attention with scores near {near}")
+
+
+@pytest.mark.parametrize("padding", [-1, 10**9], ids=["minus-one", "huge"])
+def test_table_entries_past_the_sequence_are_never_read(lab, padding):
+    """A block table padded past the sequence's last block with entries that name no block (-1, or
+    an id far past the cache), as a batch's table padded to its longest sequence may be: only the
+    entries covering ``[0, seq_len)`` are read, and checked; the answer is dense attention's.
+
+    Catches: the bounds check of the table run over one entry too many (or over the whole table),
+    which refuses a valid table; a gather through every entry of the table."""
+    case = _problem(23, 9, 4, num_heads=4, num_kv_heads=2)
+    table = read_only(np.concatenate([case.table, [padding, padding]]))
+    out = lab.paged_attention(case.q, case.k_cache, case.v_cache, table, 9, 4)
+    _check(out, case.expected, what=f"paged_attention, table {table.tolist()} (entries past seq_len=9)")
+
+
+def test_paged_attention_takes_lists(lab):
+    """The query and the block table as plain Python lists, and an empty table as ``[]`` (numpy reads
+    an empty list as float64): the same answer as arrays give.
+
+    Catches: the given conversions at the top of ``paged_attention`` dropped (a list has no
+    ``.ndim``), an empty table refused for its dtype."""
+    case = _problem(24, 10, 4, num_heads=4, num_kv_heads=2)
+    out = lab.paged_attention(case.q.tolist(), case.k_cache, case.v_cache, case.table.tolist(), 10, 4)
+    _check(out, case.expected, what="paged_attention with q and block_table as lists")
+    empty = lab.paged_attention(case.q.tolist(), case.k_cache, case.v_cache, [], 0, 4)
+    _check(empty, np.zeros(case.q.shape), what="paged_attention with block_table=[] and seq_len=0")
+    labkit.assert_equal(lab.build_slot_mapping([], 4, 0, 0), np.zeros(0, dtype=np.int64),
+                        what="build_slot_mapping([], 4, 0, 0)", dtype=np.int64)
 
 
 # --- bad input ---
@@ -418,6 +454,30 @@ BAD_INPUTS = {
         c.q, c.k_cache, c.v_cache, c.table[:2], 9, 4), "block_table"),
     "block-size-disagrees": ("paged_attention", lambda lab, c: lab.paged_attention(
         c.q, c.k_cache, c.v_cache, c.table, 9, 8), "block_size"),
+    "block-table-2d": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(c.table[None], 4, 0, 1),
+                       "block_table"),
+    "block-table-floats": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(c.table * 1.0, 4, 0, 1),
+                           "block_table"),
+    "negative-start": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(c.table, 4, -1, 2), "start"),
+    "negative-num-tokens": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(c.table, 4, 0, -1),
+                            "num_tokens"),
+    "cache-not-4d": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy()[:, 0], c.v_cache.copy(), _rows(c, 1),
+                                                             _rows(c, 1), np.array([0])), "k_cache"),
+    "slot-mapping-2d": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy(), c.v_cache.copy(), _rows(c, 1),
+                                                                _rows(c, 1), np.array([[0]])), "slot_mapping"),
+    "slot-mapping-floats": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy(), c.v_cache.copy(), _rows(c, 1),
+                                                                    _rows(c, 1), np.array([0.0])), "slot_mapping"),
+    "last-slot-one-past-the-cache": ("write_kv", lambda lab, c: lab.write_kv(
+        c.k_cache.copy(), c.v_cache.copy(), _rows(c, 2), _rows(c, 2),
+        np.array([0, c.k_cache.shape[0] * c.k_cache.shape[1]])), "slot"),
+    "q-not-2d": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q[0], c.k_cache, c.v_cache, c.table, 9, 4), "q must"),
+    "v-cache-not-4d": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, c.v_cache[:, 0], c.table, 9, 4), "v_cache"),
+    "q-wrong-head-dim": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q[:, :-1], c.k_cache, c.v_cache, c.table, 9, 4), "head_dim"),
+    "last-block-id-past-the-cache": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, c.v_cache, np.array([c.table[0], c.table[1], c.k_cache.shape[0]]), 9, 4), "block_table"),
 }
 
 
@@ -428,7 +488,10 @@ def test_bad_input_gets_a_clear_message(lab, name):
     called at the top of each function; this test makes sure they are still called.
 
     Catches: a negative block id accepted (numpy reads block -1 from the end of the cache, an
-    answer from another sequence's data), checks dropped from a function."""
+    answer from another sequence's data), checks dropped from a function, checks joined with
+    ``and`` where each condition alone is an error, bounds compared with ``>`` instead of ``>=``
+    the number of blocks or slots (id ``num_blocks`` is one past the end), the largest slot or
+    block id not the one compared (only the smallest)."""
     case = _problem(9, 9, 4, num_heads=4, num_kv_heads=2)
     function, bad_call, word = BAD_INPUTS[name]
     _good_call(lab, function, case)

@@ -39,7 +39,8 @@ def paged_online_attention(q, k_cache, v_cache, block_table, seq_len, block_size
     """Attention of ``q [d]`` over the first ``seq_len`` tokens of a paged cache, streamed block by block.
 
     One pass over the logical blocks covering ``[0, seq_len)``; only one block's scores exist at
-    a time. Returns float64 ``[d]`` whatever the caches' dtype; zeros when ``seq_len`` is 0.
+    a time. ``q`` and the caches are float16, float32 or float64; the result is float64 ``[d]``
+    whatever their dtypes; zeros when ``seq_len`` is 0.
     """
     q = np.asarray(q, dtype=np.float64)
     block_table = np.asarray(block_table)

@@ -35,11 +35,11 @@ def paged_online_attention(q, k_cache, v_cache, block_table, seq_len, block_size
     """Attention of ``q [d]`` over the first ``seq_len`` tokens of a paged cache, in one streaming pass.
 
     The result equals ``dense_attention`` over those tokens in logical order (to rounding): a new
-    float64 array ``[d]`` whatever the caches' dtype; zeros when ``seq_len`` is 0. The pass visits
-    the logical blocks that cover ``[0, seq_len)`` in order, each once, and never exponentiates
-    more than one block's scores at a time. Slots past ``seq_len`` (the rest of the last block,
-    table entries past the sequence's end) must not change the result. Finite for scores far past
-    ``exp``'s range (+-1000). Modifies no input.
+    float64 array ``[d]`` whatever the dtypes of ``q`` and the caches (float16, float32 or float64);
+    zeros when ``seq_len`` is 0. The pass visits the logical blocks that cover ``[0, seq_len)`` in
+    order, each once, and never exponentiates more than one block's scores at a time. Slots past
+    ``seq_len`` (the rest of the last block, table entries past the sequence's end) must not change
+    the result. Finite for scores far past ``exp``'s range (+-1000). Modifies no input.
     """
     q = np.asarray(q, dtype=np.float64)
     block_table = np.asarray(block_table)

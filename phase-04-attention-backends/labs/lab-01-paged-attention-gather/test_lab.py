@@ -92,6 +92,23 @@ def test_dense_attention_survives_large_logits(lab, case):
     _check(out, expected, what=f"dense_attention with scores {case} (the max must be subtracted before exp)")
 
 
+@pytest.mark.parametrize("kind", ["float32", "float16", "lists"])
+def test_dense_attention_returns_float64_for_any_input(lab, kind):
+    """q, k, v in float32, in float16, or as plain Python lists: the result is a float64 array equal
+    to float64 attention over the values given (widening a float to float64 is exact, so nothing is
+    lost), to 1e-12.
+
+    Catches: the inputs used as given (a float32 result, or a list with no ``@``)."""
+    _, q, k, v = _random_tokens(12, 9)
+    if kind == "lists":
+        inputs = (q.tolist(), k.tolist(), v.tolist())
+    else:
+        inputs = read_only(*(x.astype(kind) for x in (q, k, v)))
+    expected = labkit.attention_f64(*(np.asarray(x, dtype=np.float64) for x in inputs))
+    _check(lab.dense_attention(*inputs), expected, what=f"dense_attention over {kind} inputs (a float64 result)",
+           atol=1e-12)
+
+
 # --- steps 2-4: the streaming pass ---
 
 
@@ -275,6 +292,51 @@ def test_large_logits_need_a_running_max(lab, case):
     _check(out, expected, what=f"paged_online_attention, {case}")
 
 
+@pytest.mark.parametrize("later", ["higher", "lower"])
+def test_a_running_max_of_exactly_zero(lab, later):
+    """The first block's largest score is exactly 0.0 (a key orthogonal to the query), and the next
+    blocks score higher, or lower. A running max of 0 is a max like any other: the correction
+    exp(0 - m_new) rescales the history, and the history stays.
+
+    Catches: the first block recognised by the value of ``m`` (``m == 0`` meaning "nothing seen
+    yet"), which throws the history away whenever a real maximum is exactly 0."""
+    block_size, seq_len, d = 4, 11, 4
+    q = np.array([2.0, 0.0, 0.0, 0.0])  # score(t) = k[t, 0] (scale 1/sqrt(4) times |q| = 2)
+    k = np.random.default_rng(7).standard_normal((seq_len, d))
+    v = np.random.default_rng(8).standard_normal((seq_len, d))
+    k[:4, 0] = [0.0, -1.0, -2.5, -0.5]  # block 0: its max score is exactly 0.0
+    k[4:, 0] = [1.5, 0.5, 2.0, -1.0, 3.0, 1.0, 0.25] if later == "higher" else \
+        [-1.5, -0.5, -2.0, -1.0, -3.0, -1.0, -0.25]
+    q, k_cache, v_cache, table, expected = _paged(q, k, v, [5, 2, 7], 8, block_size)
+    out = lab.paged_online_attention(q, k_cache, v_cache, table, seq_len, block_size)
+    _check(out, expected, what=f"paged_online_attention, the first block's max score exactly 0, later blocks {later}")
+
+
+@pytest.mark.parametrize("padding", [-1, 10**9], ids=["minus-one", "huge"])
+def test_table_entries_past_the_sequence_are_never_read(lab, padding):
+    """A block table padded past the sequence's last block with entries that name no block (-1,
+    or an id far past the cache): the function reads, and checks, only the entries that cover
+    ``[0, seq_len)``; the answer is dense attention's.
+
+    Catches: the bounds check of the table run over one entry too many (or the whole table), which
+    refuses a valid table; a loop over every entry of the table."""
+    rng, q, k, v = _random_tokens(14, 9)
+    q, k_cache, v_cache, table, expected = _paged(q, k, v, [5, 2, 7, padding, padding], 8, 4)
+    out = lab.paged_online_attention(q, k_cache, v_cache, table, 9, 4)
+    _check(out, expected, what=f"paged_online_attention, table {table.tolist()} (entries past seq_len=9)")
+
+
+def test_takes_lists(lab):
+    """The query and the block table as plain Python lists (what the docstring's ``q [d]`` and a
+    table built on the host are, before numpy): the same answer as arrays give.
+
+    Catches: the given conversions at the top of the function dropped (a list has no ``.ndim``)."""
+    rng, q, k, v = _random_tokens(15, 10)
+    q_ro, k_cache, v_cache, table, expected = _paged(q, k, v, [6, 1, 3], 8, 4)
+    out = lab.paged_online_attention(q.tolist(), k_cache, v_cache, table.tolist(), 10, 4)
+    _check(out, expected, what="paged_online_attention with q and block_table as lists")
+
+
 def test_streams_block_by_block(lab, monkeypatch):
     """One streaming pass: np.exp is never handed more than block_size scores at once (one
     block's worth, or the scalar correction), so the whole score row never exists. The
@@ -326,6 +388,20 @@ BAD_INPUTS = {
         p[0], p[1], p[2], p[3], 9, 8), "block_size"),
     "negative-seq-len": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
         p[0], p[1], p[2], p[3], -1, 4), "seq_len"),
+    "dense-q-not-a-vector": ("dense_attention", lambda lab, d, p: lab.dense_attention(
+        np.stack([d[0], d[0]]), d[1], d[2]), "q must"),
+    "v-cache-not-3d": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2][:, 0], p[3], 9, 4), "v_cache"),
+    "q-wrong-d": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0][:-1], p[1], p[2], p[3], 9, 4), "q has"),
+    "block-size-zero": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], np.zeros((6, 0, 8)), np.zeros((6, 0, 8)), p[3], 0, 0), "block_size"),
+    "block-table-2d": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2], np.stack([p[3]] * 3), 9, 4), "block_table"),
+    "block-table-floats": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2], p[3] * 1.0, 9, 4), "block_table"),
+    "last-block-id-past-the-cache": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2], np.array([3, 1, 6]), 9, 4), "block_table"),
 }
 
 
@@ -336,7 +412,9 @@ def test_bad_input_gets_a_clear_message(lab, name):
     called at the top of each function; each function must first work on good input.
 
     Catches: a negative block id accepted (numpy reads block -1 from the end of the cache,
-    another sequence's data), checks dropped from a function."""
+    another sequence's data), checks dropped from a function, a check of the cache's shape that
+    looks at k_cache only, block ids compared with ``>`` instead of ``>=`` the number of blocks
+    (id 6 of a 6-block cache is past its end), a block_size of 0 let through to a division."""
     dense, paged = _case()
     function, bad_call, word = BAD_INPUTS[name]
     if function == "dense_attention":

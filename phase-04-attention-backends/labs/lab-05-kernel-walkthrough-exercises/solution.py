@@ -94,8 +94,9 @@ def slot_mapping(block_tables, seq_lens, block_size: int) -> np.ndarray:
     max_len = int(lens.max()) if lens.size else 0
     t = np.arange(max_len)
     logical_block, offset = t // block_size, t % block_size
-    # Clip the gather so padding columns never index past the table; they are masked below.
-    physical_block = tables[:, np.minimum(logical_block, max(tables.shape[1] - 1, 0))].astype(np.int64)
+    # Every column up to the longest sequence's last block exists (checked above); a shorter
+    # sequence's tokens past its seq_len read its padding columns, masked below.
+    physical_block = tables[:, logical_block].astype(np.int64)
     slots = physical_block * block_size + offset
     return np.where(t[None, :] < lens[:, None], slots, -1)
 

@@ -116,6 +116,27 @@ def test_slot_mapping_pads_with_minus_one(lab):
     assert_equal(got, np.array([[16, 17, 18], [-1, -1, -1]]), axes=("sequence", "token"), what="slot_mapping")
 
 
+def test_slot_mapping_checks_the_blocks_a_sequence_uses(lab):
+    """A negative id among the entries a sequence needs is refused, the last of them and -1 included;
+    a negative id in the padding past them is any value (the slots are the brute force's); an empty
+    batch is a [0, 0] array.
+
+    Catches: the ids checked over one entry too few (the last block a sequence needs unchecked) or
+    one too many (valid padding refused), -1 let through, an empty batch given a column."""
+    tables, lens = np.array([[3, 5, -1], [4, 2, 6]]), np.array([5, 9])  # blocks of 4: 2 and 3 needed
+    expected = np.array([brute_slots(tables[s], n, 4, 9) for s, n in enumerate(lens)])
+    got = lab.slot_mapping(*read_only(tables, lens), 4)
+    assert_equal(got, expected, axes=("sequence", "token"), what="slot_mapping with -1 as the padding of sequence 0",
+                 dtype=np.int64)
+    bad = tables.copy()
+    bad[1, 2] = -1  # the last of the 3 blocks sequence 1 needs
+    with pytest.raises(ValueError, match="sequence 1"):
+        lab.slot_mapping(*read_only(bad, lens), 4)
+        pytest.fail("slot_mapping with -1 as the last block sequence 1 needs: no ValueError naming sequence 1")
+    empty = np.asarray(lab.slot_mapping(*read_only(np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=np.int64)), 4))
+    assert_value(empty.shape, (0, 0), what="slot_mapping of no sequences: the shape [0, max(seq_lens) = 0]")
+
+
 # The source's exercise lists blocks [5, 2, 7, 1] for 140 tokens and [3, 6] for 60 tokens in
 # blocks of 16: 140 tokens need ceil(140/16) = 9 blocks and 60 need 4. The consistent version:
 SOURCE_TABLES = np.array([[5, 2, 7, 1, 9, 11, 4, 8, 13, 0],
@@ -149,13 +170,17 @@ def test_slot_mapping_rejects_the_source_tables(lab):
 
 def test_slot_mapping_rejects_bad_input(lab):
     """Clear ValueErrors that name the argument: a negative seq_len, block_size 0, tables and
-    lengths of different batch sizes."""
+    lengths of different batch sizes, lengths in 2-D or as floats (each alone is refused)."""
     with pytest.raises(ValueError, match="seq_lens"):
         lab.slot_mapping(np.zeros((1, 2), dtype=int), np.array([-1]), 16)
     with pytest.raises(ValueError, match="block_size"):
         lab.slot_mapping(np.zeros((1, 2), dtype=int), np.array([4]), 0)
     with pytest.raises(ValueError, match="block_tables"):
         lab.slot_mapping(np.zeros((2, 2), dtype=int), np.array([4]), 16)
+    for lens in ([[1, 2]], [1.5, 2.0]):
+        with pytest.raises(ValueError, match="seq_lens"):
+            lab.blocks_per_seq(np.array(lens), 16)
+            pytest.fail(f"blocks_per_seq({lens}, 16): no ValueError naming seq_lens (a 1-D array of integers)")
 
 
 def brute_warp_blocks(seq_len, block_size, num_warps, warp, partition_size, partition):
@@ -220,13 +245,25 @@ def test_warp_zero_of_the_source_example(lab):
 
 def test_warp_blocks_reject_bad_input(lab):
     """ValueErrors naming the argument: a partition that is not whole blocks, a warp out of
-    range, a partition index without partitioning."""
+    range (-1 included), a partition index without partitioning or below 0, block_size 0, a
+    fractional num_warps, a negative seq_len, a partition size of -1 (a multiple of block_size 1).
+
+    Catches: a bound of -1 where 0 is the first valid value, a check dropped."""
     with pytest.raises(ValueError, match="partition_size"):
         lab.warp_blocks(100, 16, 4, 0, partition_size=100)
     with pytest.raises(ValueError, match="warp"):
         lab.warp_blocks(100, 16, 4, 4)
     with pytest.raises(ValueError, match="partition"):
         lab.warp_blocks(100, 16, 4, 0, partition_size=0, partition=1)
+    for call, word in [(lambda: lab.warp_blocks(100, 0, 4, 0), "block_size"),
+                       (lambda: lab.warp_blocks(100, 16, 2.5, 0), "num_warps"),
+                       (lambda: lab.warp_blocks(100, 16, 4, -1), "warp"),
+                       (lambda: lab.warp_blocks(-1, 16, 4, 0), "seq_len"),
+                       (lambda: lab.warp_blocks(100, 1, 4, 0, partition_size=-1), "partition_size"),
+                       (lambda: lab.warp_blocks(100, 16, 4, 0, partition_size=32, partition=-1), "partition")]:
+        with pytest.raises(ValueError, match=word):
+            call()
+            pytest.fail(f"warp_blocks with a bad {word}: no ValueError naming it")
 
 
 # ---------------------------------------------------------------------------
@@ -258,12 +295,14 @@ def test_budget_of_the_source_configuration(lab):
                         what="shared_memory_budget(128, 512, 128, 2), field by field (README's figures)")
 
 
-@pytest.mark.parametrize("num_threads", [64, 128, 256, 512])
+@pytest.mark.parametrize("num_threads", [32, 64, 96, 128, 256, 512])
 def test_budget_follows_the_launcher(lab, num_threads):
     """Every field, for the head sizes vLLM compiles, several partitions and query dtypes.
 
     Catches: dynamic = logits + outputs (the buffer is reused, not doubled), outputs over all
-    NUM_WARPS warps instead of half, the output staging dropped (it dominates for small partitions).
+    NUM_WARPS warps instead of half, half of an odd number of warps not rounded down (3 warps stage
+    1 output, as C++'s NUM_WARPS / 2 does), the output staging dropped (it dominates for small
+    partitions).
     The query is 2 bytes (fp16, bf16) or 4 (fp32) an element: never fp8, even over an fp8 cache."""
     for head_size in (32, 64, 80, 96, 112, 120, 128, 192, 256):
         for partition_size in (16, 64, 256, 512, 1024):
@@ -285,6 +324,41 @@ def test_smem_fits_is_inclusive(lab):
     big = lab.shared_memory_budget(128, 12224, 128, 2)  # 48,896 + 288 = 49,184
     assert_value(lab.smem_fits(big), False, what="smem_fits(49,184-byte budget): over the default 49,152")
     assert_value(lab.smem_fits(big, H100_OPTIN_SMEM), True, what="smem_fits(49,184-byte budget, an H100's 227 KiB)")
+
+
+def test_defaults_are_the_launchers(lab):
+    """Without the optional arguments: 128 threads, an fp16 query (2 bytes), a limit of 48 KiB, as
+    the signatures and vLLM's launcher say; a budget of exactly 49,152 bytes fits that default. The
+    two limits the module names are 48 KiB and 227 KiB.
+
+    Catches: a default changed (another thread count, an fp32 query, a limit of 47 KiB)."""
+    assert_value(budget_dict(lab.shared_memory_budget(128, 512)), expected_budget(128, 512, 128, 2),
+                 what="shared_memory_budget(128, 512): 128 threads and 2-byte query elements by default")
+    exact = lab.shared_memory_budget(128, 12216)  # 12,216 * 4 + 288 = 49,152
+    assert_value(int(exact.total_bytes), DEFAULT_SMEM, what="shared_memory_budget(128, 12216).total_bytes")
+    assert_value(lab.smem_fits(exact), True, what="smem_fits(a 49,152-byte budget) under the default 48 KiB")
+    assert_value(lab.largest_partition_size(128, 16), brute_largest_partition(128, 16, DEFAULT_SMEM, 128, 2),
+                 what="largest_partition_size(128, 16) with its defaults (48 KiB, 128 threads, 2 bytes)")
+    assert_value(lab.reduce_shared_memory_bytes(32768, 512), 544,
+                 what="reduce_shared_memory_bytes(32768, 512) with 128 threads by default")
+    assert_value((lab.DEFAULT_SMEM_BYTES, lab.H100_OPTIN_SMEM_BYTES), (DEFAULT_SMEM, H100_OPTIN_SMEM),
+                 what="(DEFAULT_SMEM_BYTES, H100_OPTIN_SMEM_BYTES): 48 KiB and 227 KiB")
+
+
+def test_byte_counts_are_ints(lab):
+    """Every byte count is a Python int (the annotations say so): the budget's fields, the largest
+    partition, the reduce kernel's bytes.
+
+    Catches: a true division where the warps, the tokens or the scratch are counted (``/`` for
+    ``//``), which gives floats equal to the right numbers."""
+    budget = lab.shared_memory_budget(128, 512, 128, 2)
+    counts = {f"shared_memory_budget(128, 512, 128, 2).{name}": getattr(budget, name)
+              for name in expected_budget(64, 16, 128, 2)}
+    counts["largest_partition_size(128, 16, 49152, 128, 2)"] = lab.largest_partition_size(128, 16, DEFAULT_SMEM,
+                                                                                          128, 2)
+    counts["reduce_shared_memory_bytes(32768, 512, 128)"] = lab.reduce_shared_memory_bytes(32768, 512, 128)
+    floats = {what: value for what, value in counts.items() if type(value) is not int}
+    assert not floats, f"byte counts that are not ints (a / where // belongs?): {floats}"
 
 
 def brute_largest_partition(head_size, block_size, limit, num_threads, itemsize):
@@ -339,7 +413,9 @@ def test_reduce_kernel_budget(lab):
 def test_budget_rejects_bad_input(lab):
     """ValueErrors naming the argument: threads not a multiple of the warp size, a zero head
     size, a 3-byte query, and a 1-byte (fp8) query: the kernel's query is fp16, bf16 or fp32
-    whatever the cache holds (``fp8_query_accepted``)."""
+    whatever the cache holds (``fp8_query_accepted``). The reduce kernel's and the largest
+    partition's arguments too: a negative max_seq_len, a partition of 0, 0 or 100 threads, block_size 0
+    (named as such, not as the partition_size it becomes)."""
     with pytest.raises(ValueError, match="num_threads"):
         lab.shared_memory_budget(128, 512, 100, 2)
     with pytest.raises(ValueError, match="head_size"):
@@ -347,6 +423,14 @@ def test_budget_rejects_bad_input(lab):
     for itemsize in (3, 1):
         with pytest.raises(ValueError, match="query_itemsize"):
             lab.shared_memory_budget(128, 512, 128, itemsize)
+    for call, word in [(lambda: lab.largest_partition_size(128, 0), "block_size"),
+                       (lambda: lab.reduce_shared_memory_bytes(-1, 512, 128), "max_seq_len"),
+                       (lambda: lab.reduce_shared_memory_bytes(100, 0, 128), "partition_size"),
+                       (lambda: lab.reduce_shared_memory_bytes(100, 512, 0), "num_threads"),
+                       (lambda: lab.reduce_shared_memory_bytes(100, 512, 100), "num_threads")]:
+        with pytest.raises(ValueError, match=word):
+            call()
+            pytest.fail(f"a bad {word}: no ValueError naming it")
 
 
 # ---------------------------------------------------------------------------
@@ -526,6 +610,107 @@ def test_qk_rejects_bad_input(lab, torch):
         lab.qk_scores_triton(q, k, torch.tensor([4, 9]))
     with pytest.raises(ValueError, match="seq_lens"):
         lab.qk_scores_triton(q, k, torch.tensor([4.0, 8.0]))
+    dev = triton_env.device()
+    bad = {
+        "a negative seq_len after a valid one": (lambda: lab.qk_scores_triton(q, k, torch.tensor([4, -1])), "seq_lens"),
+        "seq_lens in 2-D": (lambda: lab.qk_scores_triton(q, k, torch.tensor([[4, 8]])), "seq_lens"),
+        "q a numpy array": (lambda: lab.qk_scores_triton(q.cpu().numpy(), k, seq_lens), "torch tensors"),
+        "float64 q and k": (lambda: lab.qk_scores_triton(q.double(), k.double(), seq_lens), "dtype"),
+        "fp16 q, fp32 k": (lambda: lab.qk_scores_triton(q.half(), k, seq_lens), "dtype"),
+        "k on another device": (lambda: lab.qk_scores_triton(q, torch.empty(k.shape, device="meta"), seq_lens),
+                                "k on"),
+        "head_dim 0": (lambda: lab.qk_scores_triton(torch.zeros(2, 0, device=dev), torch.zeros(2, 8, 0, device=dev),
+                                                    seq_lens), "head_dim"),
+        "head_dim 4097": (lambda: lab.qk_scores_triton(torch.zeros(1, 4097, device=dev),
+                                                       torch.zeros(1, 8, 4097, device=dev), torch.tensor([4])),
+                          "head_dim"),
+    }
+    for what, (call, word) in bad.items():
+        with pytest.raises(ValueError, match=word):
+            call()
+            pytest.fail(f"qk_scores_triton with {what}: no ValueError naming {word!r}")
+
+
+@pytest.mark.triton
+@pytest.mark.parametrize("seq_lens", [[1], [65, 3], [2, 129]], ids=["max_len-1", "max_len-65", "max_len-129"])
+def test_qk_triton_one_token_past_a_tile(lab, torch, seq_lens):
+    """max_len one past a multiple of the 64-token tile (1, 65, 129): the last tile holds one token,
+    and it is scored.
+
+    Catches: a loop over the tiles that stops one token short (``range(0, max_len - 1, BLOCK_T)``
+    skips the last tile when it holds one token; its score is whatever torch.empty left there)."""
+    got, want, lens = qk_case(torch, lab, seq_lens, 16, torch.float32, seed=8)
+    check_scores(got, want, lens, 1e-4, f"qk_scores_triton, seq_lens {seq_lens}")
+
+
+@pytest.mark.triton
+@pytest.mark.parametrize("head_dim", [1, 4096])
+def test_qk_triton_head_dims_at_the_limits(lab, torch, head_dim):
+    """head_dim 1 and 4096, the smallest and the largest the checks accept: scored like any other.
+
+    Catches: the head_dim bounds off by one (1 refused, 4096 refused), or compared with the
+    number of sequences instead of head_dim."""
+    got, want, lens = qk_case(torch, lab, [3, 5], head_dim, torch.float32, seed=9)
+    check_scores(got, want, lens, 1e-3, f"qk_scores_triton, head_dim {head_dim}")
+
+
+@pytest.mark.triton
+def test_qk_triton_scores_are_fp32_whatever_torchs_default_dtype(lab, torch):
+    """With torch's default dtype set to float64 (a caller's setting, for the whole process), the
+    scores are still fp32, as the docstring says.
+
+    Catches: the output allocated without a dtype (``torch.empty(shape)`` follows the default)."""
+    q, k, lens = make_qk_inputs(torch, [3, 7], 16, torch.float32, seed=10)
+    want = expected_scores(q, k, lens, 0.25)
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        got = lab.qk_scores_triton(q, k, lens)
+    finally:
+        torch.set_default_dtype(before)
+    check_scores(got, want, lens, 1e-4, "qk_scores_triton with torch's default dtype float64")
+
+
+@pytest.mark.triton
+def test_qk_cuda_checks_its_inputs_first(lab, torch):
+    """On any machine: qk_scores_cuda gives bad input the same ValueError as qk_scores_triton, and
+    refuses tensors that are not on a GPU with a ValueError saying so, before building anything.
+
+    Catches: the device check turned around or dropped (a CPU tensor reaches the CUDA build), the
+    given input checks not called first."""
+    q, k, seq_lens = make_qk_inputs(torch, [4, 8], 16, torch.float32)
+    with pytest.raises(ValueError, match="torch tensors"):
+        lab.qk_scores_cuda(q.cpu().numpy(), k, seq_lens)
+        pytest.fail("qk_scores_cuda(a numpy q, ...): no ValueError naming torch tensors")
+    if q.device.type != "cuda":
+        with pytest.raises(ValueError, match="CUDA"):
+            lab.qk_scores_cuda(q, k, seq_lens)
+            pytest.fail(f"qk_scores_cuda on {q.device} tensors: no ValueError saying it needs CUDA tensors")
+
+
+def test_exercises_1_and_2_need_numpy_only(lab):
+    """Without torch and triton (a child process in which the lab's files see neither): exercise 1
+    still answers, and exercise 3 says what to install, as a ModuleNotFoundError, instead of a
+    NameError or an AttributeError on None.
+
+    Catches: the given fallbacks for a machine without torch removed (``torch = None``), the
+    missing-torch check dropped."""
+    from pathlib import Path
+
+    from labkit.testing import child
+
+    script = Path(__file__).with_name("_no_torch_child.py")
+    got = child.run(script, "blocks", timeout=120)
+    assert_equal(got, np.array([0, 1, 2]), what="blocks_per_seq([0, 16, 17], 16) without torch", dtype=np.int64)
+    try:
+        child.run(script, "qk", timeout=120)
+    except child.ChildFailed as err:
+        last = str(err).strip().splitlines()[-1]
+        if "ModuleNotFoundError" in last and "pip install" in last:
+            return
+        raise AssertionError(f"qk_scores_triton without torch and triton: expected a ModuleNotFoundError naming "
+                             f"the install command, got: {last}") from None
+    raise AssertionError("qk_scores_triton without torch and triton: no error at all")
 
 
 @pytest.mark.triton
@@ -535,14 +720,16 @@ def test_qk_cuda_matches_float64(lab, torch):
     (more than the block's threads, and more than 1,024), -inf past seq_len.
 
     Catches: a kernel without the strided token loop (tokens past blockDim.x never scored), a
-    missing __syncthreads after staging the query, reads of the padding rows."""
+    missing __syncthreads after staging the query, reads of the padding rows, int64 seq_lens handed
+    to the kernel's int pointer (the given check converts them to int32)."""
     from torch.utils import cpp_extension
 
     if cpp_extension.CUDA_HOME is None or not cpp_extension.is_ninja_available():
         seam.skip_here("building the CUDA exercise needs nvcc (CUDA_HOME) and ninja")
     lens = [0, 1, 127, 128, 129, 1100, 300]
-    for dtype, atol in ((torch.float32, 1e-4), (torch.float16, 2e-3)):
+    for dtype, atol, lens_dtype in ((torch.float32, 1e-4, torch.int32), (torch.float16, 2e-3, torch.int64)):
         q, k, seq_lens = make_qk_inputs(torch, lens, 40, dtype, seed=4)
+        seq_lens = seq_lens.to(lens_dtype)  # any integer type: the kernel reads int32, converted by the check
         want = expected_scores(q, k, seq_lens, 1.0 / math.sqrt(40))
         got = lab.qk_scores_cuda(q, k, seq_lens)
-        check_scores(got, want, seq_lens, atol, f"qk_scores_cuda, {dtype}")
+        check_scores(got, want, seq_lens, atol, f"qk_scores_cuda, {dtype}, seq_lens {lens_dtype}")

@@ -8,6 +8,6 @@ arange) is added, and the slot points at the wrong place. The dtype alone does n
 CAUGHT_BY = ["test_slot_mapping_of_block_ids_past_2_31_slots"]
 
 EDIT = (
-    '    physical_block = tables[:, np.minimum(logical_block, max(tables.shape[1] - 1, 0))].astype(np.int64)\n',
-    '    physical_block = tables[:, np.minimum(logical_block, max(tables.shape[1] - 1, 0))]  # BUG: int32\n',
+    '    physical_block = tables[:, logical_block].astype(np.int64)\n',
+    '    physical_block = tables[:, logical_block]  # BUG: int32\n',
 )
