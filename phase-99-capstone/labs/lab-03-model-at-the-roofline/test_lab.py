@@ -760,15 +760,16 @@ WORKLOAD = {0: {"a": (SYSTEM + ALPHA, 5)}, 1: {"b": (BETA, 4)}, 3: {"c": (SYSTEM
 ALL = {rid: work for wave in WORKLOAD.values() for rid, work in wave.items()}
 
 
-def serve(lab, model, fused_steps: int, backend: str):
+def serve(lab, model, fused_steps: int, backend: str, cpu_timing: str = "lazy"):
     """``WORKLOAD`` through an engine at ``fused_steps``, its caches NaN before the first step, every launch
     of every forward pass counted. On a CPU, decode steps replay graphs of 1, 2 or 4 rows (a CPU graph
     runs its function again, so it is counted too) and the others run eagerly; on a GPU every step runs
-    eagerly, to be counted. Returns the engine once every request is finished."""
+    eagerly, to be counted. ``cpu_timing``: the CPU stream's (lab 99-02's ``lazy`` or ``eager``). Returns the
+    engine once every request is finished."""
     mode = "full_decode_only" if DEVICE == "cpu" else "none"
     engine = lab.Engine(model, num_gpu_blocks=24, block_size=BS, max_num_seqs=4, max_num_batched_tokens=24,
                         backend=backend, keep_logits=True, cudagraph_mode=mode, cudagraph_capture_sizes=[1, 2, 4],
-                        fused_steps=fused_steps, count_launches=True)
+                        fused_steps=fused_steps, count_launches=True, cpu_timing=cpu_timing)
     engine.runner.fill_kv_caches(float("nan"))
     pending, calls = dict(WORKLOAD), 0
     while engine.has_unfinished_requests() or pending:
@@ -788,13 +789,14 @@ def engine_model():
 
 @pytest.fixture(scope="module")
 def served(lab, engine_model):
-    """``served(fused_steps, backend)``: the engine that served ``WORKLOAD`` (once per argument pair)."""
+    """``served(fused_steps, backend, cpu_timing)``: the engine that served ``WORKLOAD`` (once per arguments)."""
     runs = {}
 
-    def get(fused_steps: int, backend: str = "reference"):
-        if (fused_steps, backend) not in runs:
-            runs[(fused_steps, backend)] = serve(lab, engine_model, fused_steps, backend)
-        return runs[(fused_steps, backend)]
+    def get(fused_steps: int, backend: str = "reference", cpu_timing: str = "lazy"):
+        key = (fused_steps, backend, cpu_timing)
+        if key not in runs:
+            runs[key] = serve(lab, engine_model, fused_steps, backend, cpu_timing)
+        return runs[key]
 
     return get
 
@@ -824,6 +826,19 @@ def test_tokens_and_logits_match_generate(lab, served, truth, fused_steps):
     norm, a residual, an activation, a rotation, a cache row or a sampled row wrong anywhere in a real
     run (positions that are not row indices, chunks that start mid-prompt, padded decode graphs)."""
     check_tokens_and_logits(served(fused_steps), truth, ENGINE_ATOL)
+
+
+def test_tokens_and_logits_under_the_eager_timing(lab, served, truth):
+    """The run of the test above with every step fused (steps 1 to 5), under the CPU stream's other timing
+    (lab 99-02's ``eager``: device work runs at its launch, so a read of a live device buffer sees what
+    later steps wrote there): ``generate``'s tokens and logits. The test above runs the ``lazy`` timing
+    (device work runs when the host waits for it).
+
+    Pins that the fused steps' results do not depend on when the device runs its work. The host's reads
+    and waits are lab 99-02's runner's (tested there under both timings, with the mistakes that differ
+    between them); no mistake in this lab's functions is known to pass one timing and fail the other,
+    and this run keeps it so."""
+    check_tokens_and_logits(served(5, cpu_timing="eager"), truth, ENGINE_ATOL)
 
 
 def test_padding_tokens_write_nothing(lab, served):
