@@ -20,10 +20,11 @@ C. lab 99-02's forward pieces compiled by ``torch.compile`` (``mode="max-autotun
    report says so.
 
 Measured in the same run: the read bandwidth (``labkit.bench.read_bandwidth``; the copy bandwidth too,
-for reference) and the bfloat16 matrix rate (an 8192 x 8192 x 8192 ``torch.matmul``). From them, the
-**physical bound** of the step: each matrix product (four per layer, the head over the batch's rows) at
-the matrix rate, or its weights at the read bandwidth if that is slower, plus the KV cache the
-attention reads (every sequence's tokens, keys and values, every layer) at the read bandwidth. Nothing
+for reference) and the bfloat16 matrix rate (``labkit.bench.matmul_tflops``: 8192 x 8192 x 8192
+products back to back, after a second of them for the clocks to ramp up). From them, the **physical
+bound** of the step: each matrix product (four per layer, the head over the batch's rows) at the
+matrix rate, or its weights at the read bandwidth if that is slower, plus the KV cache the attention
+reads (every sequence's tokens, keys and values, every layer) at the read bandwidth. Nothing
 else is counted: the norms and activations move tens of megabytes against seven gigabytes.
 
 For each engine: the step's time (median of CUDA-graph replays, the L2 cache flushed before each),
@@ -400,13 +401,6 @@ def measure(name: str, runner, state: State, setup: Setup, torch) -> Measured:
 # --------------------------------------------------------------------------------------------
 
 
-def matmul_tflops(torch, n: int = 8192) -> float:
-    """bf16 matrix-product rate in TFLOP/s: an ``n x n`` by ``n x n`` ``torch.matmul``, ``2 n**3`` FLOPs."""
-    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    return 2 * n**3 / (bench.time_us(lambda: a @ b) * 1e-6) / 1e12
-
-
 def gemm_shapes(model: dict, batch: int) -> list[tuple[int, int, int]]:
     """(m, k, n) of every matrix product of a decode step of ``batch`` rows: per layer q, k and v, the output
     projection, gate and up, down; then the head over the batch's rows."""
@@ -565,7 +559,8 @@ def report(setup: Setup, header: str, rates: dict, results: dict, sweep_rows, co
         f"{header}. Run {datetime.date.today().isoformat()}, {elapsed:.0f} s in all (model build included).", "",
         f"Measured in this run: read bandwidth {rates['read'] / 1e12:.2f} TB/s (1 GiB read once by a Triton "
         f"kernel), copy bandwidth {rates['copy'] / 1e12:.2f} TB/s (read + write), bf16 matrix rate "
-        f"{rates['tflops']:.0f} TFLOP/s (an 8192 x 8192 x 8192 torch.matmul).", "",
+        f"{rates['tflops']:.0f} TFLOP/s (8192 x 8192 x 8192 torch.matmul products back to back, after a second of "
+        "them for the clocks to ramp up).", "",
         f"Model: Llama-shaped, hidden {model['hidden_size']}, {model['num_hidden_layers']} layers, "
         f"{model['num_attention_heads']} query heads and {model['num_key_value_heads']} KV heads of "
         f"{model['head_dim']}, MLP {model['intermediate_size']}, vocabulary {model['vocab_size']}; "
@@ -777,7 +772,8 @@ def main(argv=None) -> int:
         f", transformers {transformers.__version__}"
     print(header, flush=True)
     if device == "cuda":
-        rates = {"read": bench.read_bandwidth(), "copy": bench.copy_bandwidth(), "tflops": matmul_tflops(torch)}
+        rates = {"read": bench.read_bandwidth(), "copy": bench.copy_bandwidth(),
+                 "tflops": bench.matmul_tflops(8192, torch.bfloat16)}
     else:
         rates = {"read": 1e11, "copy": 1e11, "tflops": 1.0}  # placeholders: a CPU's timings mean nothing
     print(f"read {rates['read'] / 1e12:.2f} TB/s, copy {rates['copy'] / 1e12:.2f} TB/s, bf16 matmul "
