@@ -39,3 +39,50 @@ def test_graph_time_us_times_a_replay():
     dst = torch.empty_like(src)
     graphed, direct = bench.graph_time_us(lambda: dst.copy_(src)), bench.time_us(lambda: dst.copy_(src))
     assert 0.5 * direct < graphed < 1.5 * direct
+
+
+def test_matmul_tflops_times_its_chain_after_the_warm_up():
+    """The matrix rate is the products' FLOPs over their time (here on the CPU, in float32): each
+    chain's products counted, the warm-up run for as long as asked before any is timed, and bad
+    arguments named."""
+    if not triton_env.has_torch_and_triton():
+        pytest.skip(f"needs torch and triton: {triton_env.INSTALL_HINT}")
+    import time
+
+    import torch
+
+    from labkit.testing import bench
+
+    calls = []
+    real_matmul = torch.matmul
+
+    def counted(*args, **kwargs):
+        calls.append(time.perf_counter())
+        return real_matmul(*args, **kwargs)
+
+    torch.matmul = counted
+    try:
+        start = time.perf_counter()
+        rate = bench.matmul_tflops(48, torch.float32, chain=3, reps=4, warmup_s=0.05, device="cpu")
+    finally:
+        torch.matmul = real_matmul
+    assert rate > 0 and rate == rate and rate != float("inf")
+    # One chain to start, chains of warm-up for 0.05 s, then the four timed chains: whole chains only.
+    assert len(calls) % 3 == 0 and len(calls) >= 3 * (1 + 1 + 4), len(calls)
+    assert calls[-12] - start >= 0.05, "a timed product ran before the warm-up's time was up"
+    for bad in (dict(dtype=torch.int32), dict(n=0), dict(chain=True), dict(reps=0), dict(warmup_s=-1.0)):
+        arguments = dict(n=8, dtype=torch.float32, warmup_s=0.0, device="cpu") | bad
+        with pytest.raises(ValueError, match="matmul_tflops"):
+            bench.matmul_tflops(**arguments)
+
+
+@pytest.mark.gpu
+def test_matmul_tflops_in_each_dtype():
+    """On a GPU the rate of float16 and bfloat16 products is finite and far above a CPU's."""
+    import torch
+
+    from labkit.testing import bench
+
+    for dtype in (torch.float16, torch.bfloat16):
+        rate = bench.matmul_tflops(4096, dtype, warmup_s=0.2)
+        assert 10 < rate < 10_000, (dtype, rate)

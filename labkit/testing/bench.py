@@ -3,8 +3,9 @@
 Timings are medians with the L2 cache flushed before each run, two ways: ``time_us`` times each
 call as Python issues it (``triton.testing.do_bench``), ``graph_time_us`` replays it from a CUDA
 graph, as serving engines run decode steps. Ceilings: ``copy_bandwidth`` (bytes read plus bytes
-written by a copy), ``read_bandwidth`` (a read-only stream), ``matmul_tflops``. The byte and
-FLOP counts of a decode step are plain arithmetic (no GPU needed): the roofline's numerator.
+written by a copy), ``read_bandwidth`` (a read-only stream), ``matmul_tflops`` (products back to
+back, after a warm-up long enough for the clocks). The byte and FLOP counts of a decode step are
+plain arithmetic (no GPU needed): the roofline's numerator.
 ``serving_trace`` draws the offline trace the capstone benchmarks serve.
 """
 
@@ -134,14 +135,66 @@ def read_bandwidth(nbytes: int = 1 << 30) -> float:
     return data.numel() * 4 / seconds
 
 
-def matmul_tflops(n: int = 8192) -> float:
-    """Dense float16 matrix-product throughput in TFLOP/s (an ``n x n`` by ``n x n`` product,
-    ``2 n**3`` FLOPs): with a bandwidth, the GPU's ridge point, measured instead of quoted."""
+def matmul_tflops(n: int = 8192, dtype=None, *, chain: int = 8, reps: int = 10, warmup_s: float = 1.0,
+                  device: str = "cuda") -> float:
+    """Dense matrix-product throughput in TFLOP/s: ``chain`` products of random ``n x n`` by ``n x n``
+    matrices of ``dtype`` (``torch.float16`` if None), ``2 n**3`` FLOPs each, issued back to back and
+    timed together; the median of ``reps`` such chains. With a bandwidth, the GPU's ridge point,
+    measured instead of quoted.
+
+    The products run for ``warmup_s`` seconds before any is timed: a GPU raises its clocks over a
+    fraction of a second of sustained load, and a 25 ms warm-up (``time_us``'s) times them still
+    rising (an H200 measured that way gave 686 bf16 TFLOP/s, against about 790 once warm). Back to
+    back, each product's launch hides behind the one before it and no cache flush runs between them,
+    as in a model's forward pass; the operands (128 MiB each at the default size in bf16) do not fit
+    in an L2 cache anyway. ``device="cpu"`` times the same way with the host's clock (for tests)."""
+    import statistics
+    import time
+
     import torch
 
-    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
-    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
-    return 2 * n**3 / (time_us(lambda: a @ b) * 1e-6) / 1e12
+    dtype = torch.float16 if dtype is None else dtype
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"matmul_tflops: dtype must be a floating-point torch.dtype, got {dtype!r}")
+    for name, value in (("n", n), ("chain", chain), ("reps", reps)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"matmul_tflops: {name} must be an integer >= 1, got {value!r}")
+    if isinstance(warmup_s, bool) or not isinstance(warmup_s, (int, float)) or not warmup_s >= 0:
+        raise ValueError(f"matmul_tflops: warmup_s must be a number of seconds >= 0, got {warmup_s!r}")
+    cuda = torch.device(device).type == "cuda"
+    gen = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(n, n, generator=gen, device=device, dtype=torch.float32).to(dtype)
+    b = torch.randn(n, n, generator=gen, device=device, dtype=torch.float32).to(dtype)
+    c = torch.empty(n, n, device=device, dtype=dtype)
+
+    def run_chain() -> None:
+        for _ in range(chain):
+            torch.matmul(a, b, out=c)
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
+    run_chain()  # library handles, kernel selection
+    sync()
+    start = time.perf_counter()
+    while time.perf_counter() - start < warmup_s:
+        run_chain()
+        sync()
+    times_s = []
+    for _ in range(reps):
+        if cuda:
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            begin.record()
+            run_chain()
+            end.record()
+            end.synchronize()
+            times_s.append(begin.elapsed_time(end) * 1e-3)
+        else:
+            begin_s = time.perf_counter()
+            run_chain()
+            times_s.append(time.perf_counter() - begin_s)
+    return chain * 2 * n**3 / statistics.median(times_s) / 1e12
 
 
 @dataclass(frozen=True)

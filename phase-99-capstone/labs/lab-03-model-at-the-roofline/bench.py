@@ -20,10 +20,11 @@ C. lab 99-02's forward pieces compiled by ``torch.compile`` (``mode="max-autotun
    report says so.
 
 Measured in the same run: the read bandwidth (``labkit.bench.read_bandwidth``; the copy bandwidth too,
-for reference) and the bfloat16 matrix rate (an 8192 x 8192 x 8192 ``torch.matmul``). From them, the
-**physical bound** of the step: each matrix product (four per layer, the head over the batch's rows) at
-the matrix rate, or its weights at the read bandwidth if that is slower, plus the KV cache the
-attention reads (every sequence's tokens, keys and values, every layer) at the read bandwidth. Nothing
+for reference) and the bfloat16 matrix rate (``labkit.bench.matmul_tflops``: 8192 x 8192 x 8192
+products back to back, after a second of them for the clocks to ramp up). From them, the **physical
+bound** of the step: each matrix product (four per layer, the head over the batch's rows) at the
+matrix rate, or its weights at the read bandwidth if that is slower, plus the KV cache the attention
+reads (every sequence's tokens, keys and values, every layer) at the read bandwidth. Nothing
 else is counted: the norms and activations move tens of megabytes against seven gigabytes.
 
 For each engine: the step's time (median of CUDA-graph replays, the L2 cache flushed before each),
@@ -124,7 +125,16 @@ SMOKE_SETUP = Setup(MODEL_TINY, "float32", (TraceSpec("A: lab 99-01's trace", 6,
 
 
 def setup_for(args) -> Setup:
-    return SMOKE_SETUP if args.smoke else QUICK_SETUP if args.quick else GPU_SETUP
+    """The run's setup, with only the traces ``--traces`` names."""
+    import dataclasses
+
+    setup = SMOKE_SETUP if args.smoke else QUICK_SETUP if args.quick else GPU_SETUP
+    wanted = getattr(args, "traces", "AB") or "AB"
+    traces = tuple(spec for spec in setup.traces if spec.name[:1] in wanted)
+    if not traces:
+        raise SystemExit(f"--traces {wanted}: this run's setup has only trace(s) "
+                         f"{', '.join(spec.name[:1] for spec in setup.traces)}")
+    return dataclasses.replace(setup, traces=traces)
 
 
 # --------------------------------------------------------------------------------------------
@@ -400,13 +410,6 @@ def measure(name: str, runner, state: State, setup: Setup, torch) -> Measured:
 # --------------------------------------------------------------------------------------------
 
 
-def matmul_tflops(torch, n: int = 8192) -> float:
-    """bf16 matrix-product rate in TFLOP/s: an ``n x n`` by ``n x n`` ``torch.matmul``, ``2 n**3`` FLOPs."""
-    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    return 2 * n**3 / (bench.time_us(lambda: a @ b) * 1e-6) / 1e12
-
-
 def gemm_shapes(model: dict, batch: int) -> list[tuple[int, int, int]]:
     """(m, k, n) of every matrix product of a decode step of ``batch`` rows: per layer q, k and v, the output
     projection, gate and up, down; then the head over the batch's rows."""
@@ -429,6 +432,56 @@ def physical_bound(model: dict, state: State, tflops: float, read_bw: float, ite
     kv_ms = kv / read_bw * 1e3
     return {"flops": flops, "weights": weights, "gemm_ms": gemm_ms, "weights_ms": weights / read_bw * 1e3,
             "kv_bytes": kv, "kv_ms": kv_ms, "bound_ms": gemm_ms + kv_ms}
+
+
+GEMM_NAMES = ("q, k and v (merged)", "output projection", "gate and up (merged)", "down", "head")
+
+
+def time_gemms(model: dict, batch: int, tflops: float, read_bw: float, dtype, torch, reps: int) -> list[list[str]]:
+    """Each matrix product of a decode step of ``batch`` rows alone (``F.linear``, as engines 1 to 5 run it,
+    random inputs of ``dtype``): microseconds under CUDA-graph replay with the L2 cache flushed (each layer's
+    weights arrive cold), through cuBLAS and, for comparison, cuBLASLt (torch's other BLAS backend); its
+    bound (its FLOPs at ``tflops``, or its weights at ``read_bw`` if slower) and the time per step. Says
+    which products keep the GEMMs from their bound: at 256 rows the narrow ones (2048 outputs) fill few of
+    the GPU's multiprocessors."""
+    import torch.nn.functional as F
+
+    shapes = gemm_shapes(model, batch)
+    counts = [model["num_hidden_layers"]] * 4 + [1]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    rows, total_us, total_bound_us = [], 0.0, 0.0
+    for name, (m, k, n), count in zip(GEMM_NAMES, shapes[:4] + shapes[-1:], counts, strict=True):
+        gen = torch.Generator(device=device).manual_seed(0)
+        x = torch.randn(m, k, generator=gen, device=device).to(dtype)
+        w = (torch.randn(n, k, generator=gen, device=device) * 0.02).to(dtype)
+        times = {}
+        for library in ("cublas", "cublaslt") if device == "cuda" else ("default",):
+            previous = torch.backends.cuda.preferred_blas_library() if device == "cuda" else None
+            try:
+                if previous is not None:
+                    torch.backends.cuda.preferred_blas_library(library)
+                replay = Replay(lambda x=x, w=w: F.linear(x, w), torch)  # captured under this backend
+                times[library] = 1e3 * replay.median_ms(reps)
+                replay.release()
+            finally:
+                if previous is not None:
+                    torch.backends.cuda.preferred_blas_library(previous)
+        us = next(iter(times.values()))
+        bound_us = max(2 * m * k * n / (tflops * 1e12), k * n * itemsize / read_bw) * 1e6
+        total_us += count * us
+        total_bound_us += count * bound_us
+        rows.append([name, f"{m} x {k} x {n}", str(count), f"{us:.1f}", f"{2 * m * k * n / (us * 1e-6) / 1e12:.0f}",
+                     f"{times['cublaslt']:.1f}" if "cublaslt" in times else "-", f"{bound_us:.1f}",
+                     f"{us / bound_us:.2f}", f"{count * us / 1e3:.3f}"])
+        del x, w
+    rows.append(["all, per step", "", "", "", "", "", f"{total_bound_us:.1f}", f"{total_us / total_bound_us:.2f}",
+                 f"{total_us / 1e3:.3f}"])
+    return rows
+
+
+GEMM_HEADERS = ["product", "m x k x n", "per step", "µs (cuBLAS)", "TFLOP/s", "µs (cuBLASLt)", "bound µs",
+                "x bound", "ms per step"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -455,12 +508,14 @@ def sweep_attention(lab, state: State, model: dict, read_bw: float, torch, reps:
                                       table.shape[1] * BLOCK_SIZE, sms)
     candidates = [("step 5's choice", chosen)]
     for tile in (64, 128, 256):
-        for warps in (4, 8):
+        for warps in (2, 4, 8):
             for stages in (2, 3):
                 config = lab.DecodeConfig(chosen.num_splits, tile, warps, stages)
                 if config != chosen:
                     candidates.append(("", config))
-    candidates.append(("", lab.DecodeConfig(2, chosen.tile_tokens, chosen.num_warps, chosen.num_stages)))
+    for splits in (2, 4):
+        if splits != chosen.num_splits:
+            candidates.append(("", lab.DecodeConfig(splits, chosen.tile_tokens, chosen.num_warps, chosen.num_stages)))
     rows = []
 
     def time_it(fn) -> float:
@@ -530,7 +585,8 @@ def run_compiled(args, setup: Setup, timeout: float, mode: str, notes: list[str]
     """The child process of ``compiled_child`` in ``mode``, stopped after ``timeout`` seconds; its JSON, or None."""
     path = Path(os.environ.get("TMPDIR", "/tmp")) / f"lab9903-compiled-{os.getpid()}-{mode}.json"
     command = [sys.executable, str(Path(__file__).resolve()), "--compile-child", str(path), "--compile-child-mode",
-               mode] + (["--smoke"] if args.smoke else []) + (["--quick"] if args.quick else [])
+               mode, "--traces", args.traces]
+    command += (["--smoke"] if args.smoke else []) + (["--quick"] if args.quick else [])
     if args.impl:
         command += ["--impl", args.impl]
     start = time.perf_counter()
@@ -557,7 +613,8 @@ def run_compiled(args, setup: Setup, timeout: float, mode: str, notes: list[str]
 HEADERS = ["engine", "step (ms)", "x bound", "against 0.", *CATEGORIES, "kernels per step", "tokens as 0."]
 
 
-def report(setup: Setup, header: str, rates: dict, results: dict, sweep_rows, compiled: dict | None,
+def report(setup: Setup, header: str, rates: dict, results: dict, sweep_rows: dict, gemm_rows,
+           compiled: dict | None,
            elapsed: float, notes: list[str]) -> str:
     model = setup.model
     lines = [
@@ -565,7 +622,8 @@ def report(setup: Setup, header: str, rates: dict, results: dict, sweep_rows, co
         f"{header}. Run {datetime.date.today().isoformat()}, {elapsed:.0f} s in all (model build included).", "",
         f"Measured in this run: read bandwidth {rates['read'] / 1e12:.2f} TB/s (1 GiB read once by a Triton "
         f"kernel), copy bandwidth {rates['copy'] / 1e12:.2f} TB/s (read + write), bf16 matrix rate "
-        f"{rates['tflops']:.0f} TFLOP/s (an 8192 x 8192 x 8192 torch.matmul).", "",
+        f"{rates['tflops']:.0f} TFLOP/s (8192 x 8192 x 8192 torch.matmul products back to back, after a second of "
+        "them for the clocks to ramp up).", "",
         f"Model: Llama-shaped, hidden {model['hidden_size']}, {model['num_hidden_layers']} layers, "
         f"{model['num_attention_heads']} query heads and {model['num_key_value_heads']} KV heads of "
         f"{model['head_dim']}, MLP {model['intermediate_size']}, vocabulary {model['vocab_size']}; "
@@ -608,12 +666,17 @@ def report(setup: Setup, header: str, rates: dict, results: dict, sweep_rows, co
         lines += [bench.markdown_table(HEADERS, rows), ""]
         lines += ["Notes on the engines: " + "; ".join(f"{name.split(':')[0].split(' +')[0]}: {run.note}"
                                                        for name, run in runs.items() if run.note) + ".", ""]
-    if sweep_rows:
-        spec = setup.traces[0]
-        lines += [f"## The decode attention alone (layer 0 of trace {spec.name[:1]}'s step)", "",
+    for trace, rows in sweep_rows.items():
+        lines += [f"## The decode attention alone (layer 0 of trace {trace[:1]}'s step)", "",
                   "Microseconds per call under CUDA-graph replay (L2 flushed); the share of the read bandwidth is "
                   "the layer's K and V bytes over that time.", "",
-                  bench.markdown_table(["configuration", "µs", "of read bandwidth", "note"], sweep_rows), ""]
+                  bench.markdown_table(["configuration", "µs", "of read bandwidth", "note"], rows), ""]
+    if gemm_rows:
+        lines += ["## The matrix products alone", "",
+                  "Each product of the step on random inputs, microseconds under CUDA-graph replay (L2 flushed); "
+                  "cuBLAS is what the engines run (cuBLASLt: torch's other backend, for comparison); bound: its "
+                  "FLOPs at the measured matrix rate, or its weights at the read bandwidth if slower.", "",
+                  bench.markdown_table(GEMM_HEADERS, gemm_rows), ""]
     lines += ["## torch.compile", ""]
     if compiled:
         lines += [f"Mode {compiled['mode']!r} (backend {compiled['backend']}); the child process took "
@@ -738,6 +801,8 @@ def main(argv=None) -> int:
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny model on the CPU (no GPU needed): every code path; timings mean nothing")
     parser.add_argument("--impl", help="the implementation under test (default: $LAB_IMPL, else solution)")
+    parser.add_argument("--traces", choices=("A", "B", "AB"), default="AB",
+                        help="the traces to measure (default both; one per run splits a long run in two)")
     parser.add_argument("--budget-s", type=float, help="the whole run's time budget in seconds")
     parser.add_argument("--compile-timeout-s", type=float, help="stop torch.compile's child after this long")
     parser.add_argument("--compile-child", type=Path, help=argparse.SUPPRESS)
@@ -777,7 +842,8 @@ def main(argv=None) -> int:
         f", transformers {transformers.__version__}"
     print(header, flush=True)
     if device == "cuda":
-        rates = {"read": bench.read_bandwidth(), "copy": bench.copy_bandwidth(), "tflops": matmul_tflops(torch)}
+        rates = {"read": bench.read_bandwidth(), "copy": bench.copy_bandwidth(),
+                 "tflops": bench.matmul_tflops(8192, torch.bfloat16)}
     else:
         rates = {"read": 1e11, "copy": 1e11, "tflops": 1.0}  # placeholders: a CPU's timings mean nothing
     print(f"read {rates['read'] / 1e12:.2f} TB/s, copy {rates['copy'] / 1e12:.2f} TB/s, bf16 matmul "
@@ -824,9 +890,10 @@ def main(argv=None) -> int:
         for rung in (0, 5):
             run_rung(spec, rung)
     compiled = None
-    # What must still fit after torch.compile: the four engines between on each trace, the sweep, a margin.
+    # What must still fit after torch.compile: the four engines between on each trace, the sweeps, the GEMMs
+    # alone, a margin.
     per_engine = statistics.mean(rung_seconds) if rung_seconds else 10.0
-    reserve = per_engine * 4 * len(setup.traces) + (40.0 if setup.sweep else 0.0) + 15.0
+    reserve = per_engine * 4 * len(setup.traces) + (40.0 + 15.0 * len(setup.traces) if setup.sweep else 0.0) + 25.0
     timeout = min(args.compile_timeout_s or setup.compile_timeout_s, max(0.0, left() - reserve))
     if timeout >= 60:
         compiled = run_compiled(args, setup, timeout, setup.compile_mode, notes)
@@ -846,16 +913,26 @@ def main(argv=None) -> int:
     for spec in setup.traces:
         for rung in (1, 2, 3, 4):
             run_rung(spec, rung)
-    sweep_rows = None
-    if setup.sweep and left() > 30:
-        sweep_rows = sweep_attention(lab, states[setup.traces[0].name], setup.model, rates["read"], torch,
-                                     max(setup.reps // 2, 2), left)
-    elif setup.sweep:
-        notes.append(f"The decode attention's configurations were not timed: {left():.0f} s of the budget left.")
+    sweep_rows = {}
+    for spec in setup.traces if setup.sweep else ():
+        if left() > 30:
+            sweep_rows[spec.name] = sweep_attention(lab, states[spec.name], setup.model, rates["read"], torch,
+                                                    max(setup.reps // 2, 2), left)
+        else:
+            notes.append(f"The decode attention's configurations on trace {spec.name[:1]} were not timed: "
+                         f"{left():.0f} s of the budget left.")
+    gemm_rows = None
+    if left() > 15:
+        batch = states[setup.traces[0].name].batch
+        gemm_rows = time_gemms(setup.model, batch, rates["tflops"], rates["read"], getattr(torch, setup.dtype), torch,
+                               max(setup.reps // 2, 2))
+    else:
+        notes.append(f"The matrix products alone were not timed: {left():.0f} s of the budget left.")
     if device != "cuda":
         notes.append("No GPU: the categories are the CPU's torch operators and the rates are placeholders.")
 
-    text = report(setup, header, rates, results, sweep_rows, compiled, time.perf_counter() - began, notes)
+    text = report(setup, header, rates, results, sweep_rows, gemm_rows, compiled, time.perf_counter() - began,
+                  notes)
     print()
     print(text)
     if args.out:

@@ -219,24 +219,30 @@ def close(got, want, dtype, what, axes=("row", "column")):
 
 
 NORM_SHAPES = [(1, 72), (37, 72), (150, 128)]  # one row; a batch that fills no power of two; three programs of 64
+# Rows past a norm's input and output: a whole interpreter program (64 rows), so that a kernel writing every row of
+# its program writes into rows the test reads back, not past the buffer's end (a crash, not a failure). The input's
+# spare rows hold finite values (PAST_END): their norm, written where it must not be, differs from the NaN there.
+SPARE_ROWS = 64
+PAST_END = 3.0
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize(("rows", "hidden"), NORM_SHAPES)
 def test_rms_norm_matches_float64(lab, rows, hidden, dtype):
     """``rms_norm`` of rows whose scales matter (one far below the epsilon, one of zeros, one large), read
-    from strided rows with NaN past each row's end, written into a given ``out`` inside a NaN buffer:
-    float64 brute force; nothing outside ``out`` written, ``x`` unchanged.
+    from strided rows with NaN past each row's end (finite rows past the last), written into a given ``out``
+    inside a NaN buffer: float64 brute force; nothing outside ``out`` written, ``x`` unchanged.
 
     Catches: the epsilon outside the square root, the mean over the padded block (a hidden size that is
     no power of two) or over the rows, a column or row mask forgotten (NaN read, or rows past the end
     written), the weight left out."""
-    x, _ = poisoned_view((rows, hidden), 2, 5, dtype)
+    x, x_whole = poisoned_view((rows, hidden), SPARE_ROWS, 5, dtype)
+    x_whole[rows:, :hidden] = PAST_END
     x.copy_(tensor(norm_rows(rows, hidden, seed=rows), dtype))
     weight = tensor(np.random.default_rng(1).uniform(0.5, 1.5, hidden), dtype)
     x_before = x.clone()
     want = rms_f64(x, weight)
-    out, out_whole = poisoned_view((rows, hidden), 3, 4, dtype)
+    out, out_whole = poisoned_view((rows, hidden), SPARE_ROWS, 4, dtype)
     out_before = out_whole.clone()
     got = lab.rms_norm(x, weight, EPS, out=out)
     close(got, want, dtype, f"rms_norm of {rows} rows of {hidden}")
@@ -253,25 +259,31 @@ def test_rms_norm_matches_float64(lab, rows, hidden, dtype):
 def test_fused_add_rms_norm_returns_the_new_residual_and_its_norm(lab, rows, hidden, dtype):
     """``fused_add_rms_norm(x, residual)``: the residual, changed in place and returned, is ``x + residual``
     (its dtype's rounding of the sum); the output is the RMSNorm of that new residual. Both read from
-    strided rows with NaN past their ends; the residual's poison stays where it is.
+    strided rows with NaN past their ends (finite rows past the last); the residual's poison stays where it
+    is, and so does a given ``out``'s.
 
     Catches: the residual returned (or left) as it was before the add, the norm taken of ``x`` alone or
     of the old residual, the add written past the rows."""
     gen = np.random.default_rng(rows + hidden)
-    x, _ = poisoned_view((rows, hidden), 1, 3, dtype)
+    x, x_whole = poisoned_view((rows, hidden), SPARE_ROWS, 3, dtype)
+    x_whole[rows:, :hidden] = PAST_END
     x.copy_(tensor(norm_rows(rows, hidden, seed=rows + 7), dtype))
-    residual, residual_whole = poisoned_view((rows, hidden), 2, 6, dtype)
+    residual, residual_whole = poisoned_view((rows, hidden), SPARE_ROWS, 6, dtype)
+    residual_whole[rows:, :hidden] = PAST_END
     residual.copy_(tensor(gen.standard_normal((rows, hidden)), dtype))
     residual[0] *= 1e-4  # the sum's small row stays small: its norm depends on the epsilon too
     weight = tensor(gen.uniform(0.5, 1.5, hidden), dtype)
     new_residual = (x.to(torch.float64) + residual.to(torch.float64)).to(dtype)  # the model's rounding of the sum
     want_residual, want_out = f64(new_residual), rms_f64(new_residual, weight)
     whole_before = residual_whole.clone()
-    out, returned = lab.fused_add_rms_norm(x, residual, weight, EPS)
+    given, given_whole = poisoned_view((rows, hidden), SPARE_ROWS, 2, dtype)
+    out, returned = lab.fused_add_rms_norm(x, residual, weight, EPS, out=given)
     close(returned, want_residual, dtype, "the returned residual (x + residual)")
     close(residual, want_residual, dtype, "residual after the call (updated in place)")
     close(out, want_out, dtype, "out (the norm of the new residual)")
+    close(given, want_out, dtype, "out (the tensor passed in)")
     unchanged(residual_whole[rows:], whole_before[rows:], "the rows past residual's end")
+    unchanged(given_whole[rows:], torch.full_like(given_whole[rows:], float("nan")), "the rows past out's end")
     unchanged(residual_whole[:, hidden:], whole_before[:, hidden:], "the columns past residual's end")
 
 
