@@ -521,6 +521,9 @@ def typeset_math(site: Path) -> int:
             raise BuildError(f"{page.relative_to(site)}: cannot typeset ${tex}$: {err}") from err
         # latex2mathml makes infinity an operator, which browsers space like one: "( − ∞ ,".
         converted = converted.replace("<mo>&#x0221E;</mo>", "<mi>&#x0221E;</mi>")
+        # and makes max and min operators, spaced like a sum's sign before their parenthesis:
+        # "max (m_a, m_b)"; as functions (like exp and ln) they sit against it.
+        converted = re.sub(r"<mo>(max|min)</mo>(?=<mo stretchy=\"false\">&#x00028;)", r"<mi>\1</mi>", converted)
         # latex2mathml passes what it does not know through as text (`\foo`, a bare `&`): refuse it.
         if "\\" in converted or _RAW_AMPERSAND.search(converted):
             raise BuildError(f"{page.relative_to(site)}: ${tex}$ uses TeX that latex2mathml does not know")
