@@ -28,7 +28,7 @@ from labkit.course.registry import ROOT, Lab
 # Per phase, after its last lab in study order, when the file exists.
 PHASE_SUMMARIES = ("CHEATSHEET.md", "EXERCISES.md")
 # Per lab, after the README when the file exists: sub-pages that Next skips.
-LAB_PAGES = (("hints.md", "{id} hints"), ("results.md", "{id} results on a GPU"))
+LAB_PAGES = (("hints.md", "Lab {id} hints"), ("results.md", "Lab {id} results"))
 # Top-level folders the site never publishes: the maintainers' tests and their fixtures (a page's
 # link to one of their files shows as plain text).
 UNPUBLISHED = ("tests",)
