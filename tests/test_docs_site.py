@@ -253,6 +253,20 @@ def test_code_fits_the_column():
     assert not wide, f"code lines over {CODE_WIDTH} characters (wrap them; comments above):\n" + "\n".join(wide)
 
 
+def test_steps_come_first_on_a_lab_page():
+    """A lab's README opens (after its title, the header and a few lines on what it is) with its
+    "## Steps": what to do comes before the background and the reference material."""
+    late = []
+    for lab in registry.LABS:
+        text = (lab.path / "README.md").read_text(encoding="utf-8")
+        fenced = {number for number, _ in _code_lines(text)}
+        heads = [line for number, line in enumerate(text.splitlines(), start=1)
+                 if line.startswith("## ") and number not in fenced]
+        if not heads or heads[0] != "## Steps":
+            late.append(f"{lab.id}: its first section is {heads[0] if heads else None!r}")
+    assert not late, "\n".join(late)
+
+
 def test_a_phase_s_pages_sit_in_its_own_section():
     """The sidebar's section of a phase holds its overview, chapters, cheatsheet and exercises, wherever
     study order reads them (Phase 2's cheatsheet after lab 02-04, which sits in Phase 4's section);
