@@ -61,7 +61,7 @@ SEARCH_TERMS = {
     "04-02": ("attention backend", "backend selector"),
     "04-07": ("context parallel", "decode context parallel"),
     "99-01": ("continuous batching", "engine step", "preemption"),
-    "99-02": ("persistent batch", "CUDA graph", "async scheduling"),
+    "99-02": ("persistent batch", "CUDA graph"),
     "99-03": ("fused RMSNorm", "merged GEMM", "rotary embedding"),
 }
 # The whole course on one page, for print (written by the build; not in the navigation).

@@ -286,7 +286,6 @@ def lab_header(lab: Lab) -> str:
                   if other]
     return (
         f'!!! info "Lab {lab.id} · runs on: {lab.runs_on} · {place}"\n\n'
-        f"    You build: {lab.builds}.\n\n"
         + (f"    In study order: {' · '.join(neighbours)}.\n\n" if neighbours else "")
         + f"    {' · '.join(links)}\n\n"
         f"    | command | what it does |\n    |---|---|\n{rows}\n\n"
@@ -371,8 +370,10 @@ def with_course_map(text: str) -> str:
     its first section), and a link to the whole course on one page."""
     from labkit.docs.coursemap import course_map
 
-    block = ["", '<div class="course-map-frame" data-search-exclude>',
-             course_map(lambda lab: f"{lab.folder}/index.html"), "</div>", "",
+    block = ["", '<div class="course-map-frame course-map-frame--wide" data-search-exclude>',
+             course_map(lambda lab: f"{lab.folder}/index.html"), "</div>",
+             '<div class="course-map-frame course-map-frame--narrow" data-search-exclude>',
+             course_map(lambda lab: f"{lab.folder}/index.html", narrow=True), "</div>", "",
              f"The whole course on one page, to read straight through or to print: [{PRINT_TITLE}]({book.PRINT_PAGE}).",
              ""]
     lines = text.split("\n")
@@ -632,7 +633,7 @@ def print_page(site: Path) -> int:
 
         body = found.group(1)
         if url == "index.html":
-            body = re.sub(r'<div class="course-map-frame".*?</svg>\s*</div>', "", body, count=1, flags=re.S)
+            body = re.sub(r'<div class="course-map-frame.*?</svg>\s*</div>', "", body, flags=re.S)
             body = re.sub(r"<p>The whole course on one page[^\n]*?</p>", "", body, count=1)
         if url in hints:
             body = body.replace("<details", "<details open")
