@@ -48,12 +48,17 @@ def _page(lab: registry.Lab) -> str:
     return f"{lab.folder}/index.html"
 
 
+# The site is built with a repository address (docs/mkdocs.yml's `repo_url`, or `--repo-url`), as a
+# published one is: its header shows the repository, and the Quickstart clones it.
+REPO_URL = "https://github.com/example-org/paged-attention-labs"
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     _require_docs_tools()
     from labkit.docs import build
 
-    return build.build(tmp_path_factory.mktemp("docs"))
+    return build.build(tmp_path_factory.mktemp("docs"), repo=REPO_URL)
 
 
 # --------------------------------------------------------------------------- the pieces
@@ -219,7 +224,143 @@ def test_lab_header_runs_scripts_as_the_readme_does(lab):
     commands = re.findall(r"`(python \S+/(?:lab|bench)\.py[^`]*)`", lab_header(lab))
     assert any(command.split()[1].endswith("bench.py") for command in commands), commands
     for command in commands:
-        assert command in " ".join(readme.split()), f"{lab.id}: {command!r} is not a command of its README"
+        assert command in " ".join(readme.replace("\\\n", " ").split()), f"{lab.id}: {command!r} is not in its README"
+
+
+# The longest code line a page may show: at 1280 px the column holds about 93 characters of code.
+CODE_WIDTH = 90
+
+
+def _code_lines(text: str):
+    """(line number, line) of every line inside a fenced code block."""
+    fence = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        opened = re.match(r"\s*(`{3,}|~{3,})", line)
+        if opened and (fence is None or opened.group(1)[0] == fence[0]):
+            fence = None if fence else opened.group(1)
+        elif fence:
+            yield number, line
+
+
+def test_code_fits_the_column():
+    """The code blocks of the home page, SETUP and every lab's README keep their lines within about 88
+    characters, comments on lines of their own: nothing a reader copies is cut off at the right or
+    hidden under the copy button (the browser check below measures the same at 1280 px)."""
+    pages = [ROOT / "README.md", ROOT / "SETUP.md", *(lab.path / "README.md" for lab in registry.LABS)]
+    wide = [f"{page.relative_to(ROOT)}:{number}: {len(line)} characters: {line.strip()[:60]}..."
+            for page in pages for number, line in _code_lines(page.read_text(encoding="utf-8"))
+            if len(line) > CODE_WIDTH]
+    assert not wide, f"code lines over {CODE_WIDTH} characters (wrap them; comments above):\n" + "\n".join(wide)
+
+
+def test_steps_come_first_on_a_lab_page():
+    """A lab's README opens (after its title, the header and a few lines on what it is) with its
+    "## Steps": what to do comes before the background and the reference material."""
+    late = []
+    for lab in registry.LABS:
+        text = (lab.path / "README.md").read_text(encoding="utf-8")
+        fenced = {number for number, _ in _code_lines(text)}
+        heads = [line for number, line in enumerate(text.splitlines(), start=1)
+                 if line.startswith("## ") and number not in fenced]
+        if not heads or heads[0] != "## Steps":
+            late.append(f"{lab.id}: its first section is {heads[0] if heads else None!r}")
+    assert not late, "\n".join(late)
+
+
+def test_a_phase_s_pages_sit_in_its_own_section():
+    """The sidebar's section of a phase holds its overview, chapters, cheatsheet and exercises, wherever
+    study order reads them (Phase 2's cheatsheet after lab 02-04, which sits in Phase 4's section);
+    a lab's going-further pages are sub-pages of the lab, like its hints."""
+    from labkit.docs import book
+
+    course = next(entry for entry in book.nav() if entry.title == "Course").children
+    problems = []
+    for section in course:
+        for path in (entry.path for entry in book.entries(section.children)):
+            phase = path.split("/")[0]
+            if "/labs/" not in path and registry.PHASES.get(phase) != section.title:
+                problems.append(f"{path} sits in the section {section.title!r}")
+    assert not problems, "\n".join(problems)
+    for lab in registry.LABS:
+        further = book.further_pages(lab)
+        entry = next(e for s in course for e in s.children if e.title == book.lab_title(lab))
+        assert [e.path for e in entry.children if e.path in further] == further, f"{lab.id}: {further}"
+        assert all(e.sub for e in entry.children if e.path in further)
+        assert set(further) <= set(book.print_pages()), f"{lab.id}'s going-further pages are not in the book"
+    assert any(book.further_pages(lab) for lab in registry.LABS), "no lab has a going-further page: nothing checked"
+
+
+def test_next_ends_with_the_course():
+    """Next stops at the course's last page: the maintainers' pages are not on the reader's way."""
+    from labkit.docs import book
+
+    order = book.reading_order()
+    assert order[-1].split("/")[0] in registry.PHASES, f"Next ends on {order[-1]}"
+    maintainers = [entry.path for entry in book.contributing()]
+    assert not set(maintainers) & set(order), "Next leads into the maintainers' pages"
+    links = book.reading_links()
+    assert links[order[-1]][1] is None
+
+
+def test_hints_fold_one_by_one():
+    """A hints page folds each hint under its heading, as `labs hint` gives them one at a time."""
+    from labkit.docs.build import folded_hints
+
+    text = ("# Lab 02-06 hints\n\n## Hint 1\n\nUse `np.arange`.\n\n```python\nx = 1\n```\n\n"
+            "## Hint 2: the tail\n\nMask.\n")
+    assert folded_hints(text) == (
+        "# Lab 02-06 hints\n\n## Hint 1\n\n??? tip \"Show hint 1\"\n\n    Use `np.arange`.\n\n    ```python\n"
+        "    x = 1\n    ```\n\n## Hint 2: the tail\n\n??? tip \"Show hint 2\"\n\n    Mask.\n")
+
+
+def test_hints_and_results_pages_have_one_title_pattern():
+    """Every lab's hints page is titled "Lab NN-NN hints", every results page "Lab NN-NN results"."""
+    wrong = []
+    for lab in registry.LABS:
+        for name, kind in (("hints.md", "hints"), ("results.md", "results")):
+            if (lab.path / name).is_file():
+                title = _first_heading(lab.path / name)
+                if title != f"Lab {lab.id} {kind}":
+                    wrong.append(f"{lab.id} {name}: {title!r}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_given_modules_have_code_pages(site):
+    """Each lab's given modules (its `_*.py`) are on the site as code pages, as its starter and tests
+    are, and the header links those a learner calls."""
+    from labkit.docs import book
+    from labkit.docs.build import lab_header
+
+    missing = [f"{lab.folder}/{name}" for lab in registry.LABS for name in book.given_modules(lab)
+               if not (site / lab.folder / f"{name}.html").is_file()]
+    assert not missing, f"given modules without a page: {missing}"
+    for lab in registry.LABS:
+        for name in book.called_modules(lab):
+            assert f"[`{name}`]({name})" in lab_header(lab), f"{lab.id}'s header does not link {name}"
+    assert book.called_modules(registry.get("99-02")), "99-02 has given modules to call: nothing checked"
+
+
+def test_404_links_work_from_any_folder(site):
+    """404.html links relative to itself (it sits at the site's root), never from "/": the site works
+    under a path of a server and opened from a folder."""
+    text = (site / "404.html").read_text(encoding="utf-8")
+    rooted = re.findall(r'\b(?:href|src)="(/[^/"][^"]*)"', text)
+    assert not rooted, f"404.html links from the server's root: {rooted[:5]}"
+
+
+def test_the_repository_address_is_a_setting(tmp_path):
+    """Unset, nothing names a repository; set (docs/mkdocs.yml's repo_url or --repo-url), the header
+    shows it (through a partial that does not ask GitHub's API for stars) and the Quickstart clones it."""
+    _require_docs_tools()
+    from labkit.docs import build
+
+    assert build.repo_url(None) is None, "docs/mkdocs.yml sets a repo_url: the checks below assume it does not"
+    assert "repo_url" not in build.write_config(tmp_path).read_text().split("# ---- generated")[1]
+    config = build.write_config(tmp_path, REPO_URL).read_text()
+    assert f"repo_url: {REPO_URL}" in config
+    partial = (tmp_path / "overrides" / "partials" / "source.html").read_text()
+    assert "data-md-component" not in partial.split("#}")[-1], "Material's script would fetch the repository's facts"
+    assert build.CLONE_PLACEHOLDER in (ROOT / "README.md").read_text(), "the Quickstart's clone line has no placeholder"
 
 
 # --------------------------------------------------------------------------- the build
@@ -499,8 +640,8 @@ def test_home_page_renders_with_the_course_map(browser, server):
     assert _heading(page) == _first_heading(ROOT / "README.md")
     targets = page.locator("article table a[href*='/labs/lab-']").evaluate_all("links => links.map(a => a.href)")
     assert targets, "the home page shows no lab map"
-    course_map = page.locator("article svg.course-map")
-    assert course_map.count() == 1, "the home page has no course map"
+    course_map = page.locator("article svg.course-map >> visible=true")
+    assert course_map.count() == 1, "the home page shows no course map, or two"
     links = course_map.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
     assert links == [f"{lab.folder}/index.html" for lab in registry.LABS], "the course map is not the study order"
     for url in set(targets) | {f"{server}/{link}" for link in links}:
@@ -511,6 +652,11 @@ def test_home_page_renders_with_the_course_map(browser, server):
     top = course_map.evaluate("svg => svg.getBoundingClientRect().top + window.scrollY")
     page.evaluate("y => window.scrollTo(0, y)", top - 72)  # the map's first phase clear of the fixed header
     _shoot(page, "docs-home.png")
+    assert page.locator("header a.md-source").get_attribute("href") == REPO_URL, "no repository in the header"
+    article = page.locator("article").inner_text()
+    assert f"git clone {REPO_URL}" in article, "the Quickstart does not clone the repository"
+    book = page.locator("article a[href='https://vllm-engineer.pages.dev']")
+    assert book.count() >= 1 and "vLLM Mastery" in article, "the home page does not name the book"
 
 
 @pytest.mark.parametrize("lab", registry.LABS, ids=lambda lab: lab.id)
@@ -541,6 +687,132 @@ def test_lab_page_renders_with_one_header(browser, server, lab):
         f"{lab.id}'s page does not end with the next lab: {ending!r}")
     if lab is registry.LABS[0]:
         _shoot(page, "docs-lab-page.png")
+
+
+# Each code block on the page that scrolls sideways, with its first line over the column's width.
+_WIDE_CODE_JS = """() => [...document.querySelectorAll('article pre > code')].filter(c => c.offsetParent !== null)
+    .filter(c => c.scrollWidth > c.clientWidth + 1)
+    .map(c => c.innerText.split('\\n').sort((a, b) => b.length - a.length)[0].slice(0, 70))"""
+
+
+def test_code_fits_at_1280_px(browser, server):
+    """On a 1280-px screen no code block of the home page, Setup or a lab page scrolls sideways: the
+    comment at the end of a line and the text under the copy button are in view."""
+    page, _ = browser
+    wide = []
+    for path in ["index.html", "SETUP.html", *(_page(lab) for lab in registry.LABS)]:
+        _open(page, server, path)
+        wide += [f"{path}: {line}..." for line in page.evaluate(_WIDE_CODE_JS)]
+    assert not wide, "code blocks that scroll at 1280 px:\n" + "\n".join(wide)
+
+
+# Whatever scrolls sideways inside the page (a figure, a display formula, the course map), and whether
+# it shows the reader that it does (scroll-sign.js's class, and the fade it gives).
+_SCROLLERS_JS = """() => [...document.querySelectorAll(
+        'article a.figure, article div.arithmatex, article .course-map-frame')]
+    .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+    .map(e => ({what: e.className || e.tagName, sign: e.classList.contains('scrolls-right')
+        && getComputedStyle(e).maskImage !== 'none'}))"""
+
+
+def test_nothing_is_cut_off_on_a_phone(browser, server):
+    """On a 390-px phone no page scrolls sideways as a whole, and a figure, formula or the course map
+    wider than the screen fades out at its right edge: the reader sees that it goes on."""
+    from labkit.docs import book
+
+    page, _ = browser
+    paths = ["index.html", "SETUP.html", *(_url(p) for p in book.reading_order() if p.split("/")[0] in registry.PHASES)]
+    page.set_viewport_size({"width": 390, "height": 844})
+    problems, signs = [], 0
+    try:
+        for path in paths:
+            _open(page, server, path)
+            overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+            if overflow > 1:
+                problems.append(f"{path}: the page scrolls sideways by {overflow} px")
+            if path == "index.html":
+                fits = page.locator("article .course-map-frame >> visible=true").evaluate(
+                    "f => f.scrollWidth <= f.clientWidth + 1 && Math.min(...[...f.querySelectorAll('text')]"
+                    ".map(t => t.getBoundingClientRect().height))")
+                if not fits or fits < MIN_TEXT_PX:
+                    problems.append(f"the phone's course map does not fit the screen at a legible size ({fits})")
+            for scroller in page.evaluate(_SCROLLERS_JS):
+                signs += 1
+                if not scroller["sign"]:
+                    problems.append(f"{path}: a {scroller['what']} scrolls with no sign that it does")
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})
+    assert signs, "nothing scrolled on a phone: the check saw nothing"
+    assert not problems, "\n".join(problems)
+
+
+_SIDEBAR_JS = """() => [...document.querySelectorAll('nav.md-nav--primary li.md-nav__item--nested')].map(li => ({
+    title: li.querySelector('.md-ellipsis').textContent.trim(),
+    links: [...li.querySelectorAll(':scope > nav a.md-nav__link[href]')].map(a => new URL(a.href).pathname)}))"""
+
+
+def test_the_sidebar_puts_each_page_in_its_section(browser, server):
+    """In the sidebar, a phase's cheatsheet and exercises are in that phase's section and no other,
+    and a lab's going-further pages in the lab's section."""
+    from labkit.docs import book
+
+    page, _ = browser
+    _open(page, server, "index.html")
+    sections = {s["title"]: s["links"] for s in page.evaluate(_SIDEBAR_JS)}
+    problems = []
+    for phase, title in registry.PHASES.items():
+        for name in book.PHASE_SUMMARIES:
+            if (ROOT / phase / name).is_file():
+                url = "/" + _url(f"{phase}/{name}")
+                holders = [t for t, links in sections.items() if url in links and t in registry.PHASES.values()]
+                if holders != [title]:
+                    problems.append(f"{phase}/{name} is in the sections {holders}, not {title!r}")
+    for lab in registry.LABS:
+        for path in book.further_pages(lab):
+            if "/" + _url(path) not in sections.get(book.lab_title(lab), []):
+                problems.append(f"{path} is not in lab {lab.id}'s section of the sidebar")
+    assert not problems, "\n".join(problems)
+
+
+def test_each_cheatsheet_covers_the_labs_of_its_phase(browser, server):
+    """A phase's cheatsheet names every lab of its phase: Next leads there from the phase's last lab."""
+    page, _ = browser
+    missing = []
+    for phase in registry.PHASES:
+        _open(page, server, _url(f"{phase}/CHEATSHEET.md"))
+        text = page.locator("article").inner_text()
+        missing += [f"{phase}/CHEATSHEET.md does not name lab {lab.id}" for lab in registry.LABS
+                    if lab.phase == phase and lab.id not in text]
+    assert not missing, "\n".join(missing)
+
+
+def test_dark_mode_follows_the_system(browser, server):
+    """A reader whose system is dark gets the dark scheme, one whose system is light the light one,
+    until the toggle chooses."""
+    page, _ = browser
+    try:
+        for system, scheme in (("dark", "slate"), ("light", "default")):
+            page.emulate_media(color_scheme=system)
+            _open(page, server, "index.html")
+            page.evaluate("localStorage.clear()")
+            page.reload(wait_until="load")
+            shown = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+            assert shown == scheme, f"a {system} system gets the {shown!r} scheme"
+    finally:
+        page.emulate_media(color_scheme="light")
+
+
+def test_hints_are_folded(browser, server):
+    """A hints page shows each hint's heading, its text folded until the reader opens it."""
+    from labkit.course.hints import parse_hints
+
+    page, _ = browser
+    for lab in registry.LABS:
+        count = len(parse_hints((lab.path / "hints.md").read_text(encoding="utf-8")))
+        _open(page, server, f"{lab.folder}/hints.html")
+        folded = page.locator("article details:not([open])")
+        assert folded.count() == count > 0, f"{lab.id}: {folded.count()} folded hints of {count}"
+        assert not page.locator("article details > p").first.is_visible(), f"{lab.id}: a hint shows unfolded"
 
 
 _FOOTER_LINK = re.compile(r'<a href="([^"]*)" class="md-footer__link md-footer__link--(prev|next)"')
@@ -715,6 +987,15 @@ def test_search_finds_the_lab_that_teaches_the_block_table(browser, server):
     assert not results[0].endswith(".py.html"), f"a code page comes first: {results[:3]}"
 
 
+@pytest.mark.parametrize("term,teachers", [("persistent batch", ["99-02"]), ("CUDA graph", ["99-02"]),
+                                           ("prefix cache", ["02-05", "02-01"]), ("slot mapping", ["02-06"])])
+def test_search_finds_the_lab_that_teaches_a_term(browser, server, term, teachers):
+    """A term that many pages use lists first the labs that teach it (their search tags)."""
+    page, _ = browser
+    results = _search(page, server, term)
+    assert set(results[: len(teachers)]) == {_page(registry.get(t)) for t in teachers}, f"{term!r} lists {results[:4]}"
+
+
 def test_the_course_on_one_page(browser, server, site):
     """print.html holds every page of the course in reading order, each under its own anchor, and
     every link of it to a place on itself leads somewhere."""
@@ -723,7 +1004,15 @@ def test_the_course_on_one_page(browser, server, site):
     page, _ = browser
     _open(page, server, "print.html")
     sections = page.locator("section.print-page").evaluate_all("s => s.map(e => e.id)")
-    assert len(sections) == len(book.print_pages()), f"{len(sections)} pages on print.html"
+    assert len(sections) == len(book.print_pages()) + len(book.hint_pages()), f"{len(sections)} pages on print.html"
+    contents = page.locator("article nav.print-contents li a").evaluate_all("a => a.map(e => e.getAttribute('href'))")
+    assert [c for c in contents if c.startswith("#page-")] == [f"#{s}" for s in sections], "contents != pages"
+    first = page.locator("section.print-page").first
+    assert first.locator("svg.course-map").count() == 0, "the book opens with the home page's course map"
+    hints = page.locator("#part-hints ~ section.print-page details")
+    assert hints.count() and hints.count() == page.locator("#part-hints ~ section.print-page details[open]").count(), (
+        "the appendix's hints are folded: a printed hint cannot be opened")
+    assert page.locator("#part-hints").count() == 1, "the hints are not gathered in an appendix"
     headings = page.locator("section.print-page h1").evaluate_all("h => h.map(e => e.textContent)")
     assert len(headings) >= len(sections), "a page of print.html has no title"
     dead = page.evaluate("""() => [...document.querySelectorAll('article a[href^="#"]')]

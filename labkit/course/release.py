@@ -65,7 +65,8 @@ FURTHER_NOTES = {
 HELD_WITH = {"99-02": {"_gpu_engine_base.py": "99-01"}}
 # Sections of the course's pages that only an instructor needs (with their subsections).
 LEFT_OUT = {
-    "SETUP.md": ("### A class edition for students: `labs release`", "### Grading: what it needs",
+    "SETUP.md": ("### A class edition for students: `labs release`", "### Grading a class: `labs grade`",
+                 "### Grading: what it needs",
                  "### What the grader protects against, and what it does not"),
 }
 # Pages an edition rewrites for students: each "## " section of the second file (its links relative

@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="build: write the site; serve: build it, then serve it on this machine")
     parser.add_argument("--out", type=Path, default=build.DEFAULT_OUT,
                         help="build folder; the site lands in OUT/site (default: build/docs)")
+    parser.add_argument("--repo-url", help="the repository's address, shown in the site's header and its Quickstart "
+                        "(default: repo_url in docs/mkdocs.yml, unset)")
     parser.add_argument("--port", type=int, default=8000, help="serve: the port on 127.0.0.1 (default 8000)")
     args = parser.parse_args(argv)
 
@@ -38,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     start = time.perf_counter()
     try:
-        site = build.build(args.out)
+        site = build.build(args.out, args.repo_url)
     except build.BuildError as err:
         print(f"the site was not built: {err}", file=sys.stderr)
         return 1

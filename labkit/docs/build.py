@@ -32,6 +32,9 @@ from labkit.docs import book, hooks
 DEFAULT_OUT = ROOT / "build" / "docs"
 SETTINGS = ROOT / "docs" / "mkdocs.yml"
 ASSETS = ROOT / "docs" / "assets"
+OVERRIDES = ROOT / "docs" / "overrides"
+_REPO_URL = re.compile(r"^repo_url:\s*(\S+)\s*$", re.M)
+CLONE_PLACEHOLDER = "<this repository>"
 MATH_FONT = "STIXTwoMath-Regular.ttf"
 PRINT_TITLE = "the course as one page"
 
@@ -245,9 +248,11 @@ def code_page(rel: str) -> str:
 SEARCH_BOOST = {"lab": 4.0, "code": 0.2}
 
 
-def front_matter(boost: float) -> str:
-    """The YAML front matter that sets a page's search boost (Material's ``search.boost``)."""
-    return f"---\nsearch:\n  boost: {boost}\n---\n\n"
+def front_matter(boost: float, terms: tuple[str, ...] = ()) -> str:
+    """The YAML front matter that sets a page's search boost (Material's ``search.boost``) and the
+    terms it teaches (its search ``tags``, which no page shows: the site has no tags plugin)."""
+    tags = "tags:\n" + "".join(f"  - {json.dumps(term)}\n" for term in terms) if terms else ""
+    return f"---\nsearch:\n  boost: {boost}\n{tags}---\n\n"
 
 
 def lab_header(lab: Lab) -> str:
@@ -258,6 +263,9 @@ def lab_header(lab: Lab) -> str:
     files = [("your file", "starter.py"), ("its tests", "test_lab.py"), ("demo", "lab.py"),
              ("figures", "figures.py"), ("GPU benchmark", "bench.py")]
     links = [f"{what}: [`{name}`]({name})" for what, name in files if (lab.path / name).is_file()]
+    given = book.called_modules(lab)
+    if given:
+        links.append("given: " + ", ".join(f"[`{name}`]({name})" for name in given))
     commands = [
         (f"labs check {lab.id} --impl starter", "your work against the tests, one line per test"),
         (f"LAB_IMPL=starter pytest -q {lab.folder}", "the same with pytest's full messages"),
@@ -286,20 +294,31 @@ def lab_header(lab: Lab) -> str:
 
 
 def script_commands(lab: Lab, script: str, what: str, limit: int = 2) -> list[tuple[str, str]]:
-    """The first ``python <lab folder>/<script> ...`` lines of the README's code blocks, with their
-    comments: the lab's own commands (``--dry``, ``--out``...), so the header never drifts from them."""
+    """The first ``python <lab folder>/<script> ...`` lines of the README's code blocks (a line
+    continued with ``\\`` read whole), with the comment on the line above or after it: the lab's own
+    commands (``--dry``, ``--out``...), so the header never drifts from them."""
     text = (lab.path / "README.md").read_text(encoding="utf-8")
     prefix = f"python {lab.folder}/{script}"
-    found, fence = [], None
+    found, fence, above, pending = [], None, "", ""
     for line in text.split("\n"):
         opened = _FENCE.match(line)
         if opened:
-            fence = None if fence else opened.group(1)
+            fence, above, pending = (None if fence else opened.group(1)), "", ""
             continue
+        if not fence:
+            continue
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        line, pending = pending + line, ""
         command, _, comment = line.strip().partition("#")
         command = " ".join(command.split())
-        if fence and (command == prefix or command.startswith(prefix + " ")) and not command.endswith("\\"):
-            found.append((command, comment.strip() or what))
+        if not command:
+            above = comment.strip()
+            continue
+        if command == prefix or command.startswith(prefix + " "):
+            found.append((command, comment.strip() or above or what))
+        above = ""
     return found[:limit]
 
 
@@ -327,13 +346,34 @@ def _relative(page: str, target: str) -> str:
     return os.path.relpath(ROOT / target, (ROOT / page).parent).replace(os.sep, "/")
 
 
+_HINT = re.compile(r"##\s+(Hint\s+(\d+)\b.*)$")
+
+
+def folded_hints(text: str) -> str:
+    """A hints page with each hint folded under its heading, as ``labs hint`` gives them one at a
+    time: the heading (and its anchor) stays, the hint opens on a click."""
+    lines = text.split("\n")
+    visible = dict(outside_code(text))
+    starts = [n for n in range(len(lines)) if n in visible and _HINT.match(visible[n])]
+    for i, start in reversed(list(enumerate(starts))):
+        end = starts[i + 1] if i + 1 < len(starts) else len(lines)
+        while end > start + 1 and not lines[end - 1].strip():
+            end -= 1
+        number = _HINT.match(visible[start]).group(2)
+        body = [f"    {line}" if line.strip() else "" for line in lines[start + 1 : end]]
+        lines[start + 1 : end] = ["", f'??? tip "Show hint {number}"', *body]
+    return "\n".join(lines)
+
+
 def with_course_map(text: str) -> str:
     """The home page with the course map (``coursemap``) under its heading on study order (or before
     its first section), and a link to the whole course on one page."""
     from labkit.docs.coursemap import course_map
 
-    block = ["", '<div class="course-map-frame" data-search-exclude>',
-             course_map(lambda lab: f"{lab.folder}/index.html"), "</div>", "",
+    block = ["", '<div class="course-map-frame course-map-frame--wide" data-search-exclude>',
+             course_map(lambda lab: f"{lab.folder}/index.html"), "</div>",
+             '<div class="course-map-frame course-map-frame--narrow" data-search-exclude>',
+             course_map(lambda lab: f"{lab.folder}/index.html", narrow=True), "</div>", "",
              f"The whole course on one page, to read straight through or to print: [{PRINT_TITLE}]({book.PRINT_PAGE}).",
              ""]
     lines = text.split("\n")
@@ -357,8 +397,9 @@ def with_lab_header(text: str, lab: Lab) -> str:
 # --------------------------------------------------------------------------- the build
 
 
-def assemble(src: Path) -> None:
-    """Copy every page (the nav's, and every Markdown file they link to) into ``src``."""
+def assemble(src: Path, repo: str | None = None) -> None:
+    """Copy every page (the nav's, and every Markdown file they link to) into ``src``; with the
+    repository's address, ``repo``, the home page's ``git clone`` line names it."""
     if src.exists():
         shutil.rmtree(src)
     src.mkdir(parents=True)
@@ -369,16 +410,19 @@ def assemble(src: Path) -> None:
         site.add_page(rel)
     readmes = book.lab_readmes()
     for lab in registry.LABS:  # the header links to these: make them pages even if the README does not
-        for name in book.LAB_SOURCES:
+        for name in (*book.LAB_SOURCES, *book.given_modules(lab)):
             if (lab.path / name).is_file():
                 site.target(f"{lab.folder}/README.md", name)
     while site.queue:
         rel = site.queue.pop(0)
         text = (ROOT / rel).read_text(encoding="utf-8")
         if rel == "README.md":
-            text = with_course_map(text)
+            text = with_course_map(text.replace(CLONE_PLACEHOLDER, repo) if repo else text)
+        if rel.endswith("/hints.md") and registry.lab_for_path(ROOT / rel):
+            text = folded_hints(text)
         if rel in readmes:
-            text = (front_matter(SEARCH_BOOST["lab"]) + with_lab_header(text, readmes[rel]).rstrip("\n") + "\n"
+            terms = book.SEARCH_TERMS.get(readmes[rel].id, ())
+            text = (front_matter(SEARCH_BOOST["lab"], terms) + with_lab_header(text, readmes[rel]).rstrip("\n") + "\n"
                     + lab_footer(readmes[rel]))
         text = lists_interrupt_paragraphs(figure_markup(text, rel))
         site.write(rel, rewrite_links(text, lambda target, rel=rel: site.target(rel, target)))
@@ -412,16 +456,29 @@ def nav_yaml(entries: tuple[book.Entry, ...]) -> list:
     return out
 
 
-def write_config(out: Path) -> Path:
-    """docs/mkdocs.yml, plus the folders and the navigation generated from the registry, and the
-    reading order that ``hooks.py`` gives the footer's Previous and Next."""
+def repo_url(given: str | None = None) -> str | None:
+    """The repository's address: ``given`` (``--repo-url``), else docs/mkdocs.yml's ``repo_url``."""
+    found = _REPO_URL.search(SETTINGS.read_text(encoding="utf-8"))
+    return given or (found.group(1) if found else None)
+
+
+def write_config(out: Path, repo: str | None = None) -> Path:
+    """docs/mkdocs.yml, plus the folders and the navigation generated from the registry, the
+    repository's address when ``repo`` is given, and the reading order that ``hooks.py`` gives the
+    footer's Previous and Next."""
     import yaml  # the docs extra, like latex2mathml and ziamath below: imported where it is used
     generated = {"docs_dir": "src", "site_dir": "site", "nav": nav_yaml(book.nav()),
                  "hooks": [str(Path(hooks.__file__).resolve())]}
+    settings = SETTINGS.read_text(encoding="utf-8")
+    if repo:
+        settings = _REPO_URL.sub("", settings)
+        generated |= {"repo_url": repo, "repo_name": repo.rstrip("/").removesuffix(".git").split("/")[-1]}
+    if OVERRIDES.is_dir():
+        shutil.copytree(OVERRIDES, out / "overrides", dirs_exist_ok=True)
     (out / hooks.READING_ORDER).write_text(json.dumps(book.reading_links(), indent=1), encoding="utf-8")
     config = out / "mkdocs.yml"
     config.write_text(
-        SETTINGS.read_text(encoding="utf-8")
+        settings
         + "\n# ---- generated by labkit.docs.build from labkit/course/registry.py\n"
         + yaml.safe_dump(generated, sort_keys=False, allow_unicode=True),
         encoding="utf-8",
@@ -465,6 +522,9 @@ def typeset_math(site: Path) -> int:
             raise BuildError(f"{page.relative_to(site)}: cannot typeset ${tex}$: {err}") from err
         # latex2mathml makes infinity an operator, which browsers space like one: "( − ∞ ,".
         converted = converted.replace("<mo>&#x0221E;</mo>", "<mi>&#x0221E;</mi>")
+        # and makes max and min operators, spaced like a sum's sign before their parenthesis:
+        # "max (m_a, m_b)"; as functions (like exp and ln) they sit against it.
+        converted = re.sub(r"<mo>(max|min)</mo>(?=<mo stretchy=\"false\">&#x00028;)", r"<mi>\1</mi>", converted)
         # latex2mathml passes what it does not know through as text (`\foo`, a bare `&`): refuse it.
         if "\\" in converted or _RAW_AMPERSAND.search(converted):
             raise BuildError(f"{page.relative_to(site)}: ${tex}$ uses TeX that latex2mathml does not know")
@@ -494,29 +554,64 @@ hide:
 
 # The course as one page
 
-Every page of the course in reading order, each lab followed by its hints and results: to read
-straight through, or to print (your browser's Print command; each page starts on a new sheet).
+Every page of the course in reading order, each lab followed by its results, and the labs' hints
+gathered at the end, out of sight until you look for them: to read straight through, or to print
+(your browser's Print command; each page starts on a new sheet).
 
 <div id="whole-course"></div>
 """
 _ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
 _URL_ATTR = re.compile(r'\b(href|src)="([^"]*)"')
+_H1 = re.compile(r"<h1[^>]*>(.*?)</h1>", re.S)
 
 
 def _slug(url: str) -> str:
     return "page-" + re.sub(r"[^a-zA-Z0-9]+", "-", url.removesuffix(".html")).strip("-").lower()
 
 
+def _title_text(body: str) -> str:
+    """A page's first heading as plain text (its permalink sign left out)."""
+    found = _H1.search(body)
+    heading = re.sub(r'<a class="headerlink".*?</a>', "", found.group(1), flags=re.S) if found else ""
+    return html.unescape(re.sub(r"<[^>]+>", "", heading)).strip()
+
+
+def _print_contents(parts: list[tuple[str, str, list[tuple[str, str, int]]]]) -> str:
+    """The table of contents of the course on one page: ``parts`` are (title, id, [(page title, id,
+    depth)]), depth 1 for a lab's results or going-further page, listed under its lab."""
+    lines = ['<nav class="print-contents" aria-labelledby="contents">', '<h2 id="contents">Contents</h2>']
+    for title, anchor, pages in parts:
+        lines += [f'<p class="print-contents__part"><a href="#{anchor}">{html.escape(title)}</a></p>', "<ol>"]
+        nested = False
+        for page_title, page_anchor, depth in pages:
+            item = f'<a href="#{page_anchor}">{html.escape(page_title)}</a>'
+            if depth and not nested:
+                lines[-1] = lines[-1].removesuffix("</li>") + "<ol>"
+                nested = True
+            elif not depth and nested:
+                lines.append("</ol></li>")
+                nested = False
+            lines.append(f"<li>{item}</li>")
+        lines += ["</ol></li>"] if nested else []
+        lines.append("</ol>")
+    lines.append("</nav>")
+    return "\n".join(lines)
+
+
 def print_page(site: Path) -> int:
-    """Fill the page ``book.PRINT_PAGE`` with the articles of ``book.print_pages()``, in order; return
-    how many. Each page's ids get the page's own prefix (two pages both have a "#steps"), and a link
-    to a page of the book becomes a link to its place on this page; any other link is made relative
-    to this page, which sits at the site's root."""
+    """Fill the page ``book.PRINT_PAGE`` with a table of contents, the articles of
+    ``book.print_pages()`` in order, and an appendix of ``book.hint_pages()`` (each hint shown: a
+    printed hint cannot be unfolded); return how many pages. Each page's ids get the page's own
+    prefix (two pages both have a "#steps"), and a link to a page of the book becomes a link to its
+    place on this page; any other link is made relative to this page, which sits at the site's root.
+    The home page comes without its course map (the contents list the same labs)."""
     import posixpath
 
-    urls = [book.site_url(path) for path in book.print_pages()]
+    course = [book.site_url(path) for path in book.print_pages()]
+    hints = [book.site_url(path) for path in book.hint_pages()]
+    urls = course + hints
     target = site / book.site_url(book.PRINT_PAGE)
-    chunks = []
+    chunks, contents = [], [("The course", "part-course", []), ("Appendix: the hints, lab by lab", "part-hints", [])]
     for url in urls:
         found = _ARTICLE.search((site / url).read_text(encoding="utf-8"))
         if not found:
@@ -537,26 +632,53 @@ def print_page(site: Path) -> int:
             return f'{attr}="{html.escape(value, quote=True)}"'
 
         body = found.group(1)
+        if url == "index.html":
+            body = re.sub(r'<div class="course-map-frame.*?</svg>\s*</div>', "", body, flags=re.S)
+            body = re.sub(r"<p>The whole course on one page[^\n]*?</p>", "", body, count=1)
+        if url in hints:
+            body = body.replace("<details", "<details open")
         body = re.sub(r'\bid="([^"]+)"', lambda m, slug=slug: f'id="{slug}--{m.group(1)}"', body)
         body = re.sub(r'\b(aria-labelledby|for)="([^"]+)"', lambda m, slug=slug: f'{m.group(1)}="{slug}--{m.group(2)}"',
                       body)
         body = re.sub(r"url\(#([^)]+)\)", lambda m, slug=slug: f"url(#{slug}--{m.group(1)})", body)
         body = _URL_ATTR.sub(relink, body)
-        chunks.append(f'<section class="print-page" id="{slug}">\n{body}\n</section>')
+        lab = registry.lab_for_path(ROOT / posixpath.dirname(url)) if "/labs/" in url else None
+        depth = 1 if lab and not url.endswith(f"{lab.folder}/index.html") and url not in hints else 0
+        contents[url in hints][2].append((_title_text(body) or url, slug, depth))
+        part = "" if url != (hints[0] if hints else None) else (
+            '<h1 class="print-part" id="part-hints">Appendix: the hints, lab by lab</h1>\n'
+            "<p>Each lab's hints, in the order <code>labs hint</code> gives them: read one, then go back to"
+            " the lab.</p>\n")
+        chunks.append(f'{part}<section class="print-page" id="{slug}">\n{body}\n</section>')
     page = target.read_text(encoding="utf-8")
     marker = '<div id="whole-course"></div>'
     if marker not in page:
         raise BuildError(f"{target.name} lost its placeholder {marker}")
-    target.write_text(page.replace(marker, '<div id="whole-course">\n' + "\n".join(chunks) + "\n</div>"),
-                      encoding="utf-8")
+    contents[0] = (contents[0][0], _slug(course[0]), contents[0][2])
+    filled = (_print_contents([part for part in contents if part[2]]) + '\n<div id="whole-course">\n'
+              + "\n".join(chunks) + "\n</div>")
+    target.write_text(page.replace(marker, filled), encoding="utf-8")
     return len(chunks)
 
 
-def build(out: Path = DEFAULT_OUT) -> Path:
-    """Build the site into ``out/site`` and return that folder."""
+def relative_404(site: Path) -> None:
+    """MkDocs writes 404.html's links from the site's root ("/index.html"), which breaks on a site
+    served under a path and opened from a folder: the page sits at the root, so links relative to
+    it go to the same places."""
+    page = site / "404.html"
+    if page.is_file():
+        text = page.read_text(encoding="utf-8")
+        page.write_text(re.sub(r'\b(href|src)="/(?!/)', r'\1="', text), encoding="utf-8")
+
+
+def build(out: Path = DEFAULT_OUT, repo: str | None = None) -> Path:
+    """Build the site into ``out/site`` and return that folder. ``repo``: the repository's address
+    (default: docs/mkdocs.yml's ``repo_url``, if set), shown in the header and the Quickstart."""
     out = Path(out).resolve()
-    assemble(out / "src")
-    run_mkdocs(write_config(out))
+    repo = repo_url(repo)
+    assemble(out / "src", repo)
+    run_mkdocs(write_config(out, repo))
+    relative_404(out / "site")
     typeset_math(out / "site")
     print_page(out / "site")
     return out / "site"

@@ -9,7 +9,7 @@ Two ways to hold the KV cache of a stream of requests in the same memory:
 
 The accounting functions count what each strategy reserves and what it actually uses; the two
 ``serve_*`` functions replay one request stream step by step with each strategy. Implement them
-in order (README "What to implement", steps 1-6), then run
+in order (README "Steps", steps 1-6), then run
 ``LAB_IMPL=starter pytest -q phase-02-paged-attention/labs/lab-02-fragmentation-viz``.
 
 Units: a **slot** holds the keys and values of one token (in every layer); a block is

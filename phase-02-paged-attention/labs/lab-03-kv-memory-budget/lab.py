@@ -263,8 +263,8 @@ def describe_model(lab, config: dict, name: str, block_size: int, out) -> None:
     heads = config.get("num_key_value_heads") or config["num_attention_heads"]
     head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
     out(f"model: {name}, {layers} layers, {heads} KV heads of {head_dim}, {config['torch_dtype']}, random weights")
-    out(f"KV cache: {per_token / KiB:.1f} KiB per token; a block of {block_size} tokens is {page / KiB:.1f} KiB per "
-        f"layer, {layers * page / MiB:.2f} MiB in all {layers} layers")
+    out(f"KV cache: {per_token / KiB:.1f} KiB per token; a block of {block_size} tokens: {page / KiB:.1f} KiB a "
+        f"layer, {layers * page / MiB:.2f} MiB in all")
 
 
 def predict(lab, config, out, *, total, free, utilization, weights, activation, non_torch, block_size,
@@ -377,7 +377,7 @@ def run_dry(lab, args, out) -> None:
     params = sum(p.numel() for p in build_model(config, "meta").parameters())  # shapes, no memory
     weights = params * getattr(torch, config["torch_dtype"]).itemsize
     out(f"weights: {params:,} parameters in {config['torch_dtype']} = {gib(weights)} (counted on the meta device)")
-    out(f"\nthe prediction, at gpu_memory_utilization {args.utilization}, on an ASSUMED card of {gib(ASSUMED_TOTAL)} "
+    out(f"\nthe prediction, at gpu_memory_utilization {args.utilization}, on an ASSUMED card of {gib(ASSUMED_TOTAL)}\n"
         f"with {gib(ASSUMED_FREE)} free, ASSUMED peak activation and non-torch increase:")
     predict(lab, config, out, total=ASSUMED_TOTAL, free=ASSUMED_FREE, utilization=args.utilization, weights=weights,
             activation=ASSUMED_ACTIVATION, non_torch=ASSUMED_NON_TORCH, block_size=args.block_size,

@@ -12,7 +12,7 @@ The arithmetic vLLM (v0.22.1) does once at start-up, before it serves anything:
    how many requests of the longest length that makes (``max_concurrency``).
 
 A model's shape comes as a dict with the keys of its Hugging Face ``config.json``. All memory
-sizes are integers, in bytes. Implement the functions in order (README "What to implement", steps
+sizes are integers, in bytes. Implement the functions in order (README "Steps", steps
 1-6), then run ``LAB_IMPL=starter pytest -q phase-02-paged-attention/labs/lab-03-kv-memory-budget``.
 """
 

@@ -102,8 +102,8 @@ def run(seq_lens, out_dir: Path | None) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     (out_dir / "results.md").write_text(
-        f"# Lab 02-04 benchmark: one decode step, batch 1\n\n"
-        f"{bench.device_line()}; {today}.\n\n"
+        f"# Lab 02-04 results\n\n"
+        f"One decode step, batch 1. {bench.device_line()}; {today}.\n\n"
         f"{NUM_HEADS} query heads over {NUM_KV_HEADS} KV heads, head_dim {HEAD_DIM}, fp16, block size {BLOCK_SIZE}. "
         f"GB/s = K+V bytes of the valid tokens / time (do_bench median, L2 flushed). "
         f"Measured copy bandwidth (read + write): {copy_bw / 1e9:.0f} GB/s.\n\n{table}\n"

@@ -52,7 +52,7 @@ def main() -> int:
 
     print(triton_env.describe())
     dense = case.expected_f64()[0]  # the truth: float64 over a contiguous copy of the 130 tokens
-    print(f"dense baseline  : out[0, :4] = {first_values(dense)}   (float64, contiguous copy)")
+    print(f"dense baseline  : out[0, :4] = {first_values(dense)}   (float64)")
 
     deltas = []  # max |delta| of each paged version; None where it is not implemented yet
     for label, fn in (("paged torch ref", lab.paged_attention_torch), ("paged triton   ", lab.paged_attention_triton)):
@@ -69,10 +69,10 @@ def main() -> int:
 
     num_logical = -(-SEQ_LEN // BLOCK_SIZE)
     tail = SEQ_LEN - (num_logical - 1) * BLOCK_SIZE
-    print(f"block table     : {BLOCK_IDS}   (seq_len={SEQ_LEN}, block_size={BLOCK_SIZE}: {num_logical} logical blocks)")
+    print(f"block table     : {BLOCK_IDS}   ({SEQ_LEN} tokens, {num_logical} blocks of {BLOCK_SIZE})")
     print(
-        f"tail block      : physical block {BLOCK_IDS[-1]} holds {SEQ_LEN} - {num_logical - 1}*{BLOCK_SIZE} = {tail} "
-        f"valid tokens; its other {BLOCK_SIZE - tail} slots hold poison (3e4)"
+        f"tail block      : block {BLOCK_IDS[-1]} holds {SEQ_LEN} - {num_logical - 1}*{BLOCK_SIZE} = {tail} "
+        f"tokens; its other {BLOCK_SIZE - tail} hold poison (3e4)"
     )
     if all(d is not None and d <= GATE for d in deltas):  # NaN compares False: a NaN fails
         print(f"PASS: torch reference and Triton kernel match dense attention within {GATE:g} (fp16)")

@@ -335,9 +335,9 @@ PLOT_SERIES = (("lab µs graph", "this lab (paged)", "valid"),
                ("SDPA µs graph", "SDPA, default backend (dense copy)", "muted"),
                ("gather+SDPA µs graph", "gather + SDPA", "poison"),
                ("vLLM Triton µs graph", "vLLM Triton decode", "accent"))
-# (marker, size, filled, drawn above): this lab on top; the dense baselines hollow, so that a point
-# under another still shows.
-PLOT_MARKERS = (("o", 42, True, 4), ("s", 34, True, 4), ("D", 46, False, 3), ("|", 90, True, 3), ("v", 40, True, 3),
+# (marker, size, filled, drawn above): this lab on top; cuDNN's dense baseline hollow, and SDPA's
+# default backend (often cuDNN itself, on the same spot) a cross drawn inside it, so that both show.
+PLOT_MARKERS = (("o", 42, True, 4), ("s", 34, True, 4), ("D", 46, False, 3), ("x", 30, True, 5), ("v", 40, True, 3),
                 ("^", 40, True, 3))
 
 

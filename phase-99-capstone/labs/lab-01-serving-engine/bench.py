@@ -430,7 +430,7 @@ def report(setup: Setup, trace, runs: list[Run], sweep: list[tuple[int, Run, Run
     ours = max(engine_runs, key=lambda r: r.tokens_per_s)
     model = setup.model
     lines = [
-        "# Lab 99-01 benchmark results", "",
+        "# Lab 99-01 results", "",
         f"{header}. Run {datetime.date.today().isoformat()}, {elapsed:.0f} s in all (model build included).", "",
         f"Model: Llama-shaped, hidden {model['hidden_size']}, {model['num_hidden_layers']} layers, "
         f"{model['num_attention_heads']} query heads and {model['num_key_value_heads']} KV heads of "

@@ -395,7 +395,7 @@ def report(setup: Setup, specs, traces, runs: dict, header: str, elapsed: float,
     full = ", ".join(str(s) for s in setup.capture_sizes if s <= setup.max_num_seqs)
     pieces = ", ".join(str(s) for s in setup.capture_sizes)
     lines = [
-        "# Lab 99-02 benchmark results", "",
+        "# Lab 99-02 results", "",
         f"{header}. Run {datetime.date.today().isoformat()}, {elapsed:.0f} s in all (model build included).", "",
         f"Model: Llama-shaped, hidden {model['hidden_size']}, {model['num_hidden_layers']} layers, "
         f"{model['num_attention_heads']} query heads and {model['num_key_value_heads']} KV heads of "

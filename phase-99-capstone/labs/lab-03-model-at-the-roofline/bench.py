@@ -618,7 +618,7 @@ def report(setup: Setup, header: str, rates: dict, results: dict, sweep_rows: di
            elapsed: float, notes: list[str]) -> str:
     model = setup.model
     lines = [
-        "# Lab 99-03 benchmark results", "",
+        "# Lab 99-03 results", "",
         f"{header}. Run {datetime.date.today().isoformat()}, {elapsed:.0f} s in all (model build included).", "",
         f"Measured in this run: read bandwidth {rates['read'] / 1e12:.2f} TB/s (1 GiB read once by a Triton "
         f"kernel), copy bandwidth {rates['copy'] / 1e12:.2f} TB/s (read + write), bf16 matrix rate "
