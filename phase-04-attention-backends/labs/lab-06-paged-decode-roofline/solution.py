@@ -309,9 +309,11 @@ def choose_num_splits(batch: int, num_kv_heads: int, capacity: int, num_sms: int
 
 
 def _launch_partition(q, k_cache, v_cache, block_tables, seq_lens, out, m, denom, acc, partition_size, max_splits,
-                      one_split):
+                      one_split, *, tile_tokens=None, num_warps=NUM_WARPS, num_stages=NUM_STAGES):
     """``_partition_kernel`` over a ``(batch, num_kv_heads, max_splits)`` grid: ``one_split``
-    writes ``out`` (``max_splits`` must be 1), otherwise the summaries ``m``, ``denom``, ``acc``."""
+    writes ``out`` (``max_splits`` must be 1), otherwise the summaries ``m``, ``denom``, ``acc``.
+    ``tile_tokens``, ``num_warps`` and ``num_stages`` override this lab's settings (lab 99-03 tunes
+    them for its model); by default a tile follows the rule below."""
     batch, num_heads, head_dim = q.shape
     _, block_size, num_kv_heads, _ = k_cache.shape
     group = num_heads // num_kv_heads
@@ -321,7 +323,7 @@ def _launch_partition(q, k_cache, v_cache, block_tables, seq_lens, out, m, denom
         GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)), BLOCK_SIZE=block_size, HEAD_DIM=head_dim,
         SCALE=1.0 / math.sqrt(head_dim),
         # Short splits (batch 1 at 8k tokens) stream in smaller tiles: more loads in flight per token.
-        TILE_N=TILE_TOKENS if partition_size > 2 * TILE_TOKENS else TILE_TOKENS // 2,
+        TILE_N=tile_tokens or (TILE_TOKENS if partition_size > 2 * TILE_TOKENS else TILE_TOKENS // 2),
         FP32_DOT=q.dtype == torch.float32, ONE_SPLIT=one_split, PDL=not one_split and _supports_pdl(q.device),
-        num_warps=NUM_WARPS, num_stages=NUM_STAGES,
+        num_warps=num_warps, num_stages=num_stages,
     )

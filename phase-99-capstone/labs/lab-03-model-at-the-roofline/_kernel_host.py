@@ -105,17 +105,9 @@ def launch_partition(q, k_cache, v_cache, block_tables, seq_lens, out, m, denom,
     not touched (pass ``out``); otherwise it writes each split's float32 summary into ``m``, ``denom``
     ``[batch, num_heads, max_splits]`` and ``acc`` ``[batch, num_heads, max_splits, head_dim]``
     (contiguous) for ``launch_reduce``. Every tensor on one device; ``q`` contiguous."""
-    batch, num_heads, head_dim = q.shape
-    _, block_size, num_kv_heads, _ = k_cache.shape
-    group = num_heads // num_kv_heads
-    pdl = not one_split and DECODE._supports_pdl(q.device)
-    DECODE._partition_kernel[(batch, num_kv_heads, max_splits)](
-        q, k_cache, v_cache, block_tables, seq_lens, out, m, denom, acc,
-        partition_size, block_tables.shape[1], k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-        GROUP=group, GROUP_PAD=max(16, triton.next_power_of_2(group)), BLOCK_SIZE=block_size, HEAD_DIM=head_dim,
-        SCALE=1.0 / math.sqrt(head_dim), TILE_N=config.tile_tokens, FP32_DOT=q.dtype == torch.float32,
-        ONE_SPLIT=one_split, PDL=pdl, num_warps=config.num_warps, num_stages=config.num_stages,
-    )
+    DECODE._launch_partition(q, k_cache, v_cache, block_tables, seq_lens, out, m, denom, acc, partition_size,
+                             max_splits, one_split, tile_tokens=config.tile_tokens, num_warps=config.num_warps,
+                             num_stages=config.num_stages)
 
 
 def launch_reduce(m, denom, acc, seq_lens, out, partition_size: int, max_splits: int) -> None:
