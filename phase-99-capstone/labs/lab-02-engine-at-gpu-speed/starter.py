@@ -17,9 +17,9 @@ does per step, and when. In the README's order:
 Everything else is given: the KV-cache manager's caching of known tokens (below); the requests, the
 scheduler's output and the engine's constructor, ``add_request``, ``schedule`` and ``generate``
 (``_gpu_engine_base.py``, over lab 99-01's reference engine, whose ``schedule`` calls your
-``num_new_tokens`` and ``allocate_slots``); ``BlockTable``, the batch's constructor and ``reorder_decodes_first``, and the
-model runner (``_model_runner.py``); the device layer: streams, events, pinned buffers, graphs
-(``_device.py``). Write the stubs below in the README's order, then run
+``num_new_tokens`` and ``allocate_slots``); ``BlockTable``, the batch's constructor and
+``reorder_decodes_first``, and the model runner (``_model_runner.py``); the device layer: streams,
+events, pinned buffers, graphs (``_device.py``). Write the stubs below in the README's order, then run
 ``LAB_IMPL=starter pytest -q phase-99-capstone/labs/lab-02-engine-at-gpu-speed``.
 """
 
