@@ -10,9 +10,11 @@ or a function whose answer has vanished from the page, fails too.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import math
 import random
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -383,6 +385,124 @@ def p99_who_is_preempted():
     return listed(victim, answers[True], answers[False])
 
 
+# Lab 99-02: graphs and the host one step ahead
+
+
+def p99_which_graph_runs_a_step():
+    full, piecewise, max_num_seqs = [1, 2, 4, 8, 16], [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64], 32
+    steps = {"a": [1] * 5, "b": [1, 1, 1, 30], "c": [1] * 24, "d": [100]}  # tokens per row, decodes first
+
+    def rule(rows):
+        tokens = sum(rows)
+        if all(k == 1 for k in rows) and len(rows) <= full[-1]:
+            return "full", min(s for s in full if s >= len(rows))
+        if tokens <= piecewise[-1]:
+            return "piecewise", min(s for s in piecewise if s >= tokens)
+        return "eager", tokens
+
+    lab = labkit.load_reference("99-02")
+    runner = type("Sizes", (), {"full_sizes": full, "piecewise_sizes": piecewise, "max_num_reqs": max_num_seqs})()
+    answers = []
+    for name, rows in steps.items():
+        mode, size = rule(rows)
+        decodes = next((i for i, k in enumerate(rows) if k != 1), len(rows))
+        plan = lab.ModelRunner.choose_graph(runner, lab.StepShape(sum(rows), len(rows), decodes, max(rows), 0))
+        assert (plan.mode, plan.num_tokens) == (mode, size), \
+            f"step ({name}): lab 99-02's choose_graph gives {plan}, the rule {mode} {size}"
+        answers.append(f"{mode} {size}")
+    return "; ".join(answers)
+
+
+@functools.cache
+def _gpu_engine_lab_and_model():
+    """Lab 99-02's reference module and its own tiny model (the engine takes its model over)."""
+    _capstone_lab_and_model()  # the same skips
+    lab = labkit.load_reference("99-02")
+    return lab, lab.build_model(lab.tiny_config())
+
+
+def p99_a_request_one_step_late():
+    prompt, max_new_tokens = 10, 3
+    # Brute force: a placeholder per sampled step; a call launches a step unless the outputs known plus
+    # those on their way reach max_new_tokens, then reads the step launched by the call before.
+    scheduled, known, placeholders, in_flight, computed = [], [], 0, False, 0
+    outputs = 0
+    while outputs < max_new_tokens:
+        k = 0 if outputs + placeholders >= max_new_tokens else (prompt if computed == 0 else 1)
+        computed += k
+        launched = k > 0
+        placeholders += launched
+        if in_flight:
+            placeholders, outputs = placeholders - 1, outputs + 1
+        in_flight = launched
+        scheduled.append(k)
+        known.append(outputs)
+    lab, model = _gpu_engine_lab_and_model()
+    calls = {}
+    for asynchronous in (True, False):
+        engine = lab.Engine(model, num_gpu_blocks=16, block_size=CAPSTONE_BLOCK, max_num_seqs=4,
+                            max_num_batched_tokens=64, cudagraph_mode="none", async_scheduling=asynchronous)
+        engine.add_request("r", _tokens(50, prompt), max_new_tokens)
+        ran, seen = [], []
+        while engine.has_unfinished_requests():
+            assert len(ran) < 10, "the engine did not finish in 10 calls"
+            ran.append(_run(engine, steps=1)[0].num_scheduled_tokens.get("r", 0))
+            seen.append(len(engine.requests["r"].output_token_ids))
+        if asynchronous:
+            assert (ran, seen) == (scheduled, known), \
+                f"lab 99-02's engine scheduled {ran} and knew {seen} outputs, the brute force {scheduled}, {known}"
+        calls[asynchronous] = len(ran)
+    assert calls[False] == max_new_tokens, f"without async, {calls[False]} calls for {max_new_tokens} outputs"
+    return f"{listed(*scheduled)}; {listed(*known)}; {calls[False]}"
+
+
+def _pipeline_ms(host: float, gpu: float, steps: int, ahead: bool) -> float:
+    """When the last of ``steps`` steps ends: the host prepares and launches each step (``host`` ms),
+    the GPU runs it (``gpu`` ms) once launched and free; waiting, the host starts the next step only
+    after the GPU finished this one."""
+    host_free = gpu_free = 0.0
+    for _ in range(steps):
+        launched = host_free + host
+        gpu_free = max(launched, gpu_free) + gpu
+        host_free = launched if ahead else gpu_free
+    return gpu_free
+
+
+def p99_waiting_or_one_step_ahead():
+    answers = []
+    for host, gpu in ((3, 5), (6, 5)):
+        waiting, ahead = _pipeline_ms(host, gpu, 100, False), _pipeline_ms(host, gpu, 100, True)
+        assert waiting == 100 * (host + gpu) and ahead == max(host + 100 * gpu, 100 * host + gpu)
+        answers += [f"{waiting:g}", f"{ahead:g}"]
+    return f"{answers[0]}, {answers[1]}; {answers[2]}, {answers[3]}"
+
+
+# Lab 99-03: the physical bound
+
+
+def p99_physical_bound_of_a_decode_step():
+    hidden, layers, heads, kv_heads, dim, inter, vocab = 2048, 16, 32, 8, 64, 8192, 32000
+    batch, context, read_bw, rate, itemsize = 256, 614, 4.43e12, 800e12, 2
+    per_layer = [(hidden, (heads + 2 * kv_heads) * dim), (heads * dim, hidden), (hidden, 2 * inter), (inter, hidden)]
+    products = per_layer * layers + [(hidden, vocab)]
+    gemm_s = sum(max(2 * batch * k * n / rate, k * n * itemsize / read_bw) for k, n in products)
+    kv_s = layers * 2 * batch * context * kv_heads * dim * itemsize / read_bw  # keys and values, every layer
+    gemm_ms, kv_ms = round(gemm_s * 1e3, 2), round(kv_s * 1e3, 2)
+
+    torch = pytest.importorskip("torch")  # lab 99-03's bench imports labkit's torch helpers
+    del torch
+    path = registry.get("99-03").path / "bench.py"
+    spec = importlib.util.spec_from_file_location("_lab_99_03_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up there
+    spec.loader.exec_module(bench)
+    state = type("State", (), {"batch": batch, "seq_lens": [context] * batch})()
+    got = bench.physical_bound(bench.MODEL_1B, state, rate / 1e12, read_bw, itemsize)
+    assert (round(got["gemm_ms"], 2), round(got["kv_ms"], 2)) == (gemm_ms, kv_ms), \
+        f"lab 99-03's bench.physical_bound gives {got}, the brute force {gemm_ms} ms and {kv_ms} ms"
+    return listed(f"{gemm_ms:.2f}", f"{kv_ms:.2f}", f"{(gemm_s + kv_s) * 1e3:.2f}")
+
+
 CHECKS = {
     (P2, "W3"): p2_blocks_for_a_prompt,
     (P2, "C1"): p2_slot_mapping_by_hand,
@@ -408,6 +528,10 @@ CHECKS = {
     (P99, "C2"): p99_the_batch_of_a_mixed_step,
     (P99, "C3"): p99_two_prompts_share_a_system_prompt,
     (P99, "C4"): p99_who_is_preempted,
+    (P99, "C5"): p99_which_graph_runs_a_step,
+    (P99, "C6"): p99_a_request_one_step_late,
+    (P99, "C7"): p99_waiting_or_one_step_ahead,
+    (P99, "C8"): p99_physical_bound_of_a_decode_step,
 }
 
 

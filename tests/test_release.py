@@ -171,7 +171,7 @@ def test_every_file_of_the_course_has_its_place():
         f"{lab['04-06']}/going-further/tuning-diary.md": ("course", None),
         f"{lab['04-06']}/results.md": ("course", None),
         f"{lab['04-02']}/test_bench.py": ("maintainers", None),
-        f"{lab['99-02']}/_gpu_engine_base.py": ("reference", "99-01"),
+        f"{lab['99-02']}/_gpu_engine_base.py": ("course", None),
         "tests/test_labkit.py": ("course", None),
         "tests/test_repo.py": ("maintainers", None),
         "tests/fixtures/make_hostile.py": ("maintainers", None),

@@ -59,10 +59,11 @@ COURSE_TESTS = ("tests/test_labkit.py", "tests/test_labkit_bench.py")
 FURTHER_NOTES = {
     "04-06": ("going-further/launch-overhead.md", "going-further/tuning.md", "going-further/tuning-diary.md"),
 }
-# Given modules that hold an earlier lab's answers: lab 99-02's engine runs lab 99-01's scheduler,
-# written out in its given half. Such a module is part of that lab's reference; until it is
-# released, the later lab cannot run in an edition, and says so (labkit.course.edition.notes).
-HELD_WITH = {"99-02": {"_gpu_engine_base.py": "99-01"}}
+# Given modules that cannot help holding an earlier lab's answers, by lab: {lab id: {file: owner}}.
+# Such a module is part of its owner's reference; until that is released, the later lab cannot run
+# in an edition, and says so (labkit.course.edition.notes). None today: a lab that builds on an
+# earlier one loads its reference (lab 99-02's engine runs lab 99-01's schedule that way).
+HELD_WITH: dict[str, dict[str, str]] = {}
 # Sections of the course's pages that only an instructor needs (with their subsections).
 LEFT_OUT = {
     "SETUP.md": ("### A class edition for students: `labs release`", "### Grading a class: `labs grade`",

@@ -8,7 +8,8 @@ here, so that the given code is written once:
 - ``SchedulerOutput``: what one ``schedule`` call decides.
 - ``EngineBase``: everything of the engine but the four methods you write. ``__init__`` (settings,
   queues, the KV-cache manager, the model runner), ``add_request``, ``has_unfinished_requests``,
-  ``step``, ``generate``, and ``_add_to_batch`` (one request into a ``SchedulerOutput``).
+  ``step``, ``generate``, ``_add_to_batch`` (one request into a ``SchedulerOutput``), and the two
+  questions ``schedule`` asks for a running request: ``num_new_tokens`` and ``allocate_slots``.
 - ``EngineStateError`` and the checks ``step`` runs between the phases. A scheduling mistake would
   otherwise show up later and elsewhere: as a ``ValueError`` deep inside lab 02-05's KV-cache manager
   or lab 02-01's block pool, or as wrong tokens. The checks stop the step where the engine's state
@@ -257,6 +258,23 @@ class EngineBase:
         output.scheduled_requests.append(request)
         output.num_scheduled_tokens[request.request_id] = num_new_tokens
         output.new_block_ids[request.request_id] = [block.block_id for block in new_blocks]
+
+    # ---------------------------------------------------------------- a running request: its tokens, its blocks
+
+    def num_new_tokens(self, request: Request, budget: int) -> int:
+        """How many tokens the running ``request`` computes this step: the rest of its tokens not yet in
+        the cache, at most ``budget``. ``schedule`` asks this for each running request and passes over
+        one that gets 0. In this engine none does (a request that computes its last token finishes in
+        that step); lab 99-02's engine, which learns its tokens a step late, has such requests and
+        answers this question its own way."""
+        return min(request.num_tokens - request.num_computed_tokens, budget)
+
+    def allocate_slots(self, request: Request, num_new_tokens: int):
+        """Blocks for the running ``request``'s next ``num_new_tokens`` tokens: the KV-cache manager's
+        ``allocate_slots`` (the blocks it got, ``[]`` when its last block has room, None when the pool
+        is short). ``schedule`` allocates for running requests through this; lab 99-02's engine makes it
+        cheaper."""
+        return self.kv_manager.allocate_slots(request, num_new_tokens)
 
     # ---------------------------------------------------------------- the engine's invariants
 

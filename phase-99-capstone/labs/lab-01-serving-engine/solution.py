@@ -51,8 +51,11 @@ class Engine(EngineBase):
         index = 0
         while index < len(self.running) and budget > 0:
             request = self.running[index]
-            num_new_tokens = min(request.num_tokens - request.num_computed_tokens, budget)
-            new_blocks = self.kv_manager.allocate_slots(request, num_new_tokens)
+            num_new_tokens = self.num_new_tokens(request, budget)  # given: at most the budget
+            if num_new_tokens == 0:
+                index += 1
+                continue  # nothing to compute this step (never here; in lab 99-02's engine, yes)
+            new_blocks = self.allocate_slots(request, num_new_tokens)
             while new_blocks is None:
                 # No block for it: preempt the most recently admitted request, then try again.
                 victim = self.running.pop()
@@ -60,7 +63,7 @@ class Engine(EngineBase):
                 output.preempted_req_ids.append(victim.request_id)
                 if victim is request:
                     break  # it was the last one: nobody left to make room for
-                new_blocks = self.kv_manager.allocate_slots(request, num_new_tokens)
+                new_blocks = self.allocate_slots(request, num_new_tokens)
             if new_blocks is None:
                 break
             self._add_to_batch(output, request, num_new_tokens, new_blocks)

@@ -18,7 +18,8 @@ Everything else is given, imported below:
   the class your ``Engine`` extends: its ``__init__`` (the settings ``block_size``, ``max_num_seqs``,
   ``max_num_batched_tokens``; the queues ``waiting``, ``running``, ``finished``; ``requests`` by id;
   ``kv_manager``, lab 02-05's KV-cache manager over lab 02-01's block pool; ``runner``), ``add_request``,
-  ``step``, ``generate`` and ``_add_to_batch``. ``step`` checks the engine's state after each of your
+  ``step``, ``generate``, ``_add_to_batch``, and ``num_new_tokens`` and ``allocate_slots`` for a running
+  request. ``step`` checks the engine's state after each of your
   ``schedule``, ``prepare_inputs`` and ``update_from_output``: a mistake stops there with an
   ``EngineStateError`` that names the step, the request and what was expected.
 - from ``_runner.py``: the model side (``build_model``, ``tiny_config``, ``StepInputs``, ``ModelRunner``).
@@ -42,7 +43,8 @@ from _runner import ModelRunner, StepInputs, build_model, tiny_config  # noqa: F
 
 class Engine(EngineBase):
     """Your engine step: ``EngineBase`` (given) has the settings, the queues, ``add_request``, ``step``,
-    ``generate`` and ``_add_to_batch``; the four methods below are yours."""
+    ``generate``, ``_add_to_batch``, ``num_new_tokens`` and ``allocate_slots``; the four methods below
+    are yours."""
 
     # ---------------------------------------------------------------- step 1 and 2: schedule
 
@@ -54,10 +56,14 @@ class Engine(EngineBase):
         - ``num_scheduled_tokens``: per request, the tokens it computes now: at least 1, together at most
           ``self.max_num_batched_tokens``. A request computes the next of its tokens not yet in the cache
           (``num_tokens - num_computed_tokens`` of them remain): all of them if the budget allows, else as
-          many as it allows (a prefill chunk). Running requests are served first, in order.
+          many as it allows (a prefill chunk). Running requests are served first, in order; for each, ask
+          ``self.num_new_tokens(request, budget)`` (given: exactly that count) and pass over a request that
+          gets 0 (none does in this lab; lab 99-02's engine, built on yours, answers 0 for some).
         - ``new_block_ids``: per request, the ids of the blocks it got this step from the KV-cache manager
-          (``allocate_slots``; ``[]`` when its last block had room). A newly admitted request's list starts
-          with its prefix-cache hits (``get_computed_blocks``), then its new blocks.
+          (``[]`` when its last block had room): a running request's through ``self.allocate_slots(request,
+          n)`` (given: the manager's ``allocate_slots``, which lab 99-02 makes cheaper), a waiting one's
+          through ``self.kv_manager.allocate_slots``. A newly admitted request's list starts with its
+          prefix-cache hits (``get_computed_blocks``), then its new blocks.
         - ``preempted_req_ids``: the requests preempted this step. When the pool has no room for a running
           request, the running request admitted last (maybe this one) is preempted (``_preempt``) and the
           allocation tried again; a request that preempted itself is not scheduled, nor is anyone after it.

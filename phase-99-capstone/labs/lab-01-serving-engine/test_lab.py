@@ -584,6 +584,47 @@ def test_the_budget_is_spent_to_its_last_token(lab, model, truth):
     assert_schedule_as_planned(engine, records, plan)
     assert_tokens_equal(engine, expected)
 
+
+# Three short prompts, admitted together in step 0; in step 1 the engine answers 0 tokens for "b".
+ASKED = {rid: (p, 3) for rid, p in zip(("a", "b", "c"), prompts_of(5, (5, 6, 7)), strict=True)}
+
+
+def test_schedule_asks_the_engine_for_each_running_request(lab, model, truth):
+    """``schedule`` takes a running request's token count from ``self.num_new_tokens`` and its blocks
+    from ``self.allocate_slots`` (given methods that lab 99-02's engine, built on this ``schedule``,
+    answers its own way), and passes over a request that gets 0 tokens: here "b" in step 1 only. Step 1
+    then schedules a and c, each asked for blocks once; b runs a step late with the same tokens.
+
+    Catches: a request that gets 0 tokens still scheduled (or sent to the allocator with 0 tokens),
+    and the count or the allocation written inline, so that an engine built on this one cannot change
+    them."""
+    asked = []
+
+    class Engine(lab.Engine):
+        def num_new_tokens(self, request, budget):
+            if self.num_steps == 1 and request.request_id == "b":
+                return 0
+            return super().num_new_tokens(request, budget)
+
+        def allocate_slots(self, request, num_new_tokens):
+            asked.append((self.num_steps, request.request_id, num_new_tokens))
+            return super().allocate_slots(request, num_new_tokens)
+
+    expected = expected_outputs(truth, ASKED)
+    engine = Engine(model, num_gpu_blocks=64, block_size=BS, max_num_seqs=8, max_num_batched_tokens=24,
+                    enable_prefix_caching=False)
+    records = drive(engine, ASKED, max_steps=20)
+    got = [(r.request_id, records[1].output.num_scheduled_tokens[r.request_id])
+           for r in records[1].output.scheduled_requests]
+    assert got == [("a", 1), ("c", 1)], \
+        f"step 1 scheduled {got}; num_new_tokens answered 0 for b, so expected [('a', 1), ('c', 1)]"
+    step1 = [(rid, n) for step, rid, n in asked if step == 1]
+    assert step1 == [("a", 1), ("c", 1)], \
+        (f"in step 1 self.allocate_slots was called with {step1}, expected once for a and once for c, 1 token "
+         f"each (a running request's blocks come through self.allocate_slots; b, passed over, asks for none)")
+    assert_tokens_equal(engine, expected)
+
+
 # Settings at the API's limits, prefix caching off: (settings, workload).
 SMALL = {"s": (GAMMA, 3), "t": (SYSTEM[:5], 4)}  # each fits in one block of 16, alone
 LIMITS = {

@@ -9,10 +9,12 @@ given code is written once:
   and what the runner's batch must change.
 - ``EngineBase``: everything of the engine but the methods you write (README steps 4 and 5): the
   constructor (settings, queues, the KV-cache manager and the model runner of the class that
-  inherits it, named by its ``kv_manager_class`` and ``model_runner_class``), ``add_request``,
-  ``has_unfinished_requests``, ``generate``, and lab 99-01's scheduling (``schedule``,
-  ``_add_to_batch``, ``_preempt``), which calls your ``num_new_tokens``, ``allocate_slots`` and
-  ``_update_after_schedule``.
+  inherits it, named by its ``kv_manager_class`` and ``model_runner_class``),
+  ``has_unfinished_requests``, ``generate``, and ``schedule``. It extends lab 99-01's engine (its
+  reference solution, through ``labkit.load_reference``): ``add_request`` is lab 99-01's, and so is
+  the scheduling. ``schedule`` runs lab 99-01's ``schedule`` (which asks your ``num_new_tokens`` and
+  ``allocate_slots`` for each running request, and preempts with lab 99-01's ``_preempt``), turns
+  its decisions into this lab's ``SchedulerOutput`` and hands it to your ``_update_after_schedule``.
 
 Names follow vLLM v0.22.1's v1 engine (``vllm/v1/request.py``, ``vllm/v1/core/sched/output.py``,
 ``vllm/v1/core/sched/scheduler.py``).
@@ -27,7 +29,7 @@ from _model_runner import ModelRunnerOutput
 
 import labkit
 
-_engine = labkit.load_reference("99-01")  # lab 99-01's Request and RequestStatus
+_engine = labkit.load_reference("99-01")  # lab 99-01's engine: its Request, RequestStatus and scheduling
 RequestStatus = _engine.RequestStatus
 
 
@@ -100,7 +102,7 @@ class SchedulerOutput:
 # --------------------------------------------------------------------------------------------
 
 
-class EngineBase:
+class EngineBase(_engine.Engine):
     """Lab 99-01's engine (the same scheduling, the same tokens), at GPU speed: its given half.
 
     Settings as lab 99-01's (``num_gpu_blocks``, ``block_size``, ``max_num_seqs``,
@@ -113,10 +115,16 @@ class EngineBase:
     - ``cpu_timing``: on a CPU, when the device work runs (``_device.Stream``).
 
     Queues as in lab 99-01: ``waiting``, ``running``, ``finished``, ``requests``. ``in_flight``: the step
-    launched and not yet read back (its scheduler output and model-runner output), or None."""
+    launched and not yet read back (its scheduler output and model-runner output), or None.
+
+    What lab 99-01's engine does and this one does not is overridden here or by your ``Engine``:
+    ``step`` and ``update_from_output`` are yours, the batch is the runner's (lab 99-01's
+    ``prepare_inputs`` is never called), and the constructor builds this lab's KV-cache manager and
+    runner."""
 
     kv_manager_class: type  # the KV-cache manager the engine builds (README step 5's)
     model_runner_class: type  # the model runner it builds (README steps 1-3's)
+    request_class = Request  # what lab 99-01's add_request (the same checks, the same ValueErrors) queues
 
     def __init__(self, model, num_gpu_blocks: int, block_size: int = 16, max_num_seqs: int = 8,
                  max_num_batched_tokens: int = 64, enable_prefix_caching: bool = True, backend: str | None = None,
@@ -149,10 +157,6 @@ class EngineBase:
 
     # ---------------------------------------------------------------- given: requests in, tokens out
 
-    # Lab 99-01's add_request, unchanged (the same checks, the same ValueErrors), making this lab's Request.
-    request_class = Request
-    add_request = _engine.EngineBase.add_request
-
     def has_unfinished_requests(self) -> bool:
         return bool(self.waiting or self.running or self.in_flight)
 
@@ -173,74 +177,38 @@ class EngineBase:
     # ---------------------------------------------------------------- given: the scheduler
 
     def schedule(self) -> SchedulerOutput:
-        """Lab 99-01's scheduling (running requests first, preemption of the newest, then the waiting queue),
-        with the token counts of step 4 and the allocation of step 5."""
-        output = SchedulerOutput(finished_req_ids=self._finished_since_schedule)
+        """Lab 99-01's scheduling (running requests first, preemption of the newest, then the waiting
+        queue), with the token counts of your step 4 and the allocation of your step 5, as this lab's
+        ``SchedulerOutput``: what the runner's batch must change. Then your ``_update_after_schedule``."""
+        decided = super().schedule()  # lab 99-01's: who runs, with how many tokens and which new blocks
+        output = SchedulerOutput(preempted_req_ids=list(decided.preempted_req_ids),
+                                 finished_req_ids=self._finished_since_schedule)
         self._finished_since_schedule = set()
-        budget = self.max_num_batched_tokens
-        index = 0
-        while index < len(self.running) and budget > 0:
-            request = self.running[index]
-            num_new_tokens = self.num_new_tokens(request, budget)
-            if num_new_tokens == 0:
-                index += 1
-                continue
-            new_blocks = self.allocate_slots(request, num_new_tokens)
-            while new_blocks is None:
-                victim = self.running.pop()
-                self._preempt(victim)
-                output.preempted_req_ids.append(victim.request_id)
-                if victim is request:
-                    break
-                new_blocks = self.allocate_slots(request, num_new_tokens)
-            if new_blocks is None:
-                break
-            self._add_to_batch(output, request, num_new_tokens, new_blocks)
-            budget -= num_new_tokens
-            index += 1
-
-        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs and not output.preempted_req_ids:
-            request = self.waiting[0]
-            hits, num_hit_tokens = self.kv_manager.get_computed_blocks(request)
-            num_new_tokens = min(request.num_tokens - num_hit_tokens, budget)
-            new_blocks = self.kv_manager.allocate_slots(request, num_new_tokens, num_hit_tokens, hits)
-            if new_blocks is None:
-                break
-            self.waiting.popleft()
-            request.num_computed_tokens = num_hit_tokens
-            if request.num_cached_tokens < 0:
-                request.num_cached_tokens = num_hit_tokens
-            request.status = RequestStatus.RUNNING
-            self.running.append(request)
-            self._add_to_batch(output, request, num_new_tokens, hits + new_blocks)
-            budget -= num_new_tokens
-
+        # A preempted request lost its row's blocks: when it comes back, it needs a new row. Its token
+        # still on its way stays counted; it arrives with the next output.
+        self._in_batch.difference_update(decided.preempted_req_ids)
+        for request in decided.scheduled_requests:
+            request_id = request.request_id
+            self._add_to_step(output, request, decided.num_scheduled_tokens[request_id],
+                              decided.new_block_ids[request_id])
         self._update_after_schedule(output)
         if output.num_scheduled_tokens:  # a step runs: its requests are the runner's rows from now on
             self._in_batch = set(output.num_scheduled_tokens)
         return output
 
-    def _add_to_batch(self, output: SchedulerOutput, request: Request, num_new_tokens: int, new_blocks) -> None:
+    def _add_to_step(self, output: SchedulerOutput, request: Request, num_new_tokens: int,
+                     new_block_ids: list[int]) -> None:
+        """One scheduled request into ``output``: its table grows by the blocks it got; the runner gets
+        what changed for a request that has a row, everything for one that needs a row."""
         request_id = request.request_id
-        new_block_ids = [block.block_id for block in new_blocks]
         request.block_ids.extend(new_block_ids)
         output.scheduled_requests.append(request)
         output.num_scheduled_tokens[request_id] = num_new_tokens
         if request_id in self._in_batch:  # it has a row: send what changed
             cached = output.scheduled_cached_reqs
             cached.req_ids.append(request_id)
-            cached.new_block_ids.append(new_block_ids)
+            cached.new_block_ids.append(list(new_block_ids))
             cached.num_computed_tokens.append(request.num_computed_tokens)
         else:  # it needs a row: send everything
             output.scheduled_new_reqs.append(NewRequestData(request_id, list(request.all_token_ids),
                                                             list(request.block_ids), request.num_computed_tokens))
-
-    def _preempt(self, request: Request) -> None:
-        """As lab 99-01's. A token still on its way stays counted: it arrives with the next output."""
-        self.kv_manager.free(request)
-        self._in_batch.discard(request.request_id)  # when it comes back, it needs a new row
-        request.block_ids = []
-        request.num_computed_tokens = 0
-        request.status = RequestStatus.PREEMPTED
-        request.num_preemptions += 1
-        self.waiting.appendleft(request)

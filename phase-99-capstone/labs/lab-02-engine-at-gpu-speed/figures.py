@@ -6,10 +6,10 @@ Each is an SVG with a dark-mode twin (``*.dark.svg``), drawn 7 in wide for the s
   ``update_states`` on a small example: five decoding rows; B and D finish, E arrives with a prompt
   chunk; E takes the lowest hole, the last row moves into the other one (with its block table), and
   the decodes are swapped in front of E. Each row: request, tokens this step, computed tokens, block table.
-- ``figures/one_step_ahead.svg``: the host and the GPU over three steps, the host waiting for each step
-  (lab 99-01) and the host one step ahead (step 4 of this lab), with lab 99-01's H100 durations per
-  decode step at full batch: 4.70 ms of kernels, 3.2 ms of host work (schedule 2.65 ms, inputs
-  0.31 ms, update 0.26 ms; its ``results.md``).
+- ``figures/one_step_ahead.svg``: the host and the GPU over three decode steps at full batch, waiting
+  for each step (engine 2 of the benchmark) and one step ahead (engine 3: step 4 added), a model drawn
+  to the measured profile of ``results.md`` (trace A): each step's kernel time and its time from one
+  step's first kernel to the next's, so that the busy fractions are the table's.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
 from labkit import load_sibling  # noqa: E402
-from labkit.figures import COLORS, WIDTH, canvas, pyplot, save  # noqa: E402
+from labkit.figures import COLORS, WIDTH, canvas, number, pyplot, save  # noqa: E402
 
 # The example: (request, block table) of five decoding rows; B and D finish; E arrives.
 ROWS = [("A", [3, 8]), ("B", [5]), ("C", [2, 9, 11]), ("D", [4]), ("F", [6, 7])]
@@ -114,18 +114,43 @@ def persistent_batch_figure(path: Path) -> Path:
     return save(fig, path)
 
 
-# Lab 99-01's H100 decode step at full batch (its results.md): kernels, and the host's work around them.
-GPU_MS = 4.70
-HOST_MS = {"schedule + inputs": 2.65 + 0.31, "update": 0.26}
-LAUNCH_MS = 0.3  # launching the step (a graph replay and its copies): a fraction of a millisecond
+# The profile this figure is drawn to: trace A's table "GPU over 30 decode steps at full batch" in
+# results.md, the two rungs that differ by step 4 alone.
+WAITING, AHEAD = "2. + step 3", "3. + step 4"
+
+
+def measured_steps(results_md: Path = HERE / "results.md") -> dict[str, dict[str, float]]:
+    """Trace A's profile in ``results_md``, by engine: kernels and first-to-last-kernel milliseconds per
+    step, and the busy fraction, as the benchmark measured them (the first table of its kind: trace A's)."""
+    lines = results_md.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| engine | kernels (ms/step) |"))
+    header = [cell.strip() for cell in lines[start].strip("|").split("|")]
+    rows = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        row = dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")), strict=True))
+        rows[row["engine"]] = {"kernels": number(row["kernels (ms/step)"]),
+                               "span": number(row["first to last kernel (ms/step)"]),
+                               "busy": number(row["busy"]) / 100}
+    return rows
 
 
 def one_step_ahead_figure(path: Path) -> Path:
+    """Three decode steps at full batch, as a model drawn to the measured means: each step takes its
+    measured time from one step's first kernel to the next's, of which its kernels (drawn as one block,
+    though on the GPU they are spread over the step) take the measured kernel time. Waiting for each
+    step, the host's work fills the rest; one step ahead, the host is the slower side (its step is
+    longer than the GPU's), so it works without a pause and the GPU waits for each launch."""
     plt = pyplot()
     from matplotlib.patches import Rectangle
 
-    fig, axes = plt.subplots(2, 1, figsize=(WIDTH, 4.4), sharex=True, layout="constrained")
-    prepare, update = HOST_MS["schedule + inputs"], HOST_MS["update"]
+    steps = measured_steps()
+    waiting, ahead = steps[WAITING], steps[AHEAD]
+    for name, row in ((WAITING, waiting), (AHEAD, ahead)):  # the table's busy is kernels / span
+        assert abs(row["kernels"] / row["span"] - row["busy"]) < 0.01, f"results.md's row {name!r} disagrees"
+    assert ahead["span"] > ahead["kernels"], "one step ahead, this model needs a host slower than the GPU"
+    fig, axes = plt.subplots(2, 1, figsize=(WIDTH, 4.6), sharex=True, layout="constrained")
 
     def lane(ax, y, start, length, fill, label):
         ax.add_patch(Rectangle((start, y), length, 0.6, facecolor=COLORS[fill], edgecolor=COLORS["paper"], lw=0.8))
@@ -134,58 +159,37 @@ def one_step_ahead_figure(path: Path) -> Path:
             text = COLORS["ink"] if fill == "free" else COLORS["dark"]
             ax.text(start + length / 2, y + 0.3, label, ha="center", va="center", fontsize=9, color=text)
 
-    # The host waits for every step: prepare, launch, wait, update, then the next.
+    # The host waits for every step: its work (schedule, inputs, launch, update), then the step's kernels.
     ax = axes[0]
-    t = 0.0
-    for step in range(1, 4):
-        lane(ax, 1.0, t, prepare, "query", f"inputs {step}")
-        t += prepare
-        lane(ax, 1.0, t, LAUNCH_MS, "accent", "")
-        gpu_start = t + LAUNCH_MS
-        lane(ax, 0.0, gpu_start, GPU_MS, "valid", f"step {step}")
-        lane(ax, 1.0, gpu_start, GPU_MS, "free", "wait")
-        t = gpu_start + GPU_MS
-        lane(ax, 1.0, t, update, "tail", "")
-        t += update
-    sync_end = t
-    idle = 1 - 3 * GPU_MS / sync_end
-    ax.set_title(f"The host waits for every step (lab 99-01): the GPU idles {idle:.0%} of the time", loc="left")
+    gpu, host = waiting["kernels"], waiting["span"] - waiting["kernels"]
+    for step in range(3):
+        t = step * waiting["span"]
+        lane(ax, 1.0, t, host, "query", f"host's work {step + 1}")
+        lane(ax, 0.0, t + host, gpu, "valid", f"step {step + 1}")
+        lane(ax, 1.0, t + host, gpu, "free", "wait")
+    ax.set_title(f"Waiting for every step (engine {WAITING[0]}): the GPU busy {waiting['busy']:.0%}", loc="left")
 
-    # The host one step ahead: step N+1 is prepared and launched while the GPU runs step N.
+    # One step ahead: the host prepares step N+1 while the GPU runs step N, and reads step N after.
     ax = axes[1]
-    host, gpu_free = 0.0, 0.0
-    launches = []
-    for step in range(1, 4):
-        lane(ax, 1.0, host, prepare, "query", f"inputs {step}")
-        host += prepare
-        lane(ax, 1.0, host, LAUNCH_MS, "accent", "")
-        host += LAUNCH_MS
-        start = max(host, gpu_free)
-        lane(ax, 0.0, start, GPU_MS, "valid", f"step {step}")
-        gpu_free = start + GPU_MS
-        launches.append(gpu_free)
-        if step > 1:  # read the step before: wait only for what is left of it
-            done = launches[-2]
-            if done > host:
-                lane(ax, 1.0, host, done - host, "free", "wait" if done - host > 1.0 else "")
-                host = done
-            lane(ax, 1.0, host, update, "tail", "")
-            host += update
-    busy = 3 * GPU_MS / (gpu_free - (prepare + LAUNCH_MS))
-    ax.set_title(f"The host one step ahead (step 4): from its first kernel on, the GPU is busy {busy:.0%}",
+    period, gpu = ahead["span"], ahead["kernels"]
+    for step in range(3):
+        lane(ax, 1.0, step * period, period, "query", f"host's work {step + 1}")
+        lane(ax, 0.0, (step + 1) * period, gpu, "valid", f"step {step + 1}")
+    ax.set_title(f"One step ahead (engine {AHEAD[0]}): the GPU busy {ahead['busy']:.0%}; it waits for the host",
                  loc="left")
     for ax in axes:
         ax.set_ylim(-0.15, 1.75)
         ax.set_yticks([0.3, 1.3], ["GPU", "host"])
         ax.tick_params(axis="y", length=0)
         ax.spines["left"].set_visible(False)
-    axes[1].set_xlim(0, sync_end + 0.2)
-    axes[1].set_xlabel(f"milliseconds: lab 99-01's H100 decode step at full batch, {GPU_MS} ms of kernels;\n"
-                       f"the host takes {prepare:.2f} ms to schedule and build inputs, {update:.2f} ms to update")
-    fills = ("query", "accent", "tail", "free", "valid")
+    axes[1].set_xlim(0, 3 * waiting["span"] + 0.2)
+    axes[1].set_xlabel(f"milliseconds: a model drawn to results.md (trace A, H100, decode at full batch).\n"
+                       f"Kernels per step {waiting['kernels']:.2f} and {gpu:.2f} ms (one block here); "
+                       f"first kernel to next step's {waiting['span']:.2f} and {period:.2f} ms")
+    fills = ("query", "free", "valid")
     handles = [Rectangle((0, 0), 1, 1, facecolor=COLORS[fill]) for fill in fills]
-    fig.legend(handles, ["schedule, build inputs", "launch", "update (read the tokens)", "host waits",
-                         "GPU computes"], loc="outside lower center", ncol=3, frameon=False)
+    fig.legend(handles, ["host: schedule, inputs, launch, update", "host waits", "GPU computes"],
+               loc="outside lower center", ncol=3, frameon=False)
     return save(fig, path)
 
 

@@ -314,7 +314,8 @@ class KVCacheManager(_engine.KVCacheManager):
 class Engine(EngineBase):
     """Lab 99-01's engine (the same scheduling, the same tokens), at GPU speed. The constructor,
     ``add_request``, ``generate`` and the scheduling are given (``_gpu_engine_base.EngineBase``, whose
-    docstring lists the settings); the methods below are steps 4 and 5."""
+    docstring lists the settings): ``schedule`` is lab 99-01's, and asks ``num_new_tokens`` and
+    ``allocate_slots`` below for each running request. The methods below are steps 4 and 5."""
 
     kv_manager_class = KVCacheManager
     model_runner_class = ModelRunner

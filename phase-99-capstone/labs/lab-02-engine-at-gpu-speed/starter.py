@@ -16,9 +16,10 @@ does per step, and when. In the README's order:
 
 Everything else is given: the KV-cache manager's caching of known tokens (below); the requests, the
 scheduler's output and the engine's constructor, ``add_request``, ``schedule`` and ``generate``
-(``_gpu_engine_base.py``); ``BlockTable``, the batch's constructor and ``reorder_decodes_first``, and the
-model runner (``_model_runner.py``); the device layer: streams, events, pinned buffers, graphs
-(``_device.py``). Write the stubs below in the README's order, then run
+(``_gpu_engine_base.py``, over lab 99-01's reference engine, whose ``schedule`` calls your
+``num_new_tokens`` and ``allocate_slots``); ``BlockTable``, the batch's constructor and
+``reorder_decodes_first``, and the model runner (``_model_runner.py``); the device layer: streams,
+events, pinned buffers, graphs (``_device.py``). Write the stubs below in the README's order, then run
 ``LAB_IMPL=starter pytest -q phase-99-capstone/labs/lab-02-engine-at-gpu-speed``.
 """
 
@@ -218,7 +219,8 @@ class KVCacheManager(_engine.KVCacheManager):
 class Engine(EngineBase):
     """Lab 99-01's engine (the same scheduling, the same tokens), at GPU speed. The constructor,
     ``add_request``, ``generate`` and the scheduling are given (``_gpu_engine_base.EngineBase``, whose
-    docstring lists the settings); the methods below are steps 4 and 5."""
+    docstring lists the settings): ``schedule`` is lab 99-01's, and asks ``num_new_tokens`` and
+    ``allocate_slots`` below for each running request. The methods below are steps 4 and 5."""
 
     kv_manager_class = KVCacheManager
     model_runner_class = ModelRunner

@@ -22,7 +22,7 @@ that forward pass rewritten over your kernels:
 vLLM v0.22.1 does the same in ``vllm/model_executor/models/llama.py`` (``LlamaAttention``, ``LlamaMLP``,
 ``LlamaDecoderLayer``), ``vllm/model_executor/layers/linear.py`` (``QKVParallelLinear``,
 ``MergedColumnParallelLinear``), ``layernorm.py`` (``RMSNorm``), ``activation.py`` (``SiluAndMul``),
-``rotary_embedding.py`` and ``vllm/v1/sample/sampler.py``.
+``rotary_embedding/`` and ``vllm/v1/sample/sampler.py``.
 """
 
 from __future__ import annotations

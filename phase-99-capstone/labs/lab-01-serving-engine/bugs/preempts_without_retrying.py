@@ -10,6 +10,6 @@ CAUGHT_BY = ["test_schedule_matches_brute_force_under_preemption", "test_small_p
 EDIT = (
     "                if victim is request:\n"
     "                    break  # it was the last one: nobody left to make room for\n"
-    "                new_blocks = self.kv_manager.allocate_slots(request, num_new_tokens)\n",
+    "                new_blocks = self.allocate_slots(request, num_new_tokens)\n",
     "                break  # one victim, and no second try this step\n",
 )
