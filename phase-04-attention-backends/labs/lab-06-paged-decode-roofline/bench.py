@@ -17,6 +17,9 @@ from a CUDA graph, the way serving engines run their decode steps (no host launc
   lab 02-04     one program per query head (batch-1 shapes up to 128k, per call only: it is slow)
   vLLM Triton   with --vllm-triton: vLLM's Triton decode kernel, loaded from a file you give (not
                 part of this repository), at each --vllm-splits count; the fastest is reported
+  FlashInfer    when flashinfer-python is installed (the "flashinfer" extra): its paged decode,
+                BatchDecodeWithPagedKVCacheWrapper, on the same cache and tables, through its CUDA-core
+                decode kernel and through its tensor-core one; the faster is reported
 
 The roofline: the K+V bytes of the valid tokens over two bandwidths measured in the same run, a
 streaming read of 1 GiB (decode only reads) and a 1 GiB copy (bytes read plus written). The fp16
@@ -31,6 +34,7 @@ import argparse
 import datetime
 import importlib.util
 import inspect
+import itertools
 import math
 import sys
 import time
@@ -90,6 +94,9 @@ DRY_SHAPES = (
     Shape("b2 x 64, 10/2 heads", (64, 64), 10, 2),
 )
 DRY_HEAD_DIM = 64
+# FlashInfer's two decode paths (BatchDecodeWithPagedKVCacheWrapper's use_tensor_cores); its column
+# shows the faster one under CUDA graphs, named in parentheses.
+FLASHINFER_KINDS = {"CUDA cores": False, "tensor cores": True}
 OLD_KERNEL_MAX_TOKENS = 131072  # lab 02-04 takes ~15 ms at 128k; longer shapes would dominate the run
 
 
@@ -199,6 +206,77 @@ def vllm_way(decode_attention_fwd, case, num_kv_splits: int):
     return run
 
 
+def load_flashinfer():
+    """FlashInfer (``pip install flashinfer-python``, the ``flashinfer`` extra), or None when it is
+    not installed or does not import: the column is then left out."""
+    try:
+        import flashinfer
+    except Exception as err:  # not installed, or built for another torch/CUDA
+        print(f"(FlashInfer not available: {type(err).__name__}: {str(err).splitlines()[0][:120]})")
+        return None
+    return flashinfer
+
+
+def flashinfer_pages(block_tables, seq_lens, page_size: int):
+    """The lab's block tables in FlashInfer's CSR form: ``(indptr, indices, last_page_len)``, int32 on
+    the tables' device. Sequence ``b``'s pages are ``indices[indptr[b]:indptr[b + 1]]``, the first
+    ``ceil(seq_lens[b] / page_size)`` entries of its table row, and ``last_page_len[b]`` of the last
+    page's slots are valid (from 1 to ``page_size``; FlashInfer counts a sequence of 0 tokens as one
+    page, which bench.py's shapes never have)."""
+    import torch
+
+    lens = [int(n) for n in seq_lens.tolist()]
+    pages = [max(1, math.ceil(n / page_size)) for n in lens]
+    device = block_tables.device
+    indptr = torch.tensor([0, *itertools.accumulate(pages)], dtype=torch.int32, device=device)
+    indices = torch.cat([block_tables[b, :n] for b, n in enumerate(pages)]).to(torch.int32)
+    last = [n - (p - 1) * page_size for n, p in zip(lens, pages, strict=True)]
+    return indptr, indices, torch.tensor(last, dtype=torch.int32, device=device)
+
+
+def check_flashinfer_pages(case, shape: Shape) -> None:
+    """--dry-run's check of :func:`flashinfer_pages`: K gathered through the CSR lists, page by page,
+    is the dense copy the SDPA columns read, for every sequence of the shape."""
+    import torch
+
+    indptr, indices, last = flashinfer_pages(case.block_tables, case.seq_lens, BLOCK_SIZE)
+    for b, n in enumerate(shape.seq_lens):
+        pages = indices[indptr[b] : indptr[b + 1]].long()
+        k = case.k_cache[pages].flatten(0, 1)[: (len(pages) - 1) * BLOCK_SIZE + int(last[b])]
+        dense = cases.dense_kv(case.k_cache, case.block_tables[b : b + 1], n)[0].transpose(0, 1)
+        if not torch.equal(k, dense):
+            raise AssertionError(f"{shape.name}: FlashInfer's page lists do not give sequence {b}'s keys")
+
+
+def flashinfer_way(flashinfer, case, tensor_cores: bool):
+    """One call of FlashInfer's ``BatchDecodeWithPagedKVCacheWrapper`` on the lab's own cache: K and V
+    are already FlashInfer's "NHD" pages (``[num_pages, page_size, num_kv_heads, head_dim]``), so only
+    the block tables change form, into its CSR lists (each sequence's pages back to back, and the
+    number of valid slots in its last page). Planned once, outside any timing, with the buffers fixed
+    so that the call can be captured in a CUDA graph, as vLLM runs it. ``tensor_cores``: FlashInfer's
+    decode through its prefill kernel (the query heads of a group as the rows of a matrix product),
+    the choice vLLM makes for grouped-query attention; otherwise its CUDA-core decode kernel."""
+    import torch
+
+    q = case.q
+    batch, num_heads, head_dim = q.shape
+    _, page_size, num_kv_heads, _ = case.k_cache.shape
+    indptr, indices, last_page_len = flashinfer_pages(case.block_tables, case.seq_lens, page_size)
+    workspace = torch.empty(256 << 20, dtype=torch.uint8, device=q.device)
+    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
+        workspace, "NHD", use_cuda_graph=True, use_tensor_cores=tensor_cores, paged_kv_indptr_buffer=indptr,
+        paged_kv_indices_buffer=indices, paged_kv_last_page_len_buffer=last_page_len)
+    wrapper.plan(indptr, indices, last_page_len, num_heads, num_kv_heads, head_dim, page_size,
+                 q_data_type=q.dtype, kv_data_type=case.k_cache.dtype, sm_scale=1.0 / math.sqrt(head_dim))
+    out = torch.empty_like(q)
+
+    def run():
+        wrapper.run(q, (case.k_cache, case.v_cache), out=out)
+        return out
+
+    return run
+
+
 # --------------------------------------------------------------------------- measuring
 
 
@@ -212,7 +290,7 @@ def wall_time_us(fn) -> float:
     return 1e6 * sorted(times)[1]
 
 
-def measure(shape: Shape, lab, hopper, old_kernel, vllm, vllm_splits, dry: bool) -> dict:
+def measure(shape: Shape, lab, hopper, old_kernel, vllm, vllm_splits, flashinfer, dry: bool) -> dict:
     import torch
 
     device, head_dim = ("cpu", DRY_HEAD_DIM) if dry else ("cuda", HEAD_DIM)
@@ -223,6 +301,8 @@ def measure(shape: Shape, lab, hopper, old_kernel, vllm, vllm_splits, dry: bool)
     row = {"shape": shape, "bytes": bench.kv_bytes(shape.seq_lens, shape.num_kv_heads, head_dim, 2), "call": {},
            "graph": {}, "diff": {}, "note": {}}
     groups = dense_groups(case, shape)
+    if dry:
+        check_flashinfer_pages(case, shape)  # the FlashInfer column's page lists, checked without FlashInfer
     reference = assemble(sdpa_way(groups)(), groups, case.q)  # SDPA, default backend: the sanity check
 
     from torch.nn.attention import SDPBackend
@@ -239,8 +319,13 @@ def measure(shape: Shape, lab, hopper, old_kernel, vllm, vllm_splits, dry: bool)
     if vllm is not None:
         for splits in vllm_splits:
             ways[f"vLLM Triton ({splits} splits)"] = vllm_way(vllm, case, splits)
+    if flashinfer is not None:
+        for kind, tensor_cores in FLASHINFER_KINDS.items():
+            ways[f"FlashInfer ({kind})"] = (flashinfer_way, flashinfer, case, tensor_cores)
     for name, fn in ways.items():
         try:
+            if isinstance(fn, tuple):  # built here, so that a failure to plan is this column's note
+                fn = fn[0](*fn[1:])
             out = fn()
             out = out if isinstance(out, torch.Tensor) else assemble(out, groups, case.q)
             row["diff"][name] = (out.float() - reference.float()).abs().max().item()
@@ -255,11 +340,12 @@ def measure(shape: Shape, lab, hopper, old_kernel, vllm, vllm_splits, dry: bool)
             row["call"]["lab 02-04"] = time_call(lambda: old_kernel(*args))
         except Exception as err:
             row["note"]["lab 02-04"] = f"{type(err).__name__}: {str(err).splitlines()[0][:100]}"
-    best_vllm = min((n for n in row["graph"] if n.startswith("vLLM")), key=row["graph"].get, default=None)
-    if best_vllm:
-        for mode in ("call", "graph"):
-            row[mode]["vLLM Triton"] = row[mode][best_vllm]
-        row["note"]["vLLM Triton"] = best_vllm
+    for family in ("vLLM Triton", "FlashInfer"):  # each family's fastest variant under graphs is its column
+        best = min((n for n in row["graph"] if n.startswith(family + " (")), key=row["graph"].get, default=None)
+        if best:
+            for mode in ("call", "graph"):
+                row[mode][family] = row[mode][best]
+            row["note"][family] = best
     return row
 
 
@@ -293,8 +379,11 @@ def table(rows, read_bw: float, copy_bw: float) -> str:
     hopper = any("Hopper TMA" in r["graph"] for r in rows)
     if hopper:
         headers += ["Hopper TMA µs graph", "Hopper TMA % read", "Hopper TMA vs cuDNN (graph)"]
-    if any("vLLM Triton" in r["graph"] for r in rows):
-        headers.append("vLLM Triton µs graph")
+    families = [f for f in ("FlashInfer", "vLLM Triton") if any(f in r["graph"] for r in rows)]
+    for family in families:
+        headers.append(f"{family} µs graph")
+        if family == "FlashInfer":
+            headers += ["FlashInfer % read", "lab vs FlashInfer (graph)"]
     body = []
     for r in rows:
         n, call, graph = r["bytes"], r["call"], r["graph"]
@@ -309,9 +398,11 @@ def table(rows, read_bw: float, copy_bw: float) -> str:
         if hopper:
             tma = graph.get("Hopper TMA")
             line += [_us(tma), _pct(n, tma, read_bw), _ratio(graph.get("cuDNN SDPA"), tma)]
-        if len(headers) > len(line):
-            line.append(_us(graph.get("vLLM Triton")) + (f" ({r['note']['vLLM Triton'].split('(')[1][:-1]})"
-                                                         if "vLLM Triton" in r["note"] else ""))
+        for family in families:
+            us = graph.get(family)
+            line.append(_us(us) + (f" ({r['note'][family].split('(')[1][:-1]})" if family in r["note"] else ""))
+            if family == "FlashInfer":
+                line += [_pct(n, us, read_bw), _ratio(us, lab)]
         body.append(line)
     return bench.markdown_table(headers, body)
 
@@ -320,7 +411,7 @@ def notes(rows) -> str:
     lines = []
     for r in rows:
         for name, note in r["note"].items():
-            if name != "vLLM Triton":
+            if name not in ("vLLM Triton", "FlashInfer"):
                 lines.append(f"- {r['shape'].name}, {name}: not measured ({note})")
         for name, diff in r["diff"].items():
             if not diff <= 2e-2:
@@ -334,11 +425,12 @@ PLOT_SERIES = (("lab µs graph", "this lab (paged)", "valid"),
                ("cuDNN SDPA µs graph", "cuDNN SDPA (dense copy)", "ink"),
                ("SDPA µs graph", "SDPA, default backend (dense copy)", "muted"),
                ("gather+SDPA µs graph", "gather + SDPA", "poison"),
-               ("vLLM Triton µs graph", "vLLM Triton decode", "accent"))
+               ("vLLM Triton µs graph", "vLLM Triton decode", "accent"),
+               ("FlashInfer µs graph", "FlashInfer paged decode", "query"))
 # (marker, size, filled, drawn above): this lab on top; cuDNN's dense baseline hollow, and SDPA's
 # default backend (often cuDNN itself, on the same spot) a cross drawn inside it, so that both show.
 PLOT_MARKERS = (("o", 42, True, 4), ("s", 34, True, 4), ("D", 46, False, 3), ("x", 30, True, 5), ("v", 40, True, 3),
-                ("^", 40, True, 3))
+                ("^", 40, True, 3), ("P", 44, True, 5))
 
 
 def plot(results: Path, path: Path) -> Path:
@@ -407,6 +499,7 @@ def main(argv=None) -> int:
                              "next_power_of_2(max_seq_len // 512), at most twice the SMs; the fastest is reported)")
     parser.add_argument("--levers", type=Path, metavar="FILE",
                         help="tune.py's levers.md, appended to results.md (default: DIR/levers.md when it exists)")
+    parser.add_argument("--no-flashinfer", action="store_true", help="leave FlashInfer's column out even if installed")
     parser.add_argument("--dry-run", action="store_true", help="tiny shapes, wall-clock timers: checks the script")
     args = parser.parse_args(argv)
     if args.plot_from:
@@ -430,6 +523,7 @@ def main(argv=None) -> int:
         print(f"(lab 02-04's kernel not available: {type(err).__name__}: {err})")
         old_kernel = None
     vllm = load_vllm_triton(args.vllm_triton) if args.vllm_triton else None
+    flashinfer = None if dry or args.no_flashinfer else load_flashinfer()
     shapes = DRY_SHAPES if dry else SHAPES
     if args.shapes:
         shapes = [s for s in shapes if any(s.name.startswith(p) for p in args.shapes)]
@@ -446,14 +540,16 @@ def main(argv=None) -> int:
     print(header, flush=True)
     rows = []
     for shape in shapes:
-        r = measure(shape, lab, hopper, old_kernel, vllm, args.vllm_splits, dry)
+        r = measure(shape, lab, hopper, old_kernel, vllm, args.vllm_splits, flashinfer, dry)
         rows.append(r)
         lab_g, sdpa_g = r["graph"].get("lab"), r["graph"].get("cuDNN SDPA")
         print(f"{shape.name:28s} lab {_us(r['call'].get('lab')):>8} µs call, {_us(lab_g):>8} µs graph "
               f"({_pct(r['bytes'], lab_g, read_bw)} of read); cuDNN SDPA {_us(sdpa_g):>8} µs graph; "
               f"lab vs cuDNN {_ratio(sdpa_g, lab_g)}, vs best SDPA {_ratio(best_sdpa(r['graph']), lab_g)}"
               + (f"; Hopper TMA {_us(r['graph']['Hopper TMA'])} µs graph "
-                 f"({_ratio(sdpa_g, r['graph']['Hopper TMA'])} cuDNN)" if "Hopper TMA" in r["graph"] else ""),
+                 f"({_ratio(sdpa_g, r['graph']['Hopper TMA'])} cuDNN)" if "Hopper TMA" in r["graph"] else "")
+              + (f"; FlashInfer {_us(r['graph']['FlashInfer'])} µs graph ({r['note']['FlashInfer'][12:-1]}; lab "
+                 f"{_ratio(r['graph']['FlashInfer'], lab_g)})" if "FlashInfer" in r["graph"] else ""),
               flush=True)
         if not dry:
             torch.cuda.empty_cache()  # the shape's caches are gone with measure()'s frame

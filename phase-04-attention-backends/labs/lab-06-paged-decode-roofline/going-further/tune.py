@@ -2,6 +2,7 @@
 
     python phase-04-attention-backends/labs/lab-06-paged-decode-roofline/going-further/tune.py [--out DIR]
     python .../going-further/tune.py --variants NAME ...    # a subset
+    python .../going-further/tune.py --all-shapes           # every shape of bench.py, not only the starred ones
     python .../going-further/tune.py --dry-run              # on a CPU: every variant through the interpreter
     python .../going-further/tune.py --profile VARIANT --shape NAME  # one variant, one shape (for ncu)
 
@@ -104,6 +105,14 @@ VARIANTS = [
     Variant("prefetch_stages2", "register double buffering", prefetch=True, stages=2),
     Variant("prefetch_tile32", "register double buffering + tile", prefetch=True, stages=1, tile=32, short_tile=32),
     Variant("prefetch_warps8", "register double buffering + warps", prefetch=True, stages=1, warps=8),
+    # A GPU with more bandwidth than an H100 (an H200: 4.8 TB/s against 3.35 by the datasheets, the same 132
+    # SMs) needs more bytes in flight for the same latency: deeper pipelines, more programs, fewer registers.
+    Variant("stages5", "stages", stages=5),
+    Variant("warps2_stages4", "warps + stages", warps=2, stages=4),
+    Variant("warps8_stages4", "warps + stages", warps=8, stages=4),
+    Variant("tile128_warps8_stages4", "tile + warps + stages", tile=128, short_tile=64, warps=8, stages=4),
+    Variant("waves16", "split rule", waves=16),
+    Variant("min_split256", "split rule", min_split=256),
 ]
 BY_NAME = {v.name: v for v in VARIANTS}
 
@@ -387,7 +396,20 @@ SHAPES = (
     Shape("skewed 64k + 63 x 1k", (65536,) + (1024,) * 63),
     Shape("b1 x 512k", (524288,)),
 )
+# --all-shapes: bench.py's other shapes too, for a bar that asks for every shape.
+OTHER_SHAPES = (
+    Shape("b1 x 8k", (8192,)),
+    Shape("b64 x 4k", (4096,) * 64),
+    Shape("b256 x 1k", (1024,) * 256),
+    Shape("b64 x 2k, 32/32 heads", (2048,) * 64, 32, 32),
+    Shape("b64 x 2k, 64/8 heads", (2048,) * 64, 64, 8),
+)
 DRY_SHAPES = (Shape("b1 x 300", (300,), 8, 2), Shape("b3 ragged", (100, 37, 5), 8, 2))
+
+
+def shapes_of(kind: str) -> tuple[Shape, ...]:
+    """The shapes of a sweep: ``"dry"`` (the interpreter's), ``"gpu"`` (the starred ones) or ``"all"``."""
+    return {"dry": DRY_SHAPES, "gpu": SHAPES, "all": SHAPES + OTHER_SHAPES}[kind]
 
 
 @dataclass(frozen=True)
@@ -551,7 +573,7 @@ def _wall_us(fn) -> float:
 GROUPS_OF = 6  # variants per child process (a crash costs at most the rest of its group, which is retried)
 
 
-def sweep(names, shapes, dry: bool, budget: float, extra_env=None) -> list[dict]:
+def sweep(names, shapes_kind: str, budget: float, extra_env=None) -> list[dict]:
     """Run ``names`` in child processes, ``GROUPS_OF`` at a time; a child that dies is replaced,
     the variant it was on reported as crashed; variants not started within ``budget`` are skipped."""
     results, pending = [], list(names)
@@ -564,7 +586,7 @@ def sweep(names, shapes, dry: bool, budget: float, extra_env=None) -> list[dict]
             break
         group, pending = pending[:GROUPS_OF], pending[GROUPS_OF:]
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", ",".join(group), "--ref-dir", str(ref_dir),
-               "--shapes-of", "dry" if dry else "gpu", "--deadline", str(deadline)]
+               "--shapes-of", shapes_kind, "--deadline", str(deadline)]
         left = deadline - time.time() + 90  # the variant in flight at the deadline may finish
         try:
             child = subprocess.run(cmd, capture_output=True, text=True, timeout=left, env={**os.environ,
@@ -628,7 +650,7 @@ def _bytes(shape: Shape) -> int:
 
 def profile(variant: str, shape_name: str, iters: int) -> int:
     """Plain calls of one variant on one shape, for ``ncu`` (no graphs, no flush)."""
-    shape = next(s for s in SHAPES if s.name.startswith(shape_name))
+    shape = next(s for s in SHAPES + OTHER_SHAPES if s.name.startswith(shape_name))
     case = build(shape, "cuda")
     args = (case.q, case.k_cache, case.v_cache, case.block_tables, case.seq_lens)
     for _ in range(iters):
@@ -650,12 +672,14 @@ def main(argv=None) -> int:
     parser.add_argument("--iters", type=int, default=5)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--ref-dir", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--shapes-of", choices=["gpu", "dry"], help=argparse.SUPPRESS)
+    parser.add_argument("--all-shapes", action="store_true",
+                        help="all of bench.py's shapes, not only the starred ones (about 1.6 times as long)")
+    parser.add_argument("--shapes-of", choices=["gpu", "dry", "all"], help=argparse.SUPPRESS)
     parser.add_argument("--deadline", type=float, default=math.inf, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.child:  # inside a child process: report each variant on stdout as one JSON line
-        shapes = DRY_SHAPES if args.shapes_of == "dry" else SHAPES
+        shapes = shapes_of(args.shapes_of)
         run_variants(args.child.split(","), shapes, args.shapes_of == "dry", args.ref_dir, args.deadline,
                      lambda r: print("RESULT " + json.dumps(r), flush=True))
         return 0
@@ -670,7 +694,8 @@ def main(argv=None) -> int:
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         parser.error(f"unknown variants {unknown}; the variants are {', '.join(BY_NAME)}")
-    shapes = DRY_SHAPES if args.dry_run else SHAPES
+    shapes_kind = "dry" if args.dry_run else "all" if args.all_shapes else "gpu"
+    shapes = shapes_of(shapes_kind)
     started = time.time()
     if args.dry_run:
         read_bw, device = None, "CPU (--dry-run: Triton's interpreter; times are wall clock, meaningless)"
@@ -684,7 +709,7 @@ def main(argv=None) -> int:
               "checked against a float64 reference on every shape and on small poisoned cases; a failed check "
               "is shown instead of times. vs solution: the shipped kernel's time / the variant's (geometric mean).")
     print(header.split("\n\n", 1)[1], flush=True)
-    results = sweep(["cuDNN SDPA"] + names, shapes, args.dry_run, args.budget)
+    results = sweep(["cuDNN SDPA"] + names, shapes_kind, args.budget)
     text = report(results, shapes, read_bw, header)
     print("\n" + text)
     print(f"\n(the sweep took {time.time() - started:.0f} s)")
