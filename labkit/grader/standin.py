@@ -44,7 +44,7 @@ class RemoteError(Exception):
 
 class Submission(types.ModuleType):
     """A stand-in module for the student's ``file``, run in ``box``: the names of ``api`` (the lab's
-    ``starter.py``: name -> "callable", "value" or "any"). ``deadline``: a ``time.time()`` after which
+    declared API, ``lab.toml``: name -> "callable", "value" or "any"). ``deadline``: a ``time.time()`` after which
     every call fails at once (the lab's limit); ``on_incident(kind, message)`` hears of every timeout
     and crash.
 
@@ -89,7 +89,7 @@ class Submission(types.ModuleType):
         return changed, [name for name in api if name not in now]
 
     def _public_names(self, ready: dict) -> dict:
-        """The stand-ins for the API names the worker reported, each of the kind the starter has
+        """The stand-ins for the API names the worker reported, each of the kind the lab declares
         ("any": the starter re-exports another name, which may be a class, a function or a value)."""
         found = {}
         for name, expected in self._api_kinds.items():
