@@ -26,7 +26,6 @@ lab 04-02's ``choose_measured`` reads) into DIR. The whole run stays under
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import inspect
 import json
@@ -544,10 +543,7 @@ def plot(results: Path, path: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="folder for results.md, results.svg, matrix.json")
-    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
-                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
+    parser = bench.arguments(__doc__, "folder for results.md, results.svg, matrix.json")
     parser.add_argument("--quick", action="store_true", help="fp16 only, one decode and one prefill shape")
     parser.add_argument("--no-flex", action="store_true", help="leave flex_paged out (it compiles per shape)")
     parser.add_argument("--budget-s", type=float, default=180.0, help="stop measuring after this many seconds")

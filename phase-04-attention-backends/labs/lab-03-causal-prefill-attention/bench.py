@@ -25,7 +25,6 @@ on an H100; ``--sweep`` also times a few tile configurations on one shape (anoth
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import itertools
 import math
@@ -322,10 +321,7 @@ def tiles_that_fit(torch, lab) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="folder for results.md and results.svg (nothing written without)")
-    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
-                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
+    parser = bench.arguments(__doc__, "folder for results.md and results.svg (nothing written without)")
     parser.add_argument("--sweep", action="store_true", help="also time a few tile configurations (16k prompt, fp16)")
     parser.add_argument("--dtypes", default="float16,bfloat16", help="comma-separated, default float16,bfloat16")
     args = parser.parse_args(argv)

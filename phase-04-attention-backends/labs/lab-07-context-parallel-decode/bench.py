@@ -37,7 +37,6 @@ import os
 # inherited by every rank this script starts.
 os.environ.update({"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"})
 
-import argparse  # noqa: E402
 import datetime  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
@@ -405,10 +404,9 @@ def plot(results_md: Path, path: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="write results.md and results.svg into this folder")
-    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
-                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
+    from labkit import bench
+
+    parser = bench.arguments(__doc__)
     parser.add_argument("--world-sizes", default="1,2,4", help="GPU counts to try (those the machine has)")
     parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)), help="tokens per sequence")
     parser.add_argument("--iters", type=int, default=20)
