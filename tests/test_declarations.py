@@ -88,6 +88,19 @@ def test_the_declared_references_are_the_ones_the_lab_loads(lab):
     )
 
 
+PATCHES = re.compile(r"""monkeypatch\.setattr\((np|numpy|math|np\.linalg|numpy\.linalg), ["'](\w+)["']""")
+
+
+@pytest.mark.parametrize("lab", registry.LABS, ids=lambda lab: lab.id)
+def test_the_declared_patches_are_the_numpy_functions_the_tests_replace(lab):
+    """Under grading only the declared functions of numpy and math reach the submission as a test replaced
+    them: a test that wraps one more must say so."""
+    found = {f"{module.replace('np', 'numpy', 1) if module.startswith('np') else module}.{name}"
+             for module, name in PATCHES.findall((lab.path / "test_lab.py").read_text(encoding="utf-8"))}
+    assert set(lab.declared.patches) == found, (
+        f"{lab.folder}/lab.toml: patches {sorted(lab.declared.patches)}, its tests replace {sorted(found)}")
+
+
 def test_study_order_puts_each_lab_after_what_it_needs():
     seen = set()
     for lab in registry.LABS:
@@ -102,6 +115,7 @@ tags = ["cpu"]
 needs = ["00-01"]
 references = ["00-01"]
 given = ["_checks.py"]
+patches = ["numpy.exp"]
 
 [api]
 functions = ["f"]
@@ -128,6 +142,7 @@ def test_a_declaration_is_read_as_data(tmp_path):
         ("_checks.py",),
     )
     assert d.api.kinds() == {"f": "callable", "N": "value"} and d.labkit == {"starter.py": ("triton_env",)}
+    assert d.patches == ("numpy.exp",)
 
 
 @pytest.mark.parametrize(
@@ -147,6 +162,7 @@ def test_a_declaration_is_read_as_data(tmp_path):
         (('"starter.py"', '"solution.py"'), "starter.py or a given module only"),
         (("[api]", "colour = 1\n[api]"), "colour: not a key"),
         (("[api]", "[api"), "not valid TOML"),
+    (('patches = ["numpy.exp"]', 'patches = ["np.exp"]'), "patches: ['np.exp']: a function of numpy"),
     ],
 )
 def test_a_mistake_in_a_declaration_names_the_file_and_the_key(tmp_path, edit, message):

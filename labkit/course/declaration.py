@@ -9,6 +9,7 @@ Read as data, never run::
     needs = ["02-01", "02-05"]         # the earlier labs whose ideas or code it builds on
     references = ["02-05"]             # of those, the ones whose solution it loads (labkit.load_reference)
     given = ["_checks.py"]             # its given modules (given code, child scripts), staged for grading
+    patches = ["numpy.exp"]            # the functions of numpy or math its tests replace (monkeypatch)
 
     [api]                              # the names the tests reach, as starter and solution define them
     functions = ["build_slot_mapping", "write_kv", "paged_attention"]
@@ -48,7 +49,9 @@ SANDBOX_LABKIT = {
     "testing.child": "testing/child",
 }
 _ID = re.compile(r"\d{2}-\d{2}")
-_KEYS = {"id", "title", "builds", "tags", "needs", "references", "given", "api", "labkit"}
+_KEYS = {"id", "title", "builds", "tags", "needs", "references", "given", "patches", "api", "labkit"}
+# The modules whose functions a lab's tests may replace (labkit.grader.lending.WATCHED_MODULES).
+_PATCHABLE = re.compile(r"(numpy|numpy\.linalg|math)\.[a-z_]\w*")
 _API_KEYS = {"functions": "callable", "classes": "callable", "constants": "value", "reexports": "any"}
 
 
@@ -83,6 +86,7 @@ class Declaration:
     needs: tuple[str, ...]
     references: tuple[str, ...]
     given: tuple[str, ...]
+    patches: tuple[str, ...]
     api: Api
     labkit: dict[str, tuple[str, ...]]  # file -> labkit names it imports
 
@@ -136,6 +140,14 @@ def read(lab_dir: Path) -> Declaration:
     if missing := [g for g in given if not (lab_dir / g).is_file()]:
         fail("given", f"{missing}: no such file in {lab_dir}")
 
+    patches = names(data, "patches", "patches", re.compile(r"[\w.]+"))
+    if bad := [p for p in patches if not _PATCHABLE.fullmatch(p)]:
+        fail(
+            "patches",
+            f"{bad}: a function of numpy, numpy.linalg or math, such as numpy.exp (the grader "
+            "passes a test's replacement of those, and of the lab's own API names, to the submission)",
+        )
+
     api_table = data.get("api", {})
     if not isinstance(api_table, dict) or (unknown := sorted(set(api_table) - set(_API_KEYS))):
         fail("api", f"a table of {', '.join(_API_KEYS)}")
@@ -160,7 +172,9 @@ def read(lab_dir: Path) -> Declaration:
                 f"{', '.join(SANDBOX_LABKIT)}; a file the sandbox runs may import nothing else of labkit "
                 "(add a module to SANDBOX_LABKIT, whole, if it must)",
             )
-    return Declaration(lab_dir, data["id"], data["title"], data["builds"], tags, needs, references, given, api, labkit)
+    return Declaration(
+        lab_dir, data["id"], data["title"], data["builds"], tags, needs, references, given, patches, api, labkit
+    )
 
 
 def find(root: Path) -> list[Declaration]:

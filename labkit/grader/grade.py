@@ -158,7 +158,8 @@ def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits, re
                 "references": {i: str(f) for i, f in references.needed(lab.path).items()},
                 # The lab's API (the names the tests reach) and given modules (``_checks.py``...: the
                 # course's copies, never the student's), as its lab.toml declares them.
-                "api": lab.declared.api.kinds(), "given": [str(f) for f in lab.declared.given_files],
+                "api": lab.declared.api.kinds(), "patches": list(lab.declared.patches),
+                "given": [str(f) for f in lab.declared.given_files],
                 "cgroups": asdict(cgroups) if cgroups is not None else None}
     trusted = limits_.Cgroup(cgroups, Resources(memory=TRUSTED_MEMORY, processes=0), "grader") if cgroups else None
     settings["trusted_cgroup"] = trusted.procs if trusted else []  # the trusted process joins it at start

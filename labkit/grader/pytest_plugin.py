@@ -59,7 +59,8 @@ class _Grader:
         try:
             submission = Submission(self.file, s["api"], self.sandbox(), triton=bool(s.get("triton")),
                                     call_timeout=float(s["call"]), import_timeout=float(s["imports"]),
-                                    deadline=float(s["deadline"]), on_incident=self._incident)
+                                    deadline=float(s["deadline"]), on_incident=self._incident,
+                                    patches=tuple(s.get("patches", ())))
         except (SubmissionTimeout, SubmissionCrashed) as err:
             self._import_failure = (type(err), str(err))
             raise

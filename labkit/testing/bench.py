@@ -22,7 +22,7 @@ from labkit.text import markdown_table
 __all__ = [
     "MODEL_1B", "arguments", "copy_bandwidth", "decode_bytes", "decode_flops", "device_line", "gb_per_s",
     "graph_time_us", "kv_bytes", "llama_config", "markdown_table", "matmul_tflops", "model_stack", "read_bandwidth",
-    "serving_trace", "time_us", "TraceRequest",
+    "serving_trace", "time_us", "TraceRequest", "write_results",
 ]  # fmt: skip
 
 # The capstone benchmarks' model (labs 99-01, 99-02, 99-03), a Llama configuration for transformers: ~1.1B
@@ -62,6 +62,20 @@ def model_stack(backend: str, smoke: bool, gpu: str = "an H100"):
     except ImportError:
         raise SystemExit('bench.py needs transformers >= 5: pip install -e ".[model]"') from None
     return torch, transformers
+
+
+def write_results(out: Path | None, text: str, plot) -> None:
+    """Print a benchmark's results (Markdown) and, given ``--out``, write them to OUT/results.md and their
+    plot (``plot(results_md, svg_path)``) to OUT/results.svg; without matplotlib, the table alone."""
+    print(text)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.md").write_text(text)
+        try:
+            plot(out / "results.md", out / "results.svg")
+            print(f"wrote {out / 'results.md'} and {out / 'results.svg'}")
+        except SystemExit as err:  # matplotlib missing: the table is still written
+            print(f"wrote {out / 'results.md'}; no plot: {err}")
 
 
 def arguments(doc: str, out: str = "write results.md and results.svg into this folder") -> argparse.ArgumentParser:

@@ -360,12 +360,7 @@ def main(argv=None) -> int:
     text = (f"# Lab 04-03 results\n\n{bench.device_line()}, {date}. {NUM_HEADS} query / {NUM_KV_HEADS} KV heads, "
             f"head_dim {HEAD_DIM}, blocks of {BLOCK_SIZE}; tiles {lab.GPU_TILES}. TFLOP/s count only the (query, key) "
             f"pairs a causal mask keeps.\n\n{table(rows)}\n")
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.md").write_text(text)
-        plot(args.out / "results.md", args.out / "results.svg")
-        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
+    bench.write_results(args.out, text, plot)
     return 0
 
 

@@ -467,12 +467,7 @@ def main(argv=None) -> int:
             f"bandwidth measured in the same run: {bandwidth / 1e9:,.0f} GB/s. A step's time is its slowest "
             "rank's; a speedup is lab 04-06's kernel on one GPU over the step on W.\n\n"
             f"{tables(groups, contexts, bandwidth)}")
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.md").write_text(text)
-        plot(args.out / "results.md", args.out / "results.svg")
-        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
+    bench.write_results(args.out, text, plot)
     return 0 if len(groups) == len(sizes) else 1
 
 

@@ -626,15 +626,7 @@ def main(argv=None) -> int:
 
     text = report(setup, setup.traces, traces, runs, header, time.perf_counter() - began, notes)
     print()
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.md").write_text(text)
-        try:
-            plot(args.out / "results.md", args.out / "results.svg")
-            print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
-        except SystemExit as err:  # matplotlib missing: the table is still written
-            print(f"wrote {args.out / 'results.md'}; no plot: {err}")
+    bench.write_results(args.out, text, plot)
     print(f"total {time.perf_counter() - began:.0f} s")
     return 0
 
