@@ -95,10 +95,13 @@ PATCHES = re.compile(r"""monkeypatch\.setattr\((np|numpy|math|np\.linalg|numpy\.
 def test_the_declared_patches_are_the_numpy_functions_the_tests_replace(lab):
     """Under grading only the declared functions of numpy and math reach the submission as a test replaced
     them: a test that wraps one more must say so."""
-    found = {f"{module.replace('np', 'numpy', 1) if module.startswith('np') else module}.{name}"
-             for module, name in PATCHES.findall((lab.path / "test_lab.py").read_text(encoding="utf-8"))}
+    found = {
+        f"{module.replace('np', 'numpy', 1) if module.startswith('np') else module}.{name}"
+        for module, name in PATCHES.findall((lab.path / "test_lab.py").read_text(encoding="utf-8"))
+    }
     assert set(lab.declared.patches) == found, (
-        f"{lab.folder}/lab.toml: patches {sorted(lab.declared.patches)}, its tests replace {sorted(found)}")
+        f"{lab.folder}/lab.toml: patches {sorted(lab.declared.patches)}, its tests replace {sorted(found)}"
+    )
 
 
 def test_study_order_puts_each_lab_after_what_it_needs():
@@ -155,14 +158,14 @@ def test_a_declaration_is_read_as_data(tmp_path):
             ('needs = ["00-01"]', "needs = []"),
             "references: ['00-01']: a lab loads the reference of a lab it needs only",
         ),
-        (('given = ["_checks.py"]', 'given = ["_host.py"]'), "given: ['_host.py']: no such file"),
+        (('given = ["_checks.py"]', 'given = ["checks.py"]'), "given: a list of names"),
         (('functions = ["f"]', 'functions = ["_f"]'), "public names only"),
         (('constants = ["N"]', 'constants = ["f"]'), "a name listed under two kinds"),
         (('"starter.py" = ["triton_env"]', '"starter.py" = ["assert_close"]'), "the grading sandbox's labkit has only"),
         (('"starter.py"', '"solution.py"'), "starter.py or a given module only"),
         (("[api]", "colour = 1\n[api]"), "colour: not a key"),
         (("[api]", "[api"), "not valid TOML"),
-    (('patches = ["numpy.exp"]', 'patches = ["np.exp"]'), "patches: ['np.exp']: a function of numpy"),
+        (('patches = ["numpy.exp"]', 'patches = ["np.exp"]'), "patches: ['np.exp']: a function of numpy"),
     ],
 )
 def test_a_mistake_in_a_declaration_names_the_file_and_the_key(tmp_path, edit, message):
