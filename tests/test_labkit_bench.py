@@ -86,3 +86,27 @@ def test_matmul_tflops_in_each_dtype():
     for dtype in (torch.float16, torch.bfloat16):
         rate = bench.matmul_tflops(4096, dtype, warmup_s=0.2)
         assert 10 < rate < 10_000, (dtype, rate)
+
+
+def test_a_benchmarks_command_line_and_results_are_written_one_way(tmp_path, capsys):
+    """``bench.arguments``: the docstring's first paragraph, ``--out`` and ``--plot-from``; ``write_results``
+    prints the table and, given a folder, writes results.md and its plot (the table alone without matplotlib)."""
+    from labkit.testing import bench
+
+    args = bench.arguments("Lab 00-00 benchmark.\n\nMore.").parse_args(["--out", str(tmp_path / "a")])
+    assert args.out == tmp_path / "a" and args.plot_from is None
+
+    def plot(md, svg):
+        svg.write_text(md.read_text())
+
+    bench.write_results(args.out, "| a |\n", plot)
+    assert (args.out / "results.svg").read_text() == "| a |\n" and "wrote" in capsys.readouterr().out
+
+    def no_matplotlib(md, svg):
+        raise SystemExit("needs matplotlib")
+
+    bench.write_results(tmp_path / "b", "| b |\n", no_matplotlib)
+    assert (tmp_path / "b" / "results.md").read_text() == "| b |\n"
+    assert "no plot: needs matplotlib" in capsys.readouterr().out
+    bench.write_results(None, "| c |\n", no_matplotlib)
+    assert capsys.readouterr().out == "| c |\n\n"

@@ -63,6 +63,11 @@ def _public_api(path: Path) -> dict[str, str]:
 def test_starter_and_solution_expose_the_same_api(lab):
     starter, solution = _public_api(lab.path / "starter.py"), _public_api(lab.path / "solution.py")
     assert starter == solution, f"lab {lab.id}: starter {starter} vs solution {solution}"
+    api = lab.declared.api
+    defined = {name for name in starter if "." not in name}
+    assert defined == set(api.functions) | set(api.classes), (
+        f"lab {lab.id}: lab.toml's [api] functions and classes {sorted(set(api.functions) | set(api.classes))} "
+        f"are not the ones starter.py defines {sorted(defined)}")
 
 
 def _kernels(path: Path) -> dict[str, str]:
@@ -127,7 +132,7 @@ def _map_in(text: str) -> str:
 
 def test_readme_lab_map_matches_the_registry():
     assert _map_in((ROOT / "README.md").read_text()) == registry.render_lab_map(), (
-        "README.md's lab map is stale: paste the output of `python -m labkit.course.registry`"
+        "README.md's lab map is stale: `python -m labkit.course.registry --write` writes it from the labs' lab.toml"
     )
 
 

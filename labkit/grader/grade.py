@@ -156,8 +156,10 @@ def grade_one(student: str, lab: Lab, work_file: Path | None, limits: Limits, re
                 "deadline": time.time() + limits.lab, "triton": "triton" in lab.tags, "sandbox": sandbox,
                 "resources": asdict(resources or Resources()), "hide": [str(h) for h in hide],
                 "references": {i: str(f) for i, f in references.needed(lab.path).items()},
-                # The lab's given modules (``_checks.py``...): the course's copies, never the student's.
-                "given": [str(f) for f in sorted(lab.path.glob("_*.py"))],
+                # The lab's API (the names the tests reach) and given modules (``_checks.py``...: the
+                # course's copies, never the student's), as its lab.toml declares them.
+                "api": lab.declared.api.kinds(), "patches": list(lab.declared.patches),
+                "given": [str(f) for f in lab.declared.given_files],
                 "cgroups": asdict(cgroups) if cgroups is not None else None}
     trusted = limits_.Cgroup(cgroups, Resources(memory=TRUSTED_MEMORY, processes=0), "grader") if cgroups else None
     settings["trusted_cgroup"] = trusted.procs if trusted else []  # the trusted process joins it at start

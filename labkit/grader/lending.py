@@ -9,7 +9,6 @@ from __future__ import annotations
 import collections.abc
 import contextlib
 import importlib
-import operator
 import sys
 import types
 from pathlib import Path
@@ -200,30 +199,23 @@ WATCHED_MODULES = ("numpy", "numpy.linalg", "math")  # a test may patch their fu
 
 
 class Patches:
-    """The watched modules' public functions as they were when made; :meth:`current` names those replaced since."""
+    """The functions of the watched modules that a lab's tests replace (its ``lab.toml`` declares them:
+    ``patches = ["numpy.exp"]``), as they were when made; :meth:`current` names those replaced since."""
 
-    def __init__(self):
-        self.baseline = {}
-        for name in WATCHED_MODULES:
-            module = sys.modules.get(name)
-            self.baseline[name] = {attr: value for attr, value in (vars(module).items() if module else ())
-                                   if callable(value) and not attr.startswith("_")}
-        self.tuples = {m: (operator.itemgetter(*f) if f else None, tuple(f.values())) for m, f in self.baseline.items()}
+    def __init__(self, watched=()):
+        self.originals = {}  # (module name, function name) -> the function
+        for dotted in watched:
+            module_name, _, attr = dotted.rpartition(".")
+            if module_name in WATCHED_MODULES:
+                self.originals[module_name, attr] = getattr(importlib.import_module(module_name), attr)
 
     def current(self) -> dict:
         """The watched functions a test has replaced: "module:name" -> function."""
         patched = {}
-        for module_name, originals in self.baseline.items():
-            module = sys.modules.get(module_name)
-            current = vars(module) if module else {}
-            getter, values = self.tuples[module_name]
-            try:  # the common case, nothing patched: one comparison of tuples in C (each call costs it)
-                if getter(current) == values:
-                    continue
-            except (KeyError, TypeError):  # a function deleted, or none watched
-                pass
-            for attr in [a for a, f in originals.items() if current.get(a, f) is not f]:
-                patched[f"{module_name}:{attr}"] = current[attr]
+        for (module_name, attr), original in self.originals.items():
+            now = vars(sys.modules[module_name]).get(attr, original)
+            if now is not original:
+                patched[f"{module_name}:{attr}"] = now
         return patched
 
 

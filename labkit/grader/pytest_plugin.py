@@ -1,10 +1,10 @@
 """The trusted pytest process under ``labs grade`` (``-p labkit.grader.pytest_plugin``, configured by
 ``LABS_GRADING``): it fills :mod:`labkit.testing.seam`, so the ``lab`` fixture is a stand-in for the
-student's file and a test's child script runs in the student's sandbox."""
+student's file (the names of the API the lab's lab.toml declares) and a test's child script runs in the
+student's sandbox."""
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import time
@@ -13,25 +13,6 @@ from pathlib import Path
 import pytest
 
 from labkit.text import one_line
-
-
-def starter_api(lab_dir: Path) -> dict[str, str]:
-    """The lab's public names, read (never run) from the repository's own ``starter.py``:
-    name -> "callable" (a function or class), "value" (a module-level assignment of a value), or
-    "any" (a name re-exported from elsewhere: ``BlockPool = _allocator.BlockPool``, or ``from _device
-    import Stream`` where ``_device.py`` is a given module of the lab)."""
-    api = {}
-    for node in ast.parse((Path(lab_dir) / "starter.py").read_text(encoding="utf-8")).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            api[node.name] = "callable"
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
-                (Path(lab_dir) / f"{node.module}.py").is_file():
-            api.update({(alias.asname or alias.name): "any" for alias in node.names if alias.name != "*"})
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            kind = "any" if isinstance(node.value, (ast.Name, ast.Attribute)) else "value"
-            api.update({t.id: kind for t in targets if isinstance(t, ast.Name)})
-    return {name: kind for name, kind in api.items() if not name.startswith("_")}
 
 
 class _Grader:
@@ -76,9 +57,10 @@ class _Grader:
             raise kind(message)
         s = self.settings
         try:
-            submission = Submission(self.file, starter_api(lab_dir), self.sandbox(), triton=bool(s.get("triton")),
+            submission = Submission(self.file, s["api"], self.sandbox(), triton=bool(s.get("triton")),
                                     call_timeout=float(s["call"]), import_timeout=float(s["imports"]),
-                                    deadline=float(s["deadline"]), on_incident=self._incident)
+                                    deadline=float(s["deadline"]), on_incident=self._incident,
+                                    patches=tuple(s.get("patches", ())))
         except (SubmissionTimeout, SubmissionCrashed) as err:
             self._import_failure = (type(err), str(err))
             raise

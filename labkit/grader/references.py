@@ -1,6 +1,7 @@
 """Earlier labs' reference solutions (``labkit.load_reference("02-01")``) for the labs that build on
-them: found by reading the lab's files (:func:`needed`), staged at ``/grader/references/<id>/`` with
-their given modules, loaded in the sandbox (:func:`load_reference`). Never the graded lab's own."""
+them: those a lab's ``lab.toml`` declares under ``references``, and theirs (:func:`needed`), staged at
+``/grader/references/<id>/`` with their given modules, loaded in the sandbox (:func:`load_reference`).
+Never the graded lab's own."""
 
 from __future__ import annotations
 
@@ -8,27 +9,22 @@ import re
 import sys
 from pathlib import Path
 
-_CALL = re.compile(r"""load_reference\(\s*["'](\d{2}-\d{2})["']\s*\)""")
 STAGED_DIR = Path(__file__).resolve().parents[2] / "references"  # /grader/references inside the sandbox
 
 
 def needed(lab_dir: Path) -> dict[str, Path]:
-    """lab id -> reference solution file, for every earlier lab the lab at ``lab_dir`` loads
-    (through its starter, its solution or a helper module next to them, such as 99-01's ``_runner.py``,
-    or through those labs' own solutions and given modules), never its own."""
+    """lab id -> reference solution file, for every earlier lab the lab at ``lab_dir`` loads, as its
+    declaration says (``references``), and every lab those references load in turn, never its own."""
     from labkit.course import registry
 
-    own = next((lab.id for lab in registry.LABS if lab.path.resolve() == Path(lab_dir).resolve()), None)
+    own = registry.lab_for_path(lab_dir)
     found: dict[str, Path] = {}
-    todo = [f for f in sorted(Path(lab_dir).glob("*.py")) if not f.name.startswith("test_")]
+    todo = list(own.declared.references) if own else []
     while todo:
-        file = todo.pop()
-        text = file.read_text(encoding="utf-8") if file.is_file() else ""
-        for lab_id in _CALL.findall(text):
-            if lab_id == own or lab_id in found:
-                continue
-            found[lab_id] = registry.get(lab_id).path / "solution.py"
-            todo += [found[lab_id], *sorted(found[lab_id].parent.glob("_*.py"))]  # its given modules load too
+        lab = registry.get(todo.pop())
+        if lab is not own and lab.id not in found:
+            found[lab.id] = lab.path / "solution.py"
+            todo += lab.declared.references  # its solution and given modules load them too
     return found
 
 

@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from labkit.course import declaration
 from labkit.grader import limits
 from labkit.grader.limits import DEFAULTS, Resources
 
@@ -31,20 +32,32 @@ INSTALL = ("labs grade runs each student's code in a bubblewrap sandbox, and `bw
            "sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora), "
            "sudo pacman -S bubblewrap (Arch). No bubblewrap on macOS or Windows: grade in a Linux VM or "
            "container (SETUP.md), or pass --no-sandbox to grade without one, trusting every submission.")
-# The staged labkit: path under /grader -> the checkout's file, or the text to write.
-_INIT = ('"""labkit as the grading sandbox holds it: the worker\'s files, the Triton switch and the earlier '
-         'labs\' references."""\n'
-         "from labkit.grader.references import load_reference  # noqa: F401  (labs that build on earlier ones)\n"
-         "from labkit.testing import triton_env  # noqa: F401  (starters do `from labkit import triton_env`)\n")
+# The staged labkit: the worker's own modules, and every module that gives a name a lab's files may import
+# (declaration.SANDBOX_LABKIT; each lab's lab.toml says which it imports), each staged whole.
+WORKER = ("grader/wire", "grader/values", "grader/handles", "grader/snapshots", "grader/lending", "grader/worker",
+          "testing/loader", "testing/triton_env")
+
+
+def _init() -> str:
+    """The staged ``labkit/__init__.py``: the names a lab's file takes with ``from labkit import NAME``."""
+    lines = ['"""labkit as the grading sandbox holds it: the worker\'s files and what the labs\' files import."""']
+    for name, module in declaration.SANDBOX_LABKIT.items():
+        if "." not in name:
+            parent, _, last = module.rpartition("/")  # a module ("testing/triton_env"), or the one holding the name
+            source = (parent if last == name else module).replace("/", ".")
+            lines.append(f"from labkit.{source} import {name}  # noqa: F401")
+    return "\n".join(lines) + "\n"
+
+
 _SEAM = ('"""labkit.testing.seam as the grading sandbox has it: the implementation under test is the student\'s '
          'file."""\nimport os\nfrom pathlib import Path\n\n\nclass _StudentFile:\n'
          '    def lab_module(self, lab_dir):\n        from labkit.grader.worker import import_file\n\n'
          '        return import_file(Path(os.environ["LABS_IMPL_FILE"]))\n\n\ngrader = _StudentFile()\n')
-STAGED = {"labkit/__init__.py": _INIT, "labkit/grader/__init__.py": "", "labkit/testing/__init__.py": "",
+# path under /grader -> the checkout's file, or the text to write
+STAGED = {"labkit/__init__.py": _init(), "labkit/grader/__init__.py": "", "labkit/testing/__init__.py": "",
           "labkit/testing/seam.py": _SEAM,
-          **{f"labkit/{name}.py": LABKIT / f"{name}.py" for name in (
-              "grader/wire", "grader/values", "grader/handles", "grader/snapshots", "grader/lending",
-              "grader/worker", "grader/references", "testing/loader", "testing/triton_env", "testing/child")}}
+          **{f"labkit/{module}.py": LABKIT / f"{module}.py"
+             for module in sorted({*WORKER, *declaration.SANDBOX_LABKIT.values()})}}
 
 
 class SandboxError(Exception):
@@ -101,7 +114,8 @@ class Sandbox:
         staged.update({f"given/{Path(file).name}": Path(file) for file in given})
         for lab_id, file in (references or {}).items():  # a solution, and the given modules next to it
             staged[f"references/{lab_id}/solution.py"] = Path(file)
-            staged.update({f"references/{lab_id}/{given.name}": given for given in Path(file).parent.glob("_*.py")})
+            staged.update({f"references/{lab_id}/{given.name}": given
+                           for given in declaration.read(Path(file).parent).given_files})
         for rel, source in staged.items():
             path = self.staging / "grader" / rel
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -44,7 +44,7 @@ class RemoteError(Exception):
 
 class Submission(types.ModuleType):
     """A stand-in module for the student's ``file``, run in ``box``: the names of ``api`` (the lab's
-    ``starter.py``: name -> "callable", "value" or "any"). ``deadline``: a ``time.time()`` after which
+    declared API, ``lab.toml``: name -> "callable", "value" or "any"). ``deadline``: a ``time.time()`` after which
     every call fails at once (the lab's limit); ``on_incident(kind, message)`` hears of every timeout
     and crash.
 
@@ -59,7 +59,7 @@ class Submission(types.ModuleType):
 
     def __init__(self, file: Path, api: dict[str, str], box: sandboxes.Sandbox, *, triton: bool = False,
                  call_timeout: float = 10.0, deadline: float | None = None, import_timeout: float = 60.0,
-                 on_incident=None):
+                 on_incident=None, patches=()):
         super().__init__("submission", f"a student's {Path(file).name}, run in a sandboxed worker")
         self._file, self._api_kinds, self._box, self._triton = Path(file), dict(api), box, triton
         self._call_timeout, self._deadline, self._import_timeout = call_timeout, deadline, import_timeout
@@ -68,7 +68,7 @@ class Submission(types.ModuleType):
         self._busy = 0  # requests in flight (more than one: a test's callback asked in turn): snapshots may be old
         self._handles = Handles(self)  # the worker's objects the tests hold (a new table per worker)
         self._lent = Lent()  # the tests' objects, functions and models the worker may use
-        self._patches = Patches()  # numpy's functions as they were before any test patched one
+        self._patches = Patches(patches)  # the numpy functions the lab's tests wrap, as they were
         self._api: dict[str, object] = {}  # the lab's names as the worker's module has them, never changed
         ready = self._start()
         try:
@@ -89,7 +89,7 @@ class Submission(types.ModuleType):
         return changed, [name for name in api if name not in now]
 
     def _public_names(self, ready: dict) -> dict:
-        """The stand-ins for the API names the worker reported, each of the kind the starter has
+        """The stand-ins for the API names the worker reported, each of the kind the lab declares
         ("any": the starter re-exports another name, which may be a class, a function or a value)."""
         found = {}
         for name, expected in self._api_kinds.items():

@@ -6,21 +6,88 @@ graph, as serving engines run decode steps. Ceilings: ``copy_bandwidth`` (bytes 
 written by a copy), ``read_bandwidth`` (a read-only stream), ``matmul_tflops`` (products back to
 back, after a warm-up long enough for the clocks). The byte and FLOP counts of a decode step are
 plain arithmetic (no GPU needed): the roofline's numerator.
-``serving_trace`` draws the offline trace the capstone benchmarks serve.
+``serving_trace`` draws the offline trace the capstone benchmarks serve; ``arguments`` starts a
+benchmark's command line.
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
 from labkit.testing.cases import blocks_needed
 from labkit.text import markdown_table
 
 __all__ = [
-    "copy_bandwidth", "decode_bytes", "decode_flops", "device_line", "gb_per_s", "graph_time_us", "kv_bytes",
-    "markdown_table", "matmul_tflops", "read_bandwidth", "serving_trace", "time_us", "TraceRequest",
+    "MODEL_1B", "arguments", "copy_bandwidth", "decode_bytes", "decode_flops", "device_line", "gb_per_s",
+    "graph_time_us", "kv_bytes", "llama_config", "markdown_table", "matmul_tflops", "model_stack", "read_bandwidth",
+    "serving_trace", "time_us", "TraceRequest", "write_results",
 ]  # fmt: skip
+
+# The capstone benchmarks' model (labs 99-01, 99-02, 99-03), a Llama configuration for transformers: ~1.1B
+# parameters, 16 layers of 60.8M (attention 10.5M with 8 KV heads of 64 for 32 query heads, MLP 50.3M) plus
+# 2 x 65.5M of embeddings and head. Random weights at transformers' default spread (0.02).
+def llama_config(vocab_size: int, hidden_size: int, intermediate_size: int, num_hidden_layers: int,
+                 num_attention_heads: int, num_key_value_heads: int, head_dim: int,
+                 max_position_embeddings: int) -> dict:
+    """A Llama configuration for transformers (``LlamaConfig(**config)``), as the capstone benchmarks build
+    their models: no special tokens (every token id is a plain one), the head's weights its own."""
+    return dict(vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=intermediate_size,
+                num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
+                num_key_value_heads=num_key_value_heads, head_dim=head_dim,
+                max_position_embeddings=max_position_embeddings, bos_token_id=None, eos_token_id=None,
+                pad_token_id=None, tie_word_embeddings=False)
+
+
+MODEL_1B = llama_config(vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                        num_attention_heads=32, num_key_value_heads=8, head_dim=64, max_position_embeddings=2048)
+
+
+def model_stack(backend: str, smoke: bool, gpu: str = "an H100"):
+    """``(torch, transformers)``, after the checks a capstone benchmark makes before it builds a model:
+    torch and triton installed (``backend``: ``triton_env.select_backend()``), a CUDA GPU unless ``smoke``
+    (the README's numbers were measured on ``gpu``), transformers >= 5. SystemExit says what is missing."""
+    from labkit.testing import triton_env
+
+    if backend == "missing":
+        raise SystemExit(f"bench.py needs torch and triton: {triton_env.INSTALL_HINT}")
+    import torch
+
+    if not smoke and not torch.cuda.is_available():
+        raise SystemExit(f"bench.py measures on a CUDA GPU ({gpu} for the README's numbers) and none is visible "
+                         "here. --smoke runs every step of it on a tiny model on the CPU.")
+    try:
+        import transformers
+    except ImportError:
+        raise SystemExit('bench.py needs transformers >= 5: pip install -e ".[model]"') from None
+    return torch, transformers
+
+
+def write_results(out: Path | None, text: str, plot) -> None:
+    """Print a benchmark's results (Markdown) and, given ``--out``, write them to OUT/results.md and their
+    plot (``plot(results_md, svg_path)``) to OUT/results.svg; without matplotlib, the table alone."""
+    print(text)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.md").write_text(text)
+        try:
+            plot(out / "results.md", out / "results.svg")
+            print(f"wrote {out / 'results.md'} and {out / 'results.svg'}")
+        except SystemExit as err:  # matplotlib missing: the table is still written
+            print(f"wrote {out / 'results.md'}; no plot: {err}")
+
+
+def arguments(doc: str, out: str = "write results.md and results.svg into this folder") -> argparse.ArgumentParser:
+    """A benchmark's command line, described by the first paragraph of ``doc`` (its docstring), with the
+    two options every benchmark has: ``--out`` (``out`` says what it writes there) and ``--plot-from``
+    (redraw the plot from a results.md the benchmark wrote, on any machine). The benchmark adds its own."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, help=out)
+    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
+                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
+    return parser
 
 
 def time_us(fn) -> float:

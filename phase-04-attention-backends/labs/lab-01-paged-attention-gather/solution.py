@@ -18,6 +18,7 @@ answer is ``acc / denom``. Scores are ``q . k / sqrt(d)``; caches are
 from __future__ import annotations
 
 import numpy as np
+from _checks import _check_dense, _check_paged  # given: the input checks, in _checks.py
 
 
 def dense_attention(q, k, v):
@@ -72,37 +73,3 @@ def paged_online_attention(q, k_cache, v_cache, block_table, seq_len, block_size
     if seq_len == 0:
         return acc  # nothing attended: zeros, not 0/0
     return acc / denom
-
-
-# --- input checks (given in the starter too): a clear message instead of an IndexError from inside
-# numpy, or worse, a silent wrong answer (numpy reads a negative block id from the end of the cache).
-
-
-def _check_dense(q, k, v):
-    if q.ndim != 1:
-        raise ValueError(f"q must be [d], got shape {q.shape}")
-    if k.ndim != 2 or k.shape[1] != q.shape[0]:
-        raise ValueError(f"k must be [n, d] with d = {q.shape[0]}, got shape {k.shape}")
-    if v.ndim != 2 or v.shape[0] != k.shape[0]:
-        raise ValueError(f"v must be [n, d] with n = {k.shape[0]} (one row per key), got shape {v.shape}")
-
-
-def _check_paged(q, k_cache, v_cache, block_table, seq_len, block_size):
-    if q.ndim != 1:
-        raise ValueError(f"q must be [d], got shape {q.shape}")
-    if np.ndim(k_cache) != 3 or np.ndim(v_cache) != 3:
-        raise ValueError("k_cache and v_cache must be [num_blocks, block_size, d]")
-    if k_cache.shape[2] != q.shape[0]:
-        raise ValueError(f"q has d={q.shape[0]}, the key cache d={k_cache.shape[2]}")
-    if int(block_size) < 1 or k_cache.shape[1] != block_size:
-        raise ValueError(f"block_size={block_size} but the caches hold blocks of {k_cache.shape[1]} tokens")
-    if int(seq_len) < 0:
-        raise ValueError(f"seq_len must be >= 0, got {seq_len}")
-    needed = -(-int(seq_len) // int(block_size))
-    if block_table.ndim != 1 or (block_table.size and not np.issubdtype(block_table.dtype, np.integer)):
-        raise ValueError(f"block_table must be a 1-D integer array, got shape {block_table.shape}")
-    if needed > len(block_table):
-        raise ValueError(f"seq_len={seq_len} needs {needed} blocks of {block_size}; block_table has {len(block_table)}")
-    used = block_table[:needed]
-    if used.size and (used.min() < 0 or used.max() >= k_cache.shape[0]):
-        raise ValueError(f"block_table {used.tolist()} names a block outside the cache's 0..{k_cache.shape[0] - 1}")

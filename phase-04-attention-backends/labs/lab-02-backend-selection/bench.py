@@ -26,7 +26,6 @@ lab 04-02's ``choose_measured`` reads) into DIR. The whole run stays under
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import inspect
 import json
@@ -41,7 +40,6 @@ ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
 from labkit import bench, load_reference, triton_env  # noqa: E402
-from labkit.course import registry  # noqa: E402
 
 BACKEND = triton_env.select_backend()
 
@@ -335,10 +333,8 @@ def _prefill_arguments(torch, case: Case) -> dict:
 
 
 def find_prefill_kernel():
-    """(function, message): lab 04-03's prefill entry point if that lab is registered and has one."""
-    try:
-        registry.get("04-03")
-    except ValueError:
+    """(function, message): lab 04-03's prefill entry point if that lab is in this repository and has one."""
+    if not (Path(__file__).resolve().parents[1] / "lab-03-causal-prefill-attention").is_dir():
         return None, "lab 04-03 is not in this repository"
     try:
         module = load_reference("04-03")
@@ -547,10 +543,7 @@ def plot(results: Path, path: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="folder for results.md, results.svg, matrix.json")
-    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
-                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
+    parser = bench.arguments(__doc__, "folder for results.md, results.svg, matrix.json")
     parser.add_argument("--quick", action="store_true", help="fp16 only, one decode and one prefill shape")
     parser.add_argument("--no-flex", action="store_true", help="leave flex_paged out (it compiles per shape)")
     parser.add_argument("--budget-s", type=float, default=180.0, help="stop measuring after this many seconds")

@@ -25,7 +25,6 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.course import registry
 
 pytestmark = [
     pytest.mark.maintainer,
@@ -169,7 +168,7 @@ def test_prefill_kernel_arguments_are_filled_by_name():
     with pytest.raises(B.Skip, match="mystery"):
         B.make_triton_prefill(torch, case, odd)
     kernel, message = B.find_prefill_kernel()
-    if "04-03" not in {lab.id for lab in registry.LABS}:
+    if not (Path(__file__).resolve().parents[1] / "lab-03-causal-prefill-attention").is_dir():
         assert kernel is None and "not in this repository" in message
 
 

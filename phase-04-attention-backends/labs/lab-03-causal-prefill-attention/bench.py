@@ -25,7 +25,6 @@ on an H100; ``--sweep`` also times a few tile configurations on one shape (anoth
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import itertools
 import math
@@ -322,10 +321,7 @@ def tiles_that_fit(torch, lab) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="folder for results.md and results.svg (nothing written without)")
-    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
-                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
+    parser = bench.arguments(__doc__, "folder for results.md and results.svg (nothing written without)")
     parser.add_argument("--sweep", action="store_true", help="also time a few tile configurations (16k prompt, fp16)")
     parser.add_argument("--dtypes", default="float16,bfloat16", help="comma-separated, default float16,bfloat16")
     args = parser.parse_args(argv)
@@ -364,12 +360,7 @@ def main(argv=None) -> int:
     text = (f"# Lab 04-03 results\n\n{bench.device_line()}, {date}. {NUM_HEADS} query / {NUM_KV_HEADS} KV heads, "
             f"head_dim {HEAD_DIM}, blocks of {BLOCK_SIZE}; tiles {lab.GPU_TILES}. TFLOP/s count only the (query, key) "
             f"pairs a causal mask keeps.\n\n{table(rows)}\n")
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.md").write_text(text)
-        plot(args.out / "results.md", args.out / "results.svg")
-        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
+    bench.write_results(args.out, text, plot)
     return 0
 
 

@@ -30,7 +30,6 @@ results.svg, the plot drawn from that table; --plot-from results.md redraws it o
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import importlib.util
 import inspect
@@ -487,10 +486,7 @@ def plot(results: Path, path: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="folder for results.md and results.svg (nothing written without it)")
-    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
-                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
+    parser = bench.arguments(__doc__, "folder for results.md and results.svg (nothing written without it)")
     parser.add_argument("--shapes", nargs="+", metavar="NAME", help="only the shapes whose name starts with these")
     parser.add_argument("--vllm-triton", type=Path, metavar="FILE",
                         help="vLLM's vllm/v1/attention/ops/triton_decode_attention.py (v0.22.1), from your checkout")

@@ -37,7 +37,6 @@ import os
 # inherited by every rank this script starts.
 os.environ.update({"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"})
 
-import argparse  # noqa: E402
 import datetime  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
@@ -405,10 +404,9 @@ def plot(results_md: Path, path: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="write results.md and results.svg into this folder")
-    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
-                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
+    from labkit import bench
+
+    parser = bench.arguments(__doc__)
     parser.add_argument("--world-sizes", default="1,2,4", help="GPU counts to try (those the machine has)")
     parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)), help="tokens per sequence")
     parser.add_argument("--iters", type=int, default=20)
@@ -469,12 +467,7 @@ def main(argv=None) -> int:
             f"bandwidth measured in the same run: {bandwidth / 1e9:,.0f} GB/s. A step's time is its slowest "
             "rank's; a speedup is lab 04-06's kernel on one GPU over the step on W.\n\n"
             f"{tables(groups, contexts, bandwidth)}")
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.md").write_text(text)
-        plot(args.out / "results.md", args.out / "results.svg")
-        print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
+    bench.write_results(args.out, text, plot)
     return 0 if len(groups) == len(sizes) else 1
 
 

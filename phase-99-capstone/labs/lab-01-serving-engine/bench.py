@@ -51,18 +51,8 @@ from labkit.testing.loader import ImplNotFoundError, impl_name  # noqa: E402
 
 BACKEND = triton_env.select_backend()
 
-# ~1.1B parameters: 16 layers of 60.8M (attention 10.5M with 8 KV heads of 64 for 32 query heads, MLP
-# 50.3M) plus 2 x 65.5M of embeddings and head. Random weights at transformers' default spread (0.02).
-MODEL_1B = dict(
-    vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-    num_key_value_heads=8, head_dim=64, max_position_embeddings=2048, bos_token_id=None, eos_token_id=None,
-    pad_token_id=None, tie_word_embeddings=False,
-)
-MODEL_TINY = dict(
-    vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-    num_key_value_heads=2, head_dim=16, max_position_embeddings=256, bos_token_id=None, eos_token_id=None,
-    pad_token_id=None, tie_word_embeddings=False,
-)
+MODEL_1B = bench.MODEL_1B  # the capstone benchmarks' model: ~1.1B parameters, random weights
+MODEL_TINY = bench.llama_config(512, 64, 128, 2, 4, 2, 16, 256)  # --smoke, on a CPU (bench.llama_config's order)
 
 
 @dataclass(frozen=True)
@@ -542,10 +532,7 @@ def plot(results: Path, path: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="write results.md and results.svg into this folder")
-    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
-                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
+    parser = bench.arguments(__doc__)
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny model on the CPU (no GPU needed): runs every code path; timings mean nothing")
     parser.add_argument("--no-hf-cb", action="store_true", help="skip transformers' continuous batching")
@@ -561,17 +548,7 @@ def main(argv=None) -> int:
         return 0
 
     began = time.perf_counter()
-    if BACKEND == "missing":
-        raise SystemExit(f"bench.py needs torch and triton: {triton_env.INSTALL_HINT}")
-    import torch
-
-    if not args.smoke and not torch.cuda.is_available():
-        raise SystemExit("bench.py measures on a CUDA GPU (an H100 for the README's numbers) and none is visible "
-                         "here. --smoke runs every step of it on a tiny model on the CPU.")
-    try:
-        import transformers
-    except ImportError:
-        raise SystemExit('bench.py needs transformers >= 5: pip install -e ".[model]"') from None
+    torch, transformers = bench.model_stack(BACKEND, args.smoke)
     setup = SMOKE_SETUP if args.smoke else GPU_SETUP
     device = "cpu" if args.smoke else "cuda"
     if args.smoke:
@@ -680,15 +657,7 @@ def main(argv=None) -> int:
 
     text = report(setup, trace, runs, sweep, profiles, header, time.perf_counter() - began, notes)
     print()
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.md").write_text(text)
-        try:
-            plot(args.out / "results.md", args.out / "results.svg")
-            print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
-        except SystemExit as err:  # matplotlib missing: the table is still written
-            print(f"wrote {args.out / 'results.md'}; no plot: {err}")
+    bench.write_results(args.out, text, plot)
     print(f"total {time.perf_counter() - began:.0f} s")
     return 0
 

@@ -61,17 +61,8 @@ from labkit import bench, load_impl, load_reference, triton_env  # noqa: E402
 
 BACKEND = triton_env.select_backend()
 
-# Lab 99-01's benchmark model (and lab 99-02's): ~1.1B parameters, random weights at the default spread.
-MODEL_1B = dict(
-    vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-    num_key_value_heads=8, head_dim=64, max_position_embeddings=2048, bos_token_id=None, eos_token_id=None,
-    pad_token_id=None, tie_word_embeddings=False,
-)
-MODEL_TINY = dict(
-    vocab_size=500, hidden_size=72, intermediate_size=88, num_hidden_layers=2, num_attention_heads=8,
-    num_key_value_heads=2, head_dim=16, max_position_embeddings=256, bos_token_id=None, eos_token_id=None,
-    pad_token_id=None, tie_word_embeddings=False,
-)
+MODEL_1B = bench.MODEL_1B  # the capstone benchmarks' model: ~1.1B parameters, random weights
+MODEL_TINY = bench.llama_config(500, 72, 88, 2, 8, 2, 16, 256)  # --smoke, on a CPU (bench.llama_config's order)
 SEED = 0
 BLOCK_SIZE = 16
 DECODE_STEPS = 16  # decode steps after the last prompt token, before the measured step
@@ -792,10 +783,7 @@ def plot(results_md: Path, path: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, help="write results.md and results.svg into this folder")
-    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
-                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
+    parser = bench.arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="trace A only, fewer replays, torch.compile's default "
                         "mode, no configuration sweep: every path in a few minutes")
     parser.add_argument("--smoke", action="store_true",
@@ -811,17 +799,7 @@ def main(argv=None) -> int:
     if args.plot_from:
         print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
         return 0
-    if BACKEND == "missing":
-        raise SystemExit(f"bench.py needs torch and triton: {triton_env.INSTALL_HINT}")
-    import torch
-
-    if not args.smoke and not torch.cuda.is_available():
-        raise SystemExit("bench.py measures on a CUDA GPU (an H200 for the README's numbers) and none is visible "
-                         "here. --smoke runs every path of it on a tiny model on the CPU.")
-    try:
-        import transformers
-    except ImportError:
-        raise SystemExit('bench.py needs transformers >= 5: pip install -e ".[model]"') from None
+    torch, transformers = bench.model_stack(BACKEND, args.smoke, gpu="an H200")
     if args.compile_child:
         return compiled_child(args)
 
@@ -934,15 +912,7 @@ def main(argv=None) -> int:
     text = report(setup, header, rates, results, sweep_rows, gemm_rows, compiled, time.perf_counter() - began,
                   notes)
     print()
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.md").write_text(text)
-        try:
-            plot(args.out / "results.md", args.out / "results.svg")
-            print(f"wrote {args.out / 'results.md'} and {args.out / 'results.svg'}")
-        except SystemExit as err:
-            print(f"wrote {args.out / 'results.md'}; no plot: {err}")
+    bench.write_results(args.out, text, plot)
     print(f"total {time.perf_counter() - began:.0f} s")
     return 0
 

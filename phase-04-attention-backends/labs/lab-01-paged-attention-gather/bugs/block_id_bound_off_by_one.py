@@ -4,6 +4,8 @@ A cache of 6 blocks holds ids 0..5; ``used.max() > 6`` accepts 6, one past the e
 IndexError from inside numpy instead of a ValueError naming block_table.
 """
 
+SOURCE = "_checks.py"  # the given input checks
+
 CAUGHT_BY = ["test_bad_input_gets_a_clear_message"]
 
 EDIT = (

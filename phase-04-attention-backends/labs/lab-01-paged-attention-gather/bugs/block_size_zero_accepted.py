@@ -4,6 +4,8 @@ With a cache whose blocks hold 0 tokens the shapes agree, and the division by bl
 later. Symptom: ZeroDivisionError instead of a ValueError naming block_size.
 """
 
+SOURCE = "_checks.py"  # the given input checks
+
 CAUGHT_BY = ["test_bad_input_gets_a_clear_message"]
 
 EDIT = (

@@ -5,6 +5,8 @@ With as many rows as the sequence has blocks, the length check passes too, and
 or a numpy error from deep inside the loop, instead of a ValueError naming block_table.
 """
 
+SOURCE = "_checks.py"  # the given input checks
+
 CAUGHT_BY = ["test_bad_input_gets_a_clear_message"]
 
 EDIT = (

@@ -4,6 +4,8 @@
 right. Symptom: an IndexError from deep inside the loop instead of a ValueError naming v_cache.
 """
 
+SOURCE = "_checks.py"  # the given input checks
+
 CAUGHT_BY = ["test_bad_input_gets_a_clear_message"]
 
 EDIT = (

@@ -4,6 +4,8 @@ A [2, d] query then fails the next check with a message about k ("k must be [n, 
 which points at the wrong argument. Symptom: a ValueError that blames k for q's shape.
 """
 
+SOURCE = "_checks.py"  # the given input checks
+
 CAUGHT_BY = ["test_bad_input_gets_a_clear_message"]
 
 EDIT = (

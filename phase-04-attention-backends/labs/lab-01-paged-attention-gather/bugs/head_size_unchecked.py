@@ -4,6 +4,8 @@ A query of the wrong size reaches ``k_block @ q``. Symptom: numpy's "matmul: Inp
 a mismatch" ValueError, which names neither q nor the cache, instead of the check's message.
 """
 
+SOURCE = "_checks.py"  # the given input checks
+
 CAUGHT_BY = ["test_bad_input_gets_a_clear_message"]
 
 EDIT = (

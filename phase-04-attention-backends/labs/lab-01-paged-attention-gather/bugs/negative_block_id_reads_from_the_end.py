@@ -5,6 +5,8 @@ silently attends over another sequence's keys and values. Symptom: no error, a w
 check given in starter.py refuses it with a ValueError naming block_table.
 """
 
+SOURCE = "_checks.py"  # the given input checks
+
 CAUGHT_BY = ["test_bad_input_gets_a_clear_message"]
 
 EDIT = (

@@ -5,6 +5,8 @@
 "block_table ... names a block outside the cache".
 """
 
+SOURCE = "_checks.py"  # the given input checks
+
 CAUGHT_BY = ["test_table_entries_past_the_sequence_are_never_read"]
 
 EDIT = (
