@@ -262,6 +262,81 @@ def test_submission_forwards_calls_and_copies_in_place_changes_back(submission):
     assert incidents == []
 
 
+VIEWS = """
+import torch
+
+def layout(k, v):
+    # What a kernel that takes pointers and strides sees of its arguments.
+    return (tuple(k.stride()), tuple(v.stride()), k.is_contiguous(), v.data_ptr() - k.data_ptr(),
+            k.untyped_storage().data_ptr() == v.untyped_storage().data_ptr())
+
+def read_as_if_contiguous(k):
+    # The classic mistake: k's elements read from its start as if it were contiguous.
+    return torch.as_strided(k, (k.numel(),), (1,)).clone()
+
+def write_k(k, v, value):
+    k.fill_(value)            # through one view of the pool: the other half is unchanged
+
+def write_past_the_end(out):
+    torch.as_strided(out, (2 * out.numel(),), (1,)).fill_(-1.0)   # a kernel writing past out's end
+
+def head(x):
+    return x[:, :2]           # a view, returned
+
+def np_layout(a):
+    return a.strides, bool(a.flags.c_contiguous)
+
+def np_fill(a, value):
+    a[...] = value
+"""
+VIEWS_API = {name: "callable" for name in ("layout", "read_as_if_contiguous", "write_k", "write_past_the_end", "head",
+                                           "np_layout", "np_fill")}
+
+
+@needs_bwrap
+def test_arrays_cross_as_the_views_a_test_made_and_writes_come_back_through_them(submission):
+    """A kernel in the worker meets the layout the test made (K and V as halves of one fused pool, q
+    sliced from a wider buffer): the strides, the memory beside a view, one storage shared by both
+    halves; what it writes, through a view or past its end, reaches the test's storage. Under plain
+    pytest a kernel that assumes contiguity reads the poison beside a view: under the grader too."""
+    torch = pytest.importorskip("torch")
+    from labkit.testing import contract
+
+    sub = submission(VIEWS, VIEWS_API, call_timeout=30)
+    k, v = torch.randn(3, 4, 2, 5), torch.randn(3, 4, 2, 5)
+    kv_k, kv_v = contract.fused_pool(k, v)
+    assert sub.layout(kv_k, kv_v) == (tuple(kv_k.stride()), tuple(kv_v.stride()), False,
+                                       kv_v.data_ptr() - kv_k.data_ptr(), True)
+    # Read as if contiguous, k's "elements" run into V's first block, as they do in one process.
+    assert torch.equal(sub.read_as_if_contiguous(kv_k), torch.as_strided(kv_k, (kv_k.numel(),), (1,)))
+    q = contract.qkv_slice(torch.randn(4, 3, 5), num_kv_heads=1)
+    assert torch.isnan(sub.read_as_if_contiguous(q)).any(), "q's rows run into the NaN of qkv's K and V parts"
+
+    v_before = kv_v.clone()
+    sub.write_k(kv_k, kv_v, 7.0)
+    assert (kv_k == 7).all() and torch.equal(kv_v, v_before), "a write through one view of a pool, and only it"
+
+    storage = torch.zeros(8, 3)
+    out = storage[:4]
+    sub.write_past_the_end(out)
+    assert (storage == -1).all(), "a write past a view's end lands in the storage beside it, as in one process"
+
+    x = torch.arange(24.0).reshape(4, 6)
+    got = sub.head(x)
+    assert got.stride() == x[:, :2].stride() and torch.equal(got, x[:, :2]), "a view returned keeps its layout"
+
+    base = np.arange(48.0).reshape(6, 8)
+    a, b = base[:, :3], base[::2, ::-1]
+    assert sub.np_layout(a) == (a.strides, False) and sub.np_layout(b) == (b.strides, False)
+    sub.np_fill(a, -2.0)
+    assert (base[:, :3] == -2).all() and (base[:, 3:] != -2).all(), "numpy: written through the view alone"
+    frozen = base[:, 4:]
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        sub.np_fill(frozen, 0.0)
+    assert (base[:, 4:] != 0).all()
+
+
 @needs_bwrap
 def test_a_hang_times_out_and_a_crash_is_reported_then_the_next_call_works(submission):
     incidents = []
@@ -894,6 +969,31 @@ def test_every_labs_reference_solution_grades_ok_with_pytests_count(tmp_path):
             wrong.append(f"{lab.id}: pytest passes {len(ran)}, the grader gives {verdict}")
     assert not wrong, "\n".join(wrong)
     assert result.warnings == []
+
+
+def test_a_kernel_that_assumes_contiguity_fails_the_layout_tests_under_labs_grade(tmp_path):
+    """Lab 02-04's layout tests hand the kernel K and V as views of one fused pool. Graded with
+    ``labs grade``, the gallery's ``offsets_as_if_contiguous`` (offsets from the shape, not the
+    strides) fails them, as it does under plain pytest, and the reference solution passes every
+    test: the views reach the worker as views (when arrays crossed as contiguous copies, the bug
+    graded ok)."""
+    from labkit.course import bugs as gallery
+
+    lab = registry.get("02-04")
+    bug = next(b for b in gallery.bugs_of(lab.path) if b.name == "offsets_as_if_contiguous")
+    for student, text in (("reference", (lab.path / "solution.py").read_text()), ("bug", _standalone(lab, bug))):
+        folder = tmp_path / "class" / student / lab.folder
+        folder.mkdir(parents=True)
+        (folder / "starter.py").write_text(text)
+    out = tmp_path / "report.csv"
+    run = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(tmp_path / "class"), "--labs", lab.id,
+                          "--call-timeout", "120", "--lab-timeout", "1200", "--out", str(out)],
+                         capture_output=True, text=True, cwd=registry.ROOT, timeout=1500)
+    rows = {r["student"]: r for r in csv.DictReader(out.open())}
+    assert rows["reference"]["status"] == "ok", (rows["reference"], run.stderr[-2000:])
+    assert rows["bug"]["status"] == "failed", rows["bug"]
+    assert int(rows["bug"]["passed"]) < int(rows["bug"]["total"]) == int(rows["reference"]["total"])
+    assert "test_cache_layouts_engines_pass" in rows["bug"]["first_failure"], rows["bug"]["first_failure"]
 
 
 # --------------------------------------------------------------------------- the grader agrees with pytest (slow)
