@@ -178,6 +178,62 @@ def test_decoding_trusts_no_name_shape_or_size():
         values.decode(("os.system", "echo pwned"))
 
 
+def _buffer(kind, size):
+    return [(kind, "cpu", 0, bytes(size))]
+
+
+VIEW_BOMBS = {  # views the bytes that crossed cannot back
+    "stride 0": ("bufs", _buffer("nd", 8), ("ndv", 0, "<f8", (10**9,), (0,), 0, True)),
+    "torch stride 0": ("bufs", _buffer("pt", 8), ("ptv", 0, "float32", (1 << 40, 1 << 40), (0, 0), 0)),
+    "past the end": ("bufs", _buffer("nd", 64), ("ndv", 0, "<f8", (16,), (8,), 0, True)),
+    "before the start": ("bufs", _buffer("nd", 64), ("ndv", 0, "<f8", (4,), (-8,), 8, True)),
+    "torch past the end": ("bufs", _buffer("pt", 64), ("ptv", 0, "float64", (4,), (1,), 40)),
+    "misaligned": ("bufs", _buffer("pt", 64), ("ptv", 0, "float64", (2,), (1,), 4)),
+    "negative torch stride": ("bufs", _buffer("pt", 64), ("ptv", 0, "float64", (2,), (-1,), 8)),
+    "unknown buffer": ("bufs", _buffer("nd", 64), ("ndv", 3, "<f8", (1,), (8,), 0, True)),
+    "buffer of the other kind": ("bufs", _buffer("nd", 64), ("ptv", 0, "float64", (1,), (1,), 0)),
+    "nested buffers": ("bufs", _buffer("nd", 8), ("bufs", _buffer("nd", 8), ("v", 1))),
+    "object dtype": ("bufs", _buffer("nd", 64), ("ndv", 0, "|O", (1,), (8,), 0, True)),
+    "strides of another rank": ("bufs", _buffer("nd", 64), ("ndv", 0, "<f8", (2, 2), (8,), 0, True)),
+    "many views of one buffer": ("bufs", _buffer("nd", 1 << 14),
+                                 ("l", [("ndv", 0, "<f8", (2048,), (8,), 0, True)] * 3000)),
+}
+
+
+@pytest.mark.parametrize("data", list(VIEW_BOMBS.values()), ids=list(VIEW_BOMBS))
+def test_a_view_is_never_larger_than_the_bytes_that_crossed(data):
+    with pytest.raises(wire.ProtocolError):
+        values.decode(wire.unpack(wire.pack(data)), max_view_bytes=standin.MAX_VIEW_BYTES)
+
+
+def test_views_of_one_storage_cross_as_one_buffer_and_in_place_changes_come_back_through_them():
+    torch = pytest.importorskip("torch")
+    kv = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(3, 2, 4)
+    k, v = kv[:, 0], kv[:, 1]
+    base = np.arange(24.0).reshape(4, 6)
+    a, frozen = base[:, :2], base[:, 2:4]
+    frozen.flags.writeable = False
+    layouts = values.Layouts(whole=True)
+    buffers = []
+    k2, v2, a2, frozen2 = values.decode(wire.unpack(wire.pack(values.encode((k, v, a, frozen), layouts=layouts))),
+                                        buffers=buffers)
+    assert len(buffers) == 2, "one buffer per storage"
+    assert k2.stride() == k.stride() and v2.data_ptr() - k2.data_ptr() == v.data_ptr() - k.data_ptr()
+    assert a2.strides == a.strides and not frozen2.flags.writeable
+    k2.fill_(-1.0)
+    a2[...] = -2.0
+    frozen2.flags.writeable = True  # possible on the far side, which owns its copy: never written back
+    frozen2[...] = -3.0
+    for index, buffer in enumerate(buffers):
+        raw = buffer.numpy().tobytes() if isinstance(buffer, torch.Tensor) else buffer.tobytes()
+        layouts.copy_back(index, raw)
+    assert (k == -1).all() and (v >= 0).all() and (a == -2).all() and (frozen >= 0).all()
+    with pytest.raises(wire.ProtocolError):
+        layouts.copy_back(0, b"short")
+    with pytest.raises(wire.ProtocolError):
+        layouts.copy_back(2, b"")
+
+
 # --------------------------------------------------------------------------- the worker stand-in
 
 
