@@ -19,8 +19,9 @@ from labkit.grader.wire import ProtocolError
 MAX_NESTING = 32
 # A buffer is the whole storage a view lives in (the memory beside it included: a kernel that writes
 # past a view's end writes where it would in one process) unless that storage is larger than this and
-# than four times what the message's views of it span; then the span alone.
-WHOLE_STORAGE_BYTES = 64 << 20
+# than four times what the message's views of it span (a small slice of a large pool); then the span
+# alone. So a call never sends more than four times what its views need, or this much.
+WHOLE_STORAGE_BYTES = 1 << 20
 BUFFER_ALIGN = 64  # a buffer starts at a multiple of this in its storage (any dtype's offset divides)
 _NUMPY_KINDS = set("biufc")  # bool, signed, unsigned, float, complex
 _TORCH_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
