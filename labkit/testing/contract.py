@@ -163,6 +163,10 @@ def boundary_lengths(block_size: int, *, segment: int | None = None, capacity: i
     a length that is no whole number of segments nor of blocks; with ``capacity`` (the block
     table's length in tokens) the capacity itself, a full table. Lengths past ``capacity`` are
     left out; equal lengths appear once, under their first name.
+
+    ``block_size`` is whatever unit the code under test cuts its input by: a cache block, the number
+    of partitions ``np.array_split`` deals keys into (fewer keys than partitions, one each, one
+    more), the rows one program of a kernel takes.
     """
     named = {"0": 0, "1": 1, "block_size - 1": block_size - 1, "block_size": block_size,
              "block_size + 1": block_size + 1}

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import labkit
+from labkit.testing import contract
 from labkit.testing.cases import padded_block_table, paged_copy, random_block_table, read_only
 
 HEAD_AXES = ("head", "dim")
@@ -401,6 +402,55 @@ def test_table_entries_past_the_sequence_are_never_read(lab, padding):
     table = read_only(np.concatenate([case.table, [padding, padding]]))
     out = lab.paged_attention(case.q, case.k_cache, case.v_cache, table, 9, 4)
     _check(out, case.expected, what=f"paged_attention, table {table.tolist()} (entries past seq_len=9)")
+
+
+# --- the contract: cache layouts, boundary lengths, score patterns (labkit.testing.contract) ---
+
+CONTRACT_PATTERNS = ["flat near +1000", "one peak in the last segment", "one segment far below"]
+
+
+@pytest.mark.parametrize("pattern", CONTRACT_PATTERNS)
+@pytest.mark.parametrize("layout", contract.CACHE_LAYOUTS)
+def test_write_and_attend_on_every_cache_layout(lab, layout, pattern):
+    """The caches as the views engines pass (``labkit.testing.contract.CACHE_LAYOUTS``: K and V as
+    ``kv[:, 0]``, ``kv[:, 1]`` of one fused pool, a pool stored heads outside the slots; NaN beside
+    them until written): a 23-token sequence (8 query heads on 2 KV heads, blocks of 4) written
+    through ``write_kv`` at the slots of its table, then attended at every boundary length
+    (``boundary_lengths``: 0, 1, each side of a block, the full table), the scores placed by a
+    pattern (``score_levels``, a segment being a block): near +1000 everywhere, one key 100 above
+    the rest in the last block, the first block near -1000.
+
+    Catches: ``write_kv`` through a reshape of the caches (``write_kv_through_a_flat_reshape``: on a
+    view numpy's reshape is a copy, and the tokens are written nowhere)."""
+    block_size, capacity, num_heads, num_kv_heads, head_dim = 4, 23, 8, 2, 8
+    rng = np.random.default_rng(len(pattern) + len(layout))
+    table, num_blocks = random_block_table(rng, capacity, block_size)
+    staging = rng.standard_normal((num_blocks, block_size, num_kv_heads, head_dim))
+    q = rng.standard_normal((1, num_heads, head_dim))
+    levels = [contract.score_levels(pattern, capacity, block_size)]
+    contract.steer_scores(q, staging, table[None], [capacity], levels, seed=3)
+    q = q[0]
+    k = labkit.gather_f64(staging, table, capacity)
+    v = rng.standard_normal((capacity, num_kv_heads, head_dim))
+    named = contract.boundary_lengths(block_size, capacity=capacity)
+    expected = {n: labkit.attention_f64(q, k[:n], v[:n]) for n in named.values()}
+    slots = _slots_by_loop(table, block_size, 0, capacity)
+    nan = np.full((num_blocks, block_size, num_kv_heads, head_dim), np.nan)
+    k_cache, v_cache = contract.CACHE_LAYOUTS[layout].apply(nan, nan.copy())
+    described = contract.CACHE_LAYOUTS[layout].describe
+    q, table, k_rows, v_rows, slots = read_only(q, table, k.copy(), v.copy(), slots)
+
+    lab.write_kv(k_cache, v_cache, k_rows, v_rows, slots)
+    axes = ("token", "kv_head", "dim")
+    labkit.assert_close(labkit.gather_f64(k_cache, table, capacity), k, atol=0, axes=axes,
+                        what=f"K gathered after write_kv into {described}")
+    labkit.assert_close(labkit.gather_f64(v_cache, table, capacity), v, atol=0, axes=axes,
+                        what=f"V gathered after write_kv into {described}")
+    for name, n in named.items():
+        out = lab.paged_attention(q, k_cache, v_cache, table, n, block_size)
+        # Scores near 1000 carry float64 rounding of ~1000 * 2**-52 into the weights: 1e-10.
+        _check(out, expected[n], atol=1e-10,
+               what=f"paged_attention over {n} tokens ({name}), {described}, scores {pattern}")
 
 
 def test_paged_attention_takes_lists(lab):

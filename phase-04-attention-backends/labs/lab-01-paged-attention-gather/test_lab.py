@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import labkit
+from labkit.testing import contract
 from labkit.testing.cases import padded_block_table, paged_copy, random_block_table, read_only
 
 STREAM_ATOL = 1e-10  # streaming vs the reference: same math, another summation order
@@ -203,6 +204,36 @@ def test_many_block_sizes(lab, block_size, poison):
     q, k_cache, v_cache, table, expected = _paged(q, k, v, table, num_blocks, block_size, poison=poison)
     out = lab.paged_online_attention(q, k_cache, v_cache, table, 29, block_size)
     _check(out, expected, what=f"paged_online_attention, block_size={block_size}, {poison} poison")
+
+
+@pytest.mark.parametrize("pattern", list(contract.SCORE_PATTERNS))
+def test_contract_score_patterns_at_every_boundary_length(lab, pattern):
+    """The score patterns of ``labkit.testing.contract`` (a segment being one block: the unit the
+    running max is updated by) at every length ``boundary_lengths`` names for blocks of 4 and of 5
+    (0, 1, each side of a block, a length of no whole number of blocks, a full table of 4 blocks):
+    flat near +1000 or -1000, one key 100 above the rest in the first or the last block, the mass in a
+    middle block, the first block near -1000 under later ones near 0, and (blocks of 5, an odd index)
+    the whole sequence near -1000. NaN in every unused slot.
+
+    Catches, on every length at once: a running max that starts at 0 (``running_max_starts_at_zero``:
+    near -1000 every weight underflows), no correction or half of one (``no_correction``,
+    ``acc_not_rescaled``, ``denom_not_rescaled``), weights taken with the old max, a NaN correction on the
+    first block, the whole last block read, each block normalized on its own."""
+    rng = np.random.default_rng(len(pattern))
+    d = 16
+    for block_size in (4, 5):
+        named = contract.boundary_lengths(block_size, segment=block_size, capacity=4 * block_size)
+        for name, n in named.items():
+            q = np.zeros(d)
+            q[0] = np.sqrt(d)  # q . k / sqrt(d) is exactly k[0]
+            k, v = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+            k[:, 0] = contract.score_levels(pattern, n, block_size, index=block_size) + rng.uniform(-3, 3, n)
+            table, num_blocks = random_block_table(rng, n, block_size)
+            q, k_cache, v_cache, table, expected = _paged(q, k, v, table, num_blocks, block_size, poison="nan")
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+                out = lab.paged_online_attention(q, k_cache, v_cache, table, n, block_size)
+            _check(out, expected, what=f"paged_online_attention over {n} tokens ({name}) in blocks of {block_size}, "
+                   f"scores {pattern} ({contract.SCORE_PATTERNS[pattern]})")
 
 
 def test_seq_len_one(lab):

@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 import labkit
+from labkit.testing import contract
 from labkit.testing.cases import read_only
 
 TOL = {"atol": 1e-12, "rtol": 1e-12}
@@ -602,6 +603,35 @@ def test_extreme_scores_do_not_overflow(lab, case, num_partitions):
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         out = lab.partitioned_attention(q, k, v, num_partitions)
     assert_output_close(out, expected, what=f"scores {case}, {num_partitions} partitions")
+
+
+@pytest.mark.parametrize("pattern", list(contract.SCORE_PATTERNS))
+def test_contract_score_patterns_at_every_key_count(lab, pattern):
+    """The score patterns of ``labkit.testing.contract`` (a segment being one partition's chunk) at
+    every key count that matters to ``np.array_split`` over 4 and 7 partitions (``boundary_lengths``
+    with the partition count as the unit: 0 and 1 key, one key fewer than partitions, one each, one
+    more; each side of 3 keys per partition; a count that divides into neither): flat near +1000 or
+    -1000, one key 100 above the rest in the first or the last chunk, the mass in a middle chunk, the
+    first chunk near -1000, and (with 7 partitions, an odd index) the whole query near -1000 rather than
+    +1000. Dense attention, finite.
+
+    Catches, on every count at once: exponentials of raw scores (``no_max_subtraction``), a merge that
+    keeps the larger side's sums without rescaling the other (``keeps_larger_max_side``), empty chunks
+    that crash (``empty_chunks_crash``), remainder keys dropped (``drops_remainder_keys``)."""
+    rng = np.random.default_rng(len(pattern))
+    for num_partitions in (4, 7):
+        for name, n in contract.boundary_lengths(num_partitions, segment=3 * num_partitions).items():
+            chunk = max(1, math.ceil(n / num_partitions))
+            q = np.zeros(D)
+            q[0] = math.sqrt(D)  # q . k / sqrt(d) is exactly k[0]
+            k, v = rng.standard_normal((n, D)), rng.standard_normal((n, D))
+            k[:, 0] = contract.score_levels(pattern, n, chunk, index=num_partitions) + rng.uniform(-3, 3, n)
+            expected = labkit.attention_f64(q, k, v)
+            q, k, v = read_only(q, k, v)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+                out = lab.partitioned_attention(q, k, v, num_partitions)
+            assert_output_close(out, expected, what=f"{n} keys ({name}, the unit being the partition count) in "
+                                f"{num_partitions} partitions, scores {pattern} ({contract.SCORE_PATTERNS[pattern]})")
 
 
 @pytest.mark.parametrize("dv", [1, 5, 40])

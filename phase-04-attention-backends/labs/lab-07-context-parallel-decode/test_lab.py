@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.testing import child, seam
+from labkit.testing import child, contract, seam
 from labkit.testing.cases import random_block_tables, random_paged_cache
 
 torch = pytest.importorskip("torch", reason='needs torch: pip install -e ".[torch]" (CPU build: see SETUP.md)')
@@ -432,6 +432,50 @@ def test_rank_summaries_reject_bad_input(lab):
                        "rank_summaries with a length of 99 past the table's capacity")
     expect_value_error(lambda: lab.rank_summaries(q, k_cache, v_cache, np.full_like(tables, k_cache.shape[0]), lens),
                        "block ids", "rank_summaries with block ids past the pool")
+
+
+# The contract (labkit.testing.contract): one layout at a time, the others contiguous.
+RANK_LAYOUTS = {
+    **{name: ("cache", name) for name in contract.CACHE_LAYOUTS if name != "contiguous"},
+    **{name: ("q", name) for name in contract.Q_LAYOUTS if name != "contiguous"},
+    **{name: ("table", name) for name in contract.TABLE_LAYOUTS if name != "contiguous"},
+}
+
+
+@pytest.mark.parametrize("layout", RANK_LAYOUTS)
+def test_rank_summaries_on_the_views_engines_pass(lab, layout):
+    """A rank's inputs as the views an engine passes (``labkit.testing.contract``: K and V as ``kv[:, 0]``,
+    ``kv[:, 1]`` of one fused pool, a pool stored heads outside the slots, ``q`` a slice of the fused
+    ``qkv``, a table cut from a wider one or every other row of a taller one; NaN or a poisoned block's id
+    beside each view), 8 query heads on one KV head (the largest group there is), the rank's lengths at
+    every edge (``boundary_lengths``: 0, 1, each side of a block of 4, a full table of 20 tokens): the
+    definition's summaries.
+
+    Pins the promise for any implementation. No gallery bug goes with it: numpy's indexing follows a
+    view's strides, and its reshapes copy where they must, so a reading implementation gets views wrong
+    only by reaching past numpy to the raw buffer (a lab that writes, such as 02-06's ``write_kv``, can:
+    a reshape of a view is a copy)."""
+    named = contract.boundary_lengths(4, capacity=20)
+    q, k_cache, v_cache, tables, lens = rank_case(29, list(named.values()), num_heads=8, num_kv_heads=1,
+                                                  poison="nan")
+    used = {int(tables[b, j]) for b, n in enumerate(lens) for j in range(-(-int(n) // 4))}
+    filler = min(set(range(k_cache.shape[0])) - used)  # a block of poison only
+    kind, name = RANK_LAYOUTS[layout]
+    chosen = contract.CACHE_LAYOUTS[name] if kind == "cache" else contract.Q_LAYOUTS[name] if kind == "q" \
+        else contract.TABLE_LAYOUTS[name]
+    if kind == "cache":
+        k_cache, v_cache = chosen.apply(k_cache, v_cache)
+    elif kind == "q":
+        q = chosen.apply(q, k_cache.shape[2])
+    else:
+        tables = chosen.apply(tables, filler)
+    inputs = (q, k_cache, v_cache, tables, lens)
+    for x in inputs:
+        x.flags.writeable = False
+    expected = expected_summaries(*inputs)
+    lengths = ", ".join(f"{n} ({what})" for what, n in named.items())
+    assert_summaries_close(lab.rank_summaries(*inputs), expected,
+                           what=f"rank_summaries with {chosen.describe}, 8 query heads on 1 KV head, lengths {lengths}")
 
 
 # ------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ that forward pass rewritten over your kernels:
   as its static methods (``solution.py``'s ``ModelRunner``).
 - ``FusedEngine``: lab 99-02's engine over that runner, with ``fused_steps`` and ``count_launches``.
 
-vLLM v0.10.1 does the same in ``vllm/model_executor/models/llama.py`` (``LlamaAttention``, ``LlamaMLP``,
+vLLM v0.22.1 does the same in ``vllm/model_executor/models/llama.py`` (``LlamaAttention``, ``LlamaMLP``,
 ``LlamaDecoderLayer``), ``vllm/model_executor/layers/linear.py`` (``QKVParallelLinear``,
 ``MergedColumnParallelLinear``), ``layernorm.py`` (``RMSNorm``), ``activation.py`` (``SiluAndMul``),
 ``rotary_embedding.py`` and ``vllm/v1/sample/sampler.py``.

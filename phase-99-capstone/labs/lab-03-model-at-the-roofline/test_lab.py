@@ -27,7 +27,7 @@ import pytest
 
 import labkit
 from labkit import triton_env
-from labkit.testing import model_truth
+from labkit.testing import contract, model_truth
 
 torch, triton = triton_env.require_torch_and_triton()
 # transformers 5: the model's modules, generate and apply_rotary_pos_emb for the truth.
@@ -531,6 +531,170 @@ def test_decode_attention_matches_float64(lab, splits, tile, poison):
 
 
 # --------------------------------------------------------------------------------------------
+# The contract: every layout, size, dtype and score the docstrings accept (labkit.testing.contract)
+# --------------------------------------------------------------------------------------------
+
+# The benchmark's attention shape (Llama 3 8B's heads of 64, 4 query heads per KV head), scaled down in heads.
+CH, CKV, CD = 8, 2, 64
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")  # the padding rows' inf * cos - inf * sin
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32], ids=str)
+@pytest.mark.parametrize("cache_layout", contract.CACHE_LAYOUTS)
+def test_rotary_and_cache_contract(lab, cache_layout, index_dtype):
+    """``rotary_and_cache`` on what its docstring accepts beyond the first test: caches as the views an
+    engine passes (``kv[:, 0]``, ``kv[:, 1]`` of one fused pool; a pool stored heads outside the slots),
+    ``positions`` and ``slot_mapping`` in int64 or int32, ``q_out`` whose heads are strided (each head
+    inside a wider row of NaN), heads of 64 with 4 query heads per KV head, and 70 tokens: more than one
+    program's rows in the interpreter (64), a count no block of rows divides. Slots at both edges of a
+    block and the pool's very last slot; padding (-1) as the first token, the last and one between.
+
+    Catches: a cache row computed as ``slot * stride_slot`` (blocks as if contiguous:
+    ``cache_row_from_the_flat_slot``), ``q_out``'s heads placed at ``head * head_dim`` instead of its head
+    stride (``q_out_heads_assumed_contiguous``), rows of one program only (``rows_of_the_first_program_only``)."""
+    gen = np.random.default_rng(17)
+    num_tokens, num_blocks, width, dtype = 70, 6, (CH + 2 * CKV) * CD, torch.float32
+    max_position = 300
+    positions = gen.integers(0, max_position, num_tokens)
+    positions[[1, 2]] = 0, max_position - 1
+    edges = [BS - 1, BS, 2 * BS - 1, num_blocks * BS - 1]  # both sides of a block's end, the pool's last slot
+    others = gen.permutation([s for s in range(1, num_blocks * BS) if s not in edges])  # slot 0: no token's
+    slots = np.concatenate([others[:1], edges, others[1 : num_tokens - len(edges)]])  # distinct
+    padding = [0, 33, num_tokens - 1]
+    slots[padding] = -1
+    qkv, _ = poisoned_view((num_tokens, width), 0, 4, dtype)
+    qkv.copy_(tensor(gen.standard_normal((num_tokens, width)), dtype))
+    qkv[padding] = float("nan")
+    cos_sin = tensor(rotary_table(max_position, CD), torch.float32)
+    sentinel = -77.0
+    k_cache = torch.full((num_blocks, BS, CKV, CD), sentinel, dtype=dtype, device=DEVICE)
+    k_cache, v_cache = contract.CACHE_LAYOUTS[cache_layout].apply(k_cache, k_cache.clone())
+    q_out, q_whole = poisoned_view((num_tokens, CH, CD), 1, 5, dtype)
+    valid = [t for t in range(num_tokens) if t not in padding]
+    qkv64, table = f64(qkv), f64(cos_sin)
+    want_q = rotate_f64(qkv64[:, : CH * CD].reshape(num_tokens, CH, CD), positions, table)
+    want_k = rotate_f64(qkv64[:, CH * CD : (CH + CKV) * CD].reshape(num_tokens, CKV, CD), positions, table)
+    want_v = qkv64[:, (CH + CKV) * CD :].reshape(num_tokens, CKV, CD)
+    k_before, v_before, q_before = k_cache.clone(), v_cache.clone(), q_whole.clone()
+    where = f"{contract.CACHE_LAYOUTS[cache_layout].describe}, {index_dtype} indices, q_out's heads strided"
+    lab.rotary_and_cache(qkv, tensor(positions, index_dtype), cos_sin, k_cache, v_cache, tensor(slots, index_dtype),
+                         q_out, CH, CKV)
+    close(q_out[valid], want_q[valid], dtype, f"q_out of the valid tokens ({where})", ("token", "head", "dim"))
+    unchanged(q_whole[:, :, CD:], q_before[:, :, CD:], f"q_out's memory between its heads ({where})")
+    unchanged(q_whole[num_tokens:], q_before[num_tokens:], f"q_out's rows past the tokens ({where})")
+    written = np.zeros((num_blocks, BS), dtype=bool)
+    for t in valid:
+        block, offset = divmod(int(slots[t]), BS)
+        written[block, offset] = True
+        close(k_cache[block, offset], want_k[t], dtype, f"k_cache at token {t}'s slot {slots[t]} ({where})",
+              ("head", "dim"))
+        close(v_cache[block, offset], want_v[t], dtype, f"v_cache at token {t}'s slot {slots[t]} ({where})",
+              ("head", "dim"))
+    rest = torch.from_numpy(~written).to(DEVICE)
+    # The two views cover their whole pool: a write anywhere else in it lands in a row checked here.
+    unchanged(k_cache[rest], k_before[rest], f"k_cache rows of no valid token ({where})")
+    unchanged(v_cache[rest], v_before[rest], f"v_cache rows of no valid token ({where})")
+
+
+# Scores of each row of logits placed against the argmax's chunks of ARGMAX_BLOCK columns.
+ARGMAX_PATTERNS = ["flat near -1000", "flat near +1000", "one peak in the first segment",
+                   "one peak in the last segment", "neighbours far apart"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("pattern", ARGMAX_PATTERNS)
+def test_argmax_rows_contract_scores(lab, pattern, dtype):
+    """``argmax_rows`` over 4100 of 4104 columns (a chunk of 4096 and 4 more), the logits at the levels of
+    a score pattern (``labkit.testing.contract.score_levels``, the segment being a chunk of 4096 columns)
+    plus noise: every logit near -1000 (or near +1000), the largest in the first chunk or in the short last
+    one, rows alternately near +1000 and -1000. The padding columns hold a value that would win.
+
+    Catches: a running best that starts at 0 instead of -inf (``best_starts_at_zero``: every logit
+    negative, and column 0 comes back)."""
+    rows, vocab, width = 4, 4100, 4104
+    gen = np.random.default_rng(len(pattern))
+    values = np.stack([contract.score_levels(pattern, vocab, 4096, r) for r in range(rows)])
+    values = np.concatenate([values + gen.uniform(-3, 3, values.shape), np.full((rows, width - vocab), 2e3)], axis=1)
+    logits = tensor(values, dtype)
+    want = f64(logits)[:, :vocab].argmax(axis=1)
+    got = lab.argmax_rows(logits, vocab)
+    labkit.assert_equal(got, want, what=f"argmax_rows, logits {pattern} ({contract.SCORE_PATTERNS[pattern]})",
+                        axes=("row",), dtype=torch.int64)
+
+
+def test_kernels_at_the_api_limits(lab):
+    """Sizes at the edges of what the checks accept: ``rms_norm`` and ``fused_add_rms_norm`` of rows of
+    ``MAX_HIDDEN`` (32768) values and of a single value, and of no rows at all; ``silu_and_mul`` of an
+    intermediate size of 1 and of no rows; ``argmax_rows`` over a vocabulary of one column and over a
+    row with no padding column. float64 brute force each.
+
+    Catches: a norm's block of columns capped (``norm_block_capped``: the columns past it never
+    counted), a launch over an empty grid."""
+    gen = np.random.default_rng(23)
+    for rows, hidden in [(2, 32768), (3, 1), (0, 72)]:
+        x = tensor(gen.standard_normal((rows, hidden)))
+        weight = tensor(gen.uniform(0.5, 1.5, hidden))
+        want = rms_f64(x, weight)
+        close(lab.rms_norm(x, weight, EPS), want, torch.float32, f"rms_norm of {rows} rows of {hidden}")
+        residual = tensor(gen.standard_normal((rows, hidden)))
+        new_residual = f64(residual) + f64(x)
+        out, returned = lab.fused_add_rms_norm(x, residual, weight, EPS)
+        close(returned, new_residual, torch.float32, f"fused_add_rms_norm's residual, {rows} rows of {hidden}")
+        close(out, rms_f64(new_residual, weight), torch.float32, f"fused_add_rms_norm, {rows} rows of {hidden}")
+    for rows, width in [(3, 1), (0, 8)]:
+        gate_up = tensor(gen.standard_normal((rows, 2 * width)))
+        g, u = f64(gate_up[:, :width]), f64(gate_up[:, width:])
+        close(lab.silu_and_mul(gate_up), g / (1 + np.exp(-g)) * u, torch.float32,
+              f"silu_and_mul, {rows} rows of {width}")
+    for vocab, width in [(1, 3), (600, 600)]:
+        logits = tensor(gen.standard_normal((3, width)))
+        labkit.assert_equal(lab.argmax_rows(logits, vocab), f64(logits)[:, :vocab].argmax(axis=1),
+                            what=f"argmax_rows over {vocab} of {width} columns", axes=("row",), dtype=torch.int64)
+
+
+# (cache layout, splits, tile): three splits that do not divide the table, one split in tiles of 16 (each
+# layout once: the kernels are lab 04-06's, tested there in every layout; here the launch around them).
+CONTRACT_DECODE = [pytest.param("kv_pool_views", 3, 16, id="kv_pool_views-three_splits"),
+                   pytest.param("heads_outside_slots", 1, 16, id="heads_outside_slots-one_split"),
+                   pytest.param("contiguous", 3, 32, id="contiguous-three_splits")]
+
+
+@pytest.mark.parametrize(("cache_layout", "splits", "tile"), CONTRACT_DECODE)
+def test_decode_attention_contract(lab, cache_layout, splits, tile):
+    """``decode_attention`` at the benchmark's head size (64) and group (4 query heads per KV head), the
+    caches as an engine lays them out (``labkit.testing.contract.CACHE_LAYOUTS``), a batch whose lengths
+    sit at every edge (``boundary_lengths``: 0, 1, each side of a block and of a split's partition, a
+    length that is a whole number of neither, and the full table of 5 blocks, which 3 splits do not
+    divide), the largest score in each sequence's last split, unused slots NaN.
+
+    Catches: splits counted by flooring the table over the partition (``last_split_dropped``: the full
+    table's last tokens belong to no split), a launch that ignores the configuration."""
+    capacity = 5 * BS
+    segment = lab.partition_size(capacity, splits, BS) if splits > 1 else tile
+    named = contract.boundary_lengths(BS, segment=segment, capacity=capacity)
+    lens = list(named.values())
+    case = labkit.cases.decode_case(lens, num_heads=CH, num_kv_heads=CKV, head_dim=CD, block_size=BS,
+                                    dtype=torch.float32, device="cpu", seed=splits, spare_blocks=1)
+    q, k_cache, v_cache, tables = case.q, case.k_cache, case.v_cache, case.block_tables  # the longest: a full table
+    levels = [contract.score_levels("one peak in the last segment", n, segment, b) for b, n in enumerate(lens)]
+    contract.steer_scores(q, k_cache, tables, lens, levels, seed=splits)
+    for cache in (k_cache, v_cache):
+        labkit.poison_unused_slots(cache, f64(tables).astype(np.int64), lens, kind="nan")
+    q, k_cache, v_cache, tables = (t.to(DEVICE) for t in (q, k_cache, v_cache, tables))
+    k_cache, v_cache = contract.CACHE_LAYOUTS[cache_layout].apply(k_cache, v_cache)
+    want = np.stack([labkit.paged_attention_f64(q[b], k_cache, v_cache, f64(tables[b]).astype(np.int64), n)
+                     for b, n in enumerate(lens)])
+    out = torch.full_like(q, float("nan"))
+    config = lab.DecodeConfig(num_splits=splits, tile_tokens=tile, num_warps=4, num_stages=2)
+    lab.decode_attention(q, k_cache, v_cache, tables, case.seq_lens.to(DEVICE), out, config)
+    described = ", ".join(f"[{b}] {n} ({name})" for b, (name, n) in enumerate(named.items()))
+    # float32 dot products of 64 terms on scores steered near 100: ~1e-5 of the values' scale.
+    labkit.assert_close(out, want, atol=1e-4, axes=("sequence", "head", "dim"), dtype=torch.float32,
+                        what=f"decode_attention ({splits} splits of {segment} tokens, tiles of {tile}), "
+                             f"{contract.CACHE_LAYOUTS[cache_layout].describe}, sequences {described}")
+
+
+# --------------------------------------------------------------------------------------------
 # Bad input
 # --------------------------------------------------------------------------------------------
 
@@ -596,15 +760,16 @@ WORKLOAD = {0: {"a": (SYSTEM + ALPHA, 5)}, 1: {"b": (BETA, 4)}, 3: {"c": (SYSTEM
 ALL = {rid: work for wave in WORKLOAD.values() for rid, work in wave.items()}
 
 
-def serve(lab, model, fused_steps: int, backend: str):
+def serve(lab, model, fused_steps: int, backend: str, cpu_timing: str = "lazy"):
     """``WORKLOAD`` through an engine at ``fused_steps``, its caches NaN before the first step, every launch
     of every forward pass counted. On a CPU, decode steps replay graphs of 1, 2 or 4 rows (a CPU graph
     runs its function again, so it is counted too) and the others run eagerly; on a GPU every step runs
-    eagerly, to be counted. Returns the engine once every request is finished."""
+    eagerly, to be counted. ``cpu_timing``: the CPU stream's (lab 99-02's ``lazy`` or ``eager``). Returns the
+    engine once every request is finished."""
     mode = "full_decode_only" if DEVICE == "cpu" else "none"
     engine = lab.Engine(model, num_gpu_blocks=24, block_size=BS, max_num_seqs=4, max_num_batched_tokens=24,
                         backend=backend, keep_logits=True, cudagraph_mode=mode, cudagraph_capture_sizes=[1, 2, 4],
-                        fused_steps=fused_steps, count_launches=True)
+                        fused_steps=fused_steps, count_launches=True, cpu_timing=cpu_timing)
     engine.runner.fill_kv_caches(float("nan"))
     pending, calls = dict(WORKLOAD), 0
     while engine.has_unfinished_requests() or pending:
@@ -624,13 +789,14 @@ def engine_model():
 
 @pytest.fixture(scope="module")
 def served(lab, engine_model):
-    """``served(fused_steps, backend)``: the engine that served ``WORKLOAD`` (once per argument pair)."""
+    """``served(fused_steps, backend, cpu_timing)``: the engine that served ``WORKLOAD`` (once per arguments)."""
     runs = {}
 
-    def get(fused_steps: int, backend: str = "reference"):
-        if (fused_steps, backend) not in runs:
-            runs[(fused_steps, backend)] = serve(lab, engine_model, fused_steps, backend)
-        return runs[(fused_steps, backend)]
+    def get(fused_steps: int, backend: str = "reference", cpu_timing: str = "lazy"):
+        key = (fused_steps, backend, cpu_timing)
+        if key not in runs:
+            runs[key] = serve(lab, engine_model, fused_steps, backend, cpu_timing)
+        return runs[key]
 
     return get
 
@@ -660,6 +826,19 @@ def test_tokens_and_logits_match_generate(lab, served, truth, fused_steps):
     norm, a residual, an activation, a rotation, a cache row or a sampled row wrong anywhere in a real
     run (positions that are not row indices, chunks that start mid-prompt, padded decode graphs)."""
     check_tokens_and_logits(served(fused_steps), truth, ENGINE_ATOL)
+
+
+def test_tokens_and_logits_under_the_eager_timing(lab, served, truth):
+    """The run of the test above with every step fused (steps 1 to 5), under the CPU stream's other timing
+    (lab 99-02's ``eager``: device work runs at its launch, so a read of a live device buffer sees what
+    later steps wrote there): ``generate``'s tokens and logits. The test above runs the ``lazy`` timing
+    (device work runs when the host waits for it).
+
+    Pins that the fused steps' results do not depend on when the device runs its work. The host's reads
+    and waits are lab 99-02's runner's (tested there under both timings, with the mistakes that differ
+    between them); no mistake in this lab's functions is known to pass one timing and fail the other,
+    and this run keeps it so."""
+    check_tokens_and_logits(served(5, cpu_timing="eager"), truth, ENGINE_ATOL)
 
 
 def test_padding_tokens_write_nothing(lab, served):
