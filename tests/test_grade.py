@@ -7,6 +7,7 @@ need bubblewrap. The hostile class is ``tests/test_hostile.py``.
 
 from __future__ import annotations
 
+import collections
 import csv
 import gc
 import importlib.util
@@ -57,6 +58,7 @@ def test_plain_data_and_arrays_cross_unchanged():
         "dtype_class": np.float32,
         "set": {"FLASH_ATTN", ("a", 1)},
         "frozenset": frozenset({2, 3}),
+        "deque": collections.deque([7, 3, 9], maxlen=5),
     }
     back = _round_trip(value)
     assert back.keys() == value.keys()
@@ -68,6 +70,7 @@ def test_plain_data_and_arrays_cross_unchanged():
     assert back["dtype"] == np.dtype(np.int64) and back["dtype_class"] == np.dtype(np.float32)
     assert back["set"] == {"FLASH_ATTN", ("a", 1)} and type(back["set"]) is set
     assert back["frozenset"] == frozenset({2, 3}) and type(back["frozenset"]) is frozenset
+    assert back["deque"] == collections.deque([7, 3, 9]) and back["deque"].maxlen == 5
 
 
 def test_read_only_arrays_stay_read_only():
@@ -1027,29 +1030,38 @@ def test_every_labs_reference_solution_grades_ok_with_pytests_count(tmp_path):
     assert result.warnings == []
 
 
+CONTIGUITY_BUGS = {  # lab -> (a gallery bug that is right only on contiguous arrays, the layout test that catches it)
+    "02-04": ("offsets_as_if_contiguous", "test_cache_layouts_engines_pass"),
+    "02-06": ("write_kv_through_a_flat_reshape", "test_write_and_attend_on_every_cache_layout"),
+}
+
+
 def test_a_kernel_that_assumes_contiguity_fails_the_layout_tests_under_labs_grade(tmp_path):
-    """Lab 02-04's layout tests hand the kernel K and V as views of one fused pool. Graded with
-    ``labs grade``, the gallery's ``offsets_as_if_contiguous`` (offsets from the shape, not the
-    strides) fails them, as it does under plain pytest, and the reference solution passes every
-    test: the views reach the worker as views (when arrays crossed as contiguous copies, the bug
+    """Lab 02-04's layout tests hand the kernel K and V as views of one fused pool (torch), lab 02-06's
+    hand write_kv such views (numpy). Graded with ``labs grade``, the gallery's bugs that are right only
+    on contiguous arrays (offsets from the shape, not the strides; writes through a reshape, which of a
+    view is a copy) fail them, as they do under plain pytest, and the reference solutions pass every
+    test: the views reach the worker as views (when arrays crossed as contiguous copies, both bugs
     graded ok)."""
     from labkit.course import bugs as gallery
 
-    lab = registry.get("02-04")
-    bug = next(b for b in gallery.bugs_of(lab.path) if b.name == "offsets_as_if_contiguous")
-    for student, text in (("reference", (lab.path / "solution.py").read_text()), ("bug", _standalone(lab, bug))):
-        folder = tmp_path / "class" / student / lab.folder
-        folder.mkdir(parents=True)
-        (folder / "starter.py").write_text(text)
-    out = tmp_path / "report.csv"
-    run = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(tmp_path / "class"), "--labs", lab.id,
-                          "--call-timeout", "120", "--lab-timeout", "1200", "--out", str(out)],
-                         capture_output=True, text=True, cwd=registry.ROOT, timeout=1500)
-    rows = {r["student"]: r for r in csv.DictReader(out.open())}
-    assert rows["reference"]["status"] == "ok", (rows["reference"], run.stderr[-2000:])
-    assert rows["bug"]["status"] == "failed", rows["bug"]
-    assert int(rows["bug"]["passed"]) < int(rows["bug"]["total"]) == int(rows["reference"]["total"])
-    assert "test_cache_layouts_engines_pass" in rows["bug"]["first_failure"], rows["bug"]["first_failure"]
+    for lab_id, (bug_name, _) in CONTIGUITY_BUGS.items():
+        lab = registry.get(lab_id)
+        bug = next(b for b in gallery.bugs_of(lab.path) if b.name == bug_name)
+        for student, text in (("reference", (lab.path / "solution.py").read_text()), ("bug", _standalone(lab, bug))):
+            folder = tmp_path / "class" / student / lab.folder
+            folder.mkdir(parents=True)
+            (folder / "starter.py").write_text(text)
+    out = tmp_path / "report.json"
+    run = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(tmp_path / "class"), "--labs",
+                          *CONTIGUITY_BUGS, "--call-timeout", "120", "--lab-timeout", "1200", "--out", str(out)],
+                         capture_output=True, text=True, cwd=registry.ROOT, timeout=2400)
+    rows = {(r["student"], r["lab"]): r for r in json.loads(out.read_text())["results"]}
+    for lab_id, (bug_name, layout_test) in CONTIGUITY_BUGS.items():
+        reference, bug = rows["reference", lab_id], rows["bug", lab_id]
+        assert reference["status"] == "ok", (reference, run.stderr[-2000:])
+        assert bug["status"] == "failed" and bug["passed"] < bug["total"] == reference["total"], (bug_name, bug)
+        assert layout_test in bug["first_failure"], (bug_name, bug["first_failure"])
 
 
 # --------------------------------------------------------------------------- the grader agrees with pytest (slow)

@@ -12,6 +12,7 @@ buffer can be copied back into the memory it came from (:class:`Layouts`)."""
 from __future__ import annotations
 
 import builtins
+import collections
 import dataclasses
 
 from labkit.grader.wire import ProtocolError
@@ -54,6 +55,8 @@ def _encode(value, on_object, arguments, layouts, _depth: int):
         return ("t" if kind is tuple else "l", [inner(v) for v in value])
     if kind in (set, frozenset):
         return ("s" if kind is set else "fs", [inner(v) for v in value])
+    if kind is collections.deque:  # a sequence of the standard library (02-01 hashes any sequence of ids)
+        return ("dq", [inner(v) for v in value], value.maxlen)
     if kind is dict:
         return ("d", [(inner(k), inner(v)) for k, v in value.items()])
     if kind is complex:
@@ -420,6 +423,11 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         (items,) = rest
         return {_decode(k, hooks, depth, views): _decode(v, hooks, depth, views)
                 for k, v in _checked(items, list, "container")}
+    if tag == "dq":
+        items, maxlen = rest
+        if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
+            raise ProtocolError("malformed deque")
+        return collections.deque((_decode(v, hooks, depth, views) for v in _checked(items, list, "container")), maxlen)
     if tag == "c":
         real, imag = rest
         return complex(_plain_float(real), _plain_float(imag))
