@@ -7,6 +7,7 @@ need bubblewrap. The hostile class is ``tests/test_hostile.py``.
 
 from __future__ import annotations
 
+import collections
 import csv
 import gc
 import importlib.util
@@ -57,6 +58,7 @@ def test_plain_data_and_arrays_cross_unchanged():
         "dtype_class": np.float32,
         "set": {"FLASH_ATTN", ("a", 1)},
         "frozenset": frozenset({2, 3}),
+        "deque": collections.deque([7, 3, 9], maxlen=5),
     }
     back = _round_trip(value)
     assert back.keys() == value.keys()
@@ -68,6 +70,7 @@ def test_plain_data_and_arrays_cross_unchanged():
     assert back["dtype"] == np.dtype(np.int64) and back["dtype_class"] == np.dtype(np.float32)
     assert back["set"] == {"FLASH_ATTN", ("a", 1)} and type(back["set"]) is set
     assert back["frozenset"] == frozenset({2, 3}) and type(back["frozenset"]) is frozenset
+    assert back["deque"] == collections.deque([7, 3, 9]) and back["deque"].maxlen == 5
 
 
 def test_read_only_arrays_stay_read_only():
@@ -178,6 +181,62 @@ def test_decoding_trusts_no_name_shape_or_size():
         values.decode(("os.system", "echo pwned"))
 
 
+def _buffer(kind, size):
+    return [(kind, "cpu", 0, bytes(size))]
+
+
+VIEW_BOMBS = {  # views the bytes that crossed cannot back
+    "stride 0": ("bufs", _buffer("nd", 8), ("ndv", 0, "<f8", (10**9,), (0,), 0, True)),
+    "torch stride 0": ("bufs", _buffer("pt", 8), ("ptv", 0, "float32", (1 << 40, 1 << 40), (0, 0), 0)),
+    "past the end": ("bufs", _buffer("nd", 64), ("ndv", 0, "<f8", (16,), (8,), 0, True)),
+    "before the start": ("bufs", _buffer("nd", 64), ("ndv", 0, "<f8", (4,), (-8,), 8, True)),
+    "torch past the end": ("bufs", _buffer("pt", 64), ("ptv", 0, "float64", (4,), (1,), 40)),
+    "misaligned": ("bufs", _buffer("pt", 64), ("ptv", 0, "float64", (2,), (1,), 4)),
+    "negative torch stride": ("bufs", _buffer("pt", 64), ("ptv", 0, "float64", (2,), (-1,), 8)),
+    "unknown buffer": ("bufs", _buffer("nd", 64), ("ndv", 3, "<f8", (1,), (8,), 0, True)),
+    "buffer of the other kind": ("bufs", _buffer("nd", 64), ("ptv", 0, "float64", (1,), (1,), 0)),
+    "nested buffers": ("bufs", _buffer("nd", 8), ("bufs", _buffer("nd", 8), ("v", 1))),
+    "object dtype": ("bufs", _buffer("nd", 64), ("ndv", 0, "|O", (1,), (8,), 0, True)),
+    "strides of another rank": ("bufs", _buffer("nd", 64), ("ndv", 0, "<f8", (2, 2), (8,), 0, True)),
+    "many views of one buffer": ("bufs", _buffer("nd", 1 << 14),
+                                 ("l", [("ndv", 0, "<f8", (2048,), (8,), 0, True)] * 3000)),
+}
+
+
+@pytest.mark.parametrize("data", list(VIEW_BOMBS.values()), ids=list(VIEW_BOMBS))
+def test_a_view_is_never_larger_than_the_bytes_that_crossed(data):
+    with pytest.raises(wire.ProtocolError):
+        values.decode(wire.unpack(wire.pack(data)), max_view_bytes=standin.MAX_VIEW_BYTES)
+
+
+def test_views_of_one_storage_cross_as_one_buffer_and_in_place_changes_come_back_through_them():
+    torch = pytest.importorskip("torch")
+    kv = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(3, 2, 4)
+    k, v = kv[:, 0], kv[:, 1]
+    base = np.arange(24.0).reshape(4, 6)
+    a, frozen = base[:, :2], base[:, 2:4]
+    frozen.flags.writeable = False
+    layouts = values.Layouts(whole=True)
+    buffers = []
+    k2, v2, a2, frozen2 = values.decode(wire.unpack(wire.pack(values.encode((k, v, a, frozen), layouts=layouts))),
+                                        buffers=buffers)
+    assert len(buffers) == 2, "one buffer per storage"
+    assert k2.stride() == k.stride() and v2.data_ptr() - k2.data_ptr() == v.data_ptr() - k.data_ptr()
+    assert a2.strides == a.strides and not frozen2.flags.writeable
+    k2.fill_(-1.0)
+    a2[...] = -2.0
+    frozen2.flags.writeable = True  # possible on the far side, which owns its copy: never written back
+    frozen2[...] = -3.0
+    for index, buffer in enumerate(buffers):
+        raw = buffer.numpy().tobytes() if isinstance(buffer, torch.Tensor) else buffer.tobytes()
+        layouts.copy_back(index, raw)
+    assert (k == -1).all() and (v >= 0).all() and (a == -2).all() and (frozen >= 0).all()
+    with pytest.raises(wire.ProtocolError):
+        layouts.copy_back(0, b"short")
+    with pytest.raises(wire.ProtocolError):
+        layouts.copy_back(2, b"")
+
+
 # --------------------------------------------------------------------------- the worker stand-in
 
 
@@ -260,6 +319,81 @@ def test_submission_forwards_calls_and_copies_in_place_changes_back(submission):
     assert not hasattr(sub, "os"), "modules the submission imports are not part of its API"
     assert not hasattr(sub, "not_in_the_api"), "only the lab's API (its starter.py) is taken"
     assert incidents == []
+
+
+VIEWS = """
+import torch
+
+def layout(k, v):
+    # What a kernel that takes pointers and strides sees of its arguments.
+    return (tuple(k.stride()), tuple(v.stride()), k.is_contiguous(), v.data_ptr() - k.data_ptr(),
+            k.untyped_storage().data_ptr() == v.untyped_storage().data_ptr())
+
+def read_as_if_contiguous(k):
+    # The classic mistake: k's elements read from its start as if it were contiguous.
+    return torch.as_strided(k, (k.numel(),), (1,)).clone()
+
+def write_k(k, v, value):
+    k.fill_(value)            # through one view of the pool: the other half is unchanged
+
+def write_past_the_end(out):
+    torch.as_strided(out, (2 * out.numel(),), (1,)).fill_(-1.0)   # a kernel writing past out's end
+
+def head(x):
+    return x[:, :2]           # a view, returned
+
+def np_layout(a):
+    return a.strides, bool(a.flags.c_contiguous)
+
+def np_fill(a, value):
+    a[...] = value
+"""
+VIEWS_API = {name: "callable" for name in ("layout", "read_as_if_contiguous", "write_k", "write_past_the_end", "head",
+                                           "np_layout", "np_fill")}
+
+
+@needs_bwrap
+def test_arrays_cross_as_the_views_a_test_made_and_writes_come_back_through_them(submission):
+    """A kernel in the worker meets the layout the test made (K and V as halves of one fused pool, q
+    sliced from a wider buffer): the strides, the memory beside a view, one storage shared by both
+    halves; what it writes, through a view or past its end, reaches the test's storage. Under plain
+    pytest a kernel that assumes contiguity reads the poison beside a view: under the grader too."""
+    torch = pytest.importorskip("torch")
+    from labkit.testing import contract
+
+    sub = submission(VIEWS, VIEWS_API, call_timeout=30)
+    k, v = torch.randn(3, 4, 2, 5), torch.randn(3, 4, 2, 5)
+    kv_k, kv_v = contract.fused_pool(k, v)
+    assert sub.layout(kv_k, kv_v) == (tuple(kv_k.stride()), tuple(kv_v.stride()), False,
+                                       kv_v.data_ptr() - kv_k.data_ptr(), True)
+    # Read as if contiguous, k's "elements" run into V's first block, as they do in one process.
+    assert torch.equal(sub.read_as_if_contiguous(kv_k), torch.as_strided(kv_k, (kv_k.numel(),), (1,)))
+    q = contract.qkv_slice(torch.randn(4, 3, 5), num_kv_heads=1)
+    assert torch.isnan(sub.read_as_if_contiguous(q)).any(), "q's rows run into the NaN of qkv's K and V parts"
+
+    v_before = kv_v.clone()
+    sub.write_k(kv_k, kv_v, 7.0)
+    assert (kv_k == 7).all() and torch.equal(kv_v, v_before), "a write through one view of a pool, and only it"
+
+    storage = torch.zeros(8, 3)
+    out = storage[:4]
+    sub.write_past_the_end(out)
+    assert (storage == -1).all(), "a write past a view's end lands in the storage beside it, as in one process"
+
+    x = torch.arange(24.0).reshape(4, 6)
+    got = sub.head(x)
+    assert got.stride() == x[:, :2].stride() and torch.equal(got, x[:, :2]), "a view returned keeps its layout"
+
+    base = np.arange(48.0).reshape(6, 8)
+    a, b = base[:, :3], base[::2, ::-1]
+    assert sub.np_layout(a) == (a.strides, False) and sub.np_layout(b) == (b.strides, False)
+    sub.np_fill(a, -2.0)
+    assert (base[:, :3] == -2).all() and (base[:, 3:] != -2).all(), "numpy: written through the view alone"
+    frozen = base[:, 4:]
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        sub.np_fill(frozen, 0.0)
+    assert (base[:, 4:] != 0).all()
 
 
 @needs_bwrap
@@ -882,6 +1016,40 @@ def test_every_labs_reference_solution_grades_ok_with_pytests_count(tmp_path):
             wrong.append(f"{lab.id}: pytest passes {len(ran)}, the grader gives {verdict}")
     assert not wrong, "\n".join(wrong)
     assert result.warnings == []
+
+
+CONTIGUITY_BUGS = {  # lab -> (a gallery bug that is right only on contiguous arrays, the layout test that catches it)
+    "02-04": ("offsets_as_if_contiguous", "test_cache_layouts_engines_pass"),
+    "02-06": ("write_kv_through_a_flat_reshape", "test_write_and_attend_on_every_cache_layout"),
+}
+
+
+def test_a_kernel_that_assumes_contiguity_fails_the_layout_tests_under_labs_grade(tmp_path):
+    """Lab 02-04's layout tests hand the kernel K and V as views of one fused pool (torch), lab 02-06's
+    hand write_kv such views (numpy). Graded with ``labs grade``, the gallery's bugs that are right only
+    on contiguous arrays (offsets from the shape, not the strides; writes through a reshape, which of a
+    view is a copy) fail them, as they do under plain pytest, and the reference solutions pass every
+    test: the views reach the worker as views (when arrays crossed as contiguous copies, both bugs
+    graded ok)."""
+    from labkit.course import bugs as gallery
+
+    for lab_id, (bug_name, _) in CONTIGUITY_BUGS.items():
+        lab = registry.get(lab_id)
+        bug = next(b for b in gallery.bugs_of(lab.path) if b.name == bug_name)
+        for student, text in (("reference", (lab.path / "solution.py").read_text()), ("bug", _standalone(lab, bug))):
+            folder = tmp_path / "class" / student / lab.folder
+            folder.mkdir(parents=True)
+            (folder / "starter.py").write_text(text)
+    out = tmp_path / "report.json"
+    run = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(tmp_path / "class"), "--labs",
+                          *CONTIGUITY_BUGS, "--call-timeout", "120", "--lab-timeout", "1200", "--out", str(out)],
+                         capture_output=True, text=True, cwd=registry.ROOT, timeout=2400)
+    rows = {(r["student"], r["lab"]): r for r in json.loads(out.read_text())["results"]}
+    for lab_id, (bug_name, layout_test) in CONTIGUITY_BUGS.items():
+        reference, bug = rows["reference", lab_id], rows["bug", lab_id]
+        assert reference["status"] == "ok", (reference, run.stderr[-2000:])
+        assert bug["status"] == "failed" and bug["passed"] < bug["total"] == reference["total"], (bug_name, bug)
+        assert layout_test in bug["first_failure"], (bug_name, bug["first_failure"])
 
 
 # --------------------------------------------------------------------------- the grader agrees with pytest (slow)

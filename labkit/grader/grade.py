@@ -96,15 +96,46 @@ def _text_of(err: BaseException) -> str:
         return "(its message cannot be printed)"
 
 
+# Compiling runs none of the student's code, but what it costs is the student's to choose: 2 MB of
+# distinct constant expressions (``'y' * 4090 + '000001'``, one a line) took a compiling process to
+# 724 MiB and 10 CPU seconds, a sum of 600,000 terms raises RecursionError. So the check runs in a
+# process of its own (isolated mode, no site), which limits itself before it reads a byte.
+COMPILE_MEMORY = 512 << 20
+COMPILE_CPU_SECONDS = 10
+_COMPILE_CHECK = f"""
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, ({COMPILE_MEMORY}, {COMPILE_MEMORY}))
+resource.setrlimit(resource.RLIMIT_CPU, ({COMPILE_CPU_SECONDS}, {COMPILE_CPU_SECONDS} + 1))
+try:
+    compile(sys.stdin.buffer.read(), sys.argv[1], "exec", dont_inherit=True)
+    answer = None
+except SyntaxError as err:
+    answer = ("line %s: " % err.lineno if err.lineno else "") + str(err.msg)
+except (ValueError, UnicodeDecodeError) as err:
+    answer = (str(err).splitlines() or [type(err).__name__])[0]
+except RecursionError:
+    answer = "nested too deeply to compile"
+except MemoryError:
+    answer = "too large to compile within {COMPILE_MEMORY >> 20} MiB"
+sys.stdout.write(json.dumps(answer))
+"""
+
+
 def _syntax_error(file: Path) -> str | None:
-    """A one-line description of why ``file`` does not compile, or None. Compiling runs nothing."""
+    """A one-line description of why ``file`` does not compile, or None. Compiling runs nothing; it
+    runs in a process of its own, held to :data:`COMPILE_MEMORY` and :data:`COMPILE_CPU_SECONDS`."""
+    import subprocess
+
     try:
-        compile(file.read_bytes(), str(file.name), "exec", dont_inherit=True)
-    except SyntaxError as err:
-        return f"line {err.lineno}: {err.msg}"
-    except (ValueError, UnicodeDecodeError) as err:
-        return str(err).splitlines()[0]
-    return None
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", _COMPILE_CHECK, file.name], input=file.read_bytes(),
+                              capture_output=True, timeout=6 * COMPILE_CPU_SECONDS)
+        answer = json.loads(done.stdout[:4096]) if done.returncode == 0 else False
+    except (subprocess.TimeoutExpired, ValueError):
+        answer = False
+    if answer is False or not isinstance(answer, (str, type(None))):
+        return (f"could not be compiled within {COMPILE_MEMORY >> 20} MiB and {COMPILE_CPU_SECONDS} CPU seconds "
+                "(a compile check runs none of its code)")
+    return answer
 
 
 def fingerprint(labs: Iterable[Lab]) -> dict[str, str]:

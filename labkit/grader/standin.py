@@ -16,12 +16,15 @@ from labkit.grader import sandbox as sandboxes
 from labkit.grader import wire
 from labkit.grader.handles import RESULT_TYPES, Handle, Handles, RemoteClass
 from labkit.grader.lending import Lent, Patches, serve_lent
-from labkit.grader.values import array_leaves, builtin_exception, copy_into, decode, encode
+from labkit.grader.values import Layouts, array_leaves, builtin_exception, decode, encode
 
 # What one reply may cost the grader. The largest any lab's tests need, graded on the reference
 # solutions: 0.6 MB and 67,000 items (lab 02-02); big arrays travel through child scripts instead.
 MAX_REPLY = 16 << 20  # bytes: a larger reply is refused before it is read
 MAX_ITEMS = 500_000  # items of the wire format in one reply (a few hundred bytes each, decoded)
+# What the arrays of one reply may hold together, as views: each is never larger than the bytes it
+# spans, which crossed; this bounds a reply whose arrays are many views of the same bytes.
+MAX_VIEW_BYTES = 2 * MAX_REPLY
 MAX_MESSAGE = 2000  # characters of an exception's message that are kept
 ProtocolError = wire.ProtocolError
 
@@ -138,10 +141,12 @@ class Submission(types.ModuleType):
         return {k: v for k, v in reply[1].items() if type(k) is str and type(v) is tuple and len(v) == 2}
 
     # -- references: what crosses for what is not data
-    def _encode_arg(self, value, lend: bool = True):
+    def _encode_arg(self, value, lend: bool = True, layouts: Layouts | None = None):
         """``value`` for the worker. Objects of the test's own classes are lent to the submission when
-        ``lend`` (arguments); in the answers to the worker's questions only those already lent may cross."""
-        return encode(value, on_object=lambda obj: self._reference(obj, lend))
+        ``lend`` (arguments); in the answers to the worker's questions only those already lent may cross.
+        ``layouts``: where its arrays live, kept to copy back what the worker writes (arrays cross as views
+        of their whole storage, so that the worker's memory is laid out as the test's)."""
+        return encode(value, on_object=lambda obj: self._reference(obj, lend), layouts=layouts)
 
     def _reference(self, obj, lend: bool) -> tuple:
         if type(obj) is Handle:
@@ -156,7 +161,7 @@ class Submission(types.ModuleType):
     def _decode(self, data, leaves: list = ()):
         hooks = {"h": self._handles.handle, "tobj": self._lent.get, "titer": self._lent.get, "api": self._api_object,
                  "arg": lambda i: leaves[_index(i, leaves)]}
-        return decode(data, hooks=hooks)
+        return decode(data, hooks=hooks, max_view_bytes=MAX_VIEW_BYTES)
 
     def _api_object(self, name):
         if type(name) is not str or name not in self._api:
@@ -201,8 +206,9 @@ class Submission(types.ModuleType):
         if self._worker is None:  # the last call timed out or crashed: a fresh import
             self._start()
         patches = (self._patches.current(), *self._names_patched())
-        args_, kwargs_, patches = (self._encode_arg(x) for x in (args, kwargs, patches))
-        payload = (kind, target, args_, kwargs_, patches, self._handles.take_changes())
+        layouts = Layouts(whole=True)  # args and kwargs in one message: views of one storage share one buffer
+        payload = (kind, target, self._encode_arg((args, kwargs), layouts=layouts), self._encode_arg(patches),
+                   self._handles.take_changes())
         wait = self._seconds_left(self._call_timeout)
         if wait <= 0:
             raise self._incident(SubmissionTimeout, f"{what}: the lab's time limit was reached")
@@ -216,7 +222,7 @@ class Submission(types.ModuleType):
                 reply = worker.recv(deadline)
             if sandboxes.memory_killed(worker._proc):  # a process of the sandbox was: the sandbox is
                 raise EOFError
-            return self._unpack(reply, leaves, what)
+            return self._unpack(reply, leaves, layouts, what)
         except TimeoutError:
             limit = "per-call" if wait >= self._call_timeout else "the lab's"
             raise self._incident(SubmissionTimeout, f"{what} did not return within {wait:.1f} s ({limit} time "
@@ -226,7 +232,7 @@ class Submission(types.ModuleType):
         finally:
             self._busy -= 1
 
-    def _unpack(self, reply, leaves: list, what: str):
+    def _unpack(self, reply, leaves: list, layouts: Layouts, what: str):
         tag = _tag(reply)
         if tag == "error":
             _, kind, builtin_name, qualname, message = (reply + ("",) * 5)[:5]
@@ -241,16 +247,10 @@ class Submission(types.ModuleType):
         if tag != "ok" or len(reply) != 4 or type(reply[2]) is not list:
             raise ProtocolError("a malformed reply")
         self._handles.update(reply[3])
-        for item in reply[2]:
-            if type(item) is not tuple or len(item) != 2 or type(item[0]) is not int:
+        for item in reply[2]:  # the buffers the student's code wrote into, whole: the storage's bytes as they are now
+            if type(item) is not tuple or len(item) != 2:
                 raise ProtocolError("a malformed in-place update")
-            index, data = item
-            if not 0 <= index < len(leaves):
-                raise ProtocolError("an in-place update of an unknown argument")
-            new = decode(data)
-            if type(new).__name__ not in ("ndarray", "Tensor") or tuple(new.shape) != tuple(leaves[index].shape):
-                raise ProtocolError("an in-place update of the wrong kind or shape")
-            copy_into(leaves[index], new)
+            layouts.copy_back(*item)
         # After the copies: a result that is one of the arguments is the caller's (updated) array.
         return self._decode(reply[1], leaves)
 

@@ -1,30 +1,52 @@
 """Values across the pipe: plain data, containers, numpy arrays and scalars, torch tensors, dtypes,
 frozen dataclass instances, as tagged tuples of plain values for :mod:`labkit.grader.wire`; anything
-else goes to the caller's ``on_object``. Decoding trusts nothing. Staged into the sandbox."""
+else goes to the caller's ``on_object``. Decoding trusts nothing. Staged into the sandbox.
+
+Arrays cross as views, as they are: the memory they live in (a torch storage, a numpy array's base)
+crosses once per message as a *buffer*, and each array as its dtype, sizes, strides and offset into
+it. So a kernel meets on the far side the layout a test made (K and V as the halves ``kv[:, 0]``,
+``kv[:, 1]`` of one pool, ``q`` sliced from a fused ``qkv``), two views of one storage share one
+buffer there (a write through one is seen through the other), and what the far side writes into a
+buffer can be copied back into the memory it came from (:class:`Layouts`)."""
 
 from __future__ import annotations
 
 import builtins
+import collections
 import dataclasses
 
 from labkit.grader.wire import ProtocolError
 
 MAX_NESTING = 32
+# A buffer is the whole storage a view lives in (the memory beside it included: a kernel that writes
+# past a view's end writes where it would in one process) unless that storage is larger than this and
+# than four times what the message's views of it span (a small slice of a large pool); then the span
+# alone. So a call never sends more than four times what its views need, or this much.
+WHOLE_STORAGE_BYTES = 1 << 20
+BUFFER_ALIGN = 64  # a buffer starts at a multiple of this in its storage (any dtype's offset divides)
 _NUMPY_KINDS = set("biufc")  # bool, signed, unsigned, float, complex
 _TORCH_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
 
 
-def encode(value, on_object=None, arguments: dict | None = None, _depth: int = 0):
+def encode(value, on_object=None, arguments: dict | None = None, layouts: Layouts | None = None):
     """``value`` as nested tuples of plain values, tagged by kind. ``on_object(obj)`` turns what is not
     data into a reference (else TypeError); ``arguments`` (``id()`` -> index of the call's arrays): a
-    result that *is* one of them crosses as ``("arg", index)``, to come back as the caller's own."""
+    result that *is* one of them crosses as ``("arg", index)``, to come back as the caller's own.
+    ``layouts``: where the message's arrays live (:class:`Layouts`; a new one, sending spans, if
+    None), kept by a caller that will copy back what the far side writes."""
+    layouts = Layouts(whole=False) if layouts is None else layouts
+    inner = _encode(value, on_object, arguments, layouts, 0)
+    return ("bufs", layouts.wire(), inner) if layouts.groups else inner
+
+
+def _encode(value, on_object, arguments, layouts, _depth: int):
     if _depth > MAX_NESTING:
         raise TypeError("nested too deeply")
     if arguments and id(value) in arguments:
         return ("arg", arguments[id(value)])
 
     def inner(v):
-        return encode(v, on_object, arguments, _depth + 1)
+        return _encode(v, on_object, arguments, layouts, _depth + 1)
 
     kind = type(value)
     if value is None or kind in (bool, int, float, str, bytes):
@@ -33,6 +55,8 @@ def encode(value, on_object=None, arguments: dict | None = None, _depth: int = 0
         return ("t" if kind is tuple else "l", [inner(v) for v in value])
     if kind in (set, frozenset):
         return ("s" if kind is set else "fs", [inner(v) for v in value])
+    if kind is collections.deque:  # a sequence of the standard library (02-01 hashes any sequence of ids)
+        return ("dq", [inner(v) for v in value], value.maxlen)
     if kind is dict:
         return ("d", [(inner(k), inner(v)) for k, v in value.items()])
     if kind is complex:
@@ -46,9 +70,9 @@ def encode(value, on_object=None, arguments: dict | None = None, _depth: int = 0
     module = kind.__module__ or ""
     try:
         if module.startswith("numpy") or isinstance(value, type) and (value.__module__ or "").startswith("numpy"):
-            return _encode_numpy(value)  # arrays, scalars, dtypes (np.float32 is a class)
+            return _encode_numpy(value, layouts)  # arrays, scalars, dtypes (np.float32 is a class)
         if module.startswith("torch"):
-            return _encode_torch(value)
+            return _encode_torch(value, layouts)
     except _NotData:
         if on_object is None:
             raise
@@ -76,7 +100,7 @@ class _NotData(TypeError):
     """An object of numpy or torch that is not an array, a scalar or a dtype (a module, a generator)."""
 
 
-def _encode_numpy(value):
+def _encode_numpy(value, layouts):
     import numpy as np
 
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
@@ -85,6 +109,9 @@ def _encode_numpy(value):
         return ("nps", _checked_numpy_dtype(value.dtype).str, value.tobytes())
     if isinstance(value, np.ndarray):
         _checked_numpy_dtype(value.dtype)
+        view = layouts.numpy_view(value)
+        if view is not None:
+            return view
         return ("nd", value.dtype.str, tuple(int(n) for n in value.shape), np.ascontiguousarray(value).tobytes(),
                 bool(value.flags.writeable))
     raise _NotData(f"a {type(value).__qualname__} cannot be passed between the grader and a submission")
@@ -96,7 +123,7 @@ def _checked_numpy_dtype(dtype):
     return dtype
 
 
-def _encode_torch(value):
+def _encode_torch(value, layouts):
     import torch
 
     if isinstance(value, torch.dtype):
@@ -107,10 +134,158 @@ def _encode_torch(value):
         name = _torch_dtype_name(value.dtype)
         if value.device.type == "meta":  # shape and dtype only, no data
             return ("pt", name, tuple(int(n) for n in value.shape), "meta", b"")
+        view = layouts.torch_view(value, name)
+        if view is not None:
+            return view
         t = value.detach().to("cpu").contiguous()
         raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
         return ("pt", name, tuple(int(n) for n in t.shape), value.device.type, raw)
     raise _NotData(f"a {type(value).__qualname__} cannot be passed between the grader and a submission")
+
+
+class Layouts:
+    """Where one message's arrays live: a group per torch storage (per device) or numpy base array,
+    with the byte range its views cover. Each group crosses once, as a buffer; each array as a view
+    of it. The sender of a call keeps this to copy back what the far side wrote (:meth:`copy_back`).
+
+    ``whole``: a group's buffer is its whole storage (the grader's arguments: the memory beside a view
+    is there, as in one process), unless that is past :data:`WHOLE_STORAGE_BYTES` and four times the
+    views' span; otherwise (replies) the span alone, and an array that is a sparse view of a large
+    storage crosses as a copy. An array whose elements overlap in memory (``expand``) crosses as a
+    copy in both: its logical size is never more than the bytes that cross."""
+
+    def __init__(self, whole: bool):
+        self.whole = whole
+        self.groups: list[_Group] = []
+        self._by_key: dict = {}
+
+    def _group(self, key, kind: str, device: str, owner, origin: int, total: int) -> _Group:
+        group = self._by_key.get(key)
+        if group is None:
+            group = self._by_key[key] = _Group(len(self.groups), kind, device, owner, origin, total)
+            self.groups.append(group)
+        return group
+
+    def _keep_as_view(self, logical: int, first: int, last: int) -> bool:
+        span = last - first
+        return logical <= span and (self.whole or span <= 4 * logical + (1 << 20))
+
+    def torch_view(self, t, name: str):
+        """``("ptv", group, dtype, sizes, strides, byte offset in the storage)``, or None for a copy."""
+        numel, itemsize = t.numel(), t.element_size()
+        sizes, strides = tuple(int(n) for n in t.shape), tuple(int(s) for s in t.stride())
+        if not numel or min(strides, default=0) < 0:
+            return None
+        first = t.storage_offset() * itemsize
+        last = first + (sum((n - 1) * s for n, s in zip(sizes, strides, strict=True)) + 1) * itemsize
+        if not self._keep_as_view(numel * itemsize, first, last):
+            return None
+        storage = t.untyped_storage()
+        group = self._group(("pt", str(t.device), storage.data_ptr()), "pt", t.device.type, t.detach(), 0,
+                            storage.nbytes())
+        group.cover(first, last)
+        return ("ptv", group.index, name, sizes, strides, first)
+
+    def numpy_view(self, a):
+        """``("ndv", group, dtype, shape, byte strides, byte offset of element 0, writeable)``, or None."""
+        import numpy as np
+
+        if not a.size:
+            return None
+        root = a
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        low, high = _numpy_bounds(a)
+        root_low, root_high = _numpy_bounds(root) if root.size else (low, high)
+        if not root_low <= low <= high <= root_high:  # not inside its base (a foreign buffer): on its own
+            root, root_low, root_high = a, low, high
+        if not self._keep_as_view(a.size * a.itemsize, low, high):
+            return None
+        group = self._group(("nd", id(root)), "nd", "cpu", root, root_low, root_high - root_low)
+        group.cover(low - root_low, high - root_low)
+        group.views.append(a)
+        return ("ndv", group.index, a.dtype.str, tuple(int(n) for n in a.shape), tuple(int(s) for s in a.strides),
+                a.ctypes.data - root_low, bool(a.flags.writeable))
+
+    def wire(self) -> list:
+        return [group.wire(self.whole) for group in self.groups]
+
+    def copy_back(self, index, raw) -> None:
+        """Write ``raw``, group ``index``'s buffer as the far side left it, into the memory it came from:
+        a torch storage's range whole (torch has no read-only tensors), a numpy base through its
+        writeable views only (a read-only array stays unchanged, as in one process)."""
+        if type(index) is not int or not 0 <= index < len(self.groups) or type(raw) is not bytes:
+            raise ProtocolError("an in-place update of an unknown buffer")
+        group = self.groups[index]
+        if len(raw) != group.end - group.start:
+            raise ProtocolError("an in-place update of the wrong size")
+        if group.kind == "pt":
+            import torch
+
+            with torch.no_grad():
+                group.bytes_view().copy_(torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(group.owner.device))
+            return
+        import numpy as np
+
+        far = np.frombuffer(raw, dtype=np.uint8)
+        for view in group.views:
+            if view.flags.writeable:
+                offset = view.ctypes.data - group.origin - group.start
+                view[...] = np.ndarray(view.shape, view.dtype, buffer=far, offset=offset, strides=view.strides)
+
+
+class _Group:
+    """One storage (or numpy base) of a message: ``origin`` its first byte's address (numpy; 0 for a
+    torch storage, addressed by offset), ``total`` its size, ``[low, high)`` the bytes its views cover,
+    ``[start, end)`` the bytes that crossed."""
+
+    def __init__(self, index, kind, device, owner, origin, total):
+        self.index, self.kind, self.device, self.owner = index, kind, device, owner
+        self.origin, self.total = origin, total
+        self.low, self.high, self.start, self.end = total, 0, 0, 0
+        self.views: list = []  # numpy: the arrays of this base in the message (the writeable ones get copies back)
+
+    def cover(self, first: int, last: int) -> None:
+        self.low, self.high = min(self.low, first), max(self.high, last)
+
+    def wire(self, whole: bool) -> tuple:
+        if whole and self.total <= max(WHOLE_STORAGE_BYTES, 4 * (self.high - self.low)):
+            self.start, self.end = 0, self.total
+        else:
+            self.start, self.end = self.low - self.low % BUFFER_ALIGN, self.high
+        view = self.bytes_view()
+        raw = view.cpu().numpy().tobytes() if self.kind == "pt" else view.tobytes()
+        return (self.kind, self.device, self.start, raw)
+
+    def bytes_view(self):
+        """The bytes ``[start, end)`` of the storage, as a uint8 tensor (torch) or array (numpy) over them."""
+        if self.kind == "pt":
+            import torch
+
+            empty = torch.empty(0, dtype=torch.uint8, device=self.owner.device)
+            return empty.set_(self.owner.untyped_storage(), self.start, (self.end - self.start,))
+        import numpy as np
+
+        return np.asarray(_Memory(self.origin + self.start, self.end - self.start, self.owner))
+
+
+class _Memory:
+    """Bytes of a numpy base array, by address, for numpy to view (read-only); keeps the base alive."""
+
+    def __init__(self, address: int, size: int, base):
+        self.base = base
+        self.__array_interface__ = {"data": (address, True), "shape": (size,), "typestr": "|u1", "version": 3}
+
+
+def _numpy_bounds(a) -> tuple[int, int]:
+    """The addresses of the first and one past the last byte ``a`` uses."""
+    low = high = a.ctypes.data
+    for n, stride in zip(a.shape, a.strides, strict=True):
+        if stride < 0:
+            low += (n - 1) * stride
+        else:
+            high += (n - 1) * stride
+    return low, high + a.itemsize
 
 
 def _torch_dtype_name(dtype) -> str:
@@ -123,24 +298,113 @@ def _torch_dtype_name(dtype) -> str:
 # --------------------------------------------------------------------------- decoding
 
 
-def decode(data, hooks: dict | None = None):
+def decode(data, hooks: dict | None = None, buffers: list | None = None, max_view_bytes: int | None = None):
     """The inverse of :func:`encode`; ProtocolError on anything malformed. ``hooks``: tag -> function of
-    the payload, for the tags only one side accepts (references: "h", "api", "cb", "tobj", "arg"...)."""
+    the payload, for the tags only one side accepts (references: "h", "api", "cb", "tobj", "arg"...).
+    ``buffers``: a list that gets the message's buffers (uint8 tensors and arrays the views share),
+    in their order on the wire. ``max_view_bytes``: the most that the views may hold together."""
     try:
-        return _decode(data, hooks or {}, 0)
+        if type(data) is tuple and len(data) == 3 and data[0] == "bufs":
+            _, wired, inner = data
+            made = _buffers(_checked(wired, list, "buffers"))
+            if buffers is not None:
+                buffers.extend(base for _, base, _ in made)
+            return _decode(inner, hooks or {}, 0, _Views(made, max_view_bytes))
+        return _decode(data, hooks or {}, 0, _Views([], max_view_bytes))
     except ProtocolError:
         raise
     except Exception as err:  # malformed shapes, bad dtype strings, wrong arity (unpacking the payload)...
         raise ProtocolError(f"malformed value: {type(err).__name__}: {err}") from None
 
 
-def _decode(data, hooks: dict, depth: int):
+def _buffers(wired: list) -> list:
+    """(kind, uint8 tensor or array holding the bytes, offset of its first byte in the sender's storage)."""
+    made = []
+    for item in wired:
+        if type(item) is not tuple or len(item) != 4:
+            raise ProtocolError("a malformed buffer")
+        kind, device, start, raw = item
+        if kind not in ("pt", "nd") or type(start) is not int or start < 0 or type(raw) is not bytes:
+            raise ProtocolError("a malformed buffer")
+        import numpy as np
+
+        base = np.empty(len(raw), dtype=np.uint8)  # aligned, writeable, owned: what an allocation gives
+        base[:] = np.frombuffer(raw, dtype=np.uint8)
+        if kind == "pt":
+            import torch
+
+            base = torch.from_numpy(base).to(_device(device))
+        made.append((kind, base, start))
+    return made
+
+
+class _Views:
+    """The buffers one message's views are made over, and what those views hold so far."""
+
+    def __init__(self, made: list, max_bytes: int | None):
+        self.made, self.left = made, max_bytes
+
+    def buffer(self, index, kind: str):
+        if type(index) is not int or not 0 <= index < len(self.made) or self.made[index][0] != kind:
+            raise ProtocolError("a view of an unknown buffer")
+        return self.made[index][1:]
+
+    def check(self, shape, strides, offset, itemsize: int, size: int) -> int:
+        """The view's offset in its buffer, after checking that it lies inside it, holds no more
+        elements than the bytes it spans (no view is larger than the bytes that crossed), and keeps
+        the message's views within their budget."""
+        if type(strides) is not tuple or len(strides) != len(shape) or not all(type(s) is int for s in strides):
+            raise ProtocolError("malformed strides")
+        if type(offset) is not int or offset < 0:
+            raise ProtocolError("a view outside its buffer")
+        numel = 1
+        for n in shape:
+            numel *= n
+        if not numel:
+            return offset
+        low = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
+        high = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0) + itemsize
+        if low < 0 or high > size or numel * itemsize > high - low:
+            raise ProtocolError("a view outside its buffer, or larger than it")
+        if self.left is not None:
+            self.left -= numel * itemsize
+            if self.left < 0:
+                raise ProtocolError("views larger in all than the message's limit")
+        return offset
+
+
+def _decode(data, hooks: dict, depth: int, views: _Views):
     if depth > MAX_NESTING or type(data) is not tuple or not data or type(data[0]) is not str:
         raise ProtocolError("malformed value")
     tag, *rest = data
     if tag in hooks:
         return hooks[tag](*rest)
     depth += 1
+    if tag == "ptv":
+        import torch
+
+        index, name, shape, strides, offset = rest
+        base, start = views.buffer(index, "pt")
+        dtype, shape = _torch_dtype(name), _shape(shape)
+        itemsize = torch.empty(0, dtype=dtype).element_size()
+        if type(offset) is not int or (offset - start) % itemsize:
+            raise ProtocolError("a misaligned view")
+        if type(strides) is not tuple or not all(type(s) is int and s >= 0 for s in strides):
+            raise ProtocolError("malformed strides")
+        views.check(shape, tuple(s * itemsize for s in strides), offset - start, itemsize, base.numel())
+        view = torch.empty(0, dtype=dtype, device=base.device)
+        return view.set_(base.untyped_storage(), (offset - start) // itemsize, shape, strides)
+    if tag == "ndv":
+        import numpy as np
+
+        index, dtype_str, shape, strides, offset, writeable = rest
+        base, start = views.buffer(index, "nd")
+        dtype, shape = _numpy_dtype(dtype_str), _shape(shape)
+        offset = views.check(shape, strides, offset - start if type(offset) is int else None, dtype.itemsize,
+                             base.size)
+        array = np.ndarray(shape, dtype, buffer=base, offset=offset, strides=strides)
+        array.flags.writeable = bool(writeable)
+        return array
     if tag == "v":
         (value,) = rest
         if value is not None and type(value) not in (bool, int, float, str, bytes):
@@ -148,7 +412,7 @@ def _decode(data, hooks: dict, depth: int):
         return value
     if tag in ("t", "l", "s", "fs"):
         (items,) = rest
-        items = [_decode(v, hooks, depth) for v in _checked(items, list, "container")]
+        items = [_decode(v, hooks, depth, views) for v in _checked(items, list, "container")]
         if tag in ("s", "fs"):
             try:
                 frozenset(items)
@@ -157,13 +421,19 @@ def _decode(data, hooks: dict, depth: int):
         return {"t": tuple, "l": list, "s": set, "fs": frozenset}[tag](items)
     if tag == "d":
         (items,) = rest
-        return {_decode(k, hooks, depth): _decode(v, hooks, depth) for k, v in _checked(items, list, "container")}
+        return {_decode(k, hooks, depth, views): _decode(v, hooks, depth, views)
+                for k, v in _checked(items, list, "container")}
+    if tag == "dq":
+        items, maxlen = rest
+        if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
+            raise ProtocolError("malformed deque")
+        return collections.deque((_decode(v, hooks, depth, views) for v in _checked(items, list, "container")), maxlen)
     if tag == "c":
         real, imag = rest
         return complex(_plain_float(real), _plain_float(imag))
     if tag == "dc":
         name, fields = rest
-        return Record(_identifier(name), {_identifier(k): _decode(v, hooks, depth)
+        return Record(_identifier(name), {_identifier(k): _decode(v, hooks, depth, views)
                                                 for k, v in _checked(fields, list, "container")})
     if tag in ("npdt", "nps", "nd"):
         import numpy as np
@@ -299,14 +569,3 @@ def array_leaves(value, out: list | None = None) -> list:
         if type(value).__module__.startswith(("numpy", "torch")):
             out.append(value)
     return out
-
-
-def copy_into(target, source) -> None:
-    """Write ``source`` (decoded from the worker) into the caller's ``target``, if it may be written."""
-    if type(target).__module__.startswith("torch"):
-        import torch
-
-        with torch.no_grad():
-            target.copy_(source.to(target.device))
-    elif target.flags.writeable:
-        target[...] = source
