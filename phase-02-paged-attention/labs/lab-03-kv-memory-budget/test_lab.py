@@ -78,14 +78,15 @@ def test_cache_dtype_bytes(lab):
     """Bytes per cache element: the named cache dtype's, or the model's for ``"auto"``.
 
     Catches a cache dtype that is ignored (an fp8 cache of a bf16 model still counted at 2 bytes),
-    ``"auto"`` taken as 2 bytes whatever the model (a float32 model's cache is 4), and an fp8 cache
-    counted at 2 bytes."""
+    ``"auto"`` taken as 2 bytes whatever the model (a float32 model's cache is 4), an fp8 cache
+    counted at 2 bytes, torch's other names (``"float"``, ``"half"``) given another size."""
     float32_model = {**OPT_125M, "torch_dtype": "float32"}
     transformers5_style = {k: v for k, v in LLAMA_3_8B.items() if k != "torch_dtype"} | {"dtype": "bfloat16"}
     cases = [  # (config, cache_dtype, bytes)
         (LLAMA_3_8B, "auto", 2), (OPT_125M, "auto", 2), (float32_model, "auto", 4), (transformers5_style, "auto", 2),
         (LLAMA_3_8B, "fp8", 1), (LLAMA_3_8B, "fp8_e4m3", 1), (LLAMA_3_8B, "fp8_e5m2", 1),
         (LLAMA_3_8B, "float16", 2), (float32_model, "bfloat16", 2), (OPT_125M, "float32", 4),
+        (LLAMA_3_8B, "float", 4), (LLAMA_3_8B, "half", 2),  # torch's other names of float32 and float16
     ]
     for config, cache_dtype, want in cases:
         got = lab.cache_dtype_bytes(config, cache_dtype)
@@ -413,3 +414,77 @@ def test_configs_are_left_alone(lab):
             changed = sorted(k for k in {*config, *before} if config.get(k, "absent") != before.get(k, "absent"))
             raise AssertionError(f"{config['model_type']}: the caller's config changed (keys {changed}): read it "
                                  f"into local variables, never write into it")
+
+
+def test_a_model_of_one_layer_and_one_head(lab):
+    """The smallest model the config accepts: one layer, one head of dimension 1 (hidden_size 1), no
+    num_key_value_heads: 2 (K and V) * 1 * 1 * 1 * 4 bytes = 8 bytes a token.
+
+    Catches: the config's positive-integer check refusing 1."""
+    tiny = {"model_type": "tiny", "hidden_size": 1, "num_attention_heads": 1, "num_hidden_layers": 1,
+            "torch_dtype": "float32"}
+    expect_bytes(lab.kv_bytes_per_token(tiny), 8, "kv_bytes_per_token(1 layer, 1 head of dimension 1, float32)")
+
+
+def _without(config, key):
+    return {k: v for k, v in config.items() if k != key}
+
+
+def _bad_calls(lab):
+    """(words the ValueError must hold, the call in words, the call): every input the docstrings refuse."""
+    return [
+        ("config must be a dict", "kv_bytes_per_token(a list)", lambda: lab.kv_bytes_per_token([LLAMA_3_8B])),
+        ("is missing", "kv_bytes_per_token(no num_hidden_layers)",
+         lambda: lab.kv_bytes_per_token(_without(LLAMA_3_8B, "num_hidden_layers"))),
+        ("is None", "kv_bytes_per_token(num_hidden_layers None)",
+         lambda: lab.kv_bytes_per_token({**LLAMA_3_8B, "num_hidden_layers": None})),
+        ("num_hidden_layers", "kv_bytes_per_token(num_hidden_layers 0)",
+         lambda: lab.kv_bytes_per_token({**LLAMA_3_8B, "num_hidden_layers": 0})),
+        ("num_hidden_layers", "kv_bytes_per_token(num_hidden_layers '32')",
+         lambda: lab.kv_bytes_per_token({**LLAMA_3_8B, "num_hidden_layers": "32"})),
+        ("hidden_size", "kv_bytes_per_token(hidden_size 4100 for 32 heads, no head_dim)",
+         lambda: lab.kv_bytes_per_token({**LLAMA_3_8B, "hidden_size": 4100})),
+        ("head_dim", "kv_bytes_per_token(head_dim 0)", lambda: lab.kv_bytes_per_token({**GEMMA_7B, "head_dim": 0})),
+        ("head_dim", "kv_bytes_per_token(head_dim '256')",
+         lambda: lab.kv_bytes_per_token({**GEMMA_7B, "head_dim": "256"})),
+        *[(name, f"available_kv_memory({name}={value!r})",
+           lambda name=name, value=value: lab.available_kv_memory(
+               **{"total_memory": 80 * GiB, "free_memory": 79 * GiB, "gpu_memory_utilization": 0.9,
+                  "weights_memory": 16 * GiB, "peak_activation": GiB, "non_torch_memory": 0, name: value}))
+          for name in ("total_memory", "free_memory", "weights_memory", "peak_activation", "non_torch_memory")
+          for value in (-1, 2.0 * GiB)],
+        ("gpu_memory_utilization must be in", "available_kv_memory(gpu_memory_utilization=1.5)",
+         lambda: lab.available_kv_memory(80 * GiB, 79 * GiB, 1.5, 16 * GiB, GiB)),
+        ("cannot exceed", "available_kv_memory(free_memory 81 GiB of a card of 80 GiB)",
+         lambda: lab.available_kv_memory(80 * GiB, 81 * GiB, 0.9, 16 * GiB, GiB)),
+        ("available_memory", "num_gpu_blocks(1.5 GiB as a float, ..)",
+         lambda: lab.num_gpu_blocks(1.5 * GiB, LLAMA_3_8B, 16)),
+        ("block_size", "max_concurrency(100, block_size=0, 100)", lambda: lab.max_concurrency(100, 0, 100)),
+        ("num_blocks", "max_concurrency(num_blocks=-1, ..)", lambda: lab.max_concurrency(-1, 16, 100)),
+        ("num_blocks", "max_concurrency(num_blocks=2.5, ..)", lambda: lab.max_concurrency(2.5, 16, 100)),
+        ("max_model_len", "max_concurrency(.., max_model_len=0)", lambda: lab.max_concurrency(100, 16, 0)),
+        ("max_model_len", "max_concurrency(.., max_model_len=100.5)", lambda: lab.max_concurrency(100, 16, 100.5)),
+    ]
+
+
+def test_every_bad_input_is_refused_by_name(lab):
+    """Each input the docstrings refuse, one at a time, in every function that takes it: a config that
+    is no dict, a key missing or None (said which), a count of 0 or a string, a hidden_size the heads
+    do not divide, an explicit head_dim of 0 or a string, byte counts of -1 or a float, a utilization
+    above 1, free memory above the card's total, a float available_memory, a block size of 0, a
+    block count of -1 or 2.5, a max_model_len of 0 or 100.5: a ValueError whose message names it
+    (never a ZeroDivisionError or a silent number).
+
+    Catches: any of the given checks dropped, joined with ``and`` or off by one; a head_dim taken as
+    given or truncated (hidden_size // num_heads of a hidden_size they do not divide)."""
+    for words, call, run in _bad_calls(lab):
+        try:
+            got = run()
+        except ValueError as err:
+            if words not in str(err):
+                raise AssertionError(f"{call}: the ValueError must say {words!r}, got: {err}") from None
+            continue
+        except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
+            raise AssertionError(f"{call}: expected a ValueError saying {words!r}, got {type(err).__name__}: "
+                                 f"{err}") from None
+        raise AssertionError(f"{call}: no ValueError (it returned {got!r}); expected one saying {words!r}")

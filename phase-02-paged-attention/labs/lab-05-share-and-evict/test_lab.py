@@ -566,20 +566,25 @@ def test_caching_disabled_never_hits(lab):
 def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
     """allocate_slots refuses, with a ValueError and no change: zero new tokens, prefix hits for a
     request that already has blocks, a hit count that disagrees with the hit blocks, and more tokens
-    than the request has. Freeing a request twice, or one that never got blocks, is a no-op.
+    than the request has; hits for a request that holds blocks, even before any of its tokens is
+    computed. Freeing a request twice, or one that never got blocks, is a no-op.
 
     Catches: a request that computes no token (the full-hit bug's symptom), hits appended to a
-    running request's table, a second free that double-frees its blocks."""
+    running request's table (or to a request's whose first chunk has blocks but no computed token
+    yet: the check is on the blocks it holds), a second free that double-frees its blocks."""
     mgr = lab.KVCacheManager(10, BS)
     a = _request(lab, "A", range(10))
     _prefill(mgr, a)  # [1, 2, 3]
     b = _request(lab, "B", range(10))
     hits, num_hit = mgr.get_computed_blocks(b)  # [1, 2], 8
+    c = _request(lab, "C", range(100, 120))
+    _allocate(mgr, c, 4)  # [4]: C holds a block whose tokens are not computed yet (its first chunk runs)
 
-    before = _state(mgr, ["A", "B"])
+    before = _state(mgr, ["A", "B", "C"])
     bad = {
         "zero new tokens": lambda: mgr.allocate_slots(b, 0, num_hit, hits),
         "hits for a running request": lambda: mgr.allocate_slots(a, 1, num_hit, hits),
+        "hits for a request that holds a block, nothing computed yet": lambda: mgr.allocate_slots(c, 4, num_hit, hits),
         "8 hit tokens with 1 hit block": lambda: mgr.allocate_slots(b, 2, num_hit, hits[:1]),
         "more tokens than the request has": lambda: mgr.allocate_slots(b, 3, num_hit, hits),
     }
@@ -587,15 +592,55 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
         with pytest.raises(ValueError):
             call()
             pytest.fail(f"{what}: no ValueError")
-        after = _state(mgr, ["A", "B"])
+        after = _state(mgr, ["A", "B", "C"])
         if after != before:
             raise AssertionError(f"{what}: the ValueError came after the manager had changed "
                                  f"({_changes(before, after)}); call _check_allocate before changing anything")
     mgr.free(b)  # never allocated
+    mgr.free(c)
     mgr.free(a)
     mgr.free(a)  # twice
     _expect(_refs(mgr, range(10)), [0] * 10, "ref_cnt of every block after A was freed twice (the second is a no-op)")
-    _expect(_queue(mgr), [4, 5, 6, 7, 8, 9, 3, 2, 1], "the free queue after A was freed twice")
+    _expect(_queue(mgr), [5, 6, 7, 8, 9, 4, 3, 2, 1], "the free queue after A was freed twice")
+
+
+def test_a_request_that_holds_more_blocks_than_its_next_tokens_need(lab):
+    """Prefix caching off, a scheduler may plan a request's step smaller than the room it took before
+    (a step re-planned before it ran): the request's blocks already hold the tokens, so allocate_slots
+    takes nothing from the pool and returns [], the table and the queue unchanged. (With caching on,
+    the blocks the first plan filled are cached already: a plan is never taken back.)
+
+    Catches: the number of new blocks not clamped at 0 (a negative count handed to the pool, which
+    refuses it)."""
+    mgr = lab.KVCacheManager(10, BS, enable_caching=False)
+    c = _request(lab, "C", range(20))
+    _expect(_ids(_allocate(mgr, c, 8)), [1, 2], "allocate_slots('C', 8): the blocks for 8 tokens")
+    before = _state(mgr, ["C"])
+    _expect(_ids(_allocate(mgr, c, 1)), [], "allocate_slots('C', 1) after room for 8 (none computed yet): no new block")
+    after = _state(mgr, ["C"])
+    _expect(after, before, "the manager after allocate_slots('C', 1), which needs no block")
+
+
+def test_block_sizes_from_one_and_the_usage(lab):
+    """A block of one token is a block size like any other (every token its own block); a block size
+    of 0, below, or not an integer is refused with a ValueError naming it. ``usage`` is the fraction
+    of the blocks that can be handed out (all but the null block) that are in use.
+
+    Catches: a block size check that refuses 1, or that lets 0 or 2.0 through (its conditions joined
+    with ``and``); usage counting the null block as one that could be handed out."""
+    mgr = lab.KVCacheManager(8, 1)
+    r = _request(lab, "R", [5, 6, 7])
+    _expect(_ids(_allocate(mgr, r, 3)), [1, 2, 3], "allocate_slots('R', 3) with blocks of 1 token")
+    usage = mgr.usage
+    if not isinstance(usage, float) or abs(usage - 3 / 7) > 1e-12:
+        raise AssertionError(f"usage with 3 of the 7 blocks that can be handed out in use: got {usage!r}, expected "
+                             f"3 / 7 = {3 / 7:.6f} (the null block is never handed out: it does not count)")
+    mgr.free(r)
+    _expect(mgr.usage, 0.0, "usage once every request is freed")
+    for bad in (0, -4, 2.0, "4"):
+        with pytest.raises(ValueError, match="block_size"):
+            lab.KVCacheManager(8, bad)
+            pytest.fail(f"KVCacheManager(8, block_size={bad!r}): no ValueError naming block_size")
 
 
 # --- everything at once: a random workload against a brute-force model ------------------------

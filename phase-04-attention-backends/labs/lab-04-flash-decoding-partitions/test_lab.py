@@ -346,6 +346,8 @@ GARBAGE = {
     "m = +inf beside keys": ((math.inf, 2.0, np.ones(D)), "m"),
     "m = -inf beside keys": ((-math.inf, 2.0, np.ones(D)), "m"),
     "no key but acc not zero": ((-math.inf, 0.0, np.ones(D)), "acc"),
+    "acc not a vector": ((0.5, 2.0, np.ones((2, D))), "acc"),
+    "m not a number": (("half", 2.0, np.ones(D)), "numbers"),
 }
 PLACES = ["merge_two: a", "merge_two: b", "merge_partials: the only summary", "merge_partials: the first",
           "merge_partials: a later one"]
@@ -355,12 +357,14 @@ PLACES = ["merge_two: a", "merge_two: b", "merge_partials: the only summary", "m
 @pytest.mark.parametrize("garbage", list(GARBAGE))
 def test_a_garbage_summary_is_refused(lab, garbage, place):
     """A summary no set of keys can give (NaN anywhere; an infinite or negative denom; inf in acc;
-    an infinite m beside keys; acc without keys) is a ValueError that names what is wrong, wherever
+    an infinite m beside keys; acc without keys; an acc that is not a vector; an m that is no number) is a
+    ValueError that names what is wrong, wherever
     it comes: either side of merge_two, the only, the first or a later summary of merge_partials.
     Each function first works on the same place with a good summary.
 
     Catches: merge_partials that reads its first summary without ``_as_summary`` (merge_two checks
-    only what it is given), checks dropped: NaN comes out as a silent NaN answer."""
+    only what it is given), checks dropped: NaN comes out as a silent NaN answer, an acc of shape
+    [2, d] as a silent [2, d] output, an m given as a string as a TypeError from deep inside."""
     summary, word = GARBAGE[garbage]
     summary = (summary[0], summary[1], read_only(np.array(summary[2])))
     good, other = _good_summary(), _good_summary()
@@ -691,10 +695,19 @@ def _good_call(lab, function, case):
     q, k, v, a, b = case
     if function == "partitioned_attention":
         lab.partitioned_attention(q, k, v, 2)
+    elif function == "merge_partials":
+        lab.merge_partials([a, b])
     elif function == "attend_partial":
         lab.attend_partial(q, k, v)
     else:
         lab.merge_two(a, b)
+
+
+def _poisoned(x, value):
+    """A copy of ``x`` with ``value`` in one entry (garbage from upstream, which must not pass silently)."""
+    x = np.array(x)
+    x[-1, 1] = value
+    return x
 
 
 # name: (function, the bad call, a word the ValueError's message must contain)
@@ -711,6 +724,14 @@ BAD_INPUTS = {
         c[0], read_only(np.zeros((0, D - 1))), read_only(np.zeros((0, D))), 2), "k must"),
     "v-wrong-length": ("attend_partial", lambda lab, c: lab.attend_partial(c[0], c[1], c[2][:-1]), "v must"),
     "q-not-a-vector": ("attend_partial", lambda lab, c: lab.attend_partial(c[0][None], c[1], c[2]), "q must"),
+    "q-empty": ("attend_partial", lambda lab, c: lab.attend_partial(
+        read_only(np.zeros(0)), read_only(np.zeros((6, 0))), c[2]), "q must"),
+    # The message must name k: NaN or inf let in here is refused later, as a summary's, far from its cause.
+    "nan-in-k": ("attend_partial", lambda lab, c: lab.attend_partial(c[0], read_only(_poisoned(c[1], math.nan)), c[2]),
+                 "k holds"),
+    "inf-in-k": ("partitioned_attention", lambda lab, c: lab.partitioned_attention(
+        c[0], read_only(_poisoned(c[1], math.inf)), c[2], 2), "k holds"),
+    "partials-not-a-list": ("merge_partials", lambda lab, c: lab.merge_partials(42), "partials"),
     "not-a-summary": ("merge_two", lambda lab, c: lab.merge_two(c[3], (0.0, 1.0)), "summary"),
     "acc-lengths-differ": ("merge_two", lambda lab, c: lab.merge_two(c[3], (0.0, 1.0, np.zeros(4))), "acc"),
     "acc-of-length-1": ("merge_two", lambda lab, c: lab.merge_two(c[3], (0.0, 1.0, np.zeros(1))), "acc"),
@@ -724,7 +745,9 @@ def test_bad_input_gets_a_clear_message(lab, name):
     of length 1 against any other). The checks are given in starter.py, called at the top of each
     function; each function must first work on good input.
 
-    Catches: a merge without the acc length check (numpy broadcasting answers nonsense), checks
+    Catches: a merge without the acc length check (numpy broadcasting answers nonsense), a q of
+    no dimension, NaN or inf in q, k or v taken in (they come out as a silent NaN), merge_partials
+    given something that is not a list of summaries failing with a TypeError from inside, checks
     dropped from a function (partitioned_attention leaving them to attend_partial, which never runs
     when there are zero keys)."""
     case = _bad_input_case()
@@ -743,3 +766,60 @@ def test_bad_input_gets_a_clear_message(lab, name):
     else:
         got = "no exception"
     pytest.fail(f"{function} ({name}): expected a ValueError naming {word!r}, got {got}; {hint}")
+
+
+def test_a_head_size_of_one(lab):
+    """d = 1, the smallest head size the checks accept (``q [d]`` with d >= 1): the summary, the
+    split and the merge are those of any other size, against the brute force.
+
+    Catches: a check on q that refuses d = 1 with the d = 0 it is meant for."""
+    rng = np.random.default_rng(1)
+    q, k, v = rng.standard_normal(1), rng.standard_normal((9, 1)), rng.standard_normal((9, 3))
+    expected, expected_summary = labkit.attention_f64(q, k, v), summary_f64(q, k, v)
+    q, k, v = read_only(q, k, v)
+    assert_summary_close(lab.attend_partial(q, k, v), expected_summary, what="attend_partial, head size d = 1")
+    assert_output_close(lab.partitioned_attention(q, k, v, 4), expected,
+                        what="partitioned_attention, head size d = 1, 4 partitions")
+
+
+@pytest.mark.parametrize("form", ["list", "float32", "int64", "a generator of summaries"])
+def test_summaries_in_any_number_form_merge_in_float64(lab, form):
+    """Summaries whose acc is a list, float32 or integers, and partials handed over as a generator
+    rather than a list: merge_two and merge_partials read them as the float64 numbers they hold
+    (the given ``_as_summary`` converts them), and every result is float64, one summary alone
+    included.
+
+    Catches: an acc kept in its own dtype (merge_partials of one float32 summary answers float32;
+    float16 would keep 11 bits), a list acc used as is, partials indexed without making them a
+    list first (a generator has no ``[0]``)."""
+    q, k, v = random_qkv(seed=12, n=20)
+    expected = labkit.attention_f64(q, k, v)
+    truths = [summary_f64(q, k[a:b], v[a:b]) for a, b in ((0, 7), (7, 20))]
+
+    def as_form(summary):
+        m, denom, acc = summary
+        if form == "list":
+            return m, denom, acc.tolist()
+        if form == "float32":
+            return m, denom, read_only(acc.astype(np.float32))
+        if form == "int64":
+            return m, denom, read_only(np.round(acc).astype(np.int64))  # other numbers: the truth takes them
+        return m, denom, read_only(acc.copy())
+
+    given = [as_form(s) for s in truths]
+    exact = [(m, denom, np.asarray(acc, dtype=np.float64)) for m, denom, acc in given]  # the numbers given
+    top = max(m for m, _, _ in exact)  # the merge of the given numbers, by its definition
+    merged_truth = (top, math.fsum(denom * math.exp(m - top) for m, denom, _ in exact),
+                    sum(acc * math.exp(m - top) for m, _, acc in exact))
+    if form == "a generator of summaries":
+        out = lab.merge_partials(s for s in given)
+        assert_output_close(out, expected, what="merge_partials of a generator of 2 summaries")
+        return
+    assert_summary_close(lab.merge_two(*given), merged_truth, what=f"merge_two of summaries whose acc is {form}")
+    out = np.asarray(lab.merge_partials(given))
+    labkit.assert_value(out.dtype, np.dtype(np.float64), what=f"merge_partials of summaries whose acc is {form}: "
+                        "the output's dtype")
+    alone = np.asarray(lab.merge_partials(given[:1]))
+    labkit.assert_value(alone.dtype, np.dtype(np.float64), what=f"merge_partials of one summary whose acc is "
+                        f"{form}: the output's dtype (acc / denom in acc's own dtype?)")
+    assert_output_close(alone, exact[0][2] / exact[0][1], what=f"merge_partials of one summary whose acc is {form}")

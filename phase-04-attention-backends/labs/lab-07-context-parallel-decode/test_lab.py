@@ -339,12 +339,21 @@ def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, b
 
 def test_layout_rejects_bad_input(lab):
     """Clear ValueErrors naming the argument: no ranks, an empty stripe, negative or fractional
-    positions, negative lengths, a table too narrow for a rank's tokens. (The checks are given.)"""
+    positions, negative (-1 included) or fractional lengths, a table too narrow for a rank's tokens,
+    in every function that takes them. (The checks are given.)
+
+    Catches: local_seq_lens without its check of world_size (0 ranks answer an empty array), a
+    lengths check off by one or with its conditions joined by ``and``."""
     expect_value_error(lambda: lab.token_owner(np.arange(4), 0, 4), "world_size", "token_owner(.., world_size=0, ..)")
     expect_value_error(lambda: lab.token_owner(np.arange(4), 2, 0), "stripe", "token_owner(.., stripe=0)")
     expect_value_error(lambda: lab.token_owner(np.array([3, -1]), 2, 4), "positions", "token_owner([3, -1], ..)")
     expect_value_error(lambda: lab.token_owner(np.array([0.5]), 2, 4), "positions", "token_owner([0.5], ..)")
     expect_value_error(lambda: lab.local_seq_lens(np.array([4, -2]), 2, 4), "seq_lens", "local_seq_lens([4, -2], ..)")
+    expect_value_error(lambda: lab.local_seq_lens(np.array([4, -1]), 2, 4), "seq_lens", "local_seq_lens([4, -1], ..)")
+    expect_value_error(lambda: lab.local_seq_lens(np.array([4.0, 2.0]), 2, 4), "seq_lens",
+                       "local_seq_lens([4.0, 2.0], ..) (lengths that are not integers)")
+    expect_value_error(lambda: lab.local_seq_lens(np.array([4]), 0, 4), "world_size",
+                       "local_seq_lens(.., world_size=0)")
     expect_value_error(lambda: lab.shard_slot_mapping(np.arange(20), np.zeros((2, 2), dtype=np.int32), 4, 4),
                        "rank_block_tables", "shard_slot_mapping of 20 tokens, 2 ranks, tables of 2 columns, blocks of "
                        "4, stripe 4 (rank 0 needs 3 blocks)")
@@ -422,7 +431,11 @@ def test_rank_summaries_survive_extreme_scores(lab, level):
 
 def test_rank_summaries_reject_bad_input(lab):
     """Clear ValueErrors naming the problem: q without a batch axis, heads that do not group, a
-    length past the table's capacity, a block id outside the pool. (The checks are given.)"""
+    length past the table's capacity or of -1, a block id outside the pool, head sizes that differ
+    in a shard of no token. (The checks are given.)
+
+    Catches: a lengths check off by one, the head sizes never compared (with no token, nothing
+    else notices)."""
     q, k_cache, v_cache, tables, lens = rank_case(5, [6, 3])
     expect_value_error(lambda: lab.rank_summaries(q[0], k_cache, v_cache, tables, lens), "q must be",
                        "rank_summaries with q of shape [num_heads, head_dim] (no batch axis)")
@@ -432,6 +445,26 @@ def test_rank_summaries_reject_bad_input(lab):
                        "rank_summaries with a length of 99 past the table's capacity")
     expect_value_error(lambda: lab.rank_summaries(q, k_cache, v_cache, np.full_like(tables, k_cache.shape[0]), lens),
                        "block ids", "rank_summaries with block ids past the pool")
+    expect_value_error(lambda: lab.rank_summaries(q, k_cache, v_cache, tables, np.array([6, -1])), "seq_lens",
+                       "rank_summaries with a length of -1")
+    # No token to read: only the check, not the attention, can see that the head sizes differ.
+    expect_value_error(lambda: lab.rank_summaries(q[..., :4], k_cache, v_cache, tables, np.array([0, 0])), "head_dim",
+                       "rank_summaries with q of head_dim 4 on caches of head_dim 8 (no token in the shard)")
+
+
+def test_rank_summaries_take_torch_tensors_of_any_floating_dtype(lab):
+    """q and the caches as torch tensors (what an engine holds), in bfloat16, q still attached to an
+    autograd graph: the summaries of the numbers they hold, in float64 (the given checks convert
+    any tensor, on any device, through ``.detach().cpu().double()``).
+
+    Catches: tensors converted through numpy directly (numpy has no bfloat16, and refuses a tensor
+    that requires grad)."""
+    q, k_cache, v_cache, tables, lens = rank_case(9, [7, 2, 0])
+    tensors = [torch.from_numpy(np.array(x)).to(torch.bfloat16) for x in (q, k_cache, v_cache)]
+    expected = expected_summaries(*(t.double().numpy() for t in tensors), tables, lens)
+    q_t = tensors[0].clone().requires_grad_(True)
+    assert_summaries_close(lab.rank_summaries(q_t, tensors[1], tensors[2], tables, lens), expected,
+                           what="rank_summaries of bfloat16 tensors (q requiring grad)")
 
 
 # The contract (labkit.testing.contract): one layout at a time, the others contiguous.
@@ -654,6 +687,21 @@ def test_from_out_lse_keeps_each_floating_dtype(lab, dtype):
         labkit.assert_dtype(got, dtype, what=f"from_out_lse of {dtype} (out, lse): {name}")
         labkit.assert_equal(got.double(), want.double(), axes=AXES[:got.dim()],
                             what=f"from_out_lse of {dtype} (out, lse): {name}")
+
+
+def test_from_out_lse_rejects_bad_input(lab):
+    """Clear ValueErrors naming the problem: ``out`` and ``lse`` as numpy arrays, an ``lse`` whose shape
+    is not ``out``'s without its last axis, a 0-d ``out`` (no head_dim axis). (The checks are given.)
+
+    Catches: from_out_lse without its given check (a TypeError or a broadcast from deep inside torch, or
+    a silently reshaped answer), a check that lets a 0-d ``out`` through."""
+    _, out, lse = truth_batch(torch.float64)
+    out, lse = torch.from_numpy(out), torch.from_numpy(lse)
+    expect_value_error(lambda: lab.from_out_lse(out.numpy(), lse.numpy()), "torch.Tensor",
+                       "from_out_lse of numpy arrays")
+    expect_value_error(lambda: lab.from_out_lse(out, lse[:, :2]), "lse",
+                       "from_out_lse with lse [2, 2] for out [2, 3, 16]")
+    expect_value_error(lambda: lab.from_out_lse(out[0, 0, 0], lse[0, 0]), "out must be", "from_out_lse of a 0-d out")
 
 
 def conversion_inputs(function: str, empty: bool):

@@ -977,3 +977,201 @@ def test_gpu_cuda_graphs_match_generate(lab, truth):
         diff = (torch.stack(engine.requests[rid].logits).cpu() - logits).abs().max().item()
         assert diff <= 1e-3, f"request {rid!r}: logits differ by {diff:.3g}"
     assert_pool_whole(engine)
+
+
+# --------------------------------------------------------------------------------------------
+# The given half of the engine, where the lab's mutants showed no test reached it: generate, the
+# settings and their defaults, add_request at its edges, the runner's backends, build_model
+# --------------------------------------------------------------------------------------------
+
+
+def test_generate_serves_each_prompt_to_its_end(lab, model, truth):
+    """``Engine.generate`` queues every prompt and steps until nothing is left: ``max_new_tokens`` per
+    request (a dict) or one for all (16 by default) give ``generate``'s tokens; ``num_steps`` counts the
+    steps (5 here: both prompts in step 0, then g2's 4 decodes), ``last_inputs`` is the last step's
+    batch (g2 alone, position 23), and ``max_steps`` stops a run that needs more steps with a
+    RuntimeError, not one that needs exactly that many.
+
+    Catches: the given ``generate`` not queueing, not stepping or not returning; a step counter that
+    does not count; a run stopped one step early."""
+    work = {"g1": (GAMMA, 3), "g2": (SYSTEM[:20], 5)}
+    expected = expected_outputs(truth, work)
+    prompts, limits = {rid: p for rid, (p, _) in work.items()}, {rid: n for rid, (_, n) in work.items()}
+    engine = new_engine(lab, model, max_num_batched_tokens=64)
+    got = engine.generate(prompts, limits, max_steps=5)
+    assert got == expected, f"generate({list(prompts)}, {limits}): {got}, expected {expected}"
+    assert engine.num_steps == 5, f"num_steps after the run: {engine.num_steps}, expected 5 (1 prefill, 4 decodes)"
+    last = engine.last_inputs
+    assert last is not None and list(last.positions) == [23], (
+        f"last_inputs after the run: positions {None if last is None else list(last.positions)}, expected [23] "
+        f"(g2's last decode: 20 prompt tokens + 4 outputs - 1)")
+    with pytest.raises(RuntimeError, match="4 steps"):
+        new_engine(lab, model, max_num_batched_tokens=64).generate(prompts, limits, max_steps=4)
+        pytest.fail("generate(..., max_steps=4) of a run that needs 5 steps: no RuntimeError")
+    default = new_engine(lab, model, max_num_batched_tokens=64).generate({"d": GAMMA})
+    assert default == {"d": truth(GAMMA, 16)[0]}, "generate({'d': GAMMA}): 16 new tokens by default"
+    # max_steps counts the engine's steps, 100,000 by default: one step left runs, none left raises.
+    engine = new_engine(lab, model)
+    engine.num_steps = 99_999
+    engine.generate({"z": ALPHA}, 1)
+    engine.num_steps = 100_000
+    with pytest.raises(RuntimeError, match="100000 steps"):
+        engine.generate({"z2": ALPHA}, 1)
+        pytest.fail("generate with 100,000 steps behind it: no RuntimeError (max_steps is 100,000 by default)")
+
+
+def test_add_request_accepts_and_refuses_at_its_edges(lab, model, truth):
+    """``add_request`` returns the queued request (16 new tokens by default), accepts a request at each
+    edge (token ids 0 and vocab_size - 1; prompt + max_new_tokens = max_model_len; a request whose
+    cached tokens fill the pool to its last block) and refuses one past it, naming why; a negative
+    token id is refused wherever it is. The accepted requests are then served.
+
+    Catches: bounds off by one (``>=`` for ``>``), the blocks a request needs counted with its last
+    output token (whose K/V is never written) or without its last prompt token, the null block counted
+    as usable or twice, the token check run on the largest id only."""
+    engine = new_engine(lab, model, num_gpu_blocks=17)  # 16 usable blocks of 16: 256 tokens
+    request = engine.add_request("default", [5, 6, 7])
+    assert request is engine.requests["default"] and request.max_new_tokens == 16, (
+        f"add_request('default', [5, 6, 7]) returned {request!r}: the queued Request, with 16 new tokens by default")
+    engine.add_request("ids", [0, VOCAB - 1], 1)
+    engine.add_request("model-edge", [3] * (MAX_MODEL_LEN - 6), 6)  # 256 = max_model_len; 255 tokens: 16 blocks
+    for args, word in [(("past-model", [3] * (MAX_MODEL_LEN - 6), 7), "max_model_len"),
+                       (("negative", [5, -1], 1), "prompt_token_ids")]:
+        with pytest.raises(ValueError, match=word):
+            engine.add_request(*args)
+            pytest.fail(f"add_request{args[:1]}: no ValueError naming {word}")
+    small = new_engine(lab, model, num_gpu_blocks=8)  # 7 usable blocks: 112 tokens
+    small.add_request("pool-edge", [4] * 100, 13)  # 112 tokens cached (the last output's K/V is never written)
+    with pytest.raises(ValueError, match="blocks"):
+        small.add_request("past-pool", [4] * 100, 14)
+        pytest.fail("add_request of 100 + 14 tokens (113 cached: 8 blocks of 16) in a pool of 7: no ValueError")
+    drive(engine, max_steps=400)
+    assert_tokens_equal(engine, {"ids": truth([0, VOCAB - 1], 1)[0]})
+
+
+def test_engine_settings_their_defaults_and_bad_values(lab, model, truth):
+    """An engine built with ``num_gpu_blocks`` alone has the signature's defaults (blocks of 16, 8
+    sequences, 64 tokens a step, prefix caching on, logits not kept, no step and no last batch yet;
+    CUDA graphs refused without a GPU) and serves a request; a
+    ``Request`` made without them has 16 new tokens to go, -1 cached tokens and status WAITING. Each
+    setting is refused one below its smallest value, and accepted at it; block sizes that are not a
+    power of two >= 16 and a float64 model on the reference backend are refused, naming the argument;
+    on the Triton backend a float64 model gets float64 caches, one pair per layer.
+
+    Catches: a default changed; a bound off by one; the checks joined with ``and`` (a value refused
+    only when every condition fails)."""
+    engine = lab.Engine(model, num_gpu_blocks=4)
+    got = (engine.block_size, engine.max_num_seqs, engine.max_num_batched_tokens,
+           engine.kv_manager.enable_caching, engine.keep_logits)
+    assert got == (16, 8, 64, True, False), (
+        f"Engine(model, num_gpu_blocks=4): (block_size, max_num_seqs, max_num_batched_tokens, prefix caching, "
+        f"keep_logits) = {got}, expected the signature's defaults (16, 8, 64, True, False)")
+    assert (engine.num_steps, engine.last_inputs) == (0, None), "a new engine: no step yet, no last batch"
+    if triton_env.device() != "cuda":
+        with pytest.raises(ValueError, match="CUDA graphs"):
+            engine.runner.capture_decode_graphs([1])
+            pytest.fail("capture_decode_graphs on a CPU runner: no ValueError (graphs need a CUDA device)")
+    assert engine.generate({"x": ALPHA}, 2) == {"x": truth(ALPHA, 2)[0]}
+    request = lab.Request("r", [1, 2])
+    got = (request.max_new_tokens, request.num_cached_tokens, request.status.name, request.num_preemptions)
+    assert got == (16, -1, "WAITING", 0), f"Request('r', [1, 2]): {got}, expected (16, -1, 'WAITING', 0)"
+    for name, low in (("num_gpu_blocks", 2), ("max_num_seqs", 1), ("max_num_batched_tokens", 1)):
+        settings = {"num_gpu_blocks": 4, name: low}
+        lab.Engine(model, **settings)  # the smallest valid value
+        with pytest.raises(ValueError, match=name):
+            lab.Engine(model, **{**settings, name: low - 1})
+            pytest.fail(f"Engine({name}={low - 1}): no ValueError naming {name}")
+    lab.Engine(model, num_gpu_blocks=4, block_size=32)
+    for block_size in (8, 48, True):
+        with pytest.raises(ValueError, match="block_size"):
+            lab.Engine(model, num_gpu_blocks=4, block_size=block_size)
+            pytest.fail(f"Engine(block_size={block_size!r}): no ValueError naming block_size")
+    wide = make_model(dtype=torch.float64)
+    with pytest.raises(ValueError, match="float32"):
+        lab.Engine(wide, num_gpu_blocks=4, backend="reference")
+        pytest.fail("Engine(a float64 model, backend='reference'): no ValueError (the reference runs float32 only)")
+    caches = lab.Engine(wide, num_gpu_blocks=4, backend="triton").runner.kv_caches
+    assert len(caches) == 2 and caches[0][0].dtype == caches[0][1].dtype == torch.float64, (
+        f"the runner of a float64 model: {len(caches)} layers of caches in {caches[0][0].dtype}, expected 2 in "
+        f"float64 (the model's dtype)")
+
+
+def test_a_model_whose_head_dim_is_not_hidden_size_over_heads(lab, truth):
+    """A model with head_dim 32 while hidden_size / num_attention_heads is 16: the runner's caches take
+    the config's head_dim, and the engine gives ``generate``'s tokens.
+
+    Catches: head_dim taken from hidden_size / num_attention_heads when the config names its own."""
+    wide = model_truth.make_model({**CONFIG, "head_dim": 32}, 3)
+    wide_truth = model_truth.greedy_truth(wide, LOGIT_ATOL)
+    engine = new_engine(lab, wide)
+    assert engine.runner.kv_caches[0][0].shape[-1] == 32, "the runner's caches: head_dim 32, from the config"
+    work = {"w": (BETA, 4)}
+    drive(engine, work)
+    assert_tokens_equal(engine, {"w": wide_truth(BETA, 4)[0]})
+
+
+def test_the_engines_model_refuses_a_generate_of_its_own(lab, model, truth):
+    """Once an engine has taken the model over, its attention runs inside the runner only:
+    ``model.generate`` raises a RuntimeError that says so (and how to switch back), instead of failing
+    deep inside the attention on a missing argument. The engine itself still serves.
+
+    Catches: the given attention's guard on its metadata removed."""
+    engine = new_engine(lab, model)
+    with pytest.raises(RuntimeError, match="execute_model"):
+        model.generate(torch.tensor([ALPHA]), max_new_tokens=1, do_sample=False)
+        pytest.fail("model.generate on the engine's model: no RuntimeError")
+    assert engine.generate({"x": ALPHA}, 2) == {"x": truth(ALPHA, 2)[0]}
+
+
+def test_build_model_is_seeded_and_leaves_the_random_state(lab):
+    """The given ``tiny_config`` and ``build_model``, which the demos and the benchmark serve: two
+    layers, head_dim 16, grouped-query heads, no special token, weights wider than transformers' 0.02,
+    under a million parameters, and ``overrides`` applied; the same seed gives the same weights
+    (another seed others; seed 0 by default), in float32 by default or the dtype asked, in eval mode,
+    without touching the global random state. The engine serves the model built.
+
+    Catches: a config that ignores its overrides, an unseeded model (the demos' tokens change every
+    run), a model left in training mode or in another dtype, a global random state consumed."""
+    config = lab.tiny_config()
+    got = (config.num_hidden_layers, config.head_dim, config.num_key_value_heads < config.num_attention_heads,
+           config.bos_token_id, config.eos_token_id, config.pad_token_id)
+    assert got == (2, 16, True, None, None, None), f"tiny_config(): {got}"
+    assert lab.tiny_config(vocab_size=300).vocab_size == 300, "tiny_config(vocab_size=300) ignores the override"
+    assert config.initializer_range > 0.02, "tiny_config: weights drawn wider than transformers' default 0.02"
+    state = torch.random.get_rng_state()
+    a, b, c = (lab.build_model(config, seed=s) for s in (3, 3, 4))
+    assert torch.equal(torch.random.get_rng_state(), state), "build_model changed the global random state"
+    wa, wb, wc = (next(m.parameters()).detach() for m in (a, b, c))
+    assert torch.equal(wa, wb) and not torch.equal(wa, wc), "build_model: seed 3 twice must agree, seed 4 differ"
+    assert wa.dtype == torch.float32 and not a.training, f"build_model: {wa.dtype}, training={a.training}"
+    d = lab.build_model(config, seed=3, dtype=torch.float64)
+    assert next(d.parameters()).dtype == torch.float64, "build_model(dtype=torch.float64): not float64"
+    default, zero = (next(m.parameters()) for m in (lab.build_model(config), lab.build_model(config, seed=0)))
+    assert torch.equal(default, zero), "build_model(config) must be build_model(config, seed=0)"
+    size = sum(p.numel() for p in a.parameters())
+    assert size < 1_000_000, f"the tiny model has {size:,} parameters: small enough for a CPU test means well under 1M"
+    engine = lab.Engine(a, num_gpu_blocks=8)
+    twin = model_truth.greedy_truth(a, LOGIT_ATOL)
+    assert engine.generate({"x": [1, 2, 3]}, 3) == {"x": twin([1, 2, 3], 3)[0]}
+
+
+@pytest.mark.skipif(triton_env.device() == "cuda", reason="with a GPU, Triton runs no interpreter: the kernels run "
+                    "for real in test_gpu_kernels_match_generate")
+def test_triton_kernels_on_a_batch_of_decodes_and_a_prefill(lab, model, truth):
+    """The runner's Triton backend through the interpreter on a step that holds both kinds of
+    sequence: "i" decodes while "k", arriving a step later, prefills. The decode kernel takes the
+    leading one-token sequences, the prefill kernel the rest: ``generate``'s tokens and logits.
+
+    Catches: the split between the two kernels off by one (a decode row given to the prefill kernel or
+    the other way round), the prefill kernel called without the batch's longest chunk."""
+    work = {"i": (GAMMA, 3)}
+    late = {1: {"k": (SYSTEM[:18], 2)}}
+    expected = {rid: truth(p, n) for rid, (p, n) in {**work, **late[1]}.items()}
+    engine = new_engine(lab, model, backend="triton", max_num_batched_tokens=64, keep_logits=True)
+    records = drive(engine, work, arrivals=late, max_steps=12)
+    mixed = records[1].output.num_scheduled_tokens
+    assert mixed == {"i": 1, "k": 18}, f"step 1 should hold i's decode and k's prefill (a test bug): {mixed}"
+    assert_tokens_equal(engine, {rid: tokens for rid, (tokens, _) in expected.items()})
+    for rid, (_, logits) in expected.items():
+        diff = (torch.stack(engine.requests[rid].logits) - logits).abs().max().item()
+        assert diff <= LOGIT_ATOL, f"request {rid!r}: logits differ by {diff:.3g}"
