@@ -97,6 +97,10 @@ class KVCacheManager(KVCacheManagerBase):
         self._update_block_hashes(request)
         num_cached_blocks = self.num_cached_block[request.request_id]
         num_full_blocks = num_tokens // self.block_size
+        if num_full_blocks <= num_cached_blocks:
+            # A step planned smaller than one before it (re-planned before it ran): its blocks are
+            # cached already, and a cached block is never taken back.
+            return
         self.block_pool.cache_full_blocks(self.req_to_blocks[request.request_id], request.block_hashes,
                                           num_cached_blocks, num_full_blocks)
         self.num_cached_block[request.request_id] = num_full_blocks

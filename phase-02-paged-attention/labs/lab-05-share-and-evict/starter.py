@@ -78,7 +78,8 @@ class KVCacheManager(KVCacheManagerBase):
     def _cache_full_blocks(self, request: Request, num_tokens: int) -> None:
         """Cache the request's blocks that its first ``num_tokens`` tokens fill, beyond the
         ``num_cached_block[request_id]`` already cached (``block_pool.cache_full_blocks`` with the
-        request's table and ``request.block_hashes``), and record the new count.
+        request's table and ``request.block_hashes``), and record the new count. When they are all
+        cached already (a step planned smaller than one before it), there is nothing to do.
 
         Call ``self._update_block_hashes(request)`` first: only ``get_computed_blocks`` refreshes the
         keys otherwise, and a decode step never calls it, so the block that decoding just filled has

@@ -604,21 +604,28 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
     _expect(_queue(mgr), [5, 6, 7, 8, 9, 4, 3, 2, 1], "the free queue after A was freed twice")
 
 
-def test_a_request_that_holds_more_blocks_than_its_next_tokens_need(lab):
-    """Prefix caching off, a scheduler may plan a request's step smaller than the room it took before
-    (a step re-planned before it ran): the request's blocks already hold the tokens, so allocate_slots
-    takes nothing from the pool and returns [], the table and the queue unchanged. (With caching on,
-    the blocks the first plan filled are cached already: a plan is never taken back.)
+@pytest.mark.parametrize("enable_caching", [False, True], ids=["caching_off", "caching_on"])
+def test_a_request_that_holds_more_blocks_than_its_next_tokens_need(lab, enable_caching):
+    """A scheduler may plan a request's step smaller than the room it took before (a step re-planned
+    before it ran): the request's blocks already hold the tokens, so allocate_slots takes nothing from
+    the pool and returns [], the table, the queue and the cached blocks unchanged. With caching on, the
+    blocks the first plan filled are cached already and stay so (vLLM's cache_blocks returns at once
+    when they are): a plan is never taken back.
 
     Catches: the number of new blocks not clamped at 0 (a negative count handed to the pool, which
-    refuses it)."""
-    mgr = lab.KVCacheManager(10, BS, enable_caching=False)
+    refuses it); _cache_full_blocks handing the pool fewer full blocks than are cached (the pool
+    refuses), or lowering the cached count."""
+    mgr = lab.KVCacheManager(10, BS, enable_caching=enable_caching)
     c = _request(lab, "C", range(20))
     _expect(_ids(_allocate(mgr, c, 8)), [1, 2], "allocate_slots('C', 8): the blocks for 8 tokens")
     before = _state(mgr, ["C"])
     _expect(_ids(_allocate(mgr, c, 1)), [], "allocate_slots('C', 1) after room for 8 (none computed yet): no new block")
     after = _state(mgr, ["C"])
     _expect(after, before, "the manager after allocate_slots('C', 1), which needs no block")
+    if enable_caching:
+        # The count of cached blocks is still 2: the next step that fills a third block caches it alone.
+        _expect(_ids(_allocate(mgr, c, 12)), [3], "allocate_slots('C', 12) after the smaller plan: one block more")
+        _expect(mgr.num_cached_block["C"], 3, "num_cached_block['C'] after a plan that fills 3 blocks")
 
 
 def test_block_sizes_from_one_and_the_usage(lab):
