@@ -27,6 +27,16 @@ def _compiles(path: Path) -> bool:
     return True
 
 
+def _through_a_link(root: Path, rel: str) -> bool:
+    """Whether a folder on the way from ``root`` to ``rel`` is a symbolic link."""
+    folder = root
+    for part in Path(rel).parts[:-1]:
+        folder = folder / part
+        if folder.is_symlink():
+            return True
+    return False
+
+
 def test_the_example_class_is_written_from_the_labs_files(tmp_path):
     make_class.write(tmp_path)
     files = {p.relative_to(tmp_path).as_posix(): p for p in tmp_path.rglob("starter.py")}
@@ -38,6 +48,14 @@ def test_the_hostile_class_is_written_from_the_labs_files(tmp_path):
     students = make_hostile.CLASS_LIST + make_hostile.MEMORY_LIST
     make_hostile.write(tmp_path, students)
     files = {p.relative_to(tmp_path).as_posix(): p for p in tmp_path.rglob("starter.py")}
-    assert set(files) == {s.rel_path for s in students}, "two students write the same file"
-    assert [rel for rel, path in files.items() if not _compiles(path)] == []
+    # The students whose folders are links to a classmate's (b01-b04): their starter.py is the
+    # classmate's, reached through the link, which a walk that follows no link does not enter.
+    linked = {s.rel_path for s in students if _through_a_link(tmp_path, s.rel_path)}
+    assert linked and all((tmp_path / rel).is_file() for rel in linked), "a link student's file is not reached"
+    assert set(files) == {s.rel_path for s in students} - linked, "two students write the same file"
+    # The compile bombs are not compiled here (one takes 700 MiB to compile, the other is deeper than
+    # the compiler's recursion limit): the grader's capped compile check grades them a syntax error.
+    bombs = {s.rel_path for s in students if (s.attack or "").startswith("compile-")}
+    assert len(bombs) == 2
+    assert [rel for rel, path in files.items() if rel not in bombs and not _compiles(path)] == []
     assert "block.reset_hash()" not in make_hostile.control_text(), "the control bug's edit applies"
