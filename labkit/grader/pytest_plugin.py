@@ -83,6 +83,15 @@ class _Grader:
             self._incident("crashed", f"{script.name}: {memory_limit(box.resources)}")
         return code, out, err
 
+    def pytest_collection_modifyitems(self, config, items):
+        """Tests marked ``ungraded`` check the course's own given code, or subclass the submission's
+        class (which would run its code on this side): they say nothing of a submission that the
+        grader can check safely, so they are left out of every student's total alike."""
+        ungraded = [item for item in items if item.get_closest_marker("ungraded")]
+        if ungraded:
+            config.hook.pytest_deselected(items=ungraded)
+            items[:] = [item for item in items if not item.get_closest_marker("ungraded")]
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
         """A skip in a test's body counts only where the machine decided it (``seam.skip_here``): any

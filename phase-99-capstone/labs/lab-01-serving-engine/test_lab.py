@@ -589,6 +589,7 @@ def test_the_budget_is_spent_to_its_last_token(lab, model, truth):
 ASKED = {rid: (p, 3) for rid, p in zip(("a", "b", "c"), prompts_of(5, (5, 6, 7)), strict=True)}
 
 
+@pytest.mark.ungraded  # it subclasses your Engine
 def test_schedule_asks_the_engine_for_each_running_request(lab, model, truth):
     """``schedule`` takes a running request's token count from ``self.num_new_tokens`` and its blocks
     from ``self.allocate_slots`` (given methods that lab 99-02's engine, built on this ``schedule``,
@@ -1110,6 +1111,7 @@ def test_a_model_whose_head_dim_is_not_hidden_size_over_heads(lab, truth):
     assert_tokens_equal(engine, {"w": wide_truth(BETA, 4)[0]})
 
 
+@pytest.mark.ungraded  # it checks the given attention's guard
 def test_the_engines_model_refuses_a_generate_of_its_own(lab, model, truth):
     """Once an engine has taken the model over, its attention runs inside the runner only:
     ``model.generate`` raises a RuntimeError that says so (and how to switch back), instead of failing
@@ -1123,6 +1125,7 @@ def test_the_engines_model_refuses_a_generate_of_its_own(lab, model, truth):
     assert engine.generate({"x": ALPHA}, 2) == {"x": truth(ALPHA, 2)[0]}
 
 
+@pytest.mark.ungraded  # it checks the given tiny_config and build_model
 def test_build_model_is_seeded_and_leaves_the_random_state(lab):
     """The given ``tiny_config`` and ``build_model``, which the demos and the benchmark serve: two
     layers, head_dim 16, grouped-query heads, no special token, weights wider than transformers' 0.02,
