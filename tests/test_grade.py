@@ -1106,7 +1106,7 @@ def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
         (folder / "starter.py").write_text(_standalone(lab, bug))
         for helper in lab.path.glob("_*.py"):  # the lab's given modules (99-01's _runner.py), as a student has them
             shutil.copy(helper, folder / helper.name)
-    result = grade.grade(tmp_path / "class", sorted({lab for lab, _ in cases}, key=lambda x: x.id),
+    result = grade.grade(tmp_path / "class", sorted({lab.id: lab for lab, _ in cases}.values(), key=lambda x: x.id),
                          grade.Limits(call=60, lab=400, imports=120), jobs=2)
     got = {v.student: v for v in result.verdicts if v.status != "missing"}
     wrong = []
