@@ -198,7 +198,9 @@ def test_every_student_gets_what_they_deserve(graded, key):
     assert verdict is not None, f"{key} is not in the report"
     assert verdict["status"] in student.statuses, verdict
     control = graded["control"]
-    deserved = {"none": 0, "all": verdict["total"], "control": control.passed}[student.passed]
+    tests = (registry.get(student.lab).path / "test_lab.py").read_text()
+    assert all(f"def {name}(" in tests for name in student.forfeits), f"{student.forfeits}: not tests of {student.lab}"
+    deserved = {"none": 0, "all": verdict["total"], "control": control.passed - len(student.forfeits)}[student.passed]
     assert verdict["passed"] == deserved and verdict["total"] > 0, \
         f"{student.what}: deserves {deserved} passed ({student.passed}), got {verdict}"
     if student.passed == "control":  # the control bug under the grader: pytest's own count

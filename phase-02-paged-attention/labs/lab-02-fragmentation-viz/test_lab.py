@@ -675,7 +675,9 @@ def check_paged_replay(got, stream, num_blocks, block_size, what, mistake=None):
 
 def test_serve_leaves_the_stream_alone(lab):
     """The stream is read-only here: a replay that sorts or edits it in place raises instead of
-    silently changing the caller's requests."""
+    silently changing the caller's requests. Both replays' answers are checked too: leaving the
+    stream alone earns nothing without them."""
     stream = read_only(random_stream(np.random.default_rng(5)))
-    lab.serve_contiguous(stream, 288, 72)
-    serve_paged(lab, stream, 72, 4)
+    expected, _, _ = brute_force_replay(stream, max_len=72, num_slots=288)
+    assert_timeline(lab.serve_contiguous(stream, 288, 72), expected, "contiguous, a read-only stream")
+    check_paged_replay(serve_paged(lab, stream, 72, 4), stream, 72, 4, "paged, a read-only stream")

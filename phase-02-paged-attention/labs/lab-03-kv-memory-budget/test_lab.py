@@ -404,12 +404,16 @@ def test_bad_input_names_the_argument(lab):
 
 def test_configs_are_left_alone(lab):
     """The config dicts come back unchanged: filling in a missing num_key_value_heads or head_dim in
-    the caller's dict (``config.setdefault(...)``) changes the model for everyone else."""
-    for config in (OPT_125M, LLAMA_3_8B, GEMMA_7B):
+    the caller's dict (``config.setdefault(...)``) changes the model for everyone else. The answers
+    are checked too (2 * layers * KV heads * head_dim * 2 bytes a token; a page holds one layer's
+    block): leaving the configs alone earns nothing without them."""
+    for config, per_token in ((OPT_125M, 36 * KiB), (LLAMA_3_8B, 128 * KiB), (GEMMA_7B, 448 * KiB)):
         before = copy.deepcopy(config)
-        lab.kv_bytes_per_token(config)
-        lab.page_size_bytes(config, 16)
-        lab.num_gpu_blocks(GiB, config, 16)
+        name = config["model_type"]
+        expect_bytes(lab.kv_bytes_per_token(config), per_token, f"kv_bytes_per_token({name})")
+        expect_bytes(lab.page_size_bytes(config, 16), 16 * per_token // config["num_hidden_layers"],
+                     f"page_size_bytes({name}, 16)", "a block of one layer")
+        expect_count(lab.num_gpu_blocks(GiB, config, 16), GiB // (16 * per_token), f"num_gpu_blocks(1 GiB, {name}, 16)")
         if config != before:
             changed = sorted(k for k in {*config, *before} if config.get(k, "absent") != before.get(k, "absent"))
             raise AssertionError(f"{config['model_type']}: the caller's config changed (keys {changed}): read it "

@@ -279,11 +279,14 @@ def test_inputs_are_left_unchanged(lab, impl, dtype):
     reference that scales q in place (``q.float()`` is q itself for an fp32 tensor, so
     ``.div_()`` on it changes the caller's query: ``reference_scales_q_in_place``) and a
     kernel that uses q's memory as its output buffer (``output_written_into_q``). Both
-    return the right answer; the damage shows on the caller's next use of q."""
+    return the right answer; the damage shows on the caller's next use of q. The answer is
+    checked too: leaving the inputs alone earns nothing without it."""
     case = make_case(40, dtype=dtype, seed=40)
+    expected = case.expected_f64()[0]
     args = case.one(0)
     before = [t.clone() for t in args[:4]]
-    getattr(lab, impl)(*args)
+    out = getattr(lab, impl)(*args)
+    labkit.assert_close(out, expected, atol=TOL[dtype], axes=("head", "dim"), what=f"{impl} ({dtype})", dtype=dtype)
     for name, old, new in zip(["q", "k_cache", "v_cache", "block_table"], before, args[:4], strict=True):
         same = torch.equal(old, new) if not old.is_floating_point() else torch.allclose(
             old, new, rtol=0, atol=0, equal_nan=True)

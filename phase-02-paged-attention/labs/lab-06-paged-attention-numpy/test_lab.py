@@ -314,15 +314,18 @@ def test_paged_attention_leaves_its_inputs_alone(lab):
     hands over writeable arrays, so that a write shows as a difference, with its place.
 
     Catches: scaling the query in place (``q *= scale`` on the caller's float64 array),
-    "masking" unused cache slots by overwriting them."""
+    "masking" unused cache slots by overwriting them. The answer is checked too: leaving the
+    inputs alone earns nothing without it."""
     rng = np.random.default_rng(5)
     q = rng.standard_normal((4, 16))
     k, v = rng.standard_normal((19, 2, 16)), rng.standard_normal((19, 2, 16))
     table, num_blocks = random_block_table(rng, 19, 4)
     k_cache, v_cache = paged_copy(k, v, table, num_blocks, 4)
+    expected = labkit.attention_f64(q, k, v)
     inputs = {"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_table": table}
     before = {name: x.copy() for name, x in inputs.items()}
-    lab.paged_attention(q, k_cache, v_cache, table, 19, 4)
+    out = lab.paged_attention(q, k_cache, v_cache, table, 19, 4)
+    _check(out, expected, what="paged_attention with writeable inputs")
     for name, x in inputs.items():
         labkit.assert_close(x, before[name], atol=0, what=f"{name} after paged_attention (it must not be modified)")
 

@@ -252,14 +252,17 @@ def test_inputs_are_left_unchanged(lab):
     writeable arrays, so that a write shows as a difference, with its place.
 
     Catches: scaling the query in place (``q *= scale`` on the caller's float64 array),
-    overwriting unused cache slots to "mask" them."""
+    overwriting unused cache slots to "mask" them. The answers are checked too: leaving the inputs
+    alone earns nothing without them."""
     rng, q, k, v = _random_tokens(8, 11)
     table, num_blocks = random_block_table(rng, 11, 4)
     k_cache, v_cache = paged_copy(k, v, table, num_blocks, 4)
+    expected = labkit.attention_f64(q, k, v)
     inputs = {"q": q, "k": k, "v": v, "k_cache": k_cache, "v_cache": v_cache, "block_table": table}
     before = {name: x.copy() for name, x in inputs.items()}
-    lab.dense_attention(q, k, v)
-    lab.paged_online_attention(q, k_cache, v_cache, table, 11, 4)
+    _check(lab.dense_attention(q, k, v), expected, "dense_attention of writeable inputs")
+    _check(lab.paged_online_attention(q, k_cache, v_cache, table, 11, 4), expected,
+           "paged_online_attention of writeable inputs")
     for name, x in inputs.items():
         labkit.assert_close(x, before[name], atol=0, what=f"{name} after the calls (it must not be modified)")
 

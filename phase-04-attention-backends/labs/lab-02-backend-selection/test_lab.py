@@ -842,12 +842,15 @@ def test_choose_measured_bad_requests(lab, shape, allowed, word):
 
 def test_choose_measured_leaves_the_matrix_alone(lab):
     """Pins that the matrix is read, not changed (the dispatcher reads it on every request).
-    Catches times sorted or popped in place."""
+    Catches times sorted or popped in place. The choices are checked too (the fastest measured
+    time, ties to the matrix's order): leaving the matrix alone earns nothing without them."""
     m = small_matrix()
     before = json.dumps(m, sort_keys=False)
-    for entry in small_matrix()["entries"]:
+    fastest = ["sdpa_flash", "triton_paged", "sdpa_flash"]  # 20 us; 25 us (sdpa_flash unmeasured); a tie at 50 us
+    for entry, want in zip(small_matrix()["entries"], fastest, strict=True):
         shape = {k: entry[k] for k in ("phase", "dtype", "batch", "seq_len")}
-        lab.choose_measured(shape, m)
+        labkit.assert_value(lab.choose_measured(shape, m).backend, want,
+                            what=f"choose_measured({shape}, <small matrix>).backend")
     if json.dumps(m, sort_keys=False) != before:
         raise AssertionError(f"choose_measured changed the matrix it was given: before {before}, after "
                              f"{json.dumps(m, sort_keys=False)}")

@@ -242,12 +242,15 @@ def test_merge_two_leaves_its_inputs_alone(lab):
     over writeable arrays, so that a write shows as a difference, with its place.
 
     Catches: rescaling acc in place (``acc_a *= ...``), which silently corrupts the next merge
-    that uses the same summary."""
+    that uses the same summary. The merged summaries are checked too: leaving the arguments alone
+    earns nothing without them."""
     q, sets = law_sets()
     summaries = [summary_f64(q, k, v) for k, v in sets]
+    expected = [union_summary(q, sets, (0, 1)), union_summary(q, sets, (2, 3))]
     before = [acc.copy() for _, _, acc in summaries]
-    lab.merge_two(summaries[0], summaries[1])
-    lab.merge_two(summaries[2], summaries[3])
+    merged = [lab.merge_two(summaries[0], summaries[1]), lab.merge_two(summaries[2], summaries[3])]
+    assert_summary_close(merged[0], expected[0], "merge_two(set 0, set 1) of writeable summaries")
+    assert_summary_close(merged[1], expected[1], "merge_two(set 2, set 3) of writeable summaries")
     for i, (summary, acc) in enumerate(zip(summaries, before, strict=True)):
         labkit.assert_close(summary[2], acc, atol=0.0, axes=("dim",), what=f"acc of argument {i} after merge_two")
 
@@ -264,11 +267,14 @@ def test_merge_two_returns_new_arrays(lab):
     empty = (-math.inf, 0.0, np.zeros(D))
     pairs = {"merge_two(identity, set 0)": (empty, summaries[0]), "merge_two(set 0, identity)": (summaries[0], empty),
              "merge_two(set 1, set 2)": (summaries[1], summaries[2])}
+    truths = {"merge_two(identity, set 0)": summaries[0], "merge_two(set 0, identity)": summaries[0],
+              "merge_two(set 1, set 2)": union_summary(q, sets, (1, 2))}
     for what, pair in pairs.items():
         args = [(m, d, np.array(acc)) for m, d, acc in pair]  # writeable copies
         before = [acc.copy() for _, _, acc in args]
-        _, _, merged_acc = lab.merge_two(*args)
-        merged_acc = np.asarray(merged_acc)
+        merged = lab.merge_two(*args)
+        assert_summary_close(merged, truths[what], what)
+        merged_acc = np.asarray(merged[2])
         kept = merged_acc.copy()
         for i, ((_, _, acc), old) in enumerate(zip(args, before, strict=True)):
             if not np.array_equal(acc, old):

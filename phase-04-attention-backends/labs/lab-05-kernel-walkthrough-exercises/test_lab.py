@@ -576,10 +576,12 @@ def test_qk_triton_leaves_its_inputs_unchanged(lab, torch):
     """q, k and seq_lens are read, never written: the padding rows of k still hold their NaN
     after the call. Catches a wrapper that cleans the padding in place (``qk_sanitizes_k_in_place``:
     ``k.nan_to_num_()`` on what is the caller's own tensor when it is already contiguous), which
-    returns the right scores and corrupts the caller's cache."""
+    returns the right scores and corrupts the caller's cache. The scores are checked too: leaving
+    the inputs alone earns nothing without them."""
     q, k, lens = make_qk_inputs(torch, [5, 12], 16, torch.float32, seed=7)
+    want = expected_scores(q, k, lens, 1.0 / math.sqrt(16))
     before = [t.clone() for t in (q, k, lens)]
-    lab.qk_scores_triton(q, k, lens)
+    check_scores(lab.qk_scores_triton(q, k, lens), want, lens, 1e-4, "qk_scores_triton of writeable inputs")
     for name, old, new in zip(["q", "k", "seq_lens"], before, (q, k, lens), strict=True):
         if not (torch.equal(old.isnan(), new.isnan()) and torch.equal(old.nan_to_num(), new.nan_to_num())):
             raise AssertionError(f"qk_scores_triton changed its input {name} (inputs are only read; k's padding rows "
