@@ -13,10 +13,16 @@ The batch (:func:`inputs`): sequence 0 claims more tokens than its table holds, 
 and every entry of its row points at a block of NaN (a kernel that runs past row 0 reads those
 ids), sequence 2 is an ordinary one. ``paged_decode`` runs with each count of NUM_SPLITS; the
 outputs are sent back, nothing else. The test computes the expectation from :func:`inputs` itself.
+
+Run with the argument ``padding``, the child checks the table's other edge: the lengths stay within
+the table (the given checks run as they are) and every entry past a sequence's blocks holds an id
+no pool has (``OUTSIDE_IDS``), as an engine's padding may. A kernel that uses one reads outside the
+cache, which can crash the process: that is why this runs here and not in the test's.
 """
 
 from __future__ import annotations
 
+import sys
 import types
 
 from labkit import triton_env
@@ -26,13 +32,17 @@ BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM, NUM_HEADS = 16, 2, 32, 4
 MAX_BLOCKS = 7  # a capacity of 112 tokens: three splits of 48 do not divide it
 SEQ_LENS = [MAX_BLOCKS * BLOCK_SIZE + 3 * BLOCK_SIZE + 5, 0, 20]  # sequence 0: 53 tokens past its table
 NUM_SPLITS = [1, 3, None]
+# ``padding``: every length within the table; sequence 2's first tile reaches into its padding.
+PADDING_SEQ_LENS = [MAX_BLOCKS * BLOCK_SIZE - 9, 0, 5]
+OUTSIDE_IDS = (-1, 2**31 - 1)  # ``padding``: what the entries past a sequence's blocks hold, alternately
 
 
-def inputs(torch):
+def inputs(torch, padding: bool = False):
     """The batch, from a fixed seed: ``(q, k_cache, v_cache, block_tables, seq_lens)``, float32 on the CPU.
 
     Blocks 0..6 are sequence 0's, 8 and 7 sequence 2's (the tail of 7 is NaN), block 9 is all
-    NaN and fills row 1 and the padding of row 2."""
+    NaN and fills row 1 and the padding of row 2; with ``padding``, the lengths are
+    ``PADDING_SEQ_LENS`` and row 1 and the padding of row 2 hold ``OUTSIDE_IDS`` instead."""
     gen = torch.Generator().manual_seed(7)
     num_blocks = MAX_BLOCKS + 3
     shape = (num_blocks, BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM)
@@ -44,7 +54,12 @@ def inputs(torch):
     block_tables[0] = torch.randperm(MAX_BLOCKS, generator=gen).to(torch.int32)
     block_tables[2, :2] = torch.tensor([8, 7], dtype=torch.int32)
     q = torch.randn(len(SEQ_LENS), NUM_HEADS, HEAD_DIM, generator=gen)
-    return q, k_cache, v_cache, block_tables, torch.tensor(SEQ_LENS, dtype=torch.int32)
+    seq_lens = PADDING_SEQ_LENS if padding else SEQ_LENS
+    if padding:
+        for row in (1, 2):
+            for j in range(-(-seq_lens[row] // BLOCK_SIZE), MAX_BLOCKS):
+                block_tables[row, j] = OUTSIDE_IDS[(row + j) % 2]  # row 0's tail tile reads row 1's first
+    return q, k_cache, v_cache, block_tables, torch.tensor(seq_lens, dtype=torch.int32)
 
 
 def within_the_table(module) -> None:
@@ -78,9 +93,11 @@ def main() -> None:
     import numpy as np
     import torch
 
-    q, k_cache, v_cache, block_tables, seq_lens = (t.to(device) for t in inputs(torch))
+    padding = sys.argv[1:] == ["padding"]
+    q, k_cache, v_cache, block_tables, seq_lens = (t.to(device) for t in inputs(torch, padding))
     lab = child.implementation()
-    within_the_table(lab)
+    if not padding:
+        within_the_table(lab)
     outs = [lab.paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=n) for n in NUM_SPLITS]
     child.send(np.stack([out.detach().cpu().numpy() for out in outs]))
 

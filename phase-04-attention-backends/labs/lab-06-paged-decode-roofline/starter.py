@@ -113,8 +113,9 @@ def paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=None):
     ``q``: for each sequence ``b`` and head ``h``, softmax(q[b, h] . K^T / sqrt(head_dim)) V
     over the first ``seq_lens[b]`` tokens (never past the table: a longer length counts as
     ``max_blocks * block_size``), K/V from KV head ``h // (num_heads // num_kv_heads)``, for any
-    group size. A sequence of length 0 gets zeros. The inputs are left unchanged. Bad input raises
-    ``_check_inputs("paged_decode", ...)``'s errors before any kernel runs.
+    group size. A sequence of length 0 gets zeros. Table entries past a sequence's blocks may
+    hold anything (an engine's padding) and are never used. The inputs are left unchanged. Bad
+    input raises ``_check_inputs("paged_decode", ...)``'s errors before any kernel runs.
 
     ``num_splits``: ``1`` runs one program per (sequence, KV head) and no reduce (step 1);
     an int ``n > 1`` splits as ``split_summaries`` does and merges with ``merge_splits``

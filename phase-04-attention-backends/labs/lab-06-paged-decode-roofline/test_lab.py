@@ -409,6 +409,20 @@ def test_score_patterns_across_splits(lab, pattern, num_splits):
           what=f"paged_decode(num_splits={num_splits}), scores {pattern} ({contract.SCORE_PATTERNS[pattern]})")
 
 
+@pytest.mark.skipif(ON_GPU, reason="block ids are checked on the host only for CPU tensors (on a GPU it would "
+                    "cost a synchronization per call)")
+@pytest.mark.parametrize("bad_id", [-1, "num_blocks"])
+def test_a_block_id_outside_the_pool_in_a_sequences_last_block_is_refused(lab, bad_id):
+    """Step 1 (the checks are given: call them). An id outside the pool among a sequence's own blocks,
+    in its last, partly filled block (20 tokens: blocks 0 and 1 of 16), raises a ValueError naming
+    paged_decode before any kernel runs, where the kernel would read outside the cache."""
+    q, k_cache, v_cache, block_tables, seq_lens = make_case([20, 9], seed=5)
+    tables = block_tables.clone()
+    tables[0, 1] = -1 if bad_id == -1 else k_cache.shape[0]
+    expect_clear_error(lambda: lab.paged_decode(q, k_cache, v_cache, tables, seq_lens), "paged_decode",
+                       f"paged_decode, block id {int(tables[0, 1])} in sequence 0's last block")
+
+
 # The promise "the kernels never read past the block table" is checked in a child process
 # (_past_the_table_child.py): on a CPU the given check refuses a seq_len past the table before any
 # kernel runs, and only the child, which runs the implementation itself, may take that check out of
@@ -444,6 +458,32 @@ def test_never_reads_past_the_block_table(lab):
                             what=f"paged_decode(num_splits={num_splits}) with seq_lens {past.SEQ_LENS} and a table of "
                                  f"{capacity} tokens (sequence 0 must stop at the table's end: the next row of the "
                                  f"table points at NaN)")
+
+
+def test_table_entries_past_a_sequence_are_never_used(lab):
+    """Steps 1 and 3. A row of the table holds a sequence's blocks, then padding that an engine does
+    not clean: here the padding holds ids no pool has (-1, 2**31 - 1), and the answer is the same
+    (the given check accepts them: it checks a sequence's own blocks only). Run in the child process
+    with the argument ``padding``: a kernel that uses such an id reads outside the cache, which can
+    crash the process. Catches block ids and keys loaded without the token mask, trusting the
+    scores' mask to hide what the tile's tokens past ``seq_len`` read (``k_read_through_padding_ids``)."""
+    try:
+        out = child.run(PAST_THE_TABLE_CHILD, "padding", timeout=300)
+    except child.ChildFailed as err:
+        raise AssertionError(
+            "paged_decode with ids outside the pool in the table's padding (past each sequence's blocks) failed: "
+            "a kernel must never use the table entry of a token past seq_len (load the block ids, and K and V, "
+            f"under the token mask)\n{err}") from None
+    past = child.script_module(PAST_THE_TABLE_CHILD)
+    expected = reference_decode(*past.inputs(torch, padding=True))
+    shape = (len(past.NUM_SPLITS), *expected.shape)
+    require(isinstance(out, np.ndarray) and out.shape == shape and out.dtype == np.float32,
+            f"paged_decode with padding ids outside the pool: expected float32 outputs of shape {expected.shape} (one "
+            f"per num_splits in {past.NUM_SPLITS}), got {getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}")
+    for num_splits, got in zip(past.NUM_SPLITS, out, strict=True):
+        labkit.assert_close(got, expected, atol=ATOL[torch.float32], axes=AXES,
+                            what=f"paged_decode(num_splits={num_splits}) with seq_lens {past.PADDING_SEQ_LENS} and ids "
+                                 f"{past.OUTSIDE_IDS} past each sequence's blocks")
 
 
 # --------------------------------------------------------------------------- step 2: split summaries
@@ -674,6 +714,7 @@ SPLIT_RULE_CASES = [
     (16, 8, 4096, 132), (64, 8, 4096, 132), (128, 8, 512, 132), (256, 8, 1024, 132), (8, 8, 32768, 132),
     (64, 8, 65536, 132), (1, 8, 131072, 16), (1, 8, 131072, 200), (1, 1, 1024, 132), (1, 8, 16, 132),
     (3, 5, 1000, 7), (2, 32, 2048, 132), (1, 2, 320, 132),
+    (66, 8, 16383, 132),  # a token short of RAGGED_CAPACITY: four waves already, no ragged rule
 ]
 
 
@@ -720,8 +761,10 @@ def test_choose_num_splits_ragged_batches(lab):
     """Step 4. A batch whose table holds 16k tokens or more may be ragged: the benchmark's
     skewed batch (one 64k sequence among 63 of 1k, 8 KV heads, so a table of 64k) must give
     its long sequence alone at least one program per SM. Catches a rule that only counts
-    (sequence, KV head) pairs, which leaves the long sequence to 8 programs."""
-    for batch, kv_heads, capacity, sms in [(64, 8, 65536, 132), (8, 8, 131072, 132), (32, 8, 32768, 132)]:
+    (sequence, KV head) pairs, which leaves the long sequence to 8 programs, and a rule that starts
+    past 16k (a table of exactly 16,384 tokens, 16 KV heads: 16 programs for 132 SMs)."""
+    for batch, kv_heads, capacity, sms in [(64, 8, 65536, 132), (8, 8, 131072, 132), (32, 8, 32768, 132),
+                                           (40, 16, 16384, 132)]:
         splits = lab.choose_num_splits(batch, kv_heads, capacity, sms)
         require(kv_heads * splits >= sms,
                 f"choose_num_splits(batch={batch}, num_kv_heads={kv_heads}, capacity={capacity}, num_sms={sms}) = "
