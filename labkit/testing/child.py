@@ -49,12 +49,13 @@ class ChildFailed(AssertionError):
 # --------------------------------------------------------------------------- the test's side
 
 
-def run(script: Path | str, *args, timeout: float = 300.0, env: dict | None = None):
+def run(script: Path | str, *args, timeout: float = 300.0, env: dict | None = None, failed: str = ""):
     """Run ``script`` (a file of the lab folder) with ``args``; the numpy array it sent.
 
     NotImplementedError when the implementation raised it (a starter); pytest's skip when the
     child exited with SKIP_STATUS outside ``labs grade`` (under it, student code ran in that
-    process, so a skip is not believed); ChildFailed for anything else that is not an array."""
+    process, so a skip is not believed); ChildFailed for anything else that is not an array, its
+    message ``failed`` (what the test says went wrong, and what to look at) and then the child's."""
     import numpy as np
 
     script = Path(script).resolve()
@@ -72,11 +73,12 @@ def run(script: Path | str, *args, timeout: float = 300.0, env: dict | None = No
         raise NotImplementedError(last.split("NotImplementedError: ", 1)[-1])
     if code != 0:
         what = "timed out" if code is None else f"exited with status {code}"
-        raise ChildFailed(f"the child process {script.name} {what}:\n{text[-2000:]}")
+        raise ChildFailed(f"{failed}\n" * bool(failed) + f"the child process {script.name} {what}:\n{text[-2000:]}")
     try:
         return np.load(io.BytesIO(out), allow_pickle=False)
     except Exception as err:  # not an .npy: whatever the child printed is no answer
-        raise ChildFailed(f"the child process {script.name} sent no array ({type(err).__name__}: {err})") from None
+        raise ChildFailed(f"{failed}\n" * bool(failed) + f"the child process {script.name} sent no array "
+                          f"({type(err).__name__}: {err})") from None
 
 
 def script_module(script: Path | str):

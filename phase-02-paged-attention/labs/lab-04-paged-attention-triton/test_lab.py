@@ -397,13 +397,10 @@ def test_offsets_past_2_31_elements(lab):
     compute offsets in int64. The last block's empty slots and the padding entries' block hold
     poison. Catches int32 address arithmetic (``int32_offsets``: a wrong answer, or a crash of
     the child process on an address outside the cache)."""
-    try:
-        out = child.run(BIG_CACHE_CHILD, timeout=300)
-    except child.ChildFailed as err:
-        raise AssertionError(
-            "paged_attention_triton failed on a cache of more than 2**31 elements with the sequence in its top "
-            "blocks: are element offsets computed in int32? (the block id must be widened to int64 before it "
-            f"multiplies the block stride)\n{err}") from None
+    out = child.run(BIG_CACHE_CHILD, timeout=300, failed=(
+        "paged_attention_triton failed on a cache of more than 2**31 elements with the sequence in its top "
+        "blocks: are element offsets computed in int32? (the block id must be widened to int64 before it "
+        "multiplies the block stride)"))
     big = child.script_module(BIG_CACHE_CHILD)
     q, block_table, k_blocks, v_blocks = big.inputs(torch)
     expected = labkit.paged_attention_f64(q, k_blocks, v_blocks, block_table, big.SEQ_LEN)

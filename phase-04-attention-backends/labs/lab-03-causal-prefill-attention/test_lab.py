@@ -803,13 +803,10 @@ def test_kernel_cache_beyond_2_31_elements(lab, torch):
     and the padding entries' block poisoned: element offsets no longer fit in int32. Catches block
     ids multiplied by the block stride in int32 (the offset wraps around and the kernel reads
     another block, or the child process crashes on an address outside the cache)."""
-    try:
-        out = child.run(BIG_CACHE_CHILD, timeout=300)
-    except child.ChildFailed as err:
-        raise AssertionError(
-            "paged_prefill failed on a cache of more than 2**31 elements with the sequences in its top blocks: are "
-            "element offsets computed in int32? (block ids must be widened to int64 before they multiply the block "
-            f"stride)\n{err}") from None
+    out = child.run(BIG_CACHE_CHILD, timeout=300, failed=(
+        "paged_prefill failed on a cache of more than 2**31 elements with the sequences in its top blocks: are "
+        "element offsets computed in int32? (block ids must be widened to int64 before they multiply the block "
+        "stride)"))
     big = child.script_module(BIG_CACHE_CHILD)
     q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks = big.inputs(torch)
     expected = []

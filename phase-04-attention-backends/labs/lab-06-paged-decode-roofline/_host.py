@@ -70,13 +70,8 @@ FLOATS = (torch.float16, torch.bfloat16, torch.float32)
 
 def _check_inputs(fn, q, k_cache, v_cache, block_tables, seq_lens, num_splits, none_ok=True) -> None:
     """Clear errors, naming ``fn``, for what the kernels cannot handle, before anything runs."""
-    tensors = {"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_tables": block_tables, "seq_lens": seq_lens}
-    for name, t in tensors.items():
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(t).__name__}")
-    devices = {t.device for t in tensors.values()}
-    if len(devices) > 1:
-        raise ValueError(f"{fn}: all tensors must be on one device, got {sorted(map(str, devices))}")
+    _require_tensors(fn, {"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_tables": block_tables,
+                          "seq_lens": seq_lens})
     if q.dim() != 3:
         raise ValueError(f"{fn}: q must be [batch, num_heads, head_dim], got shape {tuple(q.shape)}")
     if k_cache.dim() != 4 or k_cache.shape != v_cache.shape:
@@ -134,12 +129,7 @@ def _check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype) -> None
     """Clear errors, naming merge_splits, for summaries the reduce kernel cannot handle."""
     fn = "merge_splits"
     tensors = {"m": m, "denom": denom, "acc": acc, "seq_lens": seq_lens}
-    for name, t in tensors.items():
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(t).__name__}")
-    devices = {t.device for t in tensors.values()}
-    if len(devices) > 1:
-        raise ValueError(f"{fn}: all tensors must be on one device, got {sorted(map(str, devices))}")
+    _require_tensors(fn, tensors)
     for name, t in tensors.items():
         wanted = torch.int32 if name == "seq_lens" else torch.float32
         if t.dtype != wanted:
@@ -162,6 +152,16 @@ def _check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype) -> None
         raise TypeError(f"{fn}: out_dtype must be one of float16, bfloat16, float32, got {out_dtype!r}")
     if seq_lens.device.type == "cpu" and acc.shape[0]:
         _check_lengths(fn, seq_lens, acc.shape[2] * partition_size, "max_splits * partition_size")
+
+
+def _require_tensors(fn, tensors: dict) -> None:
+    """Every value a torch.Tensor (TypeError), all on one device (ValueError), named in the message."""
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    devices = {t.device for t in tensors.values()}
+    if len(devices) > 1:
+        raise ValueError(f"{fn}: all tensors must be on one device, got {sorted(map(str, devices))}")
 
 
 def _check_lengths(fn, seq_lens, capacity: int, what: str) -> None:

@@ -423,6 +423,19 @@ def test_a_block_id_outside_the_pool_in_a_sequences_last_block_is_refused(lab, b
                        f"paged_decode, block id {int(tables[0, 1])} in sequence 0's last block")
 
 
+def check_child_outputs(out, expected, num_splits_list, dtype, what: str, why: str) -> None:
+    """A child's answer: one output of ``dtype`` a count of ``num_splits_list``, each ``expected``."""
+    __tracebackhide__ = True
+    np_dtype = {torch.float16: np.float16, torch.float32: np.float32}[dtype]
+    shape = (len(num_splits_list), *expected.shape)
+    require(isinstance(out, np.ndarray) and out.shape == shape and out.dtype == np_dtype,
+            f"paged_decode {what}: expected {np.dtype(np_dtype).name} outputs of shape {expected.shape} (one per "
+            f"num_splits in {num_splits_list}), got {getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}")
+    for num_splits, got in zip(num_splits_list, out, strict=True):
+        labkit.assert_close(got, expected, atol=ATOL[dtype], axes=AXES,
+                            what=f"paged_decode(num_splits={num_splits}) {what} ({why})")
+
+
 # The promise "the kernels never read past the block table" is checked in a child process
 # (_past_the_table_child.py): on a CPU the given check refuses a seq_len past the table before any
 # kernel runs, and only the child, which runs the implementation itself, may take that check out of
@@ -438,26 +451,17 @@ def test_never_reads_past_the_block_table(lab):
     into it answers NaN. One split, three (their partitions of 48 tokens overrun the table's 112),
     and the chosen count. Catches a partition kernel or a reduce that trusts ``seq_lens``
     (``trusts_seq_lens``)."""
-    try:
-        out = child.run(PAST_THE_TABLE_CHILD, timeout=300)
-    except child.ChildFailed as err:
-        raise AssertionError(
-            "paged_decode with a seq_len past its block table (the host's check of the lengths taken out of the way, "
-            "as on a GPU) failed: the kernels must cut each length to max_blocks * block_size (do both kernels call "
-            f"the given checks by the names the starter imports?)\n{err}") from None
+    out = child.run(PAST_THE_TABLE_CHILD, timeout=300, failed=(
+        "paged_decode with a seq_len past its block table (the host's check of the lengths taken out of the way, "
+        "as on a GPU) failed: the kernels must cut each length to max_blocks * block_size (do both kernels call "
+        "the given checks by the names the starter imports?)"))
     past = child.script_module(PAST_THE_TABLE_CHILD)
     q, k_cache, v_cache, block_tables, seq_lens = past.inputs(torch)
     capacity = block_tables.shape[1] * k_cache.shape[1]
     expected = reference_decode(q, k_cache, v_cache, block_tables, seq_lens.clamp(max=capacity))
-    shape = (len(past.NUM_SPLITS), *expected.shape)
-    require(isinstance(out, np.ndarray) and out.shape == shape and out.dtype == np.float32,
-            f"paged_decode past the table: expected float32 outputs of shape {expected.shape} (one per num_splits in "
-            f"{past.NUM_SPLITS}), got {getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}")
-    for num_splits, got in zip(past.NUM_SPLITS, out, strict=True):
-        labkit.assert_close(got, expected, atol=ATOL[torch.float32], axes=AXES,
-                            what=f"paged_decode(num_splits={num_splits}) with seq_lens {past.SEQ_LENS} and a table of "
-                                 f"{capacity} tokens (sequence 0 must stop at the table's end: the next row of the "
-                                 f"table points at NaN)")
+    check_child_outputs(out, expected, past.NUM_SPLITS, torch.float32,
+                        f"with seq_lens {past.SEQ_LENS} and a table of {capacity} tokens",
+                        "sequence 0 must stop at the table's end: the next row of the table points at NaN")
 
 
 def test_table_entries_past_a_sequence_are_never_used(lab):
@@ -467,23 +471,15 @@ def test_table_entries_past_a_sequence_are_never_used(lab):
     with the argument ``padding``: a kernel that uses such an id reads outside the cache, which can
     crash the process. Catches block ids and keys loaded without the token mask, trusting the
     scores' mask to hide what the tile's tokens past ``seq_len`` read (``k_read_through_padding_ids``)."""
-    try:
-        out = child.run(PAST_THE_TABLE_CHILD, "padding", timeout=300)
-    except child.ChildFailed as err:
-        raise AssertionError(
-            "paged_decode with ids outside the pool in the table's padding (past each sequence's blocks) failed: "
-            "a kernel must never use the table entry of a token past seq_len (load the block ids, and K and V, "
-            f"under the token mask)\n{err}") from None
+    out = child.run(PAST_THE_TABLE_CHILD, "padding", timeout=300, failed=(
+        "paged_decode with ids outside the pool in the table's padding (past each sequence's blocks) failed: "
+        "a kernel must never use the table entry of a token past seq_len (load the block ids, and K and V, "
+        "under the token mask)"))
     past = child.script_module(PAST_THE_TABLE_CHILD)
     expected = reference_decode(*past.inputs(torch, padding=True))
-    shape = (len(past.NUM_SPLITS), *expected.shape)
-    require(isinstance(out, np.ndarray) and out.shape == shape and out.dtype == np.float32,
-            f"paged_decode with padding ids outside the pool: expected float32 outputs of shape {expected.shape} (one "
-            f"per num_splits in {past.NUM_SPLITS}), got {getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}")
-    for num_splits, got in zip(past.NUM_SPLITS, out, strict=True):
-        labkit.assert_close(got, expected, atol=ATOL[torch.float32], axes=AXES,
-                            what=f"paged_decode(num_splits={num_splits}) with seq_lens {past.PADDING_SEQ_LENS} and ids "
-                                 f"{past.OUTSIDE_IDS} past each sequence's blocks")
+    check_child_outputs(out, expected, past.NUM_SPLITS, torch.float32,
+                        f"with seq_lens {past.PADDING_SEQ_LENS} and ids {past.OUTSIDE_IDS} past each sequence's blocks",
+                        "an id past seq_len must never be used")
 
 
 # --------------------------------------------------------------------------- step 2: split summaries
@@ -802,21 +798,12 @@ def test_cache_beyond_2_31_elements(lab):
     element offsets no longer fit in int32. One split, three, and the count paged_decode chooses.
     Catches block ids multiplied by the block stride in int32 (the offset wraps around and the
     kernel reads another block, or the child process crashes on an address outside the cache)."""
-    try:
-        out = child.run(BIG_CACHE_CHILD, timeout=300)
-    except child.ChildFailed as err:
-        raise AssertionError(
-            f"paged_decode failed on a cache of more than 2**31 elements with the sequences in its top blocks: are "
-            f"element offsets computed in int32? (block ids must be widened to int64 before they multiply the block "
-            f"stride)\n{err}") from None
+    out = child.run(BIG_CACHE_CHILD, timeout=300, failed=(
+        "paged_decode failed on a cache of more than 2**31 elements with the sequences in its top blocks: are "
+        "element offsets computed in int32? (block ids must be widened to int64 before they multiply the block "
+        "stride)"))
     big = child.script_module(BIG_CACHE_CHILD)
     q, block_tables, seq_lens, k_blocks, v_blocks = big.inputs(torch)
     expected = reference_decode(q, k_blocks, v_blocks, block_tables, seq_lens)
-    shape = (len(big.NUM_SPLITS), *expected.shape)
-    require(isinstance(out, np.ndarray) and out.shape == shape and out.dtype == np.float16,
-            f"paged_decode on the big cache: expected float16 outputs of shape {expected.shape} (one per num_splits "
-            f"in {big.NUM_SPLITS}), got {getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}")
-    for num_splits, got in zip(big.NUM_SPLITS, out, strict=True):
-        labkit.assert_close(got, expected, atol=ATOL[torch.float16], axes=AXES,
-                            what=f"paged_decode(num_splits={num_splits}) on a cache of more than 2**31 elements "
-                                 f"(int32 offsets wrap around)")
+    check_child_outputs(out, expected, big.NUM_SPLITS, torch.float16, "on a cache of more than 2**31 elements",
+                        "int32 offsets wrap around")

@@ -7,14 +7,7 @@ right (an average of one output is itself); every split into 2 or more partition
 O(0.1), in any order.
 """
 
-CAUGHT_BY = [
-    "test_merge_partials_matches_dense_attention",
-    "test_any_partition_count_matches_dense",
-    "test_more_partitions_than_keys",
-    "test_merge_is_order_invariant",
-    "test_merge_is_hierarchical",
-    "test_extreme_scores_do_not_overflow",
-]
+CAUGHT_BY = ["test_merge_partials_matches_dense_attention", "test_more_partitions_than_keys"]
 
 EDIT = (
     """    m, denom, acc = _as_summary(partials[0], "merge_partials: partials[0]")

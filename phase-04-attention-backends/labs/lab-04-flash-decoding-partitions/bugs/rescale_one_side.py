@@ -5,17 +5,7 @@ left-to-right fold whose first partition holds the global max still comes out ri
 merge(a, b) != merge(b, a); results depend on the order and the bracketing.
 """
 
-CAUGHT_BY = [
-    "test_merge_two_is_the_summary_of_the_union",
-    "test_merge_is_commutative",
-    "test_merge_is_associative",
-    "test_merge_partials_matches_dense_attention",
-    "test_any_partition_count_matches_dense",
-    "test_more_partitions_than_keys",
-    "test_merge_is_order_invariant",
-    "test_merge_is_hierarchical",
-    "test_extreme_scores_do_not_overflow",
-]
+CAUGHT_BY = ["test_merge_is_commutative", "test_merge_is_order_invariant"]
 
 EDIT = (
     "    return m, denom_a * scale_a + denom_b * scale_b, acc_a * scale_a + acc_b * scale_b\n",

@@ -4,12 +4,7 @@ An average of outputs forgets how much softmax mass each rank holds (its denomin
 max). Symptom: wrong on 2 and 4 ranks; NaN where a rank's shard is empty (0 / 0).
 """
 
-CAUGHT_BY = [
-    "test_all_logits_near_minus_1000",
-    "test_empty_shards_change_nothing",
-    "test_huge_logits_on_one_rank",
-    "test_ranks_match_dense_attention_on_ragged_batches",
-]
+CAUGHT_BY = ["test_empty_shards_change_nothing", "test_ranks_match_dense_attention_on_ragged_batches"]
 
 EDIT = (
     '    sums = torch.cat([(denom * scale).unsqueeze(-1), acc * scale.unsqueeze(-1)], dim=-1)\n',

@@ -5,12 +5,7 @@ every output is off by about 1e-3. Symptom: every distributed test fails, on 1 r
 the message asks whether a step is computed in float32 or float16.
 """
 
-CAUGHT_BY = [
-    "test_all_logits_near_minus_1000",
-    "test_empty_shards_change_nothing",
-    "test_huge_logits_on_one_rank",
-    "test_ranks_match_dense_attention_on_ragged_batches",
-]
+CAUGHT_BY = ["test_ranks_match_dense_attention_on_ragged_batches"]
 
 EDIT = (
     '    dist.all_reduce(sums, op=dist.ReduceOp.SUM, group=group)\n',
