@@ -9,7 +9,15 @@
 """
 
 from labkit.testing import bench, cases, contract, triton_env
-from labkit.testing.checks import assert_close, assert_dtype, assert_equal, assert_value, max_abs_diff
+from labkit.testing.checks import (
+    assert_close,
+    assert_dtype,
+    assert_equal,
+    assert_refused,
+    assert_value,
+    max_abs_diff,
+    require,
+)
 from labkit.testing.loader import impl_name, load_impl, load_reference, load_sibling
 from labkit.testing.poison import POISON_KINDS, poison_unused_slots, poison_value
 from labkit.testing.reference import attention_f64, gather_f64, paged_attention_f64, softmax_f64, to_f64
@@ -19,6 +27,7 @@ __all__ = [
     "assert_close",
     "assert_dtype",
     "assert_equal",
+    "assert_refused",
     "assert_value",
     "attention_f64",
     "bench",
@@ -33,6 +42,7 @@ __all__ = [
     "paged_attention_f64",
     "poison_unused_slots",
     "poison_value",
+    "require",
     "softmax_f64",
     "to_f64",
     "triton_env",

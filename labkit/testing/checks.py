@@ -149,6 +149,37 @@ def assert_value(actual, expected, *, what: str) -> None:
         raise AssertionError(f"{what}: got {actual!r}, expected {expected!r}")
 
 
+def require(ok, message: str) -> None:
+    """Fail with ``message`` alone: what was expected, what came, where (never pytest's rewrite of
+    the expression, which prints the module's internals)."""
+    __tracebackhide__ = True
+    if not ok:
+        raise AssertionError(message)
+
+
+def assert_refused(call: Callable[[], object], *words: str, what: str, errors: tuple = (ValueError,),
+                   hint: str = "") -> None:
+    """``call()`` raises one of ``errors`` whose message names every one of ``words``. Anything else
+    (another exception, none, a message that misses a word) fails with ``what``, what came instead
+    and ``hint``; a stub's NotImplementedError goes through as it is (it names its README step)."""
+    __tracebackhide__ = True
+    try:
+        call()
+    except NotImplementedError:
+        raise
+    except errors as err:
+        if all(word in str(err) for word in words):
+            return
+        got = f"{type(err).__name__}: {err}"
+    except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
+        got = f"{type(err).__name__}: {err}"
+    else:
+        got = "no exception"
+    kinds = " or ".join(e.__name__ for e in errors)
+    naming = ", ".join(repr(w) for w in words)
+    raise AssertionError(f"{what}: expected a {kinds} naming {naming}, got {got}" + (f"; {hint}" if hint else ""))
+
+
 def max_abs_diff(a, b) -> float:
     """``max |a - b|`` in float64 (NaN if either holds NaN)."""
     return float(np.max(np.abs(to_f64(a) - to_f64(b)))) if np.size(a) else 0.0

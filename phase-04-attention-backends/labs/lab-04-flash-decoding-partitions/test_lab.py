@@ -763,15 +763,7 @@ def test_bad_input_gets_a_clear_message(lab, name):
     if name.startswith("zero-keys"):
         hint = ("partitioned_attention calls _as_query_keys_values itself: with zero keys no chunk reaches "
                 "attend_partial, whose checks would otherwise reject this k")
-    try:
-        bad_call(lab, case)
-    except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
-        got = f"{type(err).__name__}: {err}"
-        if isinstance(err, ValueError) and word in str(err):
-            return
-    else:
-        got = "no exception"
-    pytest.fail(f"{function} ({name}): expected a ValueError naming {word!r}, got {got}; {hint}")
+    labkit.assert_refused(lambda: bad_call(lab, case), word, what=f"{function} ({name})", hint=hint)
 
 
 def test_a_head_size_of_one(lab):

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit import cases, triton_env
+from labkit import cases, require, triton_env
 from labkit.testing import child, contract
 
 torch, triton = triton_env.require_torch_and_triton()
@@ -59,32 +59,12 @@ def dtype_id(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def require(ok, message: str) -> None:
-    """Fail with ``message`` alone: what was expected, what came, where (never pytest's rewrite of
-    the expression, which prints the module's internals)."""
-    __tracebackhide__ = True
-    if not ok:
-        raise AssertionError(message)
-
-
 def expect_clear_error(call, fn: str, what: str) -> None:
     """``call()`` must raise a ValueError or TypeError naming ``fn`` (the given checks of
-    ``_host.py``, called first); a stub's NotImplementedError goes through as it is."""
+    ``_host.py``, called first)."""
     __tracebackhide__ = True
-    try:
-        call()
-    except NotImplementedError:
-        raise
-    except (ValueError, TypeError) as err:
-        if fn in str(err):
-            return
-        got = f"{type(err).__name__}: {err}"
-    except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
-        got = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
-    else:
-        got = "no error (the kernels ran on it)"
-    raise AssertionError(f"{what}: expected a ValueError or TypeError naming {fn} before any kernel runs (call the "
-                         f"given check of _host.py first), got {got}")
+    labkit.assert_refused(call, fn, what=what, errors=(ValueError, TypeError),
+                          hint="call the given check of _host.py first, before any kernel runs")
 
 
 # --------------------------------------------------------------------------- cases and oracles

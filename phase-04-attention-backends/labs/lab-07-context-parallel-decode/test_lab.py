@@ -44,6 +44,7 @@ import numpy as np
 import pytest
 
 import labkit
+from labkit import require
 from labkit.testing import child, contract, seam
 from labkit.testing.cases import random_block_tables, random_paged_cache
 
@@ -62,32 +63,11 @@ METHODS = ("all_gather", "all_reduce")
 ranks_script = child.script_module(HERE / "_ranks.py")
 
 
-def require(ok, message: str) -> None:
-    """Fail with ``message`` alone: what was expected, what came, where (never pytest's rewrite of
-    the expression, which prints the module's internals)."""
-    __tracebackhide__ = True
-    if not ok:
-        raise AssertionError(message)
-
-
 def expect_value_error(call, word: str, what: str) -> None:
-    """``call()`` must raise a ValueError whose message names ``word``; a stub's NotImplementedError
-    goes through as it is."""
+    """``call()`` must raise a ValueError whose message names ``word`` (the given checks of
+    ``_checks.py``, called first)."""
     __tracebackhide__ = True
-    try:
-        call()
-    except NotImplementedError:
-        raise
-    except ValueError as err:
-        if word in str(err):
-            return
-        got = f"ValueError: {err}"
-    except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
-        got = f"{type(err).__name__}: {err}"
-    else:
-        got = "no exception"
-    raise AssertionError(f"{what}: expected a ValueError naming {word!r} (the given checks of _checks.py, called "
-                         f"first), got {got}")
+    labkit.assert_refused(call, word, what=what, hint="the given checks of _checks.py are called first")
 
 
 def looks_like(got, candidates: dict[str, object], expected) -> str:
