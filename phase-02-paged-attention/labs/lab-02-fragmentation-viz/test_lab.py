@@ -136,6 +136,16 @@ def test_internal_fragmentation_is_the_tail_of_the_last_block(lab):
 # ----------------------------------------------------------------------------- step 2
 
 
+def check_admitted(lab, name: str, cases) -> None:
+    """Each case ``(lengths, memory, size, admitted, why)``: the lab's ``name(lengths, memory, size)``
+    (the lengths read-only) is ``admitted``."""
+    __tracebackhide__ = True
+    for lengths, memory, size, want, why in cases:
+        got = getattr(lab, name)(read_only(lengths), memory, size)
+        shown = f"[{lengths[0]}] * {len(lengths)}" if len(set(lengths)) == 1 else str(lengths)
+        assert got == want, f"{name}({shown}, {memory}, {size}) = {got}, expected {want} ({why})"
+
+
 def test_admit_contiguous_reserves_max_len_per_request(lab):
     """The contiguous allocator fits ``num_slots // max_len`` requests, however short they are.
 
@@ -149,10 +159,7 @@ def test_admit_contiguous_reserves_max_len_per_request(lab):
         ([7] * 3, 4096, 8, 3, "fewer requests than reservations"),
         ([], 4096, 512, 0, "no request"),
     ]
-    for lengths, num_slots, max_len, want, why in cases:
-        got = lab.admit_contiguous(read_only(lengths), num_slots, max_len)
-        shown = f"[{lengths[0]}] * {len(lengths)}" if len(set(lengths)) == 1 else str(lengths)
-        assert got == want, f"admit_contiguous({shown}, {num_slots}, {max_len}) = {got}, expected {want} ({why})"
+    check_admitted(lab, "admit_contiguous", cases)
 
 
 def test_admit_paged_counts_blocks_of_the_pool(lab):
@@ -174,10 +181,7 @@ def test_admit_paged_counts_blocks_of_the_pool(lab):
                                        "first served, no overtaking"),
         ([], 10, 16, 0, "no request"),
     ]
-    for lengths, num_blocks, block_size, want, why in cases:
-        got = lab.admit_paged(read_only(lengths), num_blocks, block_size)
-        shown = f"[{lengths[0]}] * {len(lengths)}" if len(set(lengths)) == 1 else str(lengths)
-        assert got == want, f"admit_paged({shown}, {num_blocks}, {block_size}) = {got}, expected {want} ({why})"
+    check_admitted(lab, "admit_paged", cases)
 
 
 def test_block_size_tradeoff_hand_computed(lab):

@@ -130,6 +130,16 @@ def problems_of(lab, backend, gpu, *layer):
     return problems, call
 
 
+def check_verdict(problems, call: str, ok: bool, word: str, yes: str, no: str) -> None:
+    """``problems`` (what ``call`` returned) is empty when the backend can (``ok``: ``yes`` says what),
+    and otherwise holds a reason naming ``word`` (``no`` says what it cannot)."""
+    __tracebackhide__ = True
+    if ok:
+        labkit.assert_value(problems, [], what=f"{call} ({yes})")
+    elif not any(word in p.lower() for p in problems):
+        raise AssertionError(f"{call}: {no}; expected a reason naming {word!r}, got {problems}")
+
+
 # ------------------------------------------------------------------------------------------
 # Step 1: the GPU.
 
@@ -259,12 +269,8 @@ def test_fp8_cache_per_backend(lab, backend, gpu, kv, ok):
     that lacks it (FlexAttention, FlashAttention 2 or 4, e5m2 on the MLA backends) and refused on
     one that has it (Triton reads both formats on any GPU)."""
     layer = ("bfloat16", 576, None, kv, MLA) if backend in MLA_NAMES else ("float16", 128, 16, kv)
-    problems, call = problems_of(lab, backend, gpu, *layer)
-    if ok:
-        labkit.assert_value(problems, [], what=f"{call} ({backend} on {gpu} reads a {kv} cache)")
-    elif not any("fp8" in p.lower() for p in problems):
-        raise AssertionError(f"{call}: {backend} on {gpu} cannot read a {kv} cache; expected a reason naming 'fp8', "
-                             f"got {problems}")
+    check_verdict(*problems_of(lab, backend, gpu, *layer), ok, "fp8", yes=f"{backend} on {gpu} reads a {kv} cache",
+                  no=f"{backend} on {gpu} cannot read a {kv} cache")
 
 
 @pytest.mark.parametrize("backend, gpu, ok", [
@@ -287,12 +293,8 @@ def test_sinks_per_backend(lab, backend, gpu, ok):
     FlashAttention's sinks tied to version 3 only."""
     layer = ("bfloat16", 576, None, "auto", ("mla", "sinks")) if backend in MLA_NAMES else \
         ("bfloat16", 64, 16, "auto", ("sinks",))
-    problems, call = problems_of(lab, backend, gpu, *layer)
-    if ok:
-        labkit.assert_value(problems, [], what=f"{call} ({backend} on {gpu} takes attention sinks)")
-    elif not any("sink" in p.lower() for p in problems):
-        raise AssertionError(f"{call}: {backend} on {gpu} takes no attention sinks; expected a reason naming 'sinks', "
-                             f"got {problems}")
+    check_verdict(*problems_of(lab, backend, gpu, *layer), ok, "sink", yes=f"{backend} on {gpu} takes attention sinks",
+                  no=f"{backend} on {gpu} takes no attention sinks")
 
 
 def test_sliding_window_gqa_and_paged_kv_change_no_limit(lab):

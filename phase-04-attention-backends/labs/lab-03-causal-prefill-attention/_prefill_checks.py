@@ -41,26 +41,26 @@ def _check_start(name, value):
     return int(value)
 
 
+def _int_vector(value, name: str, what: str) -> np.ndarray:
+    """``value`` as a 1-D int64 array (an empty one of any shape is accepted), or a ValueError naming
+    ``name`` and ``what`` it must hold."""
+    array = np.asarray(value)
+    if array.size == 0:
+        return array.reshape(0).astype(np.int64)
+    if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"{name} must be a 1-D array of {what}, got shape {array.shape} dtype {array.dtype}")
+    return array.astype(np.int64)
+
+
 def _as_positions(key_positions):
-    keys = np.asarray(key_positions)
-    if keys.size == 0:
-        return keys.reshape(0).astype(np.int64)
-    if keys.ndim != 1 or not np.issubdtype(keys.dtype, np.integer):
-        raise ValueError(f"key_positions must be a 1-D array of integer positions, got shape {keys.shape} "
-                         f"dtype {keys.dtype}")
-    if keys.min() < 0:
+    keys = _int_vector(key_positions, "key_positions", "integer positions")
+    if keys.size and keys.min() < 0:
         raise ValueError(f"key_positions must be >= 0, got {keys.min()}")
-    return keys.astype(np.int64)
+    return keys
 
 
 def _as_block_table(block_table):
-    table = np.asarray(block_table)
-    if table.size == 0:
-        return table.reshape(0).astype(np.int64)
-    if table.ndim != 1 or not np.issubdtype(table.dtype, np.integer):
-        raise ValueError(f"block_table must be a 1-D array of integer block ids, got shape {table.shape} "
-                         f"dtype {table.dtype}")
-    return table.astype(np.int64)
+    return _int_vector(block_table, "block_table", "integer block ids")
 
 
 def _check_prefill(q, k_cache, v_cache, block_table, start, block_size):
