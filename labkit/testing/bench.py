@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,9 +66,10 @@ def model_stack(backend: str, smoke: bool, gpu: str = "an H100"):
     return torch, transformers
 
 
-def write_results(out: Path | None, text: str, plot) -> None:
+def write_results(out: Path | None, text: str, plot, began: float | None = None) -> None:
     """Print a benchmark's results (Markdown) and, given ``--out``, write them to OUT/results.md and their
-    plot (``plot(results_md, svg_path)``) to OUT/results.svg; without matplotlib, the table alone."""
+    plot (``plot(results_md, svg_path)``) to OUT/results.svg; without matplotlib, the table alone.
+    ``began`` (a ``time.perf_counter()`` reading at the start): the run's total time is printed last."""
     print(text)
     if out:
         out.mkdir(parents=True, exist_ok=True)
@@ -77,6 +79,8 @@ def write_results(out: Path | None, text: str, plot) -> None:
             print(f"wrote {out / 'results.md'} and {out / 'results.svg'}")
         except SystemExit as err:  # matplotlib missing: the table is still written
             print(f"wrote {out / 'results.md'}; no plot: {err}")
+    if began is not None:
+        print(f"total {time.perf_counter() - began:.0f} s")
 
 
 def arguments(doc: str, out: str = "write results.md and results.svg into this folder") -> argparse.ArgumentParser:
@@ -88,6 +92,25 @@ def arguments(doc: str, out: str = "write results.md and results.svg into this f
     parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
                         help="only redraw the plot from a results.md this script wrote (no GPU needed)")
     return parser
+
+
+def model_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of a benchmark that runs a model: ``--smoke`` (a tiny model on the CPU, to run every
+    code path) and ``--impl`` (which implementation of the lab folder)."""
+    parser.add_argument("--smoke", action="store_true",
+                        help="a tiny model on the CPU (no GPU needed): runs every code path; timings mean nothing")
+    parser.add_argument("--impl", metavar="NAME", help="the implementation to time: a module of the lab folder, "
+                        "such as starter (default: $LAB_IMPL, else the reference solution)")
+    return parser
+
+
+def replotted(args, plot) -> bool:
+    """With ``--plot-from``: redraw the plot next to that results.md (``plot(results_md, svg_path)``),
+    say so, and return True (the benchmark then stops); otherwise False."""
+    if args.plot_from is None:
+        return False
+    print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+    return True
 
 
 def time_us(fn) -> float:

@@ -14,7 +14,6 @@ table) into that folder; --plot-from results.md redraws the plot on any machine.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
-from labkit import triton_env  # noqa: E402
+from labkit import bench, triton_env  # noqa: E402
 
 BACKEND = triton_env.select_backend()  # before Triton is imported
 
@@ -36,7 +35,7 @@ def measure(lab, seq_len) -> dict[str, float]:
     """Microseconds of each way for one sequence length, after checking that they agree."""
     import torch
 
-    from labkit import bench, cases
+    from labkit import cases
 
     case = cases.decode_case([seq_len], num_heads=NUM_HEADS, num_kv_heads=NUM_KV_HEADS, head_dim=HEAD_DIM,
                              block_size=BLOCK_SIZE, dtype=torch.float16, device=DEVICE, seed=seq_len)
@@ -145,14 +144,10 @@ def plot(results: Path, path: Path) -> Path:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None, help="folder to write results.md and results.svg into")
+    parser = bench.arguments(__doc__)
     parser.add_argument("--seq-lens", type=int, nargs="+", default=SEQ_LENS)
-    parser.add_argument("--plot-from", type=Path, metavar="RESULTS_MD",
-                        help="only redraw the plot from a results.md this script wrote (no GPU needed)")
     args = parser.parse_args()
-    if args.plot_from:
-        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+    if bench.replotted(args, plot):
         return 0
     if BACKEND != "cuda":
         reason = "torch/triton are not installed" if BACKEND == "missing" else "no CUDA GPU here"

@@ -550,8 +550,7 @@ def main(argv=None) -> int:
     parser.add_argument("--flex-compile-budget-s", type=float, default=100.0,
                         help="stop compiling flex_attention after this many seconds of first calls")
     args = parser.parse_args(argv)
-    if args.plot_from:
-        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+    if bench.replotted(args, plot):
         return 0
     if args.out is None:
         parser.error("--out DIR is required (or --plot-from RESULTS_MD)")

@@ -325,8 +325,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sweep", action="store_true", help="also time a few tile configurations (16k prompt, fp16)")
     parser.add_argument("--dtypes", default="float16,bfloat16", help="comma-separated, default float16,bfloat16")
     args = parser.parse_args(argv)
-    if args.plot_from:
-        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+    if bench.replotted(args, plot):
         return 0
     if BACKEND != "cuda":
         print("bench.py measures a GPU kernel and needs a CUDA GPU; this machine has none "

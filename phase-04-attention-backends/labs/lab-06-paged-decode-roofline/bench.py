@@ -498,8 +498,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-flashinfer", action="store_true", help="leave FlashInfer's column out even if installed")
     parser.add_argument("--dry-run", action="store_true", help="tiny shapes, wall-clock timers: checks the script")
     args = parser.parse_args(argv)
-    if args.plot_from:
-        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+    if bench.replotted(args, plot):
         return 0
     dry = args.dry_run
     if BACKEND != "cuda" and not dry:

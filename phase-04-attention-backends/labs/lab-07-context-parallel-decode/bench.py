@@ -412,8 +412,7 @@ def main(argv=None) -> int:
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--budget", type=float, default=420.0, help="seconds for the whole run")
     args = parser.parse_args(argv)
-    if args.plot_from:
-        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+    if bench.replotted(args, plot):
         return 0
     try:
         import torch

@@ -533,18 +533,14 @@ def plot(results: Path, path: Path) -> Path:
 
 def main(argv=None) -> int:
     parser = bench.arguments(__doc__)
-    parser.add_argument("--smoke", action="store_true",
-                        help="a tiny model on the CPU (no GPU needed): runs every code path; timings mean nothing")
+    bench.model_options(parser)
     parser.add_argument("--no-hf-cb", action="store_true", help="skip transformers' continuous batching")
-    parser.add_argument("--impl", metavar="NAME", help="the engine to time: a module of the lab folder, such as "
-                        "starter (default: $LAB_IMPL, else the reference solution)")
     parser.add_argument("--hf-cb-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.hf_cb_child:
         hf_cb_child(*args.hf_cb_child)
         return 0
-    if args.plot_from:
-        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+    if bench.replotted(args, plot):
         return 0
 
     began = time.perf_counter()
@@ -657,8 +653,7 @@ def main(argv=None) -> int:
 
     text = report(setup, trace, runs, sweep, profiles, header, time.perf_counter() - began, notes)
     print()
-    bench.write_results(args.out, text, plot)
-    print(f"total {time.perf_counter() - began:.0f} s")
+    bench.write_results(args.out, text, plot, began)
     return 0
 
 

@@ -537,13 +537,10 @@ def plot(results_md: Path, path: Path) -> Path:
 
 def main(argv=None) -> int:
     parser = bench.arguments(__doc__)
-    parser.add_argument("--smoke", action="store_true",
-                        help="a tiny model on the CPU (no GPU needed): runs every code path; timings mean nothing")
-    parser.add_argument("--impl", help="the implementation under test (default: $LAB_IMPL, else solution)")
+    bench.model_options(parser)
     parser.add_argument("--budget-s", type=float, help="the whole run's time budget in seconds (default 480)")
     args = parser.parse_args(argv)
-    if args.plot_from:
-        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+    if bench.replotted(args, plot):
         return 0
 
     began = time.perf_counter()
@@ -626,8 +623,7 @@ def main(argv=None) -> int:
 
     text = report(setup, setup.traces, traces, runs, header, time.perf_counter() - began, notes)
     print()
-    bench.write_results(args.out, text, plot)
-    print(f"total {time.perf_counter() - began:.0f} s")
+    bench.write_results(args.out, text, plot, began)
     return 0
 
 

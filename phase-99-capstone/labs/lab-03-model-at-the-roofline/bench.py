@@ -786,9 +786,7 @@ def main(argv=None) -> int:
     parser = bench.arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="trace A only, fewer replays, torch.compile's default "
                         "mode, no configuration sweep: every path in a few minutes")
-    parser.add_argument("--smoke", action="store_true",
-                        help="a tiny model on the CPU (no GPU needed): every code path; timings mean nothing")
-    parser.add_argument("--impl", help="the implementation under test (default: $LAB_IMPL, else solution)")
+    bench.model_options(parser)
     parser.add_argument("--traces", choices=("A", "B", "AB"), default="AB",
                         help="the traces to measure (default both; one per run splits a long run in two)")
     parser.add_argument("--budget-s", type=float, help="the whole run's time budget in seconds")
@@ -796,8 +794,7 @@ def main(argv=None) -> int:
     parser.add_argument("--compile-child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--compile-child-mode", default="default", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.plot_from:
-        print(f"wrote {plot(args.plot_from, args.plot_from.with_name('results.svg'))}")
+    if bench.replotted(args, plot):
         return 0
     torch, transformers = bench.model_stack(BACKEND, args.smoke, gpu="an H200")
     if args.compile_child:
@@ -912,8 +909,7 @@ def main(argv=None) -> int:
     text = report(setup, header, rates, results, sweep_rows, gemm_rows, compiled, time.perf_counter() - began,
                   notes)
     print()
-    bench.write_results(args.out, text, plot)
-    print(f"total {time.perf_counter() - began:.0f} s")
+    bench.write_results(args.out, text, plot, began)
     return 0
 
 
