@@ -338,6 +338,22 @@ def rotate_f64(x, positions, table) -> np.ndarray:
     return rotated[0].numpy().transpose(1, 0, 2)
 
 
+def check_slot_writes(k_cache, v_cache, slots, valid, want_k, want_v, num_blocks: int, dtype, where: str):
+    """Each valid token's key and value at its slot of the caches (``[num_blocks, BS, ...]``);
+    returns the mask of the slots no valid token wrote (on DEVICE), whose rows the caller checks
+    unchanged."""
+    __tracebackhide__ = True
+    written = np.zeros((num_blocks, BS), dtype=bool)
+    for t in valid:
+        block, offset = divmod(int(slots[t]), BS)
+        written[block, offset] = True
+        close(k_cache[block, offset], want_k[t], dtype, f"k_cache at token {t}'s slot {slots[t]} ({where})",
+              ("head", "dim"))
+        close(v_cache[block, offset], want_v[t], dtype, f"v_cache at token {t}'s slot {slots[t]} ({where})",
+              ("head", "dim"))
+    return torch.from_numpy(~written).to(DEVICE)
+
+
 @pytest.mark.filterwarnings("ignore:invalid value encountered")  # the padding rows' inf * cos - inf * sin
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_rotary_and_cache_matches_float64(lab, dtype):
@@ -380,15 +396,8 @@ def test_rotary_and_cache_matches_float64(lab, dtype):
 
     close(q_out[valid], want_q[valid], dtype, "q_out (rotated queries) of the valid tokens", ("token", "head", "dim"))
     unchanged(q_whole[num_tokens:], q_before[num_tokens:], "q_out's rows past the tokens")
-    written = np.zeros((num_blocks, BS), dtype=bool)
-    for t in valid:
-        block, offset = divmod(int(slots[t]), BS)
-        written[block, offset] = True
-        close(k_cache[block, offset], want_k[t], dtype, f"k_cache at token {t}'s slot {slots[t]} (its rotated keys)",
-              ("head", "dim"))
-        close(v_cache[block, offset], want_v[t], dtype, f"v_cache at token {t}'s slot {slots[t]} (its values)",
-              ("head", "dim"))
-    rest = torch.from_numpy(~written).to(DEVICE)
+    rest = check_slot_writes(k_cache, v_cache, slots, valid, want_k, want_v, num_blocks, dtype,
+                             "its rotated keys and values")
     unchanged(k_whole[rest], k_before[rest], "k_cache rows of no valid token (slot 0 included: a padding token "
                                              "writes nothing)")
     unchanged(v_whole[rest], v_before[rest], "v_cache rows of no valid token")
@@ -594,15 +603,7 @@ def test_rotary_and_cache_contract(lab, cache_layout, index_dtype):
     close(q_out[valid], want_q[valid], dtype, f"q_out of the valid tokens ({where})", ("token", "head", "dim"))
     unchanged(q_whole[:, :, CD:], q_before[:, :, CD:], f"q_out's memory between its heads ({where})")
     unchanged(q_whole[num_tokens:], q_before[num_tokens:], f"q_out's rows past the tokens ({where})")
-    written = np.zeros((num_blocks, BS), dtype=bool)
-    for t in valid:
-        block, offset = divmod(int(slots[t]), BS)
-        written[block, offset] = True
-        close(k_cache[block, offset], want_k[t], dtype, f"k_cache at token {t}'s slot {slots[t]} ({where})",
-              ("head", "dim"))
-        close(v_cache[block, offset], want_v[t], dtype, f"v_cache at token {t}'s slot {slots[t]} ({where})",
-              ("head", "dim"))
-    rest = torch.from_numpy(~written).to(DEVICE)
+    rest = check_slot_writes(k_cache, v_cache, slots, valid, want_k, want_v, num_blocks, dtype, where)
     # The two views cover their whole pool: a write anywhere else in it lands in a row checked here.
     unchanged(k_cache[rest], k_before[rest], f"k_cache rows of no valid token ({where})")
     unchanged(v_cache[rest], v_before[rest], f"v_cache rows of no valid token ({where})")
