@@ -146,13 +146,7 @@ class EngineBase:
     def __init__(self, model, num_gpu_blocks: int, block_size: int = 16, max_num_seqs: int = 8,
                  max_num_batched_tokens: int = 64, enable_prefix_caching: bool = True, backend: str | None = None,
                  keep_logits: bool = False) -> None:
-        for name, value, low in (("num_gpu_blocks", num_gpu_blocks, 2), ("max_num_seqs", max_num_seqs, 1),
-                                 ("max_num_batched_tokens", max_num_batched_tokens, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 16 or \
-                block_size & (block_size - 1):
-            raise ValueError(f"block_size must be a power of two >= 16 (the decode kernels' tile), got {block_size!r}")
+        self._check_settings(num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens)
         self.block_size = block_size
         self.max_num_seqs = max_num_seqs
         self.max_num_batched_tokens = max_num_batched_tokens
@@ -166,6 +160,17 @@ class EngineBase:
         self.requests: dict[str, Request] = {}  # every request ever added, by id
         self.num_steps = 0
         self.last_inputs: StepInputs | None = None  # the batch of the last step (to inspect it)
+
+    @staticmethod
+    def _check_settings(num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens) -> None:
+        """A ValueError for settings no engine can run with (lab 99-02's engine checks its own here too)."""
+        for name, value, low in (("num_gpu_blocks", num_gpu_blocks, 2), ("max_num_seqs", max_num_seqs, 1),
+                                 ("max_num_batched_tokens", max_num_batched_tokens, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 16 or \
+                block_size & (block_size - 1):
+            raise ValueError(f"block_size must be a power of two >= 16 (the decode kernels' tile), got {block_size!r}")
 
     # ---------------------------------------------------------------- requests in, tokens out
 

@@ -130,13 +130,7 @@ class EngineBase(_engine.Engine):
                  max_num_batched_tokens: int = 64, enable_prefix_caching: bool = True, backend: str | None = None,
                  keep_logits: bool = False, async_scheduling: bool = True, cudagraph_mode: str = "full_and_piecewise",
                  cudagraph_capture_sizes=None, cpu_timing: str = "lazy") -> None:
-        for name, value, low in (("num_gpu_blocks", num_gpu_blocks, 2), ("max_num_seqs", max_num_seqs, 1),
-                                 ("max_num_batched_tokens", max_num_batched_tokens, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 16 or \
-                block_size & (block_size - 1):
-            raise ValueError(f"block_size must be a power of two >= 16 (the decode kernels' tile), got {block_size!r}")
+        self._check_settings(num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens)
         self.block_size = block_size
         self.max_num_seqs = max_num_seqs
         self.max_num_batched_tokens = max_num_batched_tokens
