@@ -93,7 +93,7 @@ class Declaration:
     @property
     def given_files(self) -> list[Path]:
         """The given modules in the folder: a class edition holds back one that holds an earlier lab's
-        answers until that lab's reference is released (labkit/course/release.py, HELD_WITH)."""
+        answers until that lab's reference is released (labkit/course/edition.py, HELD_WITH)."""
         return [self.path / name for name in self.given if (self.path / name).is_file()]
 
 

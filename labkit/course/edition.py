@@ -25,6 +25,12 @@ from pathlib import Path
 from labkit.course import registry
 from labkit.course.registry import Lab
 
+# Given modules that cannot help holding an earlier lab's answers, by lab: {lab id: {file: owner}}.
+# Such a module is part of its owner's reference; until that is released, the later lab cannot run
+# in an edition, and says so (notes). None today: a lab that builds on an earlier one loads its
+# reference (lab 99-02's engine runs lab 99-01's schedule that way).
+HELD_WITH: dict[str, dict[str, str]] = {}
+
 MANIFEST = "edition.json"
 
 # A lab's use of an earlier lab's reference, as written in its files.
@@ -106,10 +112,8 @@ def waiting(lab: Lab, released: Collection[str] | None = None) -> list[str]:
 def held_back(lab: Lab, released: Collection[str] | None = None) -> list[tuple[str, str]]:
     """``(file, lab id)`` for each given module of ``lab`` that the edition holds back with an earlier
     lab's reference not released yet, because it holds that lab's answers
-    (:data:`labkit.course.release.HELD_WITH`): until then ``lab`` cannot run. ``released`` as for
-    :func:`reference_impl`; none outside an edition."""
-    from labkit.course.release import HELD_WITH
-
+    (:data:`HELD_WITH`): until then ``lab`` cannot run. ``released`` as for :func:`reference_impl`;
+    none outside an edition."""
     released = _released(released)
     if released is None:
         return []

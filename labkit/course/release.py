@@ -59,11 +59,6 @@ COURSE_TESTS = ("tests/test_labkit.py", "tests/test_labkit_bench.py")
 FURTHER_NOTES = {
     "04-06": ("going-further/launch-overhead.md", "going-further/tuning.md", "going-further/tuning-diary.md"),
 }
-# Given modules that cannot help holding an earlier lab's answers, by lab: {lab id: {file: owner}}.
-# Such a module is part of its owner's reference; until that is released, the later lab cannot run
-# in an edition, and says so (labkit.course.edition.notes). None today: a lab that builds on an
-# earlier one loads its reference (lab 99-02's engine runs lab 99-01's schedule that way).
-HELD_WITH: dict[str, dict[str, str]] = {}
 # Sections of the course's pages that only an instructor needs (with their subsections).
 LEFT_OUT = {
     "SETUP.md": ("### A class edition for students: `labs release`", "### Grading a class: `labs grade`",
@@ -100,8 +95,8 @@ def part_of(rel: str) -> tuple[str, str | None]:
 def _in_lab(lab: Lab, inner: str) -> tuple[str, str | None]:
     """Where a file of a lab folder goes (``inner``: its path in the folder), as :func:`part_of` says."""
     parts = inner.split("/")
-    if inner in HELD_WITH.get(lab.id, {}):
-        return REFERENCE, HELD_WITH[lab.id][inner]
+    if inner in edition.HELD_WITH.get(lab.id, {}):
+        return REFERENCE, edition.HELD_WITH[lab.id][inner]
     if parts[0] == "bugs":
         return REFERENCE, lab.id
     if parts[0] == "going-further":
