@@ -221,11 +221,12 @@ def test_gqa_grouping(lab, num_heads, num_kv_heads):
     check(lab, case, num_splits=1, what=f"paged_decode, {num_heads} q / {num_kv_heads} KV heads")
 
 
-@pytest.mark.parametrize("block_size,head_dim", [(16, 64), (32, 128), (128, 64)])
+@pytest.mark.parametrize("block_size,head_dim", [(16, 64), (32, 128), (128, 64), (16, 16), (16, 256)])
 def test_block_sizes_and_head_dims(lab, block_size, head_dim):
     """Step 1. Blocks of 16, 32 and 128 tokens (smaller and larger than a tile of tokens),
-    head_dim 64 and 128. Catches a tile that assumes one block per tile or block_size 16,
-    a slot offset computed with the wrong stride."""
+    head_dim 64 and 128, and the smallest and largest head_dim the checks accept (16, 256).
+    Catches a tile that assumes one block per tile or block_size 16, a slot offset computed with
+    the wrong stride."""
     case = make_case([block_size + 3, 2 * block_size + 7], head_dim=head_dim, block_size=block_size, seed=block_size)
     check(lab, case, num_splits=1, what=f"paged_decode, block_size {block_size}, head_dim {head_dim}")
 
@@ -260,11 +261,16 @@ BAD_INPUTS = {
                                 c[2].repeat(1, 2, 1, 1)[:, :24].contiguous(), c[3], c[4]),
     "v_cache of another dtype": lambda c: (c[0], c[1], c[2].double(), c[3], c[4]),
     "head_dim 48": lambda c: (c[0][..., :48], c[1][..., :48], c[2][..., :48], c[3], c[4]),
+    "q's head_dim not the caches'": lambda c: (c[0][..., :32], *c[1:]),
+    "v_cache of another shape": lambda c: (c[0], c[1], c[2][:-1], c[3], c[4]),
+    "K and V with other strides": lambda c: (c[0], c[1], c[2].transpose(1, 2).contiguous().transpose(1, 2), *c[3:]),
+    "q not a tensor": lambda c: (c[0].tolist(), *c[1:]),
 }
 
 
 @pytest.mark.parametrize(
-    "name", list(BAD_INPUTS) + ["num_splits 0", "num_splits True"] + ([] if ON_GPU else ["seq_len past the table"])
+    "name", list(BAD_INPUTS) + ["num_splits 0", "num_splits True"]
+    + ([] if ON_GPU else ["seq_len past the table", "a negative seq_len"])
 )
 def test_bad_input_gets_a_clear_error(lab, name):
     """Step 1 (the checks are given: call them). Wrong shapes, dtypes and counts raise
@@ -280,6 +286,8 @@ def test_bad_input_gets_a_clear_error(lab, name):
         num_splits = True
     elif name == "seq_len past the table":
         args = (*case[:4], torch.tensor([20, 10_000], dtype=torch.int32, device=DEVICE))
+    elif name == "a negative seq_len":
+        args = (*case[:4], torch.tensor([20, -1], dtype=torch.int32, device=DEVICE))
     else:
         args = BAD_INPUTS[name](case)
     expect_clear_error(lambda: lab.paged_decode(*args, num_splits=num_splits), "paged_decode", f"paged_decode, {name}")
@@ -391,16 +399,19 @@ def test_score_patterns_across_splits(lab, pattern, num_splits):
 
 @pytest.mark.skipif(ON_GPU, reason="block ids are checked on the host only for CPU tensors (on a GPU it would "
                     "cost a synchronization per call)")
-@pytest.mark.parametrize("bad_id", [-1, "num_blocks"])
-def test_a_block_id_outside_the_pool_in_a_sequences_last_block_is_refused(lab, bad_id):
+@pytest.mark.parametrize("bad_id,row,column", [(-1, 0, 1), ("num_blocks", 0, 1), (-1, 1, 0)],
+                         ids=["-1 in block 1 of 20 tokens", "num_blocks in block 1 of 20 tokens",
+                              "-1 in the one block of 1 token"])
+def test_a_block_id_outside_the_pool_in_a_sequences_last_block_is_refused(lab, bad_id, row, column):
     """Step 1 (the checks are given: call them). An id outside the pool among a sequence's own blocks,
-    in its last, partly filled block (20 tokens: blocks 0 and 1 of 16), raises a ValueError naming
-    paged_decode before any kernel runs, where the kernel would read outside the cache."""
-    q, k_cache, v_cache, block_tables, seq_lens = make_case([20, 9], seed=5)
+    in its last, partly filled block (20 tokens: blocks 0 and 1 of 16; 1 token: block 0), raises a
+    ValueError naming paged_decode before any kernel runs, where the kernel would read outside the
+    cache."""
+    q, k_cache, v_cache, block_tables, seq_lens = make_case([20, 1], seed=5)
     tables = block_tables.clone()
-    tables[0, 1] = -1 if bad_id == -1 else k_cache.shape[0]
+    tables[row, column] = -1 if bad_id == -1 else k_cache.shape[0]
     expect_clear_error(lambda: lab.paged_decode(q, k_cache, v_cache, tables, seq_lens), "paged_decode",
-                       f"paged_decode, block id {int(tables[0, 1])} in sequence 0's last block")
+                       f"paged_decode, block id {int(tables[row, column])} in sequence {row}'s last block")
 
 
 def check_child_outputs(out, expected, num_splits_list, dtype, what: str, why: str) -> None:
@@ -614,7 +625,14 @@ BAD_SUMMARIES = {
     "seq_lens of another batch": lambda s: (*s[:3], s[3][:1], *s[4:]),
     "partition_size 0": lambda s: (*s[:4], 0, s[5]),
     "out_dtype int32": lambda s: (*s[:5], torch.int32),
+    "m not a tensor": lambda s: (s[0].tolist(), *s[1:]),
+    "acc of head_dim 24": lambda s: (*s[:2], s[2][..., :24], *s[3:]),
 }
+if not ON_GPU:  # lengths are checked on the host only for CPU tensors
+    BAD_SUMMARIES["seq_len past max_splits * partition_size"] = lambda s: (
+        *s[:3], torch.tensor([20, 10_000], dtype=torch.int32, device=DEVICE), *s[4:])
+    BAD_SUMMARIES["a negative seq_len"] = lambda s: (*s[:3], torch.tensor([20, -1], dtype=torch.int32,
+                                                                          device=DEVICE), *s[4:])
 
 
 @pytest.mark.parametrize("name", list(BAD_SUMMARIES))
