@@ -71,13 +71,14 @@ def run(script: Path | str, *args, timeout: float = 300.0, env: dict | None = No
         pytest.skip(last)
     if "NotImplementedError" in last:  # the child's traceback ends "NotImplementedError: <its message>"
         raise NotImplementedError(last.split("NotImplementedError: ", 1)[-1])
+    lead = f"{failed}\n" if failed else ""  # the test's account first, then the child's
     if code != 0:
         what = "timed out" if code is None else f"exited with status {code}"
-        raise ChildFailed(f"{failed}\n" * bool(failed) + f"the child process {script.name} {what}:\n{text[-2000:]}")
+        raise ChildFailed(f"{lead}the child process {script.name} {what}:\n{text[-2000:]}")
     try:
         return np.load(io.BytesIO(out), allow_pickle=False)
     except Exception as err:  # not an .npy: whatever the child printed is no answer
-        raise ChildFailed(f"{failed}\n" * bool(failed) + f"the child process {script.name} sent no array "
+        raise ChildFailed(f"{lead}the child process {script.name} sent no array "
                           f"({type(err).__name__}: {err})") from None
 
 
