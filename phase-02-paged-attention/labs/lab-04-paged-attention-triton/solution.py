@@ -114,7 +114,8 @@ def _paged_attention_kernel(
 
 def paged_attention_triton(q, k_cache, v_cache, block_table, seq_len):
     """The same attention as ``paged_attention_torch``, as a Triton kernel. Runs where
-    ``q`` lives: a CUDA tensor on the GPU, a CPU tensor under ``TRITON_INTERPRET=1``."""
+    ``q`` lives: a CUDA tensor on the GPU, a CPU tensor under ``TRITON_INTERPRET=1``.
+    ``q`` may come with any strides: the kernel reads it contiguous."""
     _check_inputs(q, k_cache, v_cache, block_table, seq_len, for_triton=True)
     num_heads, head_dim = q.shape
     _, block_size, num_kv_heads, _ = k_cache.shape

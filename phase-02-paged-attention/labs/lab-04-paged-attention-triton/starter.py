@@ -86,6 +86,8 @@ def paged_attention_triton(q, k_cache, v_cache, block_table, seq_len):
     """The same attention as ``paged_attention_torch`` (same arguments, same result, same
     errors), computed by ``_paged_attention_kernel`` with one program per query head. Runs
     where ``q`` lives: a CUDA tensor on the GPU, a CPU tensor under ``TRITON_INTERPRET=1``.
+    ``q`` may come with any strides (a slice of a fused projection): the kernel reads it
+    contiguous, so hand it ``q.contiguous()``.
     """
     raise NotImplementedError(
         "paged_attention_triton: not implemented yet (README step 2: write _paged_attention_kernel, "

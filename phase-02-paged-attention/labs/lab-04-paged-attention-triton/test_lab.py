@@ -317,6 +317,34 @@ def test_cache_layouts_engines_pass(lab, impl, layout):
     run(lab, impl, case, f"{impl} with {describe}")
 
 
+def _neox_qkv(q):
+    """``q`` as the first third of each head's row of a fused ``[num_heads, 3 * head_dim]`` projection (the
+    layout GPT-NeoX's checkpoints use: q, k and v side by side per head), the rest NaN."""
+    num_heads, head_dim = q.shape
+    fused = torch.full((num_heads, 3 * head_dim), float("nan"), dtype=q.dtype, device=q.device)
+    fused[:, :head_dim] = q
+    return fused[:, :head_dim]
+
+
+def _transposed(q):
+    """``q`` stored head_dim-major: the same values, strides ``(1, num_heads)``."""
+    return q.t().contiguous().t()
+
+
+Q_VIEWS = {"a slice of a per-head fused qkv (GPT-NeoX)": _neox_qkv, "stored transposed": _transposed}
+
+
+@pytest.mark.parametrize("view", Q_VIEWS)
+@pytest.mark.parametrize("impl", BOTH)
+def test_q_of_any_strides(lab, impl, view):
+    """``q`` may be any ``[num_heads, head_dim]`` tensor: a slice of a fused projection whose rows hold
+    each head's q, k and v side by side (the K and V parts NaN), or stored transposed. Catches a kernel
+    that indexes q as ``head * head_dim + d`` without making it contiguous first (``q_assumed_contiguous``)."""
+    case = make_case(45, num_heads=8, num_kv_heads=2, seed=46, poison="nan")
+    case = dataclasses.replace(case, q=Q_VIEWS[view](case.q[0])[None])
+    run(lab, impl, case, f"{impl} with q {view}")
+
+
 @pytest.mark.parametrize("impl", BOTH)
 def test_int64_block_table(lab, impl):
     """The API takes the block table in int32 or int64: the same answer either way. Catches a
@@ -351,14 +379,22 @@ def test_score_patterns_across_blocks(lab, impl, pattern):
 def _bad_inputs():
     """(case id, function that breaks good inputs, words the message must contain)."""
     return [
+        ("q a list", lambda a: {**a, "q": a["q"].tolist()}, "torch.Tensor"),
         ("q is 3-D", lambda a: {**a, "q": a["q"][None]}, "num_heads, head_dim"),
+        ("caches 3-D", lambda a: {**a, "k_cache": a["k_cache"][:, :, 0], "v_cache": a["v_cache"][:, :, 0]},
+         "k_cache must be"),
         ("v shape differs", lambda a: {**a, "v_cache": a["v_cache"][:, :, :1]}, "v_cache"),
         ("heads not a multiple", lambda a: {**a, "q": a["q"][:3]}, "multiple"),
+        ("no KV heads", lambda a: {**a, "k_cache": a["k_cache"][:, :, :0], "v_cache": a["v_cache"][:, :, :0]},
+         "multiple"),
         ("block_size 24", lambda a: {**a, "k_cache": a["k_cache"][:, :12].repeat(1, 2, 1, 1),
                                      "v_cache": a["v_cache"][:, :12].repeat(1, 2, 1, 1)}, "power of two"),
         ("head_dim 48", lambda a: {**a, "q": a["q"][:, :48], "k_cache": a["k_cache"][..., :48].contiguous(),
                                    "v_cache": a["v_cache"][..., :48].contiguous()}, "power of two"),
+        ("q's head_dim alone", lambda a: {**a, "q": a["q"][:, :32].contiguous()}, "head_dim"),
         ("int q", lambda a: {**a, "q": a["q"].to(torch.int32)}, "float"),
+        ("int q and caches", lambda a: {**a, "q": a["q"].to(torch.int32), "k_cache": a["k_cache"].to(torch.int32),
+                                        "v_cache": a["v_cache"].to(torch.int32)}, "float"),
         ("dtypes differ", lambda a: {**a, "k_cache": a["k_cache"].float()}, "dtype"),
         ("float block table", lambda a: {**a, "block_table": a["block_table"].float()}, "block_table"),
         ("2-D block table", lambda a: {**a, "block_table": a["block_table"][None]}, "block_table"),
@@ -379,6 +415,52 @@ def test_bad_input_raises_a_clear_error(lab, impl, name, breaks, words):
     with pytest.raises(ValueError, match=words):
         getattr(lab, impl)(**args)
         pytest.fail(f"{impl} with {name}: no ValueError (expected one naming {words!r}; call _check_inputs first)")
+
+
+def _heads_outside_dims(cache):
+    """The same shape with head_dim no longer contiguous: stored [blocks, slots, head_dim, kv_heads]."""
+    return cache.permute(0, 1, 3, 2).contiguous().permute(0, 1, 3, 2)
+
+
+def _on(device):
+    return lambda a: {**a, **{name: a[name].to(device) for name in ("q", "k_cache", "v_cache", "block_table")}}
+
+
+def _kernel_refusals():
+    """(case id, function that breaks good inputs, words, whether the torch reference takes it): what
+    the kernel cannot take."""
+    cases = [
+        ("V stored another way than K", lambda a: {**a, "v_cache": a["v_cache"].transpose(1, 2).contiguous()
+                                                   .transpose(1, 2)}, "layout", True),
+        ("head_dim not contiguous", lambda a: {**a, "k_cache": _heads_outside_dims(a["k_cache"]),
+                                               "v_cache": _heads_outside_dims(a["v_cache"])}, "contiguous", True),
+        ("tensors on the meta device", _on("meta"), "runs on cuda", False),
+    ]
+    if DEVICE == "cpu":
+        cases.append(("bfloat16 under the interpreter", lambda a: {
+            **a, **{name: a[name].to(torch.bfloat16) for name in ("q", "k_cache", "v_cache")}}, "bfloat16", True))
+    else:  # a GPU machine runs compiled kernels: CPU tensors have nothing to run on
+        cases.append(("CPU tensors on a GPU machine", _on("cpu"), "interpreter", True))
+    return cases
+
+
+@pytest.mark.parametrize("name, breaks, words, reference_takes_it", _kernel_refusals(),
+                         ids=[c[0] for c in _kernel_refusals()])
+def test_the_kernel_refuses_what_it_cannot_read(lab, name, breaks, words, reference_takes_it):
+    """Step 2: inputs the kernel cannot take raise a ValueError before the launch: K and V of different
+    strides (the kernel is handed one set), head_dim not contiguous, tensors on a device Triton does not
+    run on, bfloat16 on the interpreter (which computes it wrongly), CPU tensors where Triton compiles for
+    the GPU. The torch reference takes the first ones. Catches the kernel's checks called as the
+    reference's (``for_triton=False``: a wrong answer, a crash or a silently wrong bfloat16 instead)."""
+    q, k_cache, v_cache, block_table, _ = make_case(20, seed=2).one(0)
+    good = {"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_table": block_table, "seq_len": 20}
+    args = breaks(good)
+    if reference_takes_it:  # only the kernel may refuse it
+        assert lab.paged_attention_torch(**args) is not None
+    with pytest.raises(ValueError, match=words):
+        lab.paged_attention_triton(**args)
+        pytest.fail(f"paged_attention_triton with {name}: no ValueError (expected one naming {words!r}; call "
+                    "_check_inputs(..., for_triton=True) before the launch)")
 
 
 # --- A cache of more than 2**31 elements ------------------------------------------------------
