@@ -779,6 +779,36 @@ def test_default_split_count_matches_reference(lab, dtype):
     check(lab, case, what="paged_decode(num_splits=None)")
 
 
+# The launches are counted in a child process (_launches_child.py), which wraps Triton's launch before
+# it loads the implementation: the test process of `labs grade` holds a stand-in, not the kernels.
+LAUNCHES_CHILD = Path(__file__).with_name("_launches_child.py")
+
+
+def test_one_split_launches_one_kernel_and_more_launch_two(lab):
+    """Steps 3 and 4. The README's promise, counted: one split is one kernel launch (no reduce), more
+    splits two (the partition kernel, then the reduce), and ``num_splits=None`` takes
+    ``choose_num_splits``'s count (yours) for the table's capacity, ``max_blocks * block_size``
+    tokens, on this device's SMs. Counted on a forced 1 and 3, and on two tables whose batch and
+    width, swapped, would make the rule decide the other way. Catches one split taken through the
+    split path (a needless reduce launch per step) and a default count computed from the table's
+    batch instead of its width (``capacity_from_the_batch``)."""
+    rows = child.run(LAUNCHES_CHILD, timeout=300, failed=(
+        "paged_decode under the launch counter failed (the child runs paged_decode on four small batches)"))
+    calls = child.script_module(LAUNCHES_CHILD).CALLS
+    require(isinstance(rows, np.ndarray) and rows.shape == (len(calls), 2),
+            f"the launch counter sent {getattr(rows, 'shape', type(rows))}, expected {(len(calls), 2)}")
+    for (batch, max_blocks, num_splits), (launches, count) in zip(calls, rows.tolist(), strict=True):
+        call = (f"paged_decode on a batch of {batch} with a table of {max_blocks} blocks, num_splits={num_splits}"
+                + (f" (choose_num_splits chose {count})" if num_splits is None else ""))
+        expected = 1 if count == 1 else 2
+        require(launches == expected,
+                f"{call}: {launches} kernel launches, expected {expected} ("
+                + ("one split: the partition kernel writes out directly, no reduce" if expected == 1 else
+                   "the partition kernel, then the reduce") + ")"
+                + ("; is the default count computed from the table's width, max_blocks * block_size tokens?"
+                   if num_splits is None else ""))
+
+
 # --------------------------------------------------------------------------- a cache beyond 2**31 elements
 
 
