@@ -186,10 +186,14 @@ def test_device_capability_rejects_impossible_gpus(lab, gpu):
 @pytest.mark.parametrize("backend, gpu, layer, words", [
     # supports_head_size / get_supported_head_sizes
     ("FLASH_ATTN", "A100", ("float16", 100, 16), ["head size", "100"]),  # FA: a multiple of 8
-    ("FLASH_ATTN", "A100", ("float16", 320, 16), ["head size", "320"]),  # up to 256 without FlashAttention 4
+    ("FLASH_ATTN", "A100", ("float16", 320, 16), ["head size", "320", "256"]),  # up to 256 without FlashAttention 4
+    ("FLASH_ATTN", "H100", ("float16", 520, 16), ["head size", "520", "512"]),  # up to 512 with it
     ("FLASHINFER", "B200", ("float16", 96, 16), ["head size", "96"]),  # FlashInfer: 64, 128, 256, 512
     ("TRITON_ATTN", "A100", ("float16", 24, 16), ["head size", "24"]),  # Triton: at least 32
+    ("TRITON_ATTN", "A100", ("float16", 31, 16), ["head size", "31"]),
     ("FLASHMLA", "H100", ("bfloat16", 128, 64, "auto", MLA), ["head size", "128"]),  # MLACommonBackend: 320, 576
+    ("FLASHINFER_MLA", "B200", ("bfloat16", 512, 32, "auto", MLA), ["head size", "512"]),
+    ("CUTLASS_MLA", "B200", ("bfloat16", 512, 128, "auto", MLA), ["head size", "512"]),
     # supported_dtypes
     ("FLASH_ATTN", "A100", ("float32", 128, 16), ["float32"]),
     ("FLASHINFER", "B200", ("float32", 128, 16), ["float32"]),
@@ -197,13 +201,20 @@ def test_device_capability_rejects_impossible_gpus(lab, gpu):
     # supports_block_size: a multiple of one of get_supported_kernel_block_sizes
     ("FLASH_ATTN", "A100", ("float16", 128, 8), ["block size", "8", "16"]),
     ("FLASHINFER", "B200", ("float16", 128, 8), ["block size", "16"]),
+    ("FLASHINFER", "H100", ("float16", 128, 31), ["block size", "31"]),  # 16, 32, 64: one off either way
+    ("FLASHINFER", "H100", ("float16", 128, 33), ["block size", "33"]),
+    ("FLASHINFER", "H100", ("float16", 128, 63), ["block size", "63"]),
+    ("FLASHINFER", "H100", ("float16", 128, 65), ["block size", "65"]),
     ("FLEX_ATTENTION", "A100", ("float16", 128, 24), ["block size", "24", "16"]),
     ("FLASHMLA", "H100", ("bfloat16", 576, 16, "auto", MLA), ["block size", "64"]),
     ("FLASHINFER_MLA", "B200", ("bfloat16", 576, 16, "auto", MLA), ["block size", "32"]),
+    ("FLASHINFER_MLA", "B200", ("bfloat16", 576, 63, "auto", MLA), ["block size", "63"]),  # 32, 64
+    ("FLASHINFER_MLA", "B200", ("bfloat16", 576, 65, "auto", MLA), ["block size", "65"]),
     ("CUTLASS_MLA", "B200", ("bfloat16", 576, 64, "auto", MLA), ["block size", "128"]),
     # supports_compute_capability, and the GPU checks of supports_combination
     ("FLASH_ATTN", "T4", ("float16", 128, 16), ["8.0"]),
     ("FLASHINFER", "V100", ("float16", 128, 16), ["7.5"]),
+    ("FLASHINFER", (7, 4), ("float16", 128, 16), ["7.5"]),  # the range's ends are 7.5 and 12.1 exactly
     ("FLASHINFER", (12, 2), ("float16", 128, 16), ["12.1"]),
     ("FLASH_ATTN_MLA", "A100", ("bfloat16", 576, 16, "auto", MLA), ["hopper"]),
     ("FLASHMLA", "A100", ("bfloat16", 576, 64, "auto", MLA), ["hopper"]),
@@ -214,7 +225,10 @@ def test_device_capability_rejects_impossible_gpus(lab, gpu):
 def test_backend_problems_name_the_limit(lab, backend, gpu, layer, words):
     """Pins each backend's head sizes, dtypes, block-size rule and GPUs, and that the reason names
     the limit and the layer's value. Catches a limit not checked (a head size not validated, a
-    dtype let through, a kernel block size read as "any") and reasons that do not say what is wrong."""
+    dtype let through, a kernel block size read as "any"), a limit one off (a kernel block size of
+    31 or 33 for 32, 7.4 for FlashInfer's 7.5), a head-size list left out (FlashInfer MLA and
+    CUTLASS MLA take only 320 and 576) and reasons that do not say what is wrong (FlashAttention's
+    largest head size)."""
     problems, call = problems_of(lab, backend, gpu, *layer)
     if not problems:
         raise AssertionError(f"{call}: got [], expected a reason naming {words} ({backend} cannot run this layer)")
@@ -227,19 +241,30 @@ def test_backend_problems_name_the_limit(lab, backend, gpu, layer, words):
     ("FLASH_ATTN", "A100", ("float16", 80, 16)),  # any multiple of 8 up to 256
     ("FLASH_ATTN", "H100", ("bfloat16", 512, 32)),  # FlashAttention 4 is built for 9.x: up to 512
     ("FLASH_ATTN", "B200", ("bfloat16", 256, None)),  # no block size set: no block rule
+    ("FLASH_ATTN", "A100", ("float16", 256, 16)),  # 256 itself is in
+    ("FLASH_ATTN", "B200", ("bfloat16", 512, None)),  # FlashAttention 4 is built for 10.x too
+    ("FLASH_ATTN", (11, 0), ("float16", 512, 16)),  # and for 11.x
     ("FLASHINFER", "T4", ("float16", 64, 48, "auto", ("sliding_window",))),  # 7.5 and up; 48 is 3 x 16
+    ("FLASHINFER", (12, 1), ("float16", 256, None)),  # up to 12.1 included; 256 is one of its head sizes
     ("TRITON_ATTN", "V100", ("float32", 72, 16, "fp8_e5m2", ("sinks", "sliding_window"))),
+    ("TRITON_ATTN", "A100", ("float16", 32, 16)),  # 32 itself is in
     ("FLEX_ATTENTION", "A100", ("float32", 20, 32)),
+    ("FLEX_ATTENTION", "A100", ("float16", 1, 16)),  # any head size, 1 included: a positive int
     ("FLASH_ATTN_MLA", "H100", ("bfloat16", 576, 16, "auto", MLA)),
     ("FLASHMLA", "H200", ("bfloat16", 320, 128, "fp8", MLA)),  # 128 is a multiple of 64
     ("FLASHINFER_MLA", "B200", ("float16", 576, 96, "fp8_e4m3", MLA)),  # 96 is a multiple of 32
+    ("FLASHINFER_MLA", "B200", ("bfloat16", 320, 64, "auto", MLA)),  # MLACommonBackend: 320 too
     ("CUTLASS_MLA", (10, 3), ("float16", 576, 256, "auto", MLA)),  # capability.major == 10
+    ("CUTLASS_MLA", "B200", ("bfloat16", 320, 128, "fp8", MLA)),  # 320; an fp8 (e4m3) cache
     ("TRITON_MLA", "L4", ("float16", 192, None, "fp8", MLA)),  # any head size, any GPU
 ])
 def test_backend_problems_empty_when_it_can_run(lab, backend, gpu, layer):
     """Pins that a layer inside every limit gets no reason at all. Catches checks that are too
     strict (a head-size list where the rule is "a multiple of 8", a kernel block size taken as the
-    only block size, a GPU rule tested on the whole capability where the source tests the major)."""
+    only block size, a GPU rule tested on the whole capability where the source tests the major), a
+    limit's own value left out (FlashAttention's 256 and 512, Triton's 32, FlashInfer's 256 and
+    12.1, MLA's 320, head size 1), FlashAttention 4's 512 kept to Hopper, and CUTLASS MLA's fp8
+    cache forgotten."""
     problems, call = problems_of(lab, backend, gpu, *layer)
     labkit.assert_value(problems, [], what=f"{call} ({backend} can run this layer)")
 
@@ -630,9 +655,9 @@ def test_override_that_cannot_run_is_rejected(lab, gpu, dtype, head, block, feat
 def test_unknown_override_names_the_backends(lab, override):
     """Pins a ValueError that lists the backends when the override is not one of them (v0.22.1's
     enum raises "Unknown attention backend" and lists its members; TRITON_ATTN_VLLM_V1 is the old
-    name of TRITON_ATTN; TOKENSPEED_MLA is left out of this lab). Catches a misspelt override
-    silently ignored."""
-    select_refused(lab, ["FLASH_ATTN", "FLEX_ATTENTION"], "H100", "float16", 128, override=override)
+    name of TRITON_ATTN; TOKENSPEED_MLA is left out of this lab), and says it is the override that
+    is wrong. Catches a misspelt override silently ignored, and a message that blames a "backend"."""
+    select_refused(lab, ["override", "FLASH_ATTN", "FLEX_ATTENTION"], "H100", "float16", 128, override=override)
 
 
 def test_platform_check_comes_before_the_override(lab):
@@ -654,6 +679,37 @@ def test_bad_arguments_get_a_clear_error(lab, kwargs):
     name = {"kv": "kv_cache_dtype"}.get(next(iter(kwargs)), next(iter(kwargs)))
     select_refused(lab, [name], args["gpu"], args["dtype"], args["head_size"], args["block_size"], args["kv"],
                    args["features"])
+
+
+@pytest.mark.parametrize("call, args, word", [
+    ("backend_problems", ("FLASH", "H100", "float16", 128, 16), "backend"),
+    ("backend_problems", ("flash_attn", "H100", "float16", 128, 16), "backend"),
+    ("backend_problems", ("FLASH_ATTN", "H100", "float64", 128, 16), "dtype"),
+    ("backend_problems", ("FLEX_ATTENTION", "H100", "float16", 0, 16), "head_size"),
+    ("backend_problems", ("TRITON_ATTN", "H100", "float16", 128, 16, "fp8_e4m3fnuz"), "kv_cache_dtype"),
+    ("backend_problems", ("TRITON_ATTN", "H100", "float16", 128, 16, "auto", "mla"), "features"),
+    ("candidate_order", ("H100", "mla"), "features"),
+    ("candidate_order", ("H100", ("flash",)), "features"),
+])
+def test_backend_problems_and_candidate_order_refuse_bad_arguments(lab, call, args, word):
+    """Pins a ValueError naming the argument when backend_problems or candidate_order is called
+    directly with one vLLM does not accept (an unknown or lower-case backend, a dtype, head size,
+    KV-cache dtype or features outside the vocabulary). Catches the checks made only in
+    select_backend: a KeyError from LIMITS, a float64 layer given reasons, head size 0 passed, the
+    string "mla" read as the feature set {"m", "l", "a"} or as the MLA list."""
+    refused(f"{call}{args!r}", lambda: getattr(lab, call)(*args), word)
+
+
+def test_features_may_be_any_iterable(lab):
+    """Pins that ``features`` is read once, whatever iterable it comes as (a generator is read only
+    once): an MLA layer on an H100 gets FlashAttention MLA with block size 16, as with a set.
+    Catches select_backend handing the raw iterable to every backend's check, the first emptying it:
+    the other backends see a dense layer and TRITON_ATTN runs an MLA layer."""
+    expected = ("FLASH_ATTN_MLA", 16)  # Hopper: FlashAttention MLA first, kernel block size 16
+    choice = lab.select_backend("H100", "bfloat16", 576, features=(f for f in ["mla"]))
+    labkit.assert_value((choice.backend, choice.block_size), expected,
+                        what="select_backend('H100', 'bfloat16', 576, features=<a generator of 'mla'>): "
+                             "(backend, block_size)")
 
 
 # ------------------------------------------------------------------------------------------
@@ -706,6 +762,24 @@ def test_resolve_cudagraph_mode(lab, requested, supports, spec, expected):
                         what=f"resolve_cudagraph_mode({requested!r}, {supports!r}, spec_decode={spec})")
 
 
+def test_resolve_cudagraph_mode_default_is_no_spec_decode(lab):
+    """Pins ``spec_decode=False`` as the default: FULL_AND_PIECEWISE on a group with
+    UNIFORM_SINGLE_TOKEN_DECODE keeps its full decode graphs (one query token per request). Catches
+    a default of True, which drops them to PIECEWISE for every run without speculative decoding."""
+    labkit.assert_value(lab.resolve_cudagraph_mode("FULL_AND_PIECEWISE", ["UNIFORM_SINGLE_TOKEN_DECODE"]),
+                        "FULL_AND_PIECEWISE",
+                        what="resolve_cudagraph_mode('FULL_AND_PIECEWISE', ['UNIFORM_SINGLE_TOKEN_DECODE'])")
+
+
+def test_resolve_cudagraph_mode_takes_any_iterable(lab):
+    """Pins that ``supports`` may come as any iterable of levels, a generator included (say, over
+    the groups' backends): FULL on UNIFORM_BATCH becomes FULL_AND_PIECEWISE. Catches the levels read
+    twice, once to check them and once to rank them: the second pass of a generator finds nothing."""
+    supports = (level for level in ["ALWAYS", "UNIFORM_BATCH"])
+    labkit.assert_value(lab.resolve_cudagraph_mode("FULL", supports, False), "FULL_AND_PIECEWISE",
+                        what="resolve_cudagraph_mode('FULL', <a generator of 'ALWAYS', 'UNIFORM_BATCH'>, False)")
+
+
 @pytest.mark.parametrize("supports", [["NEVER"], ["ALWAYS", "NEVER"]])
 def test_no_full_graph_of_mixed_batches_on_never(lab, supports):
     """Pins the ValueError for FULL (full graphs of mixed batches too) when an attention group
@@ -726,6 +800,8 @@ def test_cudagraph_support_rejects_unknown_backends(lab, backend):
     ("FULL_ALWAYS", ["ALWAYS"], "requested"),
     ("FULL", "ALWAYS", "supports"),
     ("FULL", [], "supports"),
+    ("FULL", None, "supports"),
+    ("FULL", 3, "supports"),
     ("FULL", ["SOMETIMES"], "supports"),
 ])
 def test_resolve_cudagraph_mode_rejects_bad_input(lab, requested, supports, word):
@@ -840,6 +916,34 @@ def test_choose_measured_bad_requests(lab, shape, allowed, word):
     an IndexError from the inside, or a made-up answer."""
     refused(f"choose_measured({shape}, <small matrix>, allowed={allowed})",
             lambda: lab.choose_measured(shape, small_matrix(), allowed), word)
+
+
+@pytest.mark.parametrize("matrix", [
+    None,
+    [],
+    {"entries": small_matrix()["entries"]},
+    {"backends": small_matrix()["backends"]},
+    {"backends": "sdpa_flash", "entries": small_matrix()["entries"]},
+], ids=["None", "a-list", "no-backends", "no-entries", "backends-a-string"])
+def test_choose_measured_bad_matrix(lab, matrix):
+    """Pins a ValueError naming the matrix when it is not a mapping with lists ``backends`` and
+    ``entries`` (a file of another shape, loaded). Catches the matrix read unchecked: a KeyError,
+    an AttributeError or a TypeError from the inside."""
+    shape = {"phase": "decode", "dtype": "float16", "batch": 1, "seq_len": 1024}
+    refused(f"choose_measured({shape}, {matrix!r})", lambda: lab.choose_measured(shape, matrix), "matrix")
+
+
+def test_choose_measured_error_lists_shapes_of_mixed_types(lab):
+    """Pins the ValueError of a shape the matrix does not have when one of its entries lacks a key
+    (written by hand, or by an older bench.py): the message still lists the matrix's shapes.
+    Catches the shapes sorted as they are: None (the missing key) and an int do not compare, and a
+    TypeError from the sort replaces the message."""
+    m = small_matrix()
+    m["entries"].append({"phase": "decode", "dtype": "float16", "seq_len": 2048,
+                         "times_us": {"sdpa_flash": 30.0, "flex_paged": 45.0}})
+    shape = {"phase": "decode", "dtype": "float16", "batch": 2, "seq_len": 1024}
+    refused(f"choose_measured({shape}, <small matrix and an entry without batch>)",
+            lambda: lab.choose_measured(shape, m), "no entry")
 
 
 def test_choose_measured_leaves_the_matrix_alone(lab):

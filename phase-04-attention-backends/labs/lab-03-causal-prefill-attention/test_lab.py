@@ -368,6 +368,8 @@ NUMPY_BAD_INPUTS = {
     "table too short": ("block_table", lambda a: {**a, "block_table": a["block_table"][:2]}),
     "block id outside the cache": ("block_table", lambda a: {**a, "block_table": a["block_table"] + 100}),
     "head_dim mismatch": ("head_dim", lambda a: {**a, "q": a["q"][..., :8]}),
+    "no kv heads": ("num_kv_heads", lambda a: {**a, "k_cache": a["k_cache"][:, :, :0],
+                                               "v_cache": a["v_cache"][:, :, :0]}),
 }
 
 
@@ -376,7 +378,7 @@ def test_bad_input_gets_a_clear_error(lab, name):
     """Bad arguments raise ValueError naming what is wrong, before anything is read or written
     (never an IndexError from inside numpy, never a half-written cache).
 
-    Catches: missing input checks."""
+    Catches: missing input checks; caches of no KV head divided by (a ZeroDivisionError)."""
     rng, q, k, v = random_prompt(2, 12)
     k_cache, v_cache, table = paged_cache(rng, k, v, 12, 4)
     args = {"q": q[4:], "k_cache": k_cache, "v_cache": v_cache, "block_table": table, "start": 4, "block_size": 4}
@@ -631,13 +633,13 @@ def test_kernel_grouped_query_heads(lab, torch, num_heads, num_kv_heads):
 
 
 @triton_test
-@pytest.mark.parametrize("block_size, head_dim", [(1, 16), (5, 32), (8, 32), (64, 16)])
+@pytest.mark.parametrize("block_size, head_dim", [(1, 16), (5, 32), (8, 32), (64, 16), (16, 64), (16, 128)])
 def test_kernel_block_sizes_and_head_dims(lab, torch, block_size, head_dim):
     """Blocks of 1, 5 (not a power of two), 8 (a key tile spans several blocks) and 64 (a block
-    spans several key tiles), head_dim 16 and 32.
+    spans several key tiles), head_dim 16, 32, 64 and 128.
 
     Catches: one block per key tile assumed, the slot stride confused with the block stride,
-    block ids looked up per tile instead of per key."""
+    block ids looked up per tile instead of per key, a head_dim the check should take refused."""
     batch = make_batch(torch, [(13, 9), (0, 20)], block_size=block_size, head_dim=head_dim, seed=block_size)
     check_kernel(lab, torch, batch, f"paged_prefill, blocks of {block_size}, head_dim {head_dim}")
 
@@ -763,6 +765,8 @@ KERNEL_BAD_INPUTS = {
                                "v_cache": a["v_cache"][..., :24].contiguous()},
     "out of another shape": lambda a: {**a, "out": a["q"][:-1].clone()},
     "max_query_len negative": lambda a: {**a, "max_query_len": -1},
+    "no kv heads": lambda a: {**a, "k_cache": a["k_cache"][:, :, :0], "v_cache": a["v_cache"][:, :, :0]},
+    "q on another device": lambda a: {**a, "q": a["q"].to("meta")},
 }
 VALUE_BAD_INPUTS = {  # checked only on the CPU: on a GPU the check would cost a synchronization
     "chunk longer than seq_len": lambda a: {**a, "seq_lens": a["seq_lens"] - 5},  # [6, 3] for chunks of [6, 8]
@@ -778,13 +782,32 @@ def test_kernel_bad_input_gets_a_clear_error(lab, torch, name):
     before any kernel runs (never a Triton traceback, an illegal address or a silent wrong
     answer). Values inside the index tensors are checked only when they live on the CPU.
 
-    Catches: missing input checks."""
+    Catches: missing input checks; caches of no KV head divided by (a ZeroDivisionError); tensors
+    on two devices let through (``q`` on the meta device, the others on the test's)."""
     batch = make_batch(torch, [(5, 6), (0, 8)], seed=8)
     args = dict(zip(["q", "k_cache", "v_cache", "block_tables", "query_start_loc", "seq_lens"], batch.args,
                     strict=True))
     args = {**KERNEL_BAD_INPUTS, **VALUE_BAD_INPUTS}[name](args)
     with pytest.raises((ValueError, TypeError), match="paged_prefill"):
         lab.paged_prefill(**args)
+
+
+@triton_test
+def test_kernel_table_padding_is_never_checked(lab, torch):
+    """Table entries past a sequence's blocks are padding, whatever they hold (-1 here, as some
+    engines pad): the kernel never reads them and the CPU's value check must not refuse them.
+    Sequences of 21 and 9 tokens in blocks of 16 end inside a block, so the entry right after their
+    last block is padding too. Catches the blocks in use counted with a true division (21 / 16 >
+    1 lets entry 2 count as used) or the whole table checked."""
+    batch = make_batch(torch, [(13, 8), (0, 9), (30, 4)], block_size=16, seed=21)
+    tables = batch.block_tables.clone()
+    lens = batch.seq_lens.tolist()
+    for s, seq_len in enumerate(lens):
+        tables[s, -(-seq_len // 16):] = -1  # every entry past the sequence's last block
+    batch = Batch(batch.q, batch.k_cache, batch.v_cache, tables, batch.query_start_loc, batch.seq_lens,
+                  batch.expected)
+    check_kernel(lab, torch, batch, "paged_prefill, the tables' padding entries -1 (sequences of 21, 9 and 34 "
+                                    "tokens in blocks of 16)")
 
 
 # The check of a cache of more than 2**31 elements runs in a child process (_big_cache_child.py,
