@@ -54,7 +54,8 @@ BACKENDS = ("reference", "triton")
 
 
 def tiny_config(**overrides) -> LlamaConfig:
-    """A Llama-shaped config small enough for a CPU test (two layers, grouped-query heads).
+    """A Llama-shaped config small enough for a CPU test (two layers, grouped-query heads, 256 positions:
+    an engine's ``max_model_len``).
 
     ``head_dim`` 16 and blocks of 16 tokens are the smallest the decode kernels accept. No token is
     special (no BOS, EOS or padding id): generation stops only at ``max_new_tokens``. The weights are

@@ -980,6 +980,37 @@ def test_gpu_cuda_graphs_match_generate(lab, truth):
     assert_pool_whole(engine)
 
 
+@pytest.mark.gpu
+def test_gpu_graph_padding_writes_only_the_null_block(lab, truth):
+    """On a GPU, one request's decode steps replayed from the graph of 2 sequences (one padding row):
+    each replay writes the request's new key and value in its own slot, the padding row's only in the
+    null block (block 0, which no table reads), and no other row of any cache changes; the tokens are
+    ``generate``'s.
+
+    Catches: the graph's padding rows given the slot -1 (tensor indexing takes it for the cache's last
+    row: another block's key and value overwritten), a replay that never copies the step's slots in."""
+    expected = truth(GAMMA, 3)[0]
+    engine = new_engine(lab, make_model(device="cuda"), num_gpu_blocks=8)
+    engine.runner.capture_decode_graphs([2])
+    engine.add_request("x", GAMMA, 3)
+    engine.step()  # GAMMA's 9 tokens: a prefill, run eagerly
+    for step in (1, 2):
+        before = [cache.clone() for pair in engine.runner.kv_caches for cache in pair]
+        engine.step()
+        assert engine.runner.num_graph_replays == step, f"step {step}, a decode of one sequence: no graph replayed"
+        slots = set(engine.last_inputs.slot_mapping)
+        allowed = slots | set(range(BS))  # the request's new row, and the null block's rows
+        for i, (old, new) in enumerate(zip(before, (c for pair in engine.runner.kv_caches for c in pair),
+                                           strict=True)):
+            changed = set((old != new).reshape(old.shape[0] * old.shape[1], -1).any(-1).nonzero()[:, 0].tolist())
+            what = f"step {step}, layer {i // 2}'s {'values' if i % 2 else 'keys'}"
+            assert slots <= changed, f"{what}: the request's slots {sorted(slots)} not written (rows {sorted(changed)})"
+            assert changed <= allowed, f"{what}: rows {sorted(changed - allowed)} written outside the request's " \
+                                       f"slots {sorted(slots)} and the null block (a padding row's slot?)"
+    assert list(engine.requests["x"].output_token_ids) == expected, \
+        f"the engine generated {list(engine.requests['x'].output_token_ids)}, generate {expected}"
+
+
 # --------------------------------------------------------------------------------------------
 # The given half of the engine, where the lab's mutants showed no test reached it: generate, the
 # settings and their defaults, add_request at its edges, the runner's backends, build_model
@@ -1125,20 +1156,81 @@ def test_the_engines_model_refuses_a_generate_of_its_own(lab, model, truth):
     assert engine.generate({"x": ALPHA}, 2) == {"x": truth(ALPHA, 2)[0]}
 
 
+@pytest.mark.ungraded  # it checks the given step's check, on a subclass of the engine
+def test_a_batch_that_is_not_a_step_inputs_stops_the_step(lab, model, truth):
+    """The given ``step`` checks what ``prepare_inputs`` returns before anything reads it: a batch handed
+    back as a dict of its fields (not a ``StepInputs``) stops the step with an ``EngineStateError`` that
+    names the step, ``prepare_inputs`` and the type it returned. The step before it served as usual.
+
+    Catches: the given check of the batch's type removed (the check then reads ``inputs.input_ids`` of a
+    dict: an AttributeError that names neither the step nor ``prepare_inputs``)."""
+    first = truth(GAMMA, 1)[0]
+
+    class Engine(lab.Engine):
+        def prepare_inputs(self, scheduler_output):
+            inputs = super().prepare_inputs(scheduler_output)
+            return vars(inputs) if self.num_steps == 1 else inputs
+
+    engine = Engine(model, num_gpu_blocks=64, block_size=BS, max_num_seqs=8, max_num_batched_tokens=24)
+    engine.add_request("x", GAMMA, 3)
+    engine.step()  # GAMMA's 9 tokens in one chunk: its first output token
+    assert list(engine.requests["x"].output_token_ids) == first, \
+        f"step 0: output {list(engine.requests['x'].output_token_ids)}, generate's first token {first}"
+    with pytest.raises(lab.EngineStateError, match="step 1, after prepare_inputs: prepare_inputs returned dict"):
+        engine.step()
+        pytest.fail("prepare_inputs returned a dict: no EngineStateError")
+
+
+@pytest.mark.ungraded  # it checks the given runner's input check
+def test_the_runner_refuses_a_batch_that_cannot_run(lab, model, truth):
+    """The given ``execute_model`` checks its ``StepInputs`` before the model runs (``check_step_inputs``):
+    a one-token batch built by hand gives ``generate``'s logits, and each inconsistent variant of it,
+    and an empty batch, raises a ValueError naming what is wrong. The engine serves first.
+
+    Catches: the given check's empty-batch branch removed (an empty ``StepInputs`` then fails in
+    ``min()`` of no slot, a ValueError that names nothing of the batch)."""
+    expected = truth(ALPHA, 2)[0]
+    _, first = truth(ALPHA[:1], 1)  # the logits after ALPHA's first token alone, at position 0
+    engine = new_engine(lab, model)
+    assert engine.generate({"x": ALPHA}, 2) == {"x": expected}
+    base = dict(input_ids=ALPHA[:1], positions=[0], slot_mapping=[BS], block_tables=[[1]], query_start_loc=[0, 1],
+                seq_lens=[1], logits_indices=[0])  # block 1's first row: the engine has finished, nothing is held
+    logits = engine.runner.execute_model(lab.StepInputs(**base))
+    diff = (logits - first).abs().max().item()
+    assert logits.shape == (1, VOCAB) and diff <= LOGIT_ATOL, \
+        f"a one-token batch by hand: logits {tuple(logits.shape)} differing by {diff:.3g} from generate's"
+    bad = [
+        ({key: [] if key != "query_start_loc" else [0] for key in base}, "empty batch"),
+        ({"positions": []}, "positions"),
+        ({"query_start_loc": [0, 2]}, "query_start_loc"),
+        ({"seq_lens": [BS + 1]}, "seq_lens"),
+        ({"slot_mapping": [engine.runner.num_blocks * BS]}, "slot_mapping"),
+        ({"logits_indices": [1]}, "logits_indices"),
+    ]
+    for change, word in bad:
+        with pytest.raises(ValueError, match=word):
+            engine.runner.execute_model(lab.StepInputs(**{**base, **change}))
+            pytest.fail(f"execute_model of a batch with {change}: no ValueError naming {word!r}")
+
+
 @pytest.mark.ungraded  # it checks the given tiny_config and build_model
 def test_build_model_is_seeded_and_leaves_the_random_state(lab):
     """The given ``tiny_config`` and ``build_model``, which the demos and the benchmark serve: two
-    layers, head_dim 16, grouped-query heads, no special token, weights wider than transformers' 0.02,
+    layers, head_dim 16, grouped-query heads, no special token, 256 positions (not transformers' 2048),
+    weights wider than transformers' 0.02,
     under a million parameters, and ``overrides`` applied; the same seed gives the same weights
     (another seed others; seed 0 by default), in float32 by default or the dtype asked, in eval mode,
     without touching the global random state. The engine serves the model built.
 
-    Catches: a config that ignores its overrides, an unseeded model (the demos' tokens change every
-    run), a model left in training mode or in another dtype, a global random state consumed."""
+    Catches: a config that ignores its overrides or leaves out its 256 positions, an unseeded model (the
+    demos' tokens change every run), a model left in training mode or in another dtype, a global random
+    state consumed."""
     config = lab.tiny_config()
     got = (config.num_hidden_layers, config.head_dim, config.num_key_value_heads < config.num_attention_heads,
-           config.bos_token_id, config.eos_token_id, config.pad_token_id)
-    assert got == (2, 16, True, None, None, None), f"tiny_config(): {got}"
+           config.bos_token_id, config.eos_token_id, config.pad_token_id, config.max_position_embeddings)
+    assert got == (2, 16, True, None, None, None, 256), \
+        f"tiny_config(): {got}, expected (layers, head_dim, grouped-query, bos, eos, pad, max_model_len) " \
+        f"(2, 16, True, None, None, None, 256)"
     assert lab.tiny_config(vocab_size=300).vocab_size == 300, "tiny_config(vocab_size=300) ignores the override"
     assert config.initializer_range > 0.02, "tiny_config: weights drawn wider than transformers' default 0.02"
     state = torch.random.get_rng_state()

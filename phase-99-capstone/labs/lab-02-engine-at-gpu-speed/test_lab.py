@@ -360,6 +360,21 @@ def test_persistent_batch_matches_a_rebuild_on_random_schedules(lab, seed):
             f"{where}: the one-token rows must come first, rows compute {[expected[r][3] for r in req_ids]} tokens"
 
 
+def test_add_request_returns_the_row_it_fills(lab):
+    """``InputBatch.add_request`` returns the row it gave the request, as its docstring says: rows 0, 1 and
+    2 for the first three requests; then, with the second gone, its hole 1 for the next, and a new row 3
+    after it.
+
+    Catches: an ``add_request`` that fills the row and returns nothing."""
+    want = [0, 1, 2, 1, 3]  # d takes b's hole (the lowest), e a new row at the end
+    batch = new_batch(lab)
+    got = [batch.add_request(rid, [1, 2, 3], [i + 1], 0) for i, rid in enumerate("abc")]
+    batch.remove_request("b")
+    got += [batch.add_request(rid, [4, 5], [i + 4], 0) for i, rid in enumerate("de")]
+    assert got == want, f"add_request returned the rows {got}, expected {want} (d fills b's hole 1)"
+    assert list(batch.req_ids) == ["a", "d", "c", "e"], f"rows {list(batch.req_ids)}, expected ['a', 'd', 'c', 'e']"
+
+
 def test_rows_stay_put_when_nothing_changes(lab):
     """The batch persists: steps that only advance its requests move no row; one finish moves one row
     (the last, into the hole), never rebuilds the rest.
@@ -595,6 +610,30 @@ def test_every_step_runs_from_a_graph_below_the_largest_size(lab, model, truth, 
     else:
         assert runs["piecewise"] == 0 and runs["eager"] > 0, f"decode-only graphs: {runs}"
     assert_tokens_equal(engine, expected_outputs(truth, WORKLOAD))
+
+
+@pytest.mark.ungraded  # it checks the given default_capture_sizes
+def test_default_graph_sizes_end_at_the_budget(lab, model, truth, timing):
+    """With no ``cudagraph_capture_sizes`` the runner captures vLLM v0.22.1's default sizes
+    (``default_capture_sizes``): 1, 2, 4, the multiples of 8, up to ``min(2 * max_num_seqs, 512,
+    max_num_batched_tokens)``, and that cut itself when it is the budget. 16 seats and a budget of 20:
+    full graphs of 1, 2, 4, 8 and 16 rows, piecewise graphs of those and of 20 tokens; every step of the
+    workload (prompts cut in chunks of 20) replays a graph, none runs eagerly, and the tokens are
+    ``generate``'s.
+
+    Catches: the budget left out of the default sizes when it is the cut (a step of 17 to 20 tokens then
+    runs eagerly)."""
+    expected = expected_outputs(truth, WORKLOAD)
+    # top = min(2 * 16, 512, 20) = 20: 1, 2, 4, 8, 16 below it, then the budget 20 itself.
+    want = ([1, 2, 4, 8, 16], [1, 2, 4, 8, 16, 20])
+    engine = new_engine(lab, model, max_num_seqs=16, max_num_batched_tokens=20, cudagraph_capture_sizes=None,
+                        cpu_timing=timing)
+    got = (engine.runner.full_sizes, engine.runner.piecewise_sizes)
+    assert got == want, f"default graph sizes (full, piecewise) {got}, expected {want} for 16 seats and a budget of 20"
+    drive(engine, WORKLOAD)
+    runs = dict(engine.runner.num_runs)
+    assert runs["eager"] == 0 and runs["piecewise"] > 0, f"steps of at most 20 tokens ran eagerly: {runs}"
+    assert_tokens_equal(engine, expected)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1448,6 +1487,22 @@ def test_triton_kernels_through_the_interpreter(lab, model, truth, timing):
     assert_logits_match(engine, {rid: logits for rid, (_, logits) in expected.items()})
 
 
+@pytest.mark.ungraded  # it checks the given generate
+def test_generate_stops_after_max_steps(lab, model, truth):
+    """The given ``Engine.generate`` serves a prompt to its end in as many calls of ``step`` as ``drive``
+    makes, also when ``max_steps`` is exactly that many; one call fewer stops it with a RuntimeError
+    naming the count.
+
+    Catches: a call counter that does not count up (``max_steps`` then never stops a run)."""
+    expected = truth(GAMMA, 3)[0]
+    calls = len(drive(new_engine(lab, model), {"g": (GAMMA, 3)}))
+    got = new_engine(lab, model).generate({"g": GAMMA}, 3, max_steps=calls)
+    assert got == {"g": expected}, f"generate with max_steps={calls} (the calls it needs): {got}, generate {expected}"
+    with pytest.raises(RuntimeError, match=f"after {calls - 1} steps"):
+        new_engine(lab, model).generate({"g": GAMMA}, 3, max_steps=calls - 1)
+        pytest.fail(f"generate with max_steps={calls - 1}, one call short: no RuntimeError")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("async_scheduling", [True, False], ids=["async", "sync"])
 def test_gpu_kernels_and_graphs_match_generate(lab, truth, async_scheduling):
@@ -1473,6 +1528,24 @@ def test_gpu_kernels_and_graphs_match_generate(lab, truth, async_scheduling):
         runs = dict(engine.runner.num_runs)
         assert runs["eager"] == 0 and runs["full"] > 0 and runs["piecewise"] > 0, f"steps run: {runs}"
         assert_pool_whole(engine)
+
+
+@pytest.mark.gpu
+def test_gpu_reference_backend_matches_generate(lab, truth):
+    """On a GPU, float32, ``backend="reference"`` (the tensor attention, which the runner takes on any
+    device), every step from a graph: lab 99-01's workload gives ``generate``'s tokens and logits within
+    1e-3.
+
+    Catches: the reference attention building a tensor on the CPU (a ``torch.arange`` without
+    ``device=``), which on a GPU meets the step's device tensors and raises."""
+    expected = {rid: truth(p, n) for rid, (p, n) in WORKLOAD.items()}
+    engine = new_engine(lab, make_model(device="cuda"), backend="reference", keep_logits=True,
+                        max_num_batched_tokens=64)
+    assert engine.runner.backend == "reference"
+    drive(engine, WORKLOAD)
+    assert_tokens_equal(engine, {rid: tokens for rid, (tokens, _) in expected.items()})
+    assert_logits_match(engine, {rid: logits for rid, (_, logits) in expected.items()}, atol=1e-3)
+    assert engine.runner.num_runs["eager"] == 0, f"steps run: {dict(engine.runner.num_runs)}"
 
 
 @pytest.mark.gpu
