@@ -134,7 +134,8 @@ def split_summaries(q, k_cache, v_cache, block_tables, seq_lens, num_splits):
     ``max_blocks * block_size`` tokens, is cut into partitions of ``partition_size =
     ceil(capacity / num_splits)`` tokens rounded up to whole blocks (``_partition_size``);
     split ``s`` of sequence ``b`` holds its tokens ``[s * partition_size, min((s + 1) *
-    partition_size, seq_lens[b]))``. Returns ``(m, denom, acc, partition_size)``:
+    partition_size, seq_lens[b]))``, and never more than 65,535 splits (CUDA's limit on a grid
+    dimension: the partition grows instead). Returns ``(m, denom, acc, partition_size)``:
     float32 ``m``, ``denom`` ``[batch, num_heads, max_splits]`` and ``acc`` ``[batch,
     num_heads, max_splits, head_dim]`` with ``max_splits = ceil(capacity / partition_size)``.
     For each split that holds tokens, ``m`` is the largest scaled score of query head
@@ -168,7 +169,7 @@ def choose_num_splits(batch: int, num_kv_heads: int, capacity: int, num_sms: int
     """The split count ``paged_decode`` uses when the caller gives none.
 
     ``capacity`` is the block table's length in tokens, ``num_sms`` the GPU's streaming
-    multiprocessors. Returns an int >= 1:
+    multiprocessors; ``batch`` may be 0 (a step with no sequence). Returns an int >= 1:
 
     1. enough (sequence, KV head, split) programs to give every SM about ``WAVES`` of them,
        rounded down to a power of two;

@@ -265,6 +265,8 @@ BAD_INPUTS = {
     "v_cache of another shape": lambda c: (c[0], c[1], c[2][:-1], c[3], c[4]),
     "K and V with other strides": lambda c: (c[0], c[1], c[2].transpose(1, 2).contiguous().transpose(1, 2), *c[3:]),
     "q not a tensor": lambda c: (c[0].tolist(), *c[1:]),
+    "no KV heads": lambda c: (c[0], c[1][:, :, :0], c[2][:, :, :0], *c[3:]),
+    "seq_lens on another device": lambda c: (*c[:4], c[4].to("meta")),
 }
 
 
@@ -521,6 +523,59 @@ def test_split_summaries_match_reference(lab, num_splits, poison):
     check_summaries(lab, case, num_splits, what=f"split_summaries(num_splits={num_splits})")
 
 
+def test_partition_size_rounds_up_to_whole_blocks(lab):
+    """Step 2 (the partition arithmetic is given: ``_partition_size``). A table of 18 blocks cut 17
+    ways: ``ceil(288 / 17) = 17`` tokens, rounded up to two blocks (32), not down to one. Catches a
+    partition computed with a floor division (``partition_floor_division``: 16 tokens, and the splits
+    past the ninth land beyond the table)."""
+    case = make_case([280, 7], num_heads=4, num_kv_heads=2, pad_columns=0, seed=17, poison="nan")
+    require(case[3].shape[1] == 18, "the case must have a table of 18 blocks")
+    check_summaries(lab, case, 17, what="split_summaries(num_splits=17) on a table of 18 blocks")
+
+
+def test_split_count_stays_within_a_cuda_grid(lab):
+    """Step 2 (given: ``_partition_size``). A table of 65,536 blocks of 16 tokens (1,048,576) cut a
+    million ways on an empty batch (nothing to launch, so this is cheap anywhere): the partitions
+    are whole blocks and there are at most 65,535 of them, CUDA's limit on a grid's third
+    dimension, where the splits are laid out. Catches a partition that ignores the limit
+    (``grid_splits_uncapped``: 65,536 splits, a launch a GPU refuses)."""
+    q, k_cache, v_cache, _, _ = make_case([5], num_heads=4, num_kv_heads=2, seed=18)
+    tables = torch.zeros((0, 65536), dtype=torch.int32, device=DEVICE)
+    lens = torch.zeros((0,), dtype=torch.int32, device=DEVICE)
+    m, denom, acc, partition_size = lab.split_summaries(q[:0], k_cache, v_cache, tables, lens, num_splits=10**6)
+    capacity, block_size = 65536 * 16, k_cache.shape[1]
+    require(isinstance(partition_size, int) and partition_size % block_size == 0
+            and partition_size >= math.ceil(capacity / 10**6),
+            f"split_summaries(num_splits=10**6) on a table of {capacity} tokens: partition_size {partition_size!r}, "
+            f"expected whole blocks of {block_size}, at least ceil({capacity} / 10**6) tokens")
+    max_splits = math.ceil(capacity / partition_size)
+    require(max_splits <= 65535, f"split_summaries(num_splits=10**6) on a table of {capacity} tokens: partition_size "
+            f"{partition_size} makes {max_splits} splits, more than a CUDA grid dimension holds (65,535): the "
+            "partition must grow to ceil(capacity / 65535) tokens at least (the given _partition_size does it)")
+    require(tuple(m.shape) == (0, 4, max_splits) and tuple(acc.shape) == (0, 4, max_splits, k_cache.shape[-1]),
+            f"split_summaries on an empty batch: m {tuple(m.shape)} and acc {tuple(acc.shape)}, expected "
+            f"{(0, 4, max_splits)} and {(0, 4, max_splits, k_cache.shape[-1])}")
+
+
+SPLIT_SUMMARIES_REFUSES = {
+    "num_splits None": lambda c: (c, None),  # paged_decode's default: split_summaries needs a count
+    "num_splits 0": lambda c: (c, 0),
+    "q is 2-D": lambda c: ((c[0][0], *c[1:]), 2),
+    "seq_lens int64": lambda c: ((*c[:4], c[4].long()), 2),
+}
+
+
+@pytest.mark.parametrize("name", list(SPLIT_SUMMARIES_REFUSES))
+def test_split_summaries_bad_input_gets_a_clear_error(lab, name):
+    """Step 2 (the checks are given: call them with ``none_ok=False``). ``split_summaries`` takes a
+    count, an int >= 1: ``None``, which ``paged_decode`` accepts, and bad shapes or dtypes raise
+    ValueError or TypeError naming split_summaries, before any kernel runs. Catches split_summaries
+    without the given check (``split_summaries_unchecked``) or with paged_decode's (None let through)."""
+    args, num_splits = SPLIT_SUMMARIES_REFUSES[name](make_case([20, 9], seed=6))
+    expect_clear_error(lambda: lab.split_summaries(*args, num_splits=num_splits), "split_summaries",
+                       f"split_summaries, {name}")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 def test_split_summaries_dtypes(lab, dtype):
     """Step 2. The summaries are float32 whatever the cache's dtype, and match in float16
@@ -597,6 +652,15 @@ def test_merge_splits_matches_reference(lab, out_dtype, poison):
     check_merge(lab, summaries, seq_lens, partition, out_dtype, what=f"merge_splits(.., {dtype_id(out_dtype)})")
 
 
+@pytest.mark.parametrize("head_dim", [16, 128, 256])
+def test_merge_splits_every_head_dim(lab, head_dim):
+    """Step 3. The merge takes summaries of every head_dim ``paged_decode`` does, 16 to 256. Catches
+    a check or a kernel that refuses or mishandles one of them (``summaries_head_dims_mistyped``)."""
+    seq_lens, partition = [0, 20, 40], 16
+    summaries = make_summaries(seq_lens, partition, head_dim=head_dim, max_splits=3, seed=head_dim, poison="nan")
+    check_merge(lab, summaries, seq_lens, partition, torch.float32, what=f"merge_splits at head_dim {head_dim}")
+
+
 @pytest.mark.parametrize("level", [1000.0, -1000.0, "mixed"], ids=["high", "low", "mixed"])
 def test_merge_splits_extreme_maxima(lab, level):
     """Step 3. Split maxima near +1000, near -1000, or +1000 and -1000 in alternate splits.
@@ -624,6 +688,7 @@ BAD_SUMMARIES = {
     "seq_lens int64": lambda s: (*s[:3], s[3].long(), *s[4:]),
     "seq_lens of another batch": lambda s: (*s[:3], s[3][:1], *s[4:]),
     "partition_size 0": lambda s: (*s[:4], 0, s[5]),
+    "partition_size 16.0 (a float)": lambda s: (*s[:4], 16.0, s[5]),
     "out_dtype int32": lambda s: (*s[:5], torch.int32),
     "m not a tensor": lambda s: (s[0].tolist(), *s[1:]),
     "acc of head_dim 24": lambda s: (*s[:2], s[2][..., :24], *s[3:]),
@@ -777,6 +842,34 @@ def test_default_split_count_matches_reference(lab, dtype):
             f"choose_num_splits(6, 2, 320, 132) = {splits!r}, expected more than 1 (step 4): 12 programs on 132 SMs")
     case = make_case([37, 1, 300, 16, 0, 50], dtype=dtype, pad_columns=1, seed=23, poison="nan")
     check(lab, case, what="paged_decode(num_splits=None)")
+
+
+def test_an_empty_batch(lab):
+    """Steps 1 to 4. A step with no sequence to decode (batch 0: an engine's step of prefills only)
+    gives an empty output shaped ``[0, num_heads, head_dim]`` in q's dtype, with the count forced or
+    left to ``choose_num_splits``, which answers an int >= 1 for a batch of 0; ``split_summaries`` and
+    ``merge_splits`` give empty summaries and outputs. Catches a split rule that divides by
+    ``batch * num_kv_heads`` (``empty_batch_divides_by_zero``)."""
+    q, k_cache, v_cache, tables, lens = make_case([5], seed=8)
+    empty = (q[:0], k_cache, v_cache, tables[:0], lens[:0])
+    try:
+        splits = lab.choose_num_splits(0, k_cache.shape[2], tables.shape[1] * k_cache.shape[1], 132)
+    except ArithmeticError as err:
+        raise AssertionError(f"choose_num_splits(batch=0, ...) raised {type(err).__name__}: {err} (a batch may be "
+                             "empty: guard the division by batch * num_kv_heads)") from err
+    require(isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1,
+            f"choose_num_splits(batch=0, ...) = {splits!r}: must be an int >= 1")
+    for num_splits in (None, 1, 3):
+        out = lab.paged_decode(*empty, num_splits=num_splits)
+        require(isinstance(out, torch.Tensor) and tuple(out.shape) == (0, *q.shape[1:]) and out.dtype == q.dtype,
+                f"paged_decode on an empty batch, num_splits={num_splits}: expected an empty {q.dtype} tensor "
+                f"{(0, *q.shape[1:])}, got {type(out).__name__} {tuple(getattr(out, 'shape', ()))} "
+                f"{getattr(out, 'dtype', '')}")
+    m, denom, acc, partition_size = lab.split_summaries(*empty, num_splits=3)
+    out = lab.merge_splits(m, denom, acc, lens[:0], partition_size, q.dtype)
+    require(isinstance(out, torch.Tensor) and tuple(out.shape) == (0, *q.shape[1:]),
+            f"merge_splits of an empty batch's summaries: expected an empty tensor {(0, *q.shape[1:])}, got "
+            f"{type(out).__name__} {tuple(getattr(out, 'shape', ()))}")
 
 
 # The launches are counted in a child process (_launches_child.py), which wraps Triton's launch before
