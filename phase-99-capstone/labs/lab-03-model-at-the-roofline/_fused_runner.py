@@ -287,7 +287,7 @@ class FusedModelRunnerBase(GPU.ModelRunner):
     def decode_config(self, num_seqs: int):
         """Step 5's configuration for a decode batch of ``num_seqs`` rows (a captured graph's size), once."""
         if num_seqs not in self._decode_configs:
-            k_cache = self.kv_caches[0][0]
+            k_cache, _ = next(iter(self.kv_caches))  # every layer's cache has the same shape
             _, _, num_kv_heads, head_dim = k_cache.shape
             self._decode_configs[num_seqs] = self.choose_decode_config(
                 num_seqs, num_kv_heads, head_dim, k_cache.element_size(),

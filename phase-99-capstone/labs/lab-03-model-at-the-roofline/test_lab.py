@@ -714,7 +714,8 @@ def test_decode_attention_contract(lab, cache_layout, splits, tile):
 
 def test_bad_input_names_the_argument(lab, model):
     """Each function refuses what its kernel cannot run with a ValueError naming the argument, before any
-    kernel runs. Catches: a bad shape or dtype that runs anyway and writes out of bounds."""
+    kernel runs. Catches: a bad shape or dtype that runs anyway and writes out of bounds, and the final
+    norm's arguments of ``sample_greedy`` left unchecked (a 1-D hidden state: ``sample_norm_unchecked``)."""
     x, w = torch.randn(4, 8, device=DEVICE), torch.ones(8, device=DEVICE)
     qkv = torch.randn(3, (H + 2 * KV) * D, device=DEVICE)
     cache = torch.zeros(4, BS, KV, D, device=DEVICE)
@@ -740,6 +741,9 @@ def test_bad_input_names_the_argument(lab, model):
         ("out", lambda: lab.argmax_rows(x, 8, out=torch.empty(4, dtype=torch.int32, device=DEVICE))),
         ("lm_head_weight", lambda: lab.sample_greedy(x, x.clone(), pos[:2], w, EPS, torch.zeros(16, 7, device=DEVICE),
                                                      16, torch.empty(2, dtype=torch.int64, device=DEVICE))),
+        ("sample_greedy: x must have 2 dimensions", lambda: lab.sample_greedy(
+            x[0], x.clone(), pos[:2], w, EPS, torch.zeros(16, 8, device=DEVICE), 16,
+            torch.empty(2, dtype=torch.int64, device=DEVICE))),
         ("out", lambda: lab.decode_attention(case.q, case.k_cache, case.v_cache, case.block_tables, case.seq_lens,
                                              case.q[:1].clone(), config)),
         ("config", lambda: lab.decode_attention(case.q, case.k_cache, case.v_cache, case.block_tables, case.seq_lens,
