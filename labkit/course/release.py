@@ -4,8 +4,8 @@ An edition is the course without what gives its answers away. Each lab keeps its
 tests, hints, given modules (``_*.py``), figures, demos and benchmarks with their results (numbers,
 not code); the course keeps ``labkit``, the site's sources, ``conftest.py``, ``pyproject.toml``,
 LICENSE and the checks of ``labkit`` itself. It leaves out each lab's reference: ``solution.py``
-(and any other implementation of the lab's API), the bug gallery (each bug is an edit of the
-solution), and the work of ``going-further/`` that shows the reference's code; and the
+(and any other implementation of the lab's API), the bug gallery and the mutation survivors'
+list (each entry an edit of the solution, holding its lines), and the work of ``going-further/`` that shows the reference's code; and the
 maintainers' files: CONTRIBUTING.md, CI, the checks of the course against its references, the
 grader's example and hostile classes. The README is rewritten for students where it speaks of the
 references (:data:`REWRITTEN`), SETUP.md loses its instructors' sections (:data:`LEFT_OUT`), and a
@@ -97,7 +97,7 @@ def _in_lab(lab: Lab, inner: str) -> tuple[str, str | None]:
     parts = inner.split("/")
     if inner in edition.HELD_WITH.get(lab.id, {}):
         return REFERENCE, edition.HELD_WITH[lab.id][inner]
-    if parts[0] == "bugs":
+    if parts[0] == "bugs" or inner == "survivors.toml":  # edits of the solution, each holding its lines
         return REFERENCE, lab.id
     if parts[0] == "going-further":
         return (COURSE, None) if inner in FURTHER_NOTES.get(lab.id, ()) else (REFERENCE, lab.id)
