@@ -5,8 +5,8 @@ tests, hints, given modules (``_*.py``), figures, demos and benchmarks with thei
 not code); the course keeps ``labkit``, the site's sources, ``conftest.py``, ``pyproject.toml``,
 LICENSE and the checks of ``labkit`` itself. It leaves out each lab's reference: ``solution.py``
 (and any other implementation of the lab's API), the bug gallery and the mutation survivors'
-list (each entry an edit of the solution, holding its lines), and the work of ``going-further/`` that shows the reference's code; and the
-maintainers' files: CONTRIBUTING.md, CI, the checks of the course against its references, the
+list (each entry an edit of the solution, holding its lines), and the work of ``going-further/``
+that shows the reference's code; and the maintainers' files: CONTRIBUTING.md, CI, the checks of the course against its references, the
 grader's example and hostile classes. The README is rewritten for students where it speaks of the
 references (:data:`REWRITTEN`), SETUP.md loses its instructors' sections (:data:`LEFT_OUT`), and a
 link to a file the edition does not hold becomes its text.
