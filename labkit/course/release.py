@@ -4,12 +4,12 @@ An edition is the course without what gives its answers away. Each lab keeps its
 tests, hints, given modules (``_*.py``), figures, demos and benchmarks with their results (numbers,
 not code); the course keeps ``labkit``, the site's sources, ``conftest.py``, ``pyproject.toml``,
 LICENSE and the checks of ``labkit`` itself. It leaves out each lab's reference: ``solution.py``
-(and any other implementation of the lab's API), the bug gallery and the mutation survivors'
-list (each entry an edit of the solution, holding its lines), and the work of ``going-further/``
-that shows the reference's code; and the maintainers' files: CONTRIBUTING.md, CI, the checks of the course against its references, the
-grader's example and hostile classes. The README is rewritten for students where it speaks of the
-references (:data:`REWRITTEN`), SETUP.md loses its instructors' sections (:data:`LEFT_OUT`), and a
-link to a file the edition does not hold becomes its text.
+(and any other implementation of the lab's API), the bug gallery and the mutation survivors' list
+(each entry an edit of the solution, holding its lines), and the work of ``going-further/`` that
+shows the reference's code; and the maintainers' files: CONTRIBUTING.md, CI, the checks of the
+course against its references, the grader's example and hostile classes. The README is rewritten for
+students where it speaks of the references (:data:`REWRITTEN`), SETUP.md loses its instructors'
+sections (:data:`LEFT_OUT`), and a link to a file the edition does not hold becomes its text.
 
 The instructor chooses which references an edition holds (``--release-solutions 02-01,02-05``: those
 whose deadline has passed). A released lab's reference comes whole (solution, gallery,
