@@ -63,8 +63,9 @@ def main() -> None:
 
     launched = count_launches()
     lab = child.implementation()
-    from _host import _num_sms  # given: the GPU's SM count, or the interpreter's stand-in (after the
-    #                             implementation, which puts the lab folder where imports look)
+    # Given: the GPU's SM count, or the interpreter's stand-in. Imported after the implementation,
+    # whose loading puts the lab folder where imports look.
+    from _host import _num_sms
     rows = []
     for batch, max_blocks, num_splits in CALLS:
         q, k_cache, v_cache, block_tables, seq_lens = (t.to(device) for t in inputs(torch, batch, max_blocks))
