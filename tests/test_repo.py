@@ -124,18 +124,6 @@ def test_committed_starters_fail_every_test(tmp_path):
     assert not wrong, "tests that do not fail through the starter's NotImplementedError:\n" + "\n".join(wrong)
 
 
-def _map_in(text: str) -> str:
-    found = re.search(r"<!-- lab-map:start -->\n(.*?)\n<!-- lab-map:end -->", text, re.S)
-    assert found, "README.md has no <!-- lab-map:start --> ... <!-- lab-map:end --> block"
-    return found.group(1).strip()
-
-
-def test_readme_lab_map_matches_the_registry():
-    assert _map_in((ROOT / "README.md").read_text()) == registry.render_lab_map(), (
-        "README.md's lab map is stale: `python -m labkit.course.registry --write` writes it from the labs' lab.toml"
-    )
-
-
 def test_phase_readmes_list_their_labs_in_study_order():
     for phase in registry.PHASES:
         text = (ROOT / phase / "README.md").read_text()

@@ -1,19 +1,18 @@
 """The registry of labs, in study order: read from each lab's declaration (``lab.toml`` in its folder,
 :mod:`labkit.course.declaration`) and each phase's README (its title).
 
-Everything that lists labs reads this table: the README's lab map (written by ``python -m
-labkit.course.registry --write``, checked by ``tests/test_repo.py``), the ``labs`` command line, the
-grader, the maintainers' checks. Numbering follows the book's chapters, not study order, which crosses
-phases: no lab may need an idea that a later lab teaches, so each lab comes after the labs it declares
-it needs (and among labs ready at once, the smaller id first). 02-06 (numpy) comes before 04-01 (the
-online softmax in numpy), which comes before 02-04 (the same recurrence in a Triton kernel), which
-comes before 04-03 (prefill: the recurrence per query row, then a Triton kernel over query tiles).
+Everything that lists labs reads this table: the ``labs`` command line (``labs list``), the site
+(its home page's lab map and course map, its navigation), the grader, the maintainers' checks.
+Numbering follows the book's chapters, not study order, which crosses phases: no lab may need an
+idea that a later lab teaches, so each lab comes after the labs it declares it needs (and among
+labs ready at once, the smaller id first). 02-06 (numpy) comes before 04-01 (the online softmax in
+numpy), which comes before 02-04 (the same recurrence in a Triton kernel), which comes before 04-03
+(prefill: the recurrence per query row, then a Triton kernel over query tiles).
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +20,6 @@ from labkit.course import declaration
 from labkit.course.declaration import Declaration
 
 ROOT = Path(__file__).resolve().parents[2]
-MAP_START, MAP_END = "<!-- lab-map:start -->", "<!-- lab-map:end -->"
 
 
 @dataclass(frozen=True)
@@ -95,22 +93,12 @@ def lab_for_path(path: Path) -> Lab | None:
 
 
 def render_lab_map() -> str:
-    """The README's lab map: a Markdown table in study order."""
+    """The lab map: a Markdown table in study order (the site's home page shows it)."""
     rows = ["| # | lab | what you build | runs on | folder |", "|---|---|---|---|---|"]
     for n, lab in enumerate(LABS, start=1):
         rows.append(f"| {n} | {lab.id} {lab.title} | {lab.builds} | {lab.runs_on} | [`{lab.folder}`]({lab.folder}) |")
     return "\n".join(rows)
 
 
-def with_lab_map(readme: str) -> str:
-    """``readme`` (README.md's text) with the map between its markers made anew."""
-    start, end = readme.index(MAP_START) + len(MAP_START), readme.index(MAP_END)
-    return f"{readme[:start]}\n{render_lab_map()}\n{readme[end:]}"
-
-
-if __name__ == "__main__":  # python -m labkit.course.registry [--write]: the lab map, or README.md rewritten with it
-    if sys.argv[1:] == ["--write"]:
-        readme = ROOT / "README.md"
-        readme.write_text(with_lab_map(readme.read_text(encoding="utf-8")), encoding="utf-8")
-    else:
-        print(render_lab_map())
+if __name__ == "__main__":  # python -m labkit.course.registry: the lab map, as Markdown
+    print(render_lab_map())

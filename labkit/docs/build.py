@@ -366,8 +366,10 @@ def folded_hints(text: str) -> str:
 
 
 def with_course_map(text: str) -> str:
-    """The home page with the course map (``coursemap``) under its heading on study order (or before
-    its first section), and a link to the whole course on one page."""
+    """The home page with the course map (``coursemap``) and the lab map (the registry's table: what
+    each lab builds, where it runs) under its heading on study order (or before its first section),
+    and a link to the whole course on one page. Both are drawn from the labs' declarations at every
+    build, so README.md holds neither and adding a lab never edits it."""
     from labkit.docs.coursemap import course_map
 
     block = ["", '<div class="course-map-frame course-map-frame--wide" data-search-exclude>',
@@ -375,7 +377,7 @@ def with_course_map(text: str) -> str:
              '<div class="course-map-frame course-map-frame--narrow" data-search-exclude>',
              course_map(lambda lab: f"{lab.folder}/index.html", narrow=True), "</div>", "",
              f"The whole course on one page, to read straight through or to print: [{PRINT_TITLE}]({book.PRINT_PAGE}).",
-             ""]
+             "", registry.render_lab_map(), ""]
     lines = text.split("\n")
     sections = [number for number, visible in outside_code(text) if visible.startswith("## ")]
     chosen = next((n for n in sections if "study order" in lines[n].lower()), sections[0] if sections else None)
