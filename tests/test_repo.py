@@ -133,6 +133,13 @@ def test_phase_readmes_list_their_labs_in_study_order():
         assert positions == sorted(positions), f"{phase}/README.md lists {ids} out of study order"
 
 
+
+def test_readme_links_every_phase():
+    """The labs are listed by the phase READMEs, so README.md must lead to each of them."""
+    text = (ROOT / "README.md").read_text()
+    missing = [phase for phase in registry.PHASES if f"]({phase}/README.md)" not in text]
+    assert not missing, f"README.md does not link the README of {missing}: a reader could not find their labs"
+
 def _markdown_files():
     out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
                          cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()

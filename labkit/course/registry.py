@@ -94,9 +94,9 @@ def lab_for_path(path: Path) -> Lab | None:
 
 def render_lab_map() -> str:
     """The lab map: a Markdown table in study order (the site's home page shows it)."""
-    rows = ["| # | lab | what you build | runs on | folder |", "|---|---|---|---|---|"]
+    rows = ["| # | lab | what you build | runs on |", "|---|---|---|---|"]
     for n, lab in enumerate(LABS, start=1):
-        rows.append(f"| {n} | {lab.id} {lab.title} | {lab.builds} | {lab.runs_on} | [`{lab.folder}`]({lab.folder}) |")
+        rows.append(f"| {n} | [{lab.id} {lab.title}]({lab.folder}/README.md) | {lab.builds} | {lab.runs_on} |")
     return "\n".join(rows)
 
 
