@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import csv
 import gc
 import importlib.util
@@ -1097,7 +1098,8 @@ def _agreement_cases():
 def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
     """Bugs from every lab's gallery, handed in as students' files: the grader's count of passed
     tests is pytest's count under LAB_IMPL=bugs/<name>."""
-    from labkit.course.runner import run_lab_tests
+    from labkit.course import warm
+    from labkit.course.runner import clean_env, run_lab_tests
 
     cases = _agreement_cases()
     assert cases
@@ -1110,10 +1112,13 @@ def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
     result = grade.grade(tmp_path / "class", sorted({lab.id: lab for lab, _ in cases}.values(), key=lambda x: x.id),
                          grade.Limits(call=60, lab=400, imports=120), jobs=2)
     got = {v.student: v for v in result.verdicts if v.status != "missing"}
-    # pytest's counts, two bugs at a time (CI's machine has two cores; one pytest process uses one).
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda case: run_lab_tests(case[0].path, impl=f"bugs/{case[1].name}",
-                                                        pytest_args=("-m", "not ungraded")), cases))
+    # pytest's counts, two bugs at a time (CI's machine has two cores; one pytest process uses one), each
+    # run forked from an interpreter that imported pytest, numpy and torch once, where the system can.
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(warm.WarmPool(2, registry.ROOT, clean_env(None))) if warm.available() else None
+        with concurrent.futures.ThreadPoolExecutor(2) as threads:
+            runs = list(threads.map(lambda case: run_lab_tests(case[0].path, impl=f"bugs/{case[1].name}", warm=pool,
+                                                               pytest_args=("-m", "not ungraded")), cases))
     wrong = []
     for (lab, bug), run in zip(cases, runs, strict=True):
         verdict = got[f"{lab.id}-{bug.name}"]
