@@ -323,6 +323,66 @@ def test_submission_forwards_calls_and_copies_in_place_changes_back(submission):
     assert incidents == []
 
 
+WRITERS = """
+import numpy as np
+
+def fill_in(config):
+    config.setdefault("num_key_value_heads", config["num_attention_heads"])   # the caller's dict, written
+    return config["num_key_value_heads"]
+
+def sort_times(matrix):
+    for entry in matrix["entries"]:
+        entry["times_us"] = dict(sorted(entry["times_us"].items(), key=lambda kv: kv[1]))
+        entry["tags"].append("sorted")
+
+def take(ids, seen, queue, *, extra):
+    ids.sort()
+    seen.add(max(ids))
+    queue.appendleft(-1)
+    extra[0].append(len(ids))
+
+def refuse(ids, out):
+    ids.append(99)            # written before the refusal, as a half-finished call would
+    out[0] = 5.0
+    raise ValueError("refused after writing")
+
+def keep(rows, arrays):
+    rows.append(arrays[0])    # one of the caller's arrays, now in the caller's list
+    arrays[0][0] = 3.0
+"""
+
+
+@needs_bwrap
+def test_a_container_the_call_writes_into_is_written_for_the_caller(submission):
+    """A test's dict, list, set or deque that the submission changes in place is changed for the test,
+    as in one process: the writes come back into the test's own objects (nested ones kept), whether
+    the call returns or raises; arrays inside stay the caller's. (Containers cross by value: without
+    this, a solution that fills in the caller's config passed a test that exists to catch it.)"""
+    sub = submission(WRITERS, {name: "callable" for name in ("fill_in", "sort_times", "take", "refuse", "keep")})
+    config = {"num_attention_heads": 8}
+    assert sub.fill_in(config) == 8
+    assert config == {"num_attention_heads": 8, "num_key_value_heads": 8}
+    entry = {"times_us": {"a": 3.0, "b": 1.0}, "tags": []}
+    matrix = {"entries": [entry]}
+    sub.sort_times(matrix)
+    assert matrix["entries"][0] is entry, "a dict nested in the argument stays the test's own"
+    assert list(entry["times_us"].items()) == [("b", 1.0), ("a", 3.0)] and entry["tags"] == ["sorted"]
+    ids, seen, queue, extra = [3, 1, 2], {0}, collections.deque([5], maxlen=2), ([],)
+    sub.take(ids, seen, queue, extra=extra)
+    assert (ids, seen, list(queue), queue.maxlen, extra) == ([1, 2, 3], {0, 3}, [-1, 5], 2, ([3],))
+    ids, out = [1], np.zeros(2)
+    with pytest.raises(ValueError, match="refused after writing"):
+        sub.refuse(ids, out)
+    assert ids == [1, 99] and out.tolist() == [5.0, 0.0], "what a call wrote before it raised stays written"
+    rows, arrays = [], [np.zeros(2)]
+    sub.keep(rows, arrays)
+    assert len(rows) == 1 and rows[0] is arrays[0] and arrays[0].tolist() == [3.0, 0.0]
+    untouched = {"x": [1, 2]}
+    inner = untouched["x"]
+    sub.fill_in({"num_attention_heads": 1, "other": untouched})
+    assert untouched == {"x": [1, 2]} and untouched["x"] is inner
+
+
 VIEWS = """
 import torch
 
@@ -1060,7 +1120,9 @@ def test_a_kernel_that_assumes_contiguity_fails_the_layout_tests_under_labs_grad
 # --------------------------------------------------------------------------- the grader agrees with pytest (slow)
 
 SPECIAL_BUGS = {"04-01": ["two_pass_gather"], "02-01": ["remove_walks_the_queue"],
-                "04-04": ["merge_in_place", "drops_remainder_keys"]}
+                "04-04": ["merge_in_place", "drops_remainder_keys"],
+                # writes into a dict the test passed: caught only if those writes reach the test
+                "02-03": ["config_filled_in_place"], "04-02": ["unmeasured_popped_from_the_matrix"]}
 
 
 def _standalone(lab, bug) -> str | None:

@@ -34,8 +34,8 @@ INSTALL = ("labs grade runs each student's code in a bubblewrap sandbox, and `bw
            "container (SETUP.md), or pass --no-sandbox to grade without one, trusting every submission.")
 # The staged labkit: the worker's own modules, and every module that gives a name a lab's files may import
 # (declaration.SANDBOX_LABKIT; each lab's lab.toml says which it imports), each staged whole.
-WORKER = ("grader/wire", "grader/values", "grader/handles", "grader/snapshots", "grader/lending", "grader/worker",
-          "testing/loader", "testing/triton_env")
+WORKER = ("grader/wire", "grader/values", "grader/containers", "grader/handles", "grader/snapshots", "grader/lending",
+          "grader/worker", "testing/loader", "testing/triton_env")
 
 
 def _init() -> str:

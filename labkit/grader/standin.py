@@ -14,6 +14,7 @@ from pathlib import Path
 
 from labkit.grader import sandbox as sandboxes
 from labkit.grader import wire
+from labkit.grader.containers import container_at, refill
 from labkit.grader.handles import RESULT_TYPES, Handle, Handles, RemoteClass
 from labkit.grader.lending import Lent, Patches, serve_lent
 from labkit.grader.values import Layouts, array_leaves, builtin_exception, decode, encode
@@ -222,7 +223,7 @@ class Submission(types.ModuleType):
                 reply = worker.recv(deadline)
             if sandboxes.memory_killed(worker._proc):  # a process of the sandbox was: the sandbox is
                 raise EOFError
-            return self._unpack(reply, leaves, layouts, what)
+            return self._unpack(reply, leaves, layouts, what, (args, kwargs))
         except TimeoutError:
             limit = "per-call" if wait >= self._call_timeout else "the lab's"
             raise self._incident(SubmissionTimeout, f"{what} did not return within {wait:.1f} s ({limit} time "
@@ -232,14 +233,15 @@ class Submission(types.ModuleType):
         finally:
             self._busy -= 1
 
-    def _unpack(self, reply, leaves: list, layouts: Layouts, what: str):
+    def _unpack(self, reply, leaves: list, layouts: Layouts, what: str, call_args: tuple):
         tag = _tag(reply)
         if tag == "error":
             _, kind, builtin_name, qualname, message = (reply + ("",) * 5)[:5]
-            if kind == "exception" and len(reply) == 6:
-                self._handles.update(reply[5])  # what the student's code changed before it raised
-            if kind != "exception" or len(reply) != 6:
+            if kind != "exception" or len(reply) != 7:
                 raise self._incident(SubmissionCrashed, f"{what} raised {_describe(reply)}")
+            # What the student's code wrote and changed before it raised, as in one process.
+            self._handles.update(reply[6])
+            self._copy_back(reply[5], leaves, layouts, call_args)
             cls = builtin_exception(builtin_name)
             message = str(message)[:MAX_MESSAGE]
             text = message if qualname == builtin_name else f"({str(qualname)[:200]}) {message}"
@@ -247,12 +249,22 @@ class Submission(types.ModuleType):
         if tag != "ok" or len(reply) != 4 or type(reply[2]) is not list:
             raise ProtocolError("a malformed reply")
         self._handles.update(reply[3])
-        for item in reply[2]:  # the buffers the student's code wrote into, whole: the storage's bytes as they are now
-            if type(item) is not tuple or len(item) != 2:
-                raise ProtocolError("a malformed in-place update")
-            layouts.copy_back(*item)
+        self._copy_back(reply[2], leaves, layouts, call_args)
         # After the copies: a result that is one of the arguments is the caller's (updated) array.
         return self._decode(reply[1], leaves)
+
+    def _copy_back(self, written, leaves: list, layouts: Layouts, call_args: tuple) -> None:
+        """Into the test's arguments, what the call wrote: the buffers of its arrays, whole (the storage's
+        bytes as they are now), and the plain containers it changed (:mod:`containers`)."""
+        if type(written) is not list:
+            raise ProtocolError("malformed in-place updates")
+        for item in written:
+            if type(item) is tuple and len(item) == 2:
+                layouts.copy_back(*item)
+            elif type(item) is tuple and len(item) == 3 and item[0] == "c":
+                refill(container_at(call_args, item[1]), self._decode(item[2], leaves))
+            else:
+                raise ProtocolError("a malformed in-place update")
 
     def _stop(self) -> None:
         if self._worker is not None:

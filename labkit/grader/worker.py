@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from labkit.grader import wire
+from labkit.grader.containers import container_key, mutable_arguments
 from labkit.grader.handles import OPS, ObjectTable
 from labkit.grader.lending import GraderIterator, GraderObject, load_module, names_patched, patched
 from labkit.grader.snapshots import Snapshots, plain_fields
@@ -89,6 +90,26 @@ def _digest(buffer) -> bytes:
 
 def _raw(buffer) -> bytes:
     return (buffer if type(buffer).__module__.startswith("numpy") else buffer.detach().cpu().numpy()).tobytes()
+
+
+class _Writes:
+    """What one call writes into its arguments: the memory of their arrays (``buffers``, as decoded)
+    and the plain containers among them, each remembered as it was before the call; ``changes()``:
+    those that differ after it, ``(buffer index, bytes)`` and ``("c", path, encoded container)``."""
+
+    def __init__(self, buffers: list, call_args: tuple, encode):
+        self.buffers, self.encode = buffers, encode
+        self.digests = [_digest(buffer) for buffer in buffers]
+        self.containers = mutable_arguments(call_args)
+        self.keep: list = []  # what the keys name by identity, alive until they are compared
+        self.keys = [container_key(value, self.keep) for _, value in self.containers]
+
+    def changes(self) -> list:
+        changed = [(i, _raw(buffer)) for i, buffer in enumerate(self.buffers) if _digest(buffer) != self.digests[i]]
+        for (path, value), key in zip(self.containers, self.keys, strict=True):
+            if container_key(value, []) != key:
+                changed.append(("c", path, self.encode(value)))
+        return changed
 
 
 class _Session:
@@ -183,9 +204,10 @@ class _Session:
 
     # -- the grader's requests
     def handle(self, request) -> tuple:
-        """The reply to one request: ``("ok", result, in-place updates, snapshot updates)`` or an error
-        with the snapshot updates last (the student's code may have changed objects before it raised)."""
-        pure = False
+        """The reply to one request: ``("ok", result, in-place updates, snapshot updates)``, or an error
+        followed by the in-place updates and the snapshot updates (the student's code may have written
+        into the arguments, and changed objects, before it raised)."""
+        pure, written = False, None
         try:
             if type(request) is not tuple or len(request) != 5 or type(request[4]) is not tuple:
                 raise wire.ProtocolError("bad request")
@@ -211,17 +233,21 @@ class _Session:
             else:
                 raise wire.ProtocolError(f"unknown request {kind!r}")
             leaves = array_leaves((args, kwargs))
-            before = [_digest(buffer) for buffer in buffers]
+            aliases = {id(leaf): i for i, leaf in enumerate(leaves)}  # a result that is an argument stays one
             if type(patches) is not tuple or len(patches) != 3:
                 raise wire.ProtocolError("bad patches")
             watched, names, deleted = patches
+            written = _Writes(buffers, (args, kwargs), lambda value: self.encode(value, arguments=aliases))
             with patched(watched), names_patched(self.module, names, deleted):
                 result = call()
-            aliases = {id(leaf): i for i, leaf in enumerate(leaves)}  # a result that is an argument stays one
-            changed = [(i, _raw(buffer)) for i, buffer in enumerate(buffers) if _digest(buffer) != before[i]]
-            reply = ("ok", self.encode(result, arguments=aliases), changed)
+            reply = ("ok", self.encode(result, arguments=aliases), written.changes())
         except BaseException as exc:
             reply = _error(exc)
+            if reply[1] == "exception":
+                try:
+                    reply += (written.changes() if written is not None else [],)
+                except BaseException as err:  # what the call wrote cannot be sent: the grader cannot trust it
+                    reply = _error(err, kind="written")
         try:
             return reply + (self.snapshots.updates(full=not pure),)
         except BaseException as exc:  # a snapshot could not be taken: the grader cannot trust its copies

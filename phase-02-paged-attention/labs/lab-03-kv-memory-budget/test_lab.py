@@ -70,6 +70,22 @@ GEMMA_7B = {
     "vocab_size": 256000,
 }
 
+_CONFIGS = {"LLAMA_3_8B": LLAMA_3_8B, "OPT_125M": OPT_125M, "LLAMA_2_7B": LLAMA_2_7B, "QWEN2_5_7B": QWEN2_5_7B,
+            "GEMMA_7B": GEMMA_7B}
+_PRISTINE = copy.deepcopy(_CONFIGS)
+
+
+@pytest.fixture(autouse=True)
+def _configs_as_written():
+    """Every test starts from the configs as written above: a submission that writes into a config it
+    is given (``config.setdefault(...)``) changes it for that test only, so the next test still reads
+    the model it names, and test_configs_are_left_alone sees the write whichever test ran first."""
+    yield
+    for name, config in _CONFIGS.items():
+        config.clear()
+        config.update(copy.deepcopy(_PRISTINE[name]))
+
+
 
 # ----------------------------------------------------------------------------- steps 1-3: bytes
 
