@@ -383,6 +383,37 @@ def test_a_container_the_call_writes_into_is_written_for_the_caller(submission):
     assert untouched == {"x": [1, 2]} and untouched["x"] is inner
 
 
+ERRORS = """
+class UnknownGPU(ValueError):
+    pass
+
+def refuse(gpu):
+    raise UnknownGPU(f"{gpu!r} is not in the table")   # the class's name says gpu, the message does not
+
+def undecodable():
+    raise UnicodeDecodeError("utf-8", b"x", 0, 1, "invalid start byte")
+"""
+
+
+@needs_bwrap
+def test_an_exception_reads_as_its_message_whatever_its_class_is_called(submission):
+    """str() of an exception the submission raised is its message, and it has no notes, as in one
+    process: a test's ``match=`` (message and notes) or ``word in str(err)`` never reads the name of the
+    student's class (an ``UnknownGPU`` raised with a message that names no gpu passed 04-02's "a
+    ValueError naming gpu" under labs grade when the class's name was put before the message)."""
+    sub = submission(ERRORS, {"refuse": "callable", "undecodable": "callable"})
+    with pytest.raises(ValueError) as caught:
+        sub.refuse("H1000")
+    assert str(caught.value) == "'H1000' is not in the table"
+    assert "gpu" not in str(caught.value).lower() and not getattr(caught.value, "__notes__", None)
+    assert type(caught.value).__name__ == "UnknownGPU"  # as in one process (the report shows it)
+    with pytest.raises(AssertionError, match="did not match"):  # match= reads the message and the notes
+        with pytest.raises(ValueError, match="GPU"):
+            sub.refuse("H1000")
+    with pytest.raises(ValueError):  # a built-in that takes more than a message is still a ValueError
+        sub.undecodable()
+
+
 VIEWS = """
 import torch
 
@@ -1388,6 +1419,60 @@ def test_what_a_test_reads_is_what_one_process_would_read(submission, tmp_path):
     expected = _stateful_scenario(_import_as_module(STATEFUL, tmp_path))
     got = _stateful_scenario(submission(STATEFUL, STATEFUL_API, call_timeout=5))
     assert got == expected
+
+
+SHAPESHIFTER = '''
+class _Lazy:
+    @property
+    def count(self):
+        return 999
+
+class _Locked:
+    def __getattribute__(self, name):
+        return 999 if name == "count" else object.__getattribute__(self, name)
+
+class _D(dict):
+    pass
+
+class Pool:
+    def __init__(self):
+        self.count = 1
+    def become_lazy(self):  # another class, whose property shadows the field: __dict__ unchanged
+        self.__class__ = type("Pool", (Pool, _Lazy), {})
+    def become_locked(self):  # another class, which reads attributes its own way
+        self.__class__ = type("Pool", (_Locked, Pool), {})
+    def swap_dict(self):  # a dict subclass as __dict__, with another count
+        self.__dict__ = _D(count=2)
+
+class Late:
+    def __init__(self):
+        self.count = 1
+    def go_lazy(self):  # the class itself gains a property named like the field
+        type(self).count = property(lambda s: 999)
+'''
+
+
+@needs_bwrap
+def test_an_object_whose_class_or_dict_changes_is_read_as_one_process_would(submission, tmp_path):
+    """The worker's quick check of a snapshot (the same field objects as last time) counts the class
+    and the class's data descriptors too, and an object that stops being read from its ``__dict__``
+    loses its copy: before, each of these kept answering ``count == 1`` from the grader's copy, where
+    one process reads 999, 999, 2, 999 (a property set on the class after its object was copied)."""
+    def reads(lab):
+        seen = []
+        for method in ("become_lazy", "become_locked", "swap_dict"):
+            pool = lab.Pool()
+            seen.append(pool.count)
+            getattr(pool, method)()
+            seen.append(pool.count)
+        late = lab.Late()
+        seen.append(late.count)
+        late.go_lazy()
+        return seen + [late.count]
+
+    expected = reads(_import_as_module(SHAPESHIFTER, tmp_path))
+    assert expected == [1, 999, 1, 999, 1, 2, 1, 999]
+    assert reads(submission(SHAPESHIFTER, {"Pool": "callable", "Late": "callable"}, call_timeout=5)) == expected
 
 
 # --------------------------------------------------------------------------- the grader's memory stays bounded

@@ -92,15 +92,21 @@ class Snapshots:
         watched object (the student's code may have run); else only add what the reply named."""
         snaps = []
         if full:
+            reshadowed = self._reshadow()
             for n, key in list(self.sent.items()):
                 obj = self.table.peek(n) if key is not None else None
                 fields = plain_fields(obj) if obj is not None else None
                 if fields is None:
+                    if obj is not None:  # no longer read from its __dict__ (a __getattribute__, a dict
+                        # subclass as __dict__): the grader's copy is withdrawn, and every read asks
+                        self.sent[n] = None
+                        self.raw.pop(n, None)
+                        snaps.append((n, None))
                     continue
-                raw, old = _raw(fields), self.raw.get(n)
+                raw, old = _raw(obj, fields), self.raw.get(n)
                 # The same field objects (containers: the same items) as last time: nothing to compare.
                 if old is not None and raw[0] == old[0] and len(raw[1]) == len(old[1]) and \
-                        all(map(operator.is_, raw[1], old[1])):
+                        type(obj) not in reshadowed and all(map(operator.is_, raw[1], old[1])):
                     continue
                 new_key, wire = self.fields(obj)
                 self.raw[n] = raw
@@ -114,7 +120,7 @@ class Snapshots:
             if n not in self.sent:
                 fields = plain_fields(obj)
                 if fields is not None:
-                    self.raw[n] = _raw(fields)
+                    self.raw[n] = _raw(obj, fields)
                 self.sent[n], wire = self.fields(obj)
                 snaps.append((n, wire))
                 budget -= 1
@@ -145,10 +151,19 @@ class Snapshots:
         """Names whose reads ``cls``'s data descriptors (properties, slots) answer, not the instance's dict."""
         names = self.slots.get(cls)
         if names is None:
-            names = self.slots[cls] = frozenset(
-                name for klass in inspect.getmro(cls) for name, value in vars(klass).items()
-                if hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"))
+            names = self.slots[cls] = _shadowed(cls)
         return names
+
+    def _reshadow(self) -> set:
+        """The classes whose data descriptors changed since the last look (a property set on a class
+        at run time): their names are looked up again, and their objects compared field by field."""
+        changed = set()
+        for cls, names in list(self.slots.items()):
+            now = _shadowed(cls)
+            if now != names:
+                self.slots[cls] = now
+                changed.add(cls)
+        return changed
 
     def leaf(self, value, depth: int) -> tuple:
         """(comparison key, encoding) of one field value. The key tells apart what ``==`` would not
@@ -181,15 +196,22 @@ class Snapshots:
 _CONTAINERS = frozenset((list, tuple, dict))
 
 
-def _raw(fields: dict) -> tuple:
-    """(names, the field values and the items of their containers, flat): if every one of these is the
-    same object as last time, no field can read differently (a quick check, in C, before the keys)."""
+def _shadowed(cls) -> frozenset:
+    return frozenset(name for klass in inspect.getmro(cls) for name, value in vars(klass).items()
+                     if hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"))
+
+
+def _raw(obj, fields: dict) -> tuple:
+    """((class, names), the field values and the items of their containers, flat): if the class is the
+    same and every one of these is the same object as last time, no field can read differently (a
+    quick check, in C, before the keys). The class counts: ``obj.__class__ = Other``, whose properties
+    shadow fields, changes what a read gives without touching ``__dict__``."""
     values = list(fields.values())
     flat = values[:]
     for value in values:
         if type(value) in _CONTAINERS:
             _flatten(value, flat, 0)
-    return tuple(fields), flat
+    return (type(obj), tuple(fields)), flat
 
 
 def _flatten(container, out: list, depth: int) -> None:
