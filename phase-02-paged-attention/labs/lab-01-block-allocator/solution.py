@@ -62,7 +62,10 @@ def hash_block_tokens(parent_hash: bytes | None, token_ids: Sequence[int]) -> by
 
 
 def hash_request_tokens(token_ids: Sequence[int], block_size: int) -> list[bytes]:
-    """The chained keys of every full block of a sequence, in order; a partial last block has none."""
+    """The chained keys of every full block of a sequence, in order; a partial last block has none.
+
+    ``token_ids`` is any sequence, a ``collections.deque`` included, which cannot be sliced: it is
+    made a list first."""
     if not isinstance(block_size, int) or block_size < 1:
         raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
     token_ids = list(token_ids)

@@ -73,7 +73,8 @@ def hash_request_tokens(token_ids: Sequence[int], block_size: int) -> list[bytes
     ``hash_block_tokens(key i - 1, tokens of block i)`` (None as the parent of block 0).
 
     A sequence of ``n`` tokens has ``n // block_size`` keys: the partial last block has none.
-    ValueError unless ``block_size`` is a positive int.
+    ``token_ids`` is any sequence, a ``collections.deque`` included, which cannot be sliced: make
+    it a list first. ValueError unless ``block_size`` is a positive int.
     """
     raise NotImplementedError(
         "hash_request_tokens: not implemented yet (README step 1: chain hash_block_tokens over the "

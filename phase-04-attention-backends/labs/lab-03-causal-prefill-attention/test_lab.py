@@ -115,7 +115,7 @@ def test_causal_mask_bounds(lab, start, num_queries, keys):
     expected = np.array([[int(t) <= start + i for t in keys] for i in range(num_queries)], dtype=bool)
     expected = expected.reshape(num_queries, len(keys))
     got = lab.causal_mask(start, num_queries, keys)
-    labkit.assert_equal(np.asarray(got), expected, axes=("query", "key"), dtype=np.bool_,
+    labkit.assert_equal(np.asarray(got), expected, axes=("query", "key index"), dtype=np.bool_,
                         what=f"causal_mask(start={start}, num_queries={num_queries}, keys {keys.tolist()})")
 
 

@@ -8,7 +8,7 @@ Attention of one query over a set of keys compresses to a summary ``(m, denom, a
 
 Summaries of disjoint key sets merge exactly (``merge_two``), in any order and any tree
 shape, and the output is ``acc / denom`` taken once at the very end. The merge with
-``(-inf, 0.0, zeros(d))``, the summary of no keys at all, changes nothing: summaries form a
+``(-inf, 0.0, zeros(dv))``, the summary of no keys at all (``dv`` the values' width), changes nothing: summaries form a
 monoid. That is what lets a GPU split one long sequence across all of its SMs.
 """
 
@@ -27,7 +27,7 @@ Summary = tuple[float, float, np.ndarray]  # (m, denom, acc)
 
 def attend_partial(q, k, v) -> Summary:
     """The unnormalized summary ``(m, denom, acc)`` of attention of ``q [d]`` over
-    ``k, v [n, d]``; zero keys give the merge's identity ``(-inf, 0.0, zeros(d))``."""
+    ``k [n, d]``, ``v [n, dv]``; zero keys give the merge's identity ``(-inf, 0.0, zeros(dv))``."""
     q, k, v = _as_query_keys_values(q, k, v)
     if k.shape[0] == 0:
         # No scores to take a max of: the summary of nothing, which every merge ignores.
@@ -62,10 +62,10 @@ def merge_two(a: Summary, b: Summary) -> Summary:
 
 
 def merge_partials(partials) -> np.ndarray:
-    """Attention output ``[d]`` from the summaries of disjoint key sets: merge them all,
+    """Attention output ``[dv]`` from the summaries of disjoint key sets: merge them all,
     then divide by the denominator once.
 
-    No keys at all (all identities) give zeros, never NaN. An empty list has no ``d``
+    No keys at all (all identities) give zeros, never NaN. An empty list has no ``dv``
     to read; it gives a 0-d zero, which numpy broadcasts to any shape. Every summary is checked,
     the first one here and the others by ``merge_two``.
     """
@@ -86,9 +86,10 @@ def merge_partials(partials) -> np.ndarray:
 
 
 def partitioned_attention(q, k, v, num_partitions: int) -> np.ndarray:
-    """Attention of ``q [d]`` over ``k, v [n, d]`` the flash-decoding way: split the keys
-    into ``num_partitions`` contiguous chunks (``np.array_split``), summarize each on its
-    own (on a GPU: in parallel), merge the summaries. Empty chunks are skipped."""
+    """Attention of ``q [d]`` over ``k [n, d]``, ``v [n, dv]`` the flash-decoding way: split the
+    keys into ``num_partitions`` contiguous chunks (``np.array_split``), summarize each on its
+    own (on a GPU: in parallel), merge the summaries. Empty chunks are skipped; zero keys give
+    ``zeros(dv)``."""
     q, k, v = _as_query_keys_values(q, k, v)
     _check_num_partitions(num_partitions)
     chunks = zip(np.array_split(k, num_partitions), np.array_split(v, num_partitions), strict=True)

@@ -10,10 +10,11 @@ Attention of one query over a set of keys compresses to a summary ``(m, denom, a
     denom = sum_i exp(s_i - m)
     acc   = sum_i exp(s_i - m) * v_i       (a vector, NOT divided by denom)
 
-The summary of zero keys is ``(-inf, 0.0, zeros(d))``. Given: the identity ``_identity`` at the
-bottom, and the input checks, imported from ``_merge_checks.py`` (``_as_query_keys_values``,
-``_as_summary``, ``_check_same_length``, ``_check_num_partitions``). The checks are already called
-at the top of each function: keep those calls, so bad input gets a clear message.
+The summary of zero keys is ``(-inf, 0.0, zeros(dv))``, ``dv`` the values' width. Given: the
+identity ``_identity`` at the bottom, and the input checks, imported from ``_merge_checks.py``
+(``_as_query_keys_values``, ``_as_summary``, ``_check_same_length``, ``_check_num_partitions``). The
+checks are already called at the top of each function: keep those calls, so bad input gets a clear
+message.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def attend_partial(q, k, v) -> Summary:
     q, k, v = _as_query_keys_values(q, k, v)
     raise NotImplementedError(
         "attend_partial: not implemented yet (README step 1: return (m, denom, acc) of the scores "
-        "q . k / sqrt(d), without dividing acc by denom; zero keys give (-inf, 0.0, zeros(d)))"
+        "q . k / sqrt(d), without dividing acc by denom; zero keys give (-inf, 0.0, zeros(dv)), dv the values' width)"
     )
 
 
@@ -91,7 +92,7 @@ def partitioned_attention(q, k, v, num_partitions: int) -> np.ndarray:
     _check_num_partitions(num_partitions)
     raise NotImplementedError(
         "partitioned_attention: not implemented yet (README step 4: np.array_split k and v, "
-        "attend_partial on each non-empty chunk, merge_partials; zero keys give zeros(d))"
+        "attend_partial on each non-empty chunk, merge_partials; zero keys give zeros(dv), dv the values' width)"
     )
 
 

@@ -142,16 +142,24 @@ def test_attend_partial_returns_the_unnormalized_triple(lab, n):
                          what=f"attend_partial over {n} key{'' if n == 1 else 's'}")
 
 
-def test_attend_partial_of_zero_keys_is_the_identity(lab):
-    """Zero keys give (-inf, 0.0, zeros(d)): the summary of nothing, which every merge leaves out.
+@pytest.mark.parametrize("dv", [D, 1, 40])
+def test_attend_partial_of_zero_keys_is_the_identity(lab, dv):
+    """Zero keys give (-inf, 0.0, zeros(dv)), dv the values' width: the summary of nothing, which
+    every merge leaves out. Values as wide as the keys (16), and of width 1 and 40.
 
     Catches: a max over an empty array (numpy raises), m = 0 instead of -inf (wrong as soon as
-    real scores are below 0 by ~745: exp underflows), NaN from 0/0."""
-    q, k, v = read_only(*random_qkv(seed=0, n=0))
+    real scores are below 0 by ~745: exp underflows), NaN from 0/0, an identity sized by the
+    query's d instead of the values' dv (right whenever dv = d)."""
+    rng = np.random.default_rng(dv)
+    q, k, v = rng.standard_normal(D), np.zeros((0, D)), np.zeros((0, dv))
+    expected = summary_f64(q, k, v)  # (-inf, 0.0, zeros(dv))
+    q, k, v = read_only(q, k, v)
+    what = f"attend_partial over zero keys, keys of width {D}, values of width {dv}"
     m, denom, acc = lab.attend_partial(q, k, v)
-    labkit.assert_value(m, -math.inf, what="attend_partial over zero keys: m")
-    labkit.assert_value(denom, 0.0, what="attend_partial over zero keys: denom")
-    assert_output_close(acc, np.zeros(D), what="attend_partial over zero keys: acc", atol=0.0)
+    labkit.assert_value(m, -math.inf, what=f"{what}: m")
+    labkit.assert_value(denom, 0.0, what=f"{what}: denom")
+    labkit.assert_value(np.shape(acc), expected[2].shape, what=f"{what}: acc's shape (one entry per value dimension)")
+    assert_output_close(acc, expected[2], what=f"{what}: acc", atol=0.0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -483,15 +491,24 @@ def test_more_partitions_than_keys(lab, n, num_partitions):
     assert_output_close(out, expected, what=f"{n} keys, {num_partitions} partitions")
 
 
+@pytest.mark.parametrize("dv", [D, 1, 40])
 @pytest.mark.parametrize("num_partitions", [1, 3])
-def test_zero_keys_gives_zeros(lab, num_partitions):
-    """A sequence with no keys attends to nothing: zeros of shape [d], never NaN.
+def test_zero_keys_gives_zeros(lab, num_partitions, dv):
+    """A sequence with no keys attends to nothing: zeros of shape [dv], as wide as the values, never
+    NaN. Values as wide as the keys (16), and of width 1 and 40.
 
-    Catches: 0/0, a crash on the max of nothing, a result of the wrong shape."""
-    q, k, v = read_only(*random_qkv(seed=0, n=0))
+    Catches: 0/0, a crash on the max of nothing, a result of the wrong shape, zeros sized by the
+    query's d instead of the values' dv (right whenever dv = d)."""
+    rng = np.random.default_rng(dv)
+    q, k, v = rng.standard_normal(D), np.zeros((0, D)), np.zeros((0, dv))
+    expected = np.zeros(dv)  # attention over no key
+    q, k, v = read_only(q, k, v)
+    what = f"zero keys, keys of width {D}, values of width {dv}, {num_partitions} partitions"
     with np.errstate(invalid="ignore", divide="ignore"):
         out = lab.partitioned_attention(q, k, v, num_partitions)
-    assert_output_close(out, np.zeros(D), what=f"zero keys, {num_partitions} partitions", atol=0.0)
+    labkit.assert_value(np.shape(out), expected.shape,
+                        what=f"{what}: the output's shape (one entry per value dimension)")
+    assert_output_close(out, expected, what=what, atol=0.0)
 
 
 @pytest.mark.parametrize(("n", "num_partitions"), [(10, 3), (5, 8), (257, 7)])
