@@ -15,8 +15,9 @@ A bug is a file ``bugs/<name>.py`` in a lab folder that holds no code, only data
     )
 
 ``EDIT`` is one replacement ``(old, new)`` in the lab's ``solution.py`` (``SOURCE`` names another
-file; a private one, ``_checks.py``, is a given module the solution imports); ``EDITS = [(old,
-new), ...]`` makes several, for a mistake that cannot be made in one place.
+file; a private one, ``_checks.py``, is a given module the solution imports; ``labkit/<module>.py``
+is given code several labs share, such as ``labkit/block_table.py``, which the lab's given modules
+import); ``EDITS = [(old, new), ...]`` makes several, for a mistake that cannot be made in one place.
 Each ``old`` must occur exactly once in the file: when the solution changes so that it no longer
 does, loading the bug fails loudly and names it. ``LAB_IMPL=bugs/<name>`` loads the solution with
 the edits (:func:`labkit.testing.loader.load_impl`); ``labs bugs LAB --diff`` prints them as diffs.
@@ -40,6 +41,7 @@ from labkit.course.runner import LabRun, clean_env, run_in_parallel, run_lab_tes
 from labkit.course.warm import WarmPool
 
 DEFAULT_SOURCE = "solution.py"
+SHARED_FOLDER = "labkit"  # SOURCE = "labkit/<module>.py": given code several labs share
 
 
 class BugEditError(ValueError):
@@ -53,8 +55,16 @@ class Bug:
     doc: str | None  # the module docstring
     caught_by: list[str] | None  # the CAUGHT_BY list; None when absent or not a list of strings
     edits: list[tuple[str, str]] = field(default_factory=list)
-    source: str = DEFAULT_SOURCE  # the file of the lab folder that the edits apply to
+    source: str = DEFAULT_SOURCE  # the file the edits apply to: of the lab folder, or labkit/<module>.py
     problem: str = ""  # why the file could not be read
+
+    @property
+    def shared(self) -> bool:
+        """Whether the edit is in given code several labs share (``labkit/<module>.py``)."""
+        return self.source.startswith(SHARED_FOLDER + "/")
+
+    def source_path(self, lab_dir: Path) -> Path:
+        return ROOT / self.source if self.shared else Path(lab_dir) / self.source
 
     @property
     def summary(self) -> str:
@@ -128,8 +138,10 @@ def read_bug(path: Path) -> Bug:
             raise BugEditError("no EDIT = (old, new): a bug is an edit of the solution")
         source = values.get("SOURCE", DEFAULT_SOURCE)
         folder, _, _ = source.rpartition("/") if isinstance(source, str) else ("", "", "")
-        if not isinstance(source, str) or folder not in ("", "going-further") or not source.endswith(".py"):
-            raise BugEditError(f"SOURCE must name a .py file of the lab folder or its going-further/, got {source!r}")
+        if not isinstance(source, str) or folder not in ("", "going-further", SHARED_FOLDER) \
+                or not source.endswith(".py") or (folder == SHARED_FOLDER and not (ROOT / source).is_file()):
+            raise BugEditError(f"SOURCE must name a .py file of the lab folder, its going-further/, or a module of "
+                               f"{SHARED_FOLDER}/ that given code imports, got {source!r}")
         bug.source = source
     except BugEditError as err:
         bug.problem = str(err)
@@ -155,7 +167,7 @@ def apply_edits(text: str, bug: Bug) -> str:
 
 def diff(lab_dir: Path, bug: Bug, context: int = 3) -> str:
     """The bug as a unified diff of its source file."""
-    before = (Path(lab_dir) / bug.source).read_text(encoding="utf-8")
+    before = bug.source_path(lab_dir).read_text(encoding="utf-8")
     after = apply_edits(before, bug)
     return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                         f"{bug.source}", f"bugs/{bug.name}.py", n=context))

@@ -9,7 +9,9 @@ lab never hands one lab another lab's ``solution``.
 A bug of the gallery (``bugs/<name>.py``) is not code: it names the edit it makes to the
 solution (:mod:`labkit.course.bugs`), and loading it loads the solution with that edit. A bug
 whose edit lands in a lab's given module (``SOURCE = "_checks.py"``: a private module that the
-starter and the solution both import) loads the solution with the edited module in its place.
+starter and the solution both import) loads the solution with the edited module in its place; one
+whose edit lands in given code several labs share (``SOURCE = "labkit/block_table.py"``) loads the
+solution, and the given modules it imports, with that edited module in place of labkit's.
 
 ``LAB_IMPL=mutant`` is the maintainers' mutation testing (``labs mutate``,
 :mod:`labkit.course.mutate`): one generated edit, handed over in ``LABS_MUTANT`` instead of a
@@ -128,8 +130,9 @@ def load_impl(lab_dir: Path, impl: str | None = None) -> ModuleType:
     module. Modules the file imports from its own lab folder (lab-local helpers) work, and are
     dropped from ``sys.modules`` afterwards so that another lab's same-named helper is never
     handed out in their place. A bug of the gallery loads as the solution with the bug's edit; a
-    bug whose ``SOURCE`` is one of the lab's given modules (04-03's ``_prefill_checks.py``) loads
-    as the solution importing that module with the edit.
+    bug whose ``SOURCE`` is one of the lab's given modules (04-03's ``_prefill_checks.py``) or a
+    shared labkit module (``labkit/block_table.py``) loads as the solution importing that module
+    with the edit.
     """
     from labkit.course import bugs
 
@@ -150,16 +153,21 @@ def _load_edited(lab_dir: Path, name: str, bug, what: str, path: Path | None = N
     """The solution with ``bug``'s edits (a :class:`labkit.course.bugs.Bug`, from a file or a mutant)."""
     from labkit.course import bugs
 
-    source_path = lab_dir / bug.source
+    source_path = bug.source_path(lab_dir)
     text = bugs.apply_edits(source_path.read_text(encoding="utf-8"), bug)
     # The edited text gets a file name of its own in linecache: tracebacks show the edited lines,
     # and Triton (which reads a kernel's source through inspect) compiles the edit.
     filename = f"{path or lab_dir / bug.name} (= {bug.source} with {what})"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     code = compile(text, filename, "exec", dont_inherit=True)
+    if bug.shared:
+        # The edit is in labkit's given code, which the lab's given modules import: run the solution
+        # with the edited module under labkit's name.
+        module = bug.source.removesuffix(".py").replace("/", ".")
+        return exec_file(lab_dir, name, lab_dir / bugs.DEFAULT_SOURCE, given=(module, source_path, code))
     if bug.source.startswith("_"):
         # The edit is in a given module that the solution imports: run the solution with it.
-        return exec_file(lab_dir, name, lab_dir / bugs.DEFAULT_SOURCE, given=(source_path, code))
+        return exec_file(lab_dir, name, lab_dir / bugs.DEFAULT_SOURCE, given=(source_path.stem, source_path, code))
     return exec_file(lab_dir, name, source_path, code)
 
 
@@ -179,21 +187,26 @@ def _mutant(lab_dir: Path):
     return bugs.Bug(MUTANT_IMPL, lab_dir / source, None, None, edits=[(old, new)], source=source)
 
 
-def exec_file(lab_dir: Path, name: str, path: Path, code=None, given: tuple[Path, object] | None = None) -> ModuleType:
-    """Run ``path`` (or ``code`` compiled from it) as module ``name``; ``given = (file, code)`` puts
-    that lab-local module, run from ``code``, where the file's ``import`` finds it first."""
+def exec_file(lab_dir: Path, name: str, path: Path, code=None,
+              given: tuple[str, Path, object] | None = None) -> ModuleType:
+    """Run ``path`` (or ``code`` compiled from it) as module ``name``; ``given = (module name, file,
+    code)`` puts that module, run from ``code``, where every ``import`` of this load finds it first
+    (a lab-local given module, or a shared labkit one that the lab's given modules import)."""
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    # Lab-local modules already imported would not import the edited module again: hidden for this load.
+    hidden = {key: sys.modules.pop(key) for key in _lab_local(lab_dir)} if given is not None else {}
+    replaced = sys.modules.get(given[0]) if given is not None else None
     before = set(sys.modules)
     sys.modules[name] = module
     sys.path.insert(0, str(path.parent))
     given_module = None
     try:
         if given is not None:
-            given_path, given_code = given
+            given_name, given_path, given_code = given
             given_module = importlib.util.module_from_spec(
-                importlib.util.spec_from_file_location(given_path.stem, given_path))
-            sys.modules[given_path.stem] = given_module
+                importlib.util.spec_from_file_location(given_name, given_path))
+            sys.modules[given_name] = given_module
             exec(given_code, given_module.__dict__)
         if code is None:
             spec.loader.exec_module(module)
@@ -204,13 +217,26 @@ def exec_file(lab_dir: Path, name: str, path: Path, code=None, given: tuple[Path
         raise
     finally:
         sys.path.remove(str(path.parent))
-        if given is not None and sys.modules.get(given[0].stem) is given_module:
-            del sys.modules[given[0].stem]  # the edited module serves this load only
-        for key in set(sys.modules) - before - {name}:
-            origin = getattr(sys.modules[key], "__file__", None) or ""
-            if origin and lab_dir in Path(origin).resolve().parents:
-                del sys.modules[key]
+        if given is not None and sys.modules.get(given[0]) is given_module:
+            # The edited module serves this load only.
+            if replaced is None:
+                del sys.modules[given[0]]
+            else:
+                sys.modules[given[0]] = replaced
+        for key in _lab_local(lab_dir, set(sys.modules) - before - {name}):
+            del sys.modules[key]
+        sys.modules.update(hidden)
     return module
+
+
+def _lab_local(lab_dir: Path, keys=None) -> list[str]:
+    """The modules among ``keys`` (default: all imported) whose file lies in ``lab_dir``."""
+    found = []
+    for key in list(sys.modules if keys is None else keys):
+        origin = getattr(sys.modules.get(key), "__file__", None) or ""
+        if origin and lab_dir in Path(origin).resolve().parents:
+            found.append(key)
+    return found
 
 
 def under_test(lab_dir: Path) -> ModuleType:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from labkit.block_table import check_block_ids
+
 
 def _as_block_table(block_table):
     table = np.asarray(block_table)
@@ -65,6 +67,4 @@ def _check_attention(q, k_cache, v_cache, block_table, seq_len, block_size):
     if k_cache.shape[3] != q.shape[1]:
         raise ValueError(f"q has head_dim {q.shape[1]}, the key cache {k_cache.shape[3]}")
     _check_token_range(block_table, block_size, 0, seq_len)
-    used = block_table[: -(-int(seq_len) // int(block_size))]
-    if used.size and (used.min() < 0 or used.max() >= k_cache.shape[0]):
-        raise ValueError(f"block_table {used.tolist()} names a block outside the cache's 0..{k_cache.shape[0] - 1}")
+    check_block_ids(block_table, seq_len, int(block_size), k_cache.shape[0], "block_table")

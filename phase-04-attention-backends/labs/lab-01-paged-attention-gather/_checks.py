@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from labkit.block_table import check_block_ids
+
 
 def _check_dense(q, k, v):
     if q.ndim != 1:
@@ -40,6 +42,4 @@ def _check_paged(q, k_cache, v_cache, block_table, seq_len, block_size):
         raise ValueError(f"block_table must be a 1-D integer array, got shape {block_table.shape}")
     if needed > len(block_table):
         raise ValueError(f"seq_len={seq_len} needs {needed} blocks of {block_size}; block_table has {len(block_table)}")
-    used = block_table[:needed]
-    if used.size and (used.min() < 0 or used.max() >= k_cache.shape[0]):
-        raise ValueError(f"block_table {used.tolist()} names a block outside the cache's 0..{k_cache.shape[0] - 1}")
+    check_block_ids(block_table, seq_len, int(block_size), k_cache.shape[0], "block_table")

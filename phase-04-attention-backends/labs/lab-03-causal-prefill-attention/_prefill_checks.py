@@ -23,6 +23,7 @@ import os
 import numpy as np
 
 from labkit import triton_env
+from labkit.block_table import check_block_ids
 
 # Triton must learn whether to interpret before anything imports it; without torch the numpy
 # checks still work, and the kernel's check says what to install.
@@ -85,9 +86,7 @@ def _check_prefill(q, k_cache, v_cache, block_table, start, block_size):
     if needed > len(block_table):
         raise ValueError(f"block_table has {len(block_table)} blocks; start + num_queries = {seq_len} tokens "
                          f"need {needed} blocks of {block_size}")
-    used = block_table[:needed]
-    if used.size and (used.min() < 0 or used.max() >= num_blocks):
-        raise ValueError(f"block_table {used.tolist()} names a block outside the cache's 0..{num_blocks - 1}")
+    check_block_ids(block_table, seq_len, block_size, num_blocks, "block_table")
 
 
 def _check_chunk(q, new_k, new_v, k_cache, v_cache, block_table, start, block_size):
@@ -191,8 +190,4 @@ def _check_kernel_values(num_tokens, num_blocks, block_size, block_tables, query
     if max_query_len is not None and max_query_len < int(query_lens.max()):
         raise ValueError(f"paged_prefill: max_query_len={max_query_len} but a chunk has {int(query_lens.max())} "
                          "tokens")
-    used = torch.arange(block_tables.shape[1]) < ((lens + block_size - 1) // block_size)[:, None]
-    ids = block_tables[used]
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_blocks):
-        raise ValueError(f"paged_prefill: block_tables names blocks outside [0, {num_blocks}) among the sequences' "
-                         f"blocks (from {int(ids.min())} to {int(ids.max())})")
+    check_block_ids(block_tables, lens, block_size, num_blocks, "paged_prefill: block_tables")

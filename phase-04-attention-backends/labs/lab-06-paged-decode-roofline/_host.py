@@ -18,6 +18,7 @@ import functools
 import math
 
 from labkit import triton_env
+from labkit.block_table import check_block_ids
 
 BACKEND = triton_env.select_backend()  # "cuda" or "interpreter": decides whether PDL can be used
 
@@ -115,14 +116,7 @@ def _check_inputs(fn, q, k_cache, v_cache, block_tables, seq_lens, num_splits, n
     if seq_lens.device.type == "cpu" and batch:
         capacity = block_tables.shape[1] * block_size
         _check_lengths(fn, seq_lens, capacity, "max_blocks * block_size")
-        lens = seq_lens.to(torch.int64)
-        used = torch.arange(block_tables.shape[1]) < ((lens + block_size - 1) // block_size)[:, None]
-        ids = block_tables[used]
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_blocks):
-            raise ValueError(
-                f"{fn}: block_tables holds block ids outside [0, {num_blocks}) among a sequence's blocks "
-                f"(from {int(ids.min())} to {int(ids.max())})"
-            )
+        check_block_ids(block_tables, seq_lens, block_size, num_blocks, f"{fn}: block_tables")
 
 
 def _check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype) -> None:

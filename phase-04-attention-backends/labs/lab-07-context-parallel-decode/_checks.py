@@ -19,6 +19,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from labkit.block_table import check_block_ids
+
 METHODS = ("all_gather", "all_reduce")  # the two combines that combine_bytes counts
 
 
@@ -105,13 +107,7 @@ def _check_rank_inputs(q, k_cache, v_cache, block_tables, seq_lens):
             f"seq_lens must lie in [0, max_blocks * block_size = {capacity}], "
             f"got values from {int(seq_lens.min())} to {int(seq_lens.max())}"
         )
-    used = np.arange(block_tables.shape[1]) < -(-seq_lens[:, None] // block_size)
-    ids = block_tables[used]
-    if ids.size and (ids.min() < 0 or ids.max() >= num_blocks):
-        raise ValueError(
-            f"block_tables holds block ids outside [0, {num_blocks}) among the blocks in use "
-            f"(from {int(ids.min())} to {int(ids.max())})"
-        )
+    check_block_ids(block_tables, seq_lens, block_size, num_blocks)
     return q, k_cache, v_cache, block_tables.astype(np.int64), seq_lens
 
 

@@ -1,15 +1,15 @@
 """The block-table check looks at one entry past the blocks the sequence uses.
 
-``used = block_table[:needed + 1]`` also checks the first padding entry, which names no block (-1,
+``block_table[:needed + 1]`` also checks the first padding entry, which names no block (-1,
 or garbage: a table padded to a batch's longest sequence). Symptom: a valid call refused with
-"block_table ... names a block outside the cache".
+"block_table holds block ids outside the cache's [0, num_blocks)".
 """
 
 CAUGHT_BY = ["test_table_entries_past_the_sequence_are_never_read"]
 
-SOURCE = "_checks.py"  # the given input checks
+SOURCE = "labkit/block_table.py"  # the block-id check the given input checks call
 
 EDIT = (
-    "    used = block_table[: -(-int(seq_len) // int(block_size))]\n",
-    "    used = block_table[: -(-int(seq_len) // int(block_size)) + 1]  # one entry too many\n",
+    "        return block_tables[: blocks_needed(int(seq_lens), block_size)]\n",
+    "        return block_tables[: blocks_needed(int(seq_lens), block_size) + 1]  # one entry too many\n",
 )

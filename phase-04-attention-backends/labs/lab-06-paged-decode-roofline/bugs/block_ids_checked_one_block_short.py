@@ -8,9 +8,9 @@ paged_decode.
 
 CAUGHT_BY = ["test_a_block_id_outside_the_pool_in_a_sequences_last_block_is_refused"]
 
-SOURCE = "_host.py"  # the input checks are given: they live in _host.py
+SOURCE = "labkit/block_table.py"  # the block-id check the given input checks call
 
 EDIT = (
-    "        used = torch.arange(block_tables.shape[1]) < ((lens + block_size - 1) // block_size)[:, None]\n",
-    "        used = torch.arange(block_tables.shape[1]) < (lens // block_size)[:, None]\n",
+    "    return block_tables[columns < blocks_needed(lens, block_size)[:, None]]\n",
+    "    return block_tables[columns < (lens // block_size)[:, None]]\n",
 )
