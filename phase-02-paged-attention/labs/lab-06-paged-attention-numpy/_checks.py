@@ -2,7 +2,8 @@
 
 Written once, here; ``starter.py`` and ``solution.py`` both import them and call them first. Each
 gives a clear ValueError instead of an IndexError from inside numpy or, worse, a silent wrong answer
-(numpy reads a negative block id from the end of the cache).
+(numpy reads a negative block id from the end of the cache). The block ids a sequence uses are
+checked by ``labkit.block_table.check_block_ids``, given code the later paged labs call too.
 """
 
 from __future__ import annotations

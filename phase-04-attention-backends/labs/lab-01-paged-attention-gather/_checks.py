@@ -7,7 +7,7 @@ gives a clear ValueError instead of an IndexError from inside numpy or, worse, a
 - ``_check_dense(q, k, v)``: ``q [d]``, ``k [n, d]``, ``v [n, d]``.
 - ``_check_paged(q, k_cache, v_cache, block_table, seq_len, block_size)``: the caches' shapes and
   block size, a 1-D integer table long enough for ``seq_len`` tokens, whose used ids name blocks
-  of the cache.
+  of the cache (``labkit.block_table.check_block_ids``, the check every paged lab shares).
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ from deep inside numpy or a Triton traceback:
 - ``_check_kernel_inputs(q, k_cache, v_cache, block_tables, query_start_loc, seq_lens,
   max_query_len, out)``: types, devices, shapes, dtypes and strides of ``paged_prefill``'s
   tensors; the values of the index tensors too when they live on the CPU.
+
+The block ids a sequence uses are checked by ``labkit.block_table.check_block_ids``, the check every
+paged lab shares.
 """
 
 from __future__ import annotations

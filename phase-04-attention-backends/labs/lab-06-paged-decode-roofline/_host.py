@@ -9,7 +9,8 @@ What the kernels need around them that you do not write:
   (programmatic dependent launch: NVIDIA, sm_90 or later);
 - the input checks ``_check_inputs`` (``paged_decode``, ``split_summaries``) and
   ``_check_summaries`` (``merge_splits``): call them first, so that bad input gets a ``ValueError``
-  or ``TypeError`` naming the function before any kernel runs.
+  or ``TypeError`` naming the function before any kernel runs (the block ids through
+  ``labkit.block_table.check_block_ids``, the check every paged lab shares).
 """
 
 from __future__ import annotations

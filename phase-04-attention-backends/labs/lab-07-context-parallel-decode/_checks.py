@@ -6,7 +6,8 @@ You call them; you do not write them.
 
 - the layout (steps 1-3): ``_check_count``, ``_as_positions``, ``_as_lengths``, ``_as_rank_tables``,
   ``_check_table_width``;
-- one rank's summaries (step 4): ``_check_rank_inputs``;
+- one rank's summaries (step 4): ``_check_rank_inputs`` (its block ids through
+  ``labkit.block_table.check_block_ids``, the check every paged lab shares);
 - the summaries in torch (steps 5-6): ``_check_summaries``, ``_check_out_lse``, and ``_world_size``,
   which also says what to do when there is no process group;
 - the byte count (step 7): ``_check_combine_bytes_args`` (``batch`` may be 0: a step with no sequence
