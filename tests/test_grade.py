@@ -1283,6 +1283,51 @@ class _TestsBlock:
         return object.__getattribute__(self, name)
 
 
+class _Linked:
+    """A submission's object that no snapshot holds a copy of (no ``__dict__``), in a cycle: it dies
+    only when the garbage collector runs, which it may do at any allocation of the worker's."""
+
+    __slots__ = ("me", "__weakref__")
+
+
+def test_objects_that_die_while_the_worker_compares_snapshots_are_forgotten_in_order():
+    """The garbage collector running inside the worker's own bookkeeping (here made to run in the
+    middle of its walk over the watched objects' numbers) frees objects of that walk: each death is
+    noted, and the grader told of it once, never a "dictionary changed size" error reported as the
+    call's (lab 02-01's gallery bug that walks the free queue on every removal met it under labs grade)."""
+    from labkit.grader.handles import ObjectTable
+    from labkit.grader.snapshots import Snapshots
+
+    table = ObjectTable()
+    snapshots = Snapshots(table, lambda obj: None)
+    table.on_death = snapshots.died
+    gone, threshold = [], gc.get_threshold()
+    gc.collect()
+    gc.disable()  # from here the objects are young, and the collector's count of new objects is known
+    try:
+        # More than the 2,000 pairs CPython keeps for reuse: walking their numbers allocates new ones,
+        # which the collector counts. Named 200 a reply (under PREFETCH), as a test's calls would.
+        objects = [_Linked() for _ in range(3000)]
+        numbers = []
+        for start in range(0, len(objects), 200):
+            for obj in objects[start : start + 200]:
+                obj.me = obj  # a cycle: only the garbage collector frees it
+                numbers.append(snapshots.reference(obj, hold=False)[1])
+            snapshots.updates(full=True)
+        assert sorted(snapshots.sent) == sorted(numbers)
+        del objects, obj  # not freed yet
+        # The next collection comes 20 allocations in: inside the walk over the objects' numbers.
+        gc.set_threshold(gc.get_count()[0] + 20)
+        gc.enable()
+        gone += snapshots.updates(full=True)[2]
+    finally:
+        gc.set_threshold(*threshold)
+        gc.enable()
+    gc.collect()
+    gone += snapshots.updates(full=True)[2]
+    assert sorted(gone) == sorted(numbers) and not snapshots.sent, "each dead object is reported gone, once"
+
+
 @needs_bwrap
 def test_objects_stay_in_the_worker_behind_handles(submission):
     sub = submission(CLASSES, CLASSES_API, call_timeout=5)

@@ -64,6 +64,10 @@ class Snapshots:
         self.type_ids: dict[type, int] = {}
         self.new_types: list = []  # (type id, name, public method names) the grader has not been told
         self.gone: list[int] = []
+        # Numbers of objects that died, not yet taken out of ``sent``: a death is heard in a weakref
+        # callback, which the garbage collector may run at any allocation (in the middle of
+        # ``list(self.sent.items())`` too), so it is only noted there. Swapped, never cleared.
+        self.dead: list[int] = []
         self.slots: dict[type, frozenset] = {}  # class -> names shadowed by its data descriptors
 
     def reference(self, obj, hold: bool) -> tuple:
@@ -79,9 +83,15 @@ class Snapshots:
         return ("h", n, tid)
 
     def died(self, n: int) -> None:
-        self.raw.pop(n, None)
-        if self.sent.pop(n, 0) != 0:
-            self.gone.append(n)
+        self.dead.append(n)
+
+    def _bury(self) -> None:
+        """Forget the objects that died since the last look; the grader is told of those it had copies of."""
+        dead, self.dead = self.dead, []
+        for n in dead:
+            self.raw.pop(n, None)
+            if self.sent.pop(n, 0) != 0:
+                self.gone.append(n)
 
     def take_types(self) -> list:
         types, self.new_types = self.new_types, []
@@ -91,6 +101,7 @@ class Snapshots:
         """``(new types, [(number, fields or None)], gone numbers)`` for the reply. ``full``: compare every
         watched object (the student's code may have run); else only add what the reply named."""
         snaps = []
+        self._bury()
         if full:
             reshadowed = self._reshadow()
             for n, key in list(self.sent.items()):
@@ -125,6 +136,7 @@ class Snapshots:
                 snaps.append((n, wire))
                 budget -= 1
         self.pending = []
+        self._bury()
         gone, self.gone = self.gone, []
         return (self.take_types(), snaps, gone)
 
