@@ -1203,8 +1203,8 @@ def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
         for helper in lab.path.glob("_*.py"):  # the lab's given modules (99-01's _runner.py), as a student has them
             shutil.copy(helper, folder / helper.name)
     # A lab limit no lab reaches: this test compares counts, not speed. The slowest, a 99-02 bug, takes
-    # 7.5 minutes alone on an idle 2-core machine (the worker compares its 4,096 watched objects after
-    # each of some 100,000 requests), and longer beside another lab.
+    # 7.5 minutes alone on an idle 2-core machine (its worker compares 4,096 watched objects after each
+    # request: some 30,000 requests in its first two minutes), and longer beside another lab.
     result = grade.grade(tmp_path / "class", sorted({lab.id: lab for lab, _ in cases}.values(), key=lambda x: x.id),
                          grade.Limits(call=60, lab=1200, imports=120), jobs=2)
     got = {v.student: v for v in result.verdicts if v.status != "missing"}
