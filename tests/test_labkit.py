@@ -45,26 +45,26 @@ def test_a_bug_in_a_given_module_loads_the_solution_with_the_edited_module(tmp_p
     assert loader.load_impl(lab_dir, "solution").limit() == 1  # the edited module did not stay behind
 
 
-def test_a_bug_in_shared_given_code_edits_it_for_that_load_only():
-    """Lab 02-06's bug whose edit is in labkit/block_table.py: its solution (through _checks.py) calls the
-    edited check; labkit's module, and every other load, keep the real one."""
+def test_a_bug_in_shared_given_code_edits_it_for_that_load_only(tmp_path):
+    """A bug whose edit is in labkit/block_table.py: the solution, through its lab's given module, calls
+    the edited check; labkit's module, and every other load, keep the real one."""
     import sys
 
     import labkit.block_table
-    from labkit.course import registry
 
-    lab_dir = registry.get("02-06").path
+    lab_dir = _make_lab(tmp_path, "lab-01-a", "from _checks import check\n")
+    (lab_dir / "_checks.py").write_text("from labkit.block_table import check_block_ids as check\n")
+    (lab_dir / "bugs").mkdir()
+    (lab_dir / "bugs" / "off_by_one.py").write_text(
+        '"""Block num_blocks passes."""\n\nCAUGHT_BY = ["test_x"]\nSOURCE = "labkit/block_table.py"\n'
+        'EDIT = ("    if low < 0 or high >= num_blocks:\\n", "    if low < 0 or high > num_blocks:\\n")\n')
     real = sys.modules["labkit.block_table"]
-    q, cache = np.zeros((2, 4)), np.zeros((3, 4, 1, 4))
     table = np.array([3])  # block 3 of a 3-block cache: one past the end
-    buggy = loader.load_impl(lab_dir, "bugs/block_id_bound_off_by_one")
-    with pytest.raises(IndexError):  # the edited check lets id 3 through, and numpy indexes past the cache
-        buggy.paged_attention(q, cache, cache, table, 1, 4)
+    loader.load_impl(lab_dir, "bugs/off_by_one").check(table, 1, 4, 3)  # the edited check lets it through
     assert sys.modules["labkit.block_table"] is real is labkit.block_table
-    with pytest.raises(ValueError, match="block ids outside"):
-        real.check_block_ids(table, 1, 4, 3)
-    with pytest.raises(ValueError, match="block ids outside"):
-        loader.load_impl(lab_dir, "solution").paged_attention(q, cache, cache, table, 1, 4)
+    for check in (real.check_block_ids, loader.load_impl(lab_dir, "solution").check):
+        with pytest.raises(ValueError, match="block ids outside"):
+            check(table, 1, 4, 3)
 
 
 def test_unknown_impl_lists_what_the_folder_has(tmp_path):
