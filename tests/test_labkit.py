@@ -55,12 +55,12 @@ def test_a_bug_in_shared_given_code_edits_it_for_that_load_only(tmp_path):
     lab_dir = _make_lab(tmp_path, "lab-01-a", "from _checks import check\n")
     (lab_dir / "_checks.py").write_text("from labkit.block_table import check_block_ids as check\n")
     (lab_dir / "bugs").mkdir()
-    (lab_dir / "bugs" / "off_by_one.py").write_text(
-        '"""Block num_blocks passes."""\n\nCAUGHT_BY = ["test_x"]\nSOURCE = "labkit/block_table.py"\n'
-        'EDIT = ("    if low < 0 or high >= num_blocks:\\n", "    if low < 0 or high > num_blocks:\\n")\n')
+    (lab_dir / "bugs" / "one_id_unchecked.py").write_text(
+        '"""One block in use goes unchecked."""\n\nCAUGHT_BY = ["test_x"]\nSOURCE = "labkit/block_table.py"\n'
+        'EDIT = ("    if len(ids) == 0:\\n", "    if len(ids) < 2:\\n")\n')
     real = sys.modules["labkit.block_table"]
     table = np.array([3])  # block 3 of a 3-block cache: one past the end
-    loader.load_impl(lab_dir, "bugs/off_by_one").check(table, 1, 4, 3)  # the edited check lets it through
+    loader.load_impl(lab_dir, "bugs/one_id_unchecked").check(table, 1, 4, 3)  # the edited check lets it through
     assert sys.modules["labkit.block_table"] is real is labkit.block_table
     for check in (real.check_block_ids, loader.load_impl(lab_dir, "solution").check):
         with pytest.raises(ValueError, match="block ids outside"):
