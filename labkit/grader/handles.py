@@ -127,12 +127,13 @@ class Handles:
         return h
 
     def update(self, updates) -> None:
-        """Apply a message's ``(new types, [(number, fields or None)], gone numbers)``."""
-        if type(updates) is not tuple or len(updates) != 3 or not all(type(u) is list for u in updates):
+        """Apply a message's ``(new types, [(number, fields or None)], gone numbers, the student's code ran)``."""
+        if type(updates) is not tuple or len(updates) != 4 or not all(type(u) is list for u in updates[:3]) \
+                or type(updates[3]) is not bool:
             raise ProtocolError("malformed snapshot updates")
-        types, snaps, gone = updates
+        types, snaps, gone, ran = updates
         self.add_types(types)
-        self.snapshots.apply(snaps, gone)
+        self.snapshots.apply(snaps, gone, ran)
 
     def add_types(self, types) -> None:
         if type(types) is not list or len(self.types) + len(types) > MAX_TYPES:
@@ -166,15 +167,25 @@ class Handle:
     def __getattr__(self, name):
         if name.startswith("_"):  # dunder probes (numpy's __array__, copy's __deepcopy__...) stay here
             raise AttributeError(f"{name!r}: only public attributes of a submission's object are read")
-        table = self._table
-        # Current whenever no request is in flight (in a callback, the student's code is half-way through one).
-        fields = table.snapshots.fields.get(self._number) if not table.owner._busy and table.alive else None
+        table, methods = self._table, self._table.types[self._type][1]
+        # Copies are read only while no request is in flight (in a callback, the student's code is half-way
+        # through one), and only once the worker has compared them with its objects since that code last ran.
+        fields = self._copy()
+        if fields is not None and not table.snapshots.current(self._number) and (name not in methods or name in fields):
+            table.owner._sync(self._number)
+            fields = self._copy()
         if fields is not None and name in fields:
+            table.snapshots.read.add(self._number)
             encoded = fields[name]
             return self._ask("getattr", name) if encoded is ASK else table.owner._decode(encoded)
-        if name in table.types[self._type][1]:  # obj.method(...) is one request, not a read and then a call
+        if name in methods:  # obj.method(...) is one request, not a read and then a call (the worker looks it up)
             return RemoteMethod(self, name)
         return self._ask("getattr", name)
+
+    def _copy(self) -> dict | None:
+        """This object's snapshot as the grader holds it, when one may be read now."""
+        table = self._table
+        return table.snapshots.fields.get(self._number) if not table.owner._busy and table.alive else None
 
     def __setattr__(self, name, value):
         self._ask("setattr", public_name(name), value)

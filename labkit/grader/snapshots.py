@@ -1,5 +1,5 @@
-"""Snapshots: the plain public fields of a submission's objects, copied to the grader and kept current
-at the end of every request, so that most reads cost no round trip (README.md: what they save).
+"""Snapshots: the plain public fields of a submission's objects, copied to the grader and brought up to
+date before the grader reads them, so that most reads cost no round trip (README.md: what they save).
 The worker's side is :class:`Snapshots`, the grader's :class:`Copies`. Staged into the sandbox."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import operator
 from labkit.grader.values import frozen
 from labkit.grader.wire import ProtocolError
 
+_UNSEEN = object()  # in a comparison: a number the worker holds no snapshot of
 SNAPSHOT_ITEMS = 64  # fields of one snapshot, and items of a container field (a larger one is asked for)
 WATCH_MAX = 4096  # objects whose snapshots the worker keeps current (more are asked for, read by read)
 PREFETCH = 256  # objects a reply may add snapshots of (those its result names, then those their fields name)
@@ -97,15 +98,16 @@ class Snapshots:
         types, self.new_types = self.new_types, []
         return types
 
-    def updates(self, full: bool) -> tuple:
-        """``(new types, [(number, fields or None)], gone numbers)`` for the reply. ``full``: compare every
-        watched object (the student's code may have run); else only add what the reply named."""
+    def updates(self, compare=()) -> tuple:
+        """``(new types, [(number, fields or None)], gone numbers)`` for the reply: the first snapshots of
+        the objects the reply named, and a new one of each object in ``compare`` (numbers: those the
+        grader is about to read, the student's code having run since) whose fields changed."""
         snaps = []
         self._bury()
-        if full:
-            reshadowed = self._reshadow()
-            for n, key in list(self.sent.items()):
-                obj = self.table.peek(n) if key is not None else None
+        if compare:
+            self._reshadow()
+            for n, key in [(n, self.sent.get(n, _UNSEEN)) for n in compare]:
+                obj = self.table.peek(n) if key is not None and key is not _UNSEEN else None
                 fields = plain_fields(obj) if obj is not None else None
                 if fields is None:
                     if obj is not None:  # no longer read from its __dict__ (a __getattribute__, a dict
@@ -114,10 +116,12 @@ class Snapshots:
                         self.raw.pop(n, None)
                         snaps.append((n, None))
                     continue
-                raw, old = _raw(obj, fields), self.raw.get(n)
-                # The same field objects (containers: the same items) as last time: nothing to compare.
-                if old is not None and raw[0] == old[0] and len(raw[1]) == len(old[1]) and \
-                        type(obj) not in reshadowed and all(map(operator.is_, raw[1], old[1])):
+                raw, old = self._raw(obj, fields), self.raw.get(n)
+                # The same field objects (containers: the same items) as last time, and the class's data
+                # descriptors the same set (the very frozenset: _reshadow replaces it when they change):
+                # nothing to compare.
+                if old is not None and raw[0] == old[0] and raw[2] is old[2] and len(raw[1]) == len(old[1]) \
+                        and all(map(operator.is_, raw[1], old[1])):
                     continue
                 new_key, wire = self.fields(obj)
                 self.raw[n] = raw
@@ -131,7 +135,7 @@ class Snapshots:
             if n not in self.sent:
                 fields = plain_fields(obj)
                 if fields is not None:
-                    self.raw[n] = _raw(obj, fields)
+                    self.raw[n] = self._raw(obj, fields)
                 self.sent[n], wire = self.fields(obj)
                 snaps.append((n, wire))
                 budget -= 1
@@ -166,16 +170,17 @@ class Snapshots:
             names = self.slots[cls] = _shadowed(cls)
         return names
 
-    def _reshadow(self) -> set:
-        """The classes whose data descriptors changed since the last look (a property set on a class
-        at run time): their names are looked up again, and their objects compared field by field."""
-        changed = set()
+    def _reshadow(self) -> None:
+        """Look up again the names each class's data descriptors shadow (a property set on a class at
+        run time): a class whose set changed gets a new frozenset, so its objects' quick check fails."""
         for cls, names in list(self.slots.items()):
             now = _shadowed(cls)
             if now != names:
                 self.slots[cls] = now
-                changed.add(cls)
-        return changed
+
+    def _raw(self, obj, fields: dict) -> tuple:
+        """:func:`_raw`, with the set of names the class's data descriptors shadowed at the time."""
+        return _raw(obj, fields) + (self.shadowed(type(obj)),)
 
     def leaf(self, value, depth: int) -> tuple:
         """(comparison key, encoding) of one field value. The key tells apart what ``==`` would not
@@ -260,16 +265,48 @@ def _is_object(kind: type) -> bool:
 
 class Copies:
     """The grader's copies of one worker's snapshots: number -> {field name: encoded value, or ASK}.
-    Applied from each reply; a handle reads from them only while no request is in flight."""
+    Applied from each reply; a handle reads from them only while no request is in flight, and only a
+    copy compared with its object since the student's code last ran (:meth:`current`).
+
+    The worker does not compare every watched object after each call: that walk of up to WATCH_MAX
+    objects a call was most of the grading time of labs whose tests step an engine thousands of times.
+    Each reply says whether the student's code may have run (a new ``generation``); before reading a
+    copy of an older generation, the grader asks the worker to compare it (a "sync" request), together
+    with the copies it read in the last generation it read any (:meth:`to_compare`): a test that reads
+    the same objects after each call pays one round trip a call, however many it reads."""
 
     def __init__(self):
         self.fields: dict[int, dict] = {}
         self.items = 0  # what the copies cost, in items of the encoding
+        self.generation = 0  # replies that said the student's code may have run
+        self.checked: dict[int, int] = {}  # number -> the generation its copy was last compared in
+        self.read: set[int] = set()  # numbers of the copies read in this generation
+        self.read_before: set[int] = set()  # ... in the last generation before it that read any
 
-    def apply(self, snaps, gone) -> None:
-        """A reply's ``[(number, fields or None)]`` and the numbers of objects that died."""
+    def current(self, number: int) -> bool:
+        return self.checked.get(number, -1) == self.generation
+
+    def to_compare(self, number: int, most: int) -> list[int]:
+        """``number``, and the copies read in the last generation that read any that are not current
+        (the next reads are likely theirs): at most ``most`` numbers, for one sync."""
+        again = sorted(n for n in self.read_before if n != number and n in self.fields and not self.current(n))
+        return [number] + again[: most - 1]
+
+    def confirm(self, numbers) -> None:
+        """The worker compared these objects and sent what changed: their copies are current."""
+        for number in numbers:
+            if number in self.fields:
+                self.checked[number] = self.generation
+
+    def apply(self, snaps, gone, ran: bool = False) -> None:
+        """A reply's ``[(number, fields or None)]`` and the numbers of objects that died; ``ran``: the
+        student's code may have run in that request (the snapshots in the reply were taken after it)."""
         if type(snaps) is not list or type(gone) is not list:
             raise ProtocolError("malformed snapshot updates")
+        if ran:  # every copy is of an older generation now, and these snapshots of the new one
+            self.generation += 1
+            if self.read:
+                self.read_before, self.read = self.read, set()
         for item in snaps:
             if type(item) is not tuple or len(item) != 2 or type(item[0]) is not int:
                 raise ProtocolError("a malformed snapshot")
@@ -280,6 +317,7 @@ class Copies:
             self._drop(number)
             if fields is not None:
                 self.fields[number] = dict(fields)  # values are decoded when read
+                self.checked[number] = self.generation
                 self.items += 1 + sum(_items(value, 0) for _, value in fields)
         for number in gone:
             self._drop(number)
@@ -287,6 +325,7 @@ class Copies:
             raise ProtocolError(f"more than {MAX_COPIED} items in the snapshots of the submission's objects")
 
     def _drop(self, number) -> None:
+        self.checked.pop(number, None)
         old = self.fields.pop(number, None)
         if old is not None:
             self.items -= 1 + sum(_items(value, 0) for value in old.values())

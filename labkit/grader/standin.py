@@ -17,6 +17,7 @@ from labkit.grader import wire
 from labkit.grader.containers import container_at, refill
 from labkit.grader.handles import RESULT_TYPES, Handle, Handles, RemoteClass
 from labkit.grader.lending import Lent, Patches, serve_lent
+from labkit.grader.snapshots import WATCH_MAX
 from labkit.grader.values import Layouts, array_leaves, builtin_exception, decode, encode
 
 # What one reply may cost the grader. The largest any lab's tests need, graded on the reference
@@ -201,6 +202,14 @@ class Submission(types.ModuleType):
             raise self._incident(SubmissionCrashed, f"{what}: the worker answered a {type(result).__name__}, "
                                  f"not a {expected.__name__}")
         return result
+
+    def _sync(self, number: int) -> None:
+        """Bring the copy of object ``number`` up to date, with those likely to be read next: the worker
+        compares each with its object and sends what changed, running none of the student's code
+        (:class:`~labkit.grader.snapshots.Copies` says why reads wait for it)."""
+        numbers = self._handles.snapshots.to_compare(number, WATCH_MAX)
+        self._call("sync", numbers, "reading a field", (), {})
+        self._handles.snapshots.confirm(numbers)
 
     def _call(self, kind: str, target, what: str, args: tuple, kwargs: dict):
         leaves = array_leaves((args, kwargs))

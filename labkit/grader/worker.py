@@ -20,7 +20,7 @@ from labkit.grader import wire
 from labkit.grader.containers import container_key, mutable_arguments
 from labkit.grader.handles import OPS, ObjectTable
 from labkit.grader.lending import GraderIterator, GraderObject, load_module, names_patched, patched
-from labkit.grader.snapshots import Snapshots, plain_fields
+from labkit.grader.snapshots import WATCH_MAX, Snapshots, plain_fields
 from labkit.grader.values import array_leaves, builtin_exception, decode, encode
 
 
@@ -207,7 +207,7 @@ class _Session:
         """The reply to one request: ``("ok", result, in-place updates, snapshot updates)``, or an error
         followed by the in-place updates and the snapshot updates (the student's code may have written
         into the arguments, and changed objects, before it raised)."""
-        pure, written = False, None
+        pure, written, kind, compare = False, None, None, ()
         try:
             if type(request) is not tuple or len(request) != 5 or type(request[4]) is not tuple:
                 raise wire.ProtocolError("bad request")
@@ -230,6 +230,10 @@ class _Session:
                 fields = plain_fields(subject) if op == "getattr" and len(args) == 1 and not kwargs else None
                 pure = fields is not None and type(args[0]) is str and args[0] in fields and \
                     args[0] not in self.snapshots.shadowed(type(subject))
+            elif kind == "sync":  # the grader is about to read these objects' copies, and code ran since
+                if type(target) is not list or len(target) > WATCH_MAX or not all(type(n) is int for n in target):
+                    raise wire.ProtocolError("bad sync request")
+                compare, call = target, lambda: None
             else:
                 raise wire.ProtocolError(f"unknown request {kind!r}")
             leaves = array_leaves((args, kwargs))
@@ -248,8 +252,9 @@ class _Session:
                     reply += (written.changes() if written is not None else [],)
                 except BaseException as err:  # what the call wrote cannot be sent: the grader cannot trust it
                     reply = _error(err, kind="written")
+        ran = not pure and kind != "sync"  # the student's code may have run: every copy the grader holds may be old
         try:
-            return reply + (self.snapshots.updates(full=not pure),)
+            return reply + (self.snapshots.updates(compare) + (ran,),)
         except BaseException as exc:  # a snapshot could not be taken: the grader cannot trust its copies
             return _error(exc, kind="snapshot")
 
@@ -275,7 +280,7 @@ def serve(read_fd: int, write_fd: int, file: Path, backend: str) -> int:
             triton_env.select_backend()
         session = _Session(import_file(file), read_fd, write_fd)
         names = session.describe()
-        wire.send(write_fd, ("ready", names, session.snapshots.updates(full=False)))
+        wire.send(write_fd, ("ready", names, session.snapshots.updates() + (False,)))
     except BaseException as exc:
         wire.send(write_fd, _error(exc, kind="import"))
         return 1
