@@ -35,6 +35,7 @@ import importlib.util
 import inspect
 import itertools
 import math
+import re
 import sys
 import time
 import types
@@ -289,6 +290,13 @@ def wall_time_us(fn) -> float:
     return 1e6 * sorted(times)[1]
 
 
+def _why(err: Exception) -> str:
+    """An exception as a table's note: its class and first line, less a library's source location
+    (FlashInfer's errors read "Error in function 'f' at <its build folder>/file.cu:N: what went wrong")."""
+    first = re.sub(r"^Error in function .*? at \S+:\d+: ", "", (str(err).splitlines() or [""])[0])
+    return f"{type(err).__name__}: {first[:100]}"
+
+
 def measure(shape: Shape, lab, hopper, old_kernel, vllm, vllm_splits, flashinfer, dry: bool) -> dict:
     import torch
 
@@ -331,14 +339,14 @@ def measure(shape: Shape, lab, hopper, old_kernel, vllm, vllm_splits, flashinfer
             row["call"][name] = time_call(fn)
             row["graph"][name] = time_graph(fn)
         except Exception as err:  # a backend this GPU or torch lacks: the column says so, the rest runs
-            row["note"][name] = f"{type(err).__name__}: {str(err).splitlines()[0][:100]}"
+            row["note"][name] = _why(err)
     if old_kernel is not None and shape.batch == 1 and shape.seq_lens[0] <= OLD_KERNEL_MAX_TOKENS:
         args = case.one(0)
         try:
             row["diff"]["lab 02-04"] = (old_kernel(*args).float() - reference[0].float()).abs().max().item()
             row["call"]["lab 02-04"] = time_call(lambda: old_kernel(*args))
         except Exception as err:
-            row["note"]["lab 02-04"] = f"{type(err).__name__}: {str(err).splitlines()[0][:100]}"
+            row["note"]["lab 02-04"] = _why(err)
     for family in ("vLLM Triton", "FlashInfer"):  # each family's fastest variant under graphs is its column
         best = min((n for n in row["graph"] if n.startswith(family + " (")), key=row["graph"].get, default=None)
         if best:
