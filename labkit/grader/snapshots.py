@@ -298,7 +298,7 @@ class Copies:
             if number in self.fields:
                 self.checked[number] = self.generation
 
-    def apply(self, snaps, gone, ran: bool = False) -> None:
+    def apply(self, snaps, gone, ran: bool) -> None:
         """A reply's ``[(number, fields or None)]`` and the numbers of objects that died; ``ran``: the
         student's code may have run in that request (the snapshots in the reply were taken after it)."""
         if type(snaps) is not list or type(gone) is not list:
