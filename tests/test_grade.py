@@ -1383,12 +1383,15 @@ def test_objects_stay_in_the_worker_behind_handles(submission):
 
 
 @needs_bwrap
-def test_copies_are_compared_when_read_after_a_call_once_for_all_a_test_reads(submission, monkeypatch):
+def test_copies_read_recently_are_compared_in_a_calls_reply_and_others_in_one_sync(submission, monkeypatch):
     """Comparing every watched object after each call cost a walk of up to 4,096 objects a call (most
-    of the grading time of lab 99-02's tests, which step an engine thousands of times). A reply only
-    says that the student's code ran; the grader asks for a comparison before reading a copy older
-    than that, of the copies read after the last call too. Calls alone compare nothing, a call and
-    then the same reads as after the last one cost one comparison, and every read is current."""
+    of the grading time of lab 99-02's tests, which step an engine thousands of times), and a round trip
+    before each read after a call cost as much again. Each request names the copies the test read in the
+    last ``RECENT`` calls, and the worker compares them in the reply of a call that ran the student's
+    code: reads after a call of what was read after the last one need no comparison of their own. After
+    more calls than that with no read, one comparison covers every copy read before. Every read is current."""
+    from labkit.grader import snapshots
+
     syncs = []
     real_sync = standin.Submission._sync
     monkeypatch.setattr(standin.Submission, "_sync", lambda self, n: (syncs.append(n), real_sync(self, n))[-1])
@@ -1401,17 +1404,131 @@ def test_copies_are_compared_when_read_after_a_call_once_for_all_a_test_reads(su
         blocks[1].bump()
         assert [b.block_id for b in chain.blocks] == [0, 1 + step, 2], "a read after a call is current"
         assert chain.head.next.block_id == 1 + step
-    assert len(syncs) == 50, f"{len(syncs)} comparisons for 50 calls, each followed by the same reads"
-    syncs.clear()
-    for _ in range(100):
+    assert syncs == [], f"{len(syncs)} comparisons asked for; the reads after each call were compared in its reply"
+    for _ in range(snapshots.RECENT + 10):
         blocks[1].bump()
-    assert syncs == [], "calls alone compare nothing"
-    assert chain.head.next.block_id == 151 and [b.block_id for b in chain.blocks] == [0, 151, 2]
-    assert len(syncs) == 1, "reads with no call between them need no comparison"
+    assert syncs == [], "calls alone ask for no comparison"
+    assert chain.head.next.block_id == 51 + snapshots.RECENT + 10
+    assert [b.block_id for b in chain.blocks] == [0, 51 + snapshots.RECENT + 10, 2]
+    assert len(syncs) == 1, "one comparison, of every copy read before, for the reads after many calls"
     blocks[2].block_id = 7  # a write is the submission's to run (its class may define __setattr__)
-    assert blocks[2].block_id == 7 and chain.blocks[2].block_id == 7 and len(syncs) == 2
-    blocks[0].bump(by=3)  # a method call looks the method up in the worker: no comparison for it
-    assert chain.ids() == [3, 151, 7] and len(syncs) == 2 and chain.head.block_id == 3
+    assert blocks[2].block_id == 7 and chain.blocks[2].block_id == 7 and len(syncs) == 1
+    blocks[0].bump(by=3)  # a method call looks the method up in the worker
+    assert chain.ids() == [3, 51 + snapshots.RECENT + 10, 7] and chain.head.block_id == 3 and len(syncs) == 1
+
+
+STATUSES = """
+import enum
+
+
+class Status(enum.Enum):
+    WAITING = 1
+    RUNNING = 2
+
+
+class Lying(enum.Enum):
+    A = 1
+
+    @property
+    def name(self):
+        return "renamed"
+
+
+class Request:
+    def __init__(self, prompt):
+        self.prompt, self.output, self.status = list(prompt), [], Status.WAITING
+
+    @property
+    def all_token_ids(self):
+        return self.prompt + self.output
+
+    def run(self):
+        self.status = Status.RUNNING
+        self.output.append(len(self.output))
+"""
+STATUSES_API = {"Status": "callable", "Request": "callable", "Lying": "callable"}
+
+
+@needs_bwrap
+def test_an_enums_name_and_value_are_read_from_copies_and_a_property_is_one_request(submission, monkeypatch):
+    """``request.status.name`` is read at every step of an engine: an Enum member's ``name`` and
+    ``value`` (the enum module's own properties, which return its ``_name_`` and ``_value_``) are held in
+    its copy, and a property of the student's (``all_token_ids``) is asked for, one request, with no
+    comparison before it (no copy can answer it). An enum whose class defines its own ``name`` is asked."""
+    ops, syncs = [], []
+    real_op, real_sync = standin.Submission._op, standin.Submission._sync
+    monkeypatch.setattr(standin.Submission, "_op", lambda self, op, subject, *a, **k: (
+        ops.append((op, a[:1])), real_op(self, op, subject, *a, **k))[-1])
+    monkeypatch.setattr(standin.Submission, "_sync", lambda self, n: (syncs.append(n), real_sync(self, n))[-1])
+    sub = submission(STATUSES, STATUSES_API, call_timeout=5)
+    req = sub.Request([5, 6])
+    assert (req.status.name, req.status.value) == ("WAITING", 1)
+    ops.clear(), syncs.clear()
+    for step in range(1, 21):
+        req.run()
+        assert (req.status.name, req.status.value, req.output) == ("RUNNING", 2, list(range(step)))
+        assert req.all_token_ids == [5, 6, *range(step)]
+    assert ops.count(("getattr", ("all_token_ids",))) == 20 and syncs == [], (ops[:5], syncs)
+    assert [op for op in ops if op != ("getattr", ("all_token_ids",)) and op[0] != "method"] == [], ops[:5]
+    assert sub.Lying.A.name == "renamed", "a name the class computes its own way is asked for"
+
+
+LIVES = """
+import gc
+
+
+class Graph:
+    def __init__(self, fn):
+        self.fn = fn
+
+
+class Runner:
+    '''Holds graphs whose functions refer back to it: a cycle through a field's value.'''
+
+    def __init__(self):
+        self.graphs = {size: Graph(lambda size=size: (self, size)) for size in (1, 2, 4)}
+
+
+class Queue:
+    def __init__(self):
+        self.items = [1, 2, 3]
+
+    def __iter__(self):
+        return iter(self.items)  # a list iterator: no weak reference to it can be made
+
+    def poke(self):
+        return len(self.items)
+
+
+def alive(name):
+    gc.collect()
+    return sum(type(o).__name__ == name for o in gc.get_objects())
+"""
+LIVES_API = {"Runner": "callable", "Queue": "callable", "alive": "callable"}
+
+
+@needs_bwrap
+def test_objects_a_test_lets_go_of_die_in_the_worker(submission):
+    """Objects nothing in the worker holds any more die there, as in one process, or their snapshots
+    fill the worker's watch list and every later read becomes a request (lab 99-02's tests went from
+    one request a step to dozens): an iterator the test made and dropped (no weak reference to it can
+    be made: it is let go with its handle), and objects whose fields refer back to them (the worker's
+    record of a snapshot's field values, which holds them, is dropped once unused for a while)."""
+    from labkit.grader import snapshots
+
+    sub = submission(LIVES, LIVES_API, call_timeout=5)
+    queue = sub.Queue()
+    for _ in range(20):
+        assert list(iter(queue)) == [1, 2, 3]
+    for _ in range(20):
+        runner = sub.Runner()
+        assert sorted(runner.graphs) == [1, 2, 4] and runner.graphs[2].fn() == (runner, 2)
+    del runner
+    gc.collect()  # the handles in the test's own cycles, if any
+    for _ in range(2 * snapshots.RAW_KEEP):  # the record is dropped within twice that many replies
+        queue.poke()
+    assert sub.alive("list_iterator") == 0
+    assert sub.alive("Runner") == 0 and sub.alive("Graph") == 0
 
 
 @needs_bwrap
@@ -1628,7 +1745,7 @@ def _bomb(fd, message):
         payload = wire.pack(message[:3] + ((message[3][0], _snapshots(40, "y" * 4000), [], False),))
     elif kind == "types" and type(message) is tuple and message[:1] == ("ok",):
         _NUMBER[0] += 300
-        types = [(_NUMBER[0] + i, "T" * 80, [f"m{j}" * 20 for j in range(400)]) for i in range(300)]
+        types = [(_NUMBER[0] + i, "T" * 80, [f"m{j}" * 20 for j in range(400)], []) for i in range(300)]
         payload = wire.pack(message[:3] + ((types, [], [], False),))
     else:
         return _send(fd, message)

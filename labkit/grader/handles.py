@@ -4,6 +4,7 @@ snapshot answers it. Staged into the sandbox."""
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import weakref
 
@@ -26,25 +27,35 @@ RESULT_TYPES = {"len": int, "hash": int, "bool": bool, "isinstance": bool, "issu
 
 class ObjectTable:
     """The objects the grader may name: number -> object, a number never reused. Held strongly while the
-    grader holds a handle, else weakly where the object allows it; ``on_death(n)`` hears of a death."""
+    grader holds a handle, else weakly where the object allows it; ``on_death(n)`` hears of a death.
+
+    An object that allows no weak reference (an iterator, an object of a class with ``__slots__``) is
+    held strongly: while the grader holds a handle to it, and for good once a snapshot names it (the
+    grader may read that snapshot later). One that only a handle named is let go with the handle, as in
+    one process: held for good, the iterators a test makes at every step kept their containers, and those
+    the whole engine they belong to, alive."""
 
     def __init__(self, on_death=lambda n: None):
         self.strong: dict[int, object] = {}  # number -> object the grader holds a handle to
         self.weak: dict[int, weakref.ref] = {}  # number -> the object, while it lives
         self.numbers: dict[int, int] = {}  # id(object) -> number
+        self.pinned: set[int] = set()  # numbers of objects without weak references that a snapshot names
         self.next_number = 1
         self.on_death = on_death
 
     def number(self, obj, hold: bool = True) -> int:
-        """The number of ``obj``, registered if new; ``hold``: the grader gets a handle to it now."""
+        """The number of ``obj``, registered if new; ``hold``: the grader gets a handle to it now (else a
+        snapshot names it)."""
         n = self.numbers.get(id(obj))
         if n is None:
             n, self.next_number, i = self.next_number, self.next_number + 1, id(obj)
             self.numbers[i] = n
-            try:
+            with contextlib.suppress(TypeError):  # no weak references to it
                 self.weak[n] = weakref.ref(obj, lambda _, n=n, i=i: self._forget(n, i))
-            except TypeError:  # no weak references to it: kept, so that its number stays its own
-                hold = True
+        if n not in self.weak:  # its death could not be heard of: kept while anything names it
+            if not hold:
+                self.pinned.add(n)
+            hold = True
         if hold:
             self.strong[n] = obj
         return n
@@ -79,8 +90,15 @@ class ObjectTable:
     def release(self, numbers) -> None:
         """The grader dropped its handles to these: they may be freed now (their numbers stay theirs)."""
         for n in numbers if type(numbers) is list else ():
-            if type(n) is int and n in self.weak:
+            if type(n) is not int:
+                continue
+            if n in self.weak:
                 self.strong.pop(n, None)
+            elif n in self.strong and n not in self.pinned:  # nothing names it now: let go, and forgotten
+                obj = self.strong.pop(n)
+                if self.numbers.get(id(obj)) == n:
+                    del self.numbers[id(obj)]
+                self.on_death(n)
 
 
 # What a handle's use asks of the object it stands for (``subject``): getattr(subject, *args)...
@@ -105,7 +123,9 @@ class Handles:
         self.owner, self.alive = owner, True
         self.by_number = weakref.WeakValueDictionary()  # number -> its handle, while the test holds it
         self.snapshots = Copies()
-        self.types: dict[int, tuple[str, frozenset]] = {}  # type id -> (class name, public method names)
+        # type id -> (class name, public method names, public names its data descriptors answer when it was
+        # first seen: properties, slots; a read of one asks the worker, never a copy)
+        self.types: dict[int, tuple[str, frozenset, frozenset]] = {}
         # ("made" | "dropped", number) in the order they happened, for the next request to tell the worker.
         # Swapped, never cleared: a handle's __del__ (which the garbage collector may run at any allocation)
         # appends to the old list or to the new one, and is never lost.
@@ -126,25 +146,30 @@ class Handles:
             self.events.append(("made", number))  # the worker holds it for us from the next request on
         return h
 
-    def update(self, updates) -> None:
-        """Apply a message's ``(new types, [(number, fields or None)], gone numbers, the student's code ran)``."""
+    def update(self, updates, compared: list[int] = ()) -> None:
+        """Apply a message's ``(new types, [(number, fields or None)], gone numbers, the student's code ran)``;
+        ``compared``: the numbers the request asked the worker to compare once the student's code had run
+        (it did, if it ran: their copies are current)."""
         if type(updates) is not tuple or len(updates) != 4 or not all(type(u) is list for u in updates[:3]) \
                 or type(updates[3]) is not bool:
             raise ProtocolError("malformed snapshot updates")
         types, snaps, gone, ran = updates
         self.add_types(types)
         self.snapshots.apply(snaps, gone, ran)
+        if ran:
+            self.snapshots.confirm(compared)
 
     def add_types(self, types) -> None:
         if type(types) is not list or len(self.types) + len(types) > MAX_TYPES:
             raise ProtocolError("malformed, or too many types of objects")
         for item in types:
-            if type(item) is not tuple or len(item) != 3 or type(item[0]) is not int or type(item[1]) is not str \
-                    or type(item[2]) is not list:
+            if type(item) is not tuple or len(item) != 4 or type(item[0]) is not int or type(item[1]) is not str \
+                    or type(item[2]) is not list or type(item[3]) is not list:
                 raise ProtocolError("a malformed type")
-            if len(item[2]) > MAX_METHODS or not all(type(m) is str and len(m) <= 100 for m in item[2]):
-                raise ProtocolError("a type with too many methods")
-            self.types[item[0]] = (item[1][:80], frozenset(item[2]))
+            for names in item[2:]:
+                if len(names) > MAX_METHODS or not all(type(m) is str and len(m) <= 100 for m in names):
+                    raise ProtocolError("a type with too many methods or computed attributes")
+            self.types[item[0]] = (item[1][:80], frozenset(item[2]), frozenset(item[3]))
 
     def take_changes(self) -> tuple[list[int], list[int]]:
         """(numbers of the handles made, of those dropped) since the last request, for the worker."""
@@ -167,7 +192,10 @@ class Handle:
     def __getattr__(self, name):
         if name.startswith("_"):  # dunder probes (numpy's __array__, copy's __deepcopy__...) stay here
             raise AttributeError(f"{name!r}: only public attributes of a submission's object are read")
-        table, methods = self._table, self._table.types[self._type][1]
+        table = self._table
+        _, methods, computed = table.types[self._type]
+        if name in computed:  # a property's or a slot's value is in no copy: one request, no sync before it
+            return self._ask("getattr", name)
         # Copies are read only while no request is in flight (in a callback, the student's code is half-way
         # through one), and only once the worker has compared them with its objects since that code last ran.
         fields = self._copy()
@@ -175,7 +203,7 @@ class Handle:
             table.owner._sync(self._number)
             fields = self._copy()
         if fields is not None and name in fields:
-            table.snapshots.read.add(self._number)
+            table.snapshots.mark_read(self._number)
             encoded = fields[name]
             return self._ask("getattr", name) if encoded is ASK else table.owner._decode(encoded)
         if name in methods:  # obj.method(...) is one request, not a read and then a call (the worker looks it up)

@@ -4,6 +4,7 @@ The worker's side is :class:`Snapshots`, the grader's :class:`Copies`. Staged in
 
 from __future__ import annotations
 
+import enum
 import inspect
 import math
 import operator
@@ -14,6 +15,9 @@ from labkit.grader.wire import ProtocolError
 _UNSEEN = object()  # in a comparison: a number the worker holds no snapshot of
 SNAPSHOT_ITEMS = 64  # fields of one snapshot, and items of a container field (a larger one is asked for)
 WATCH_MAX = 4096  # objects whose snapshots the worker keeps current (more are asked for, read by read)
+COMPARE_AFTER = 128  # objects a request asks the worker to compare after the student's code ran (see Copies)
+RAW_KEEP = 256  # replies after which the worker forgets the field objects of a snapshot it did not compare
+RECENT = 64  # generations (calls that ran the student's code) over which a read copy counts as recently read
 PREFETCH = 256  # objects a reply may add snapshots of (those its result names, then those their fields name)
 ASK = None  # in a snapshot: a public field that is not plain (the grader asks for it when it is read)
 # Items of copies the grader keeps per worker (a few hundred bytes each): the most any lab's tests
@@ -60,10 +64,17 @@ class Snapshots:
         # type is named here only). refer(obj) -> ("tobj"/"titer"/"api", ...) or None.
         self.table, self.refer = table, refer
         self.sent: dict[int, tuple | None] = {}  # number -> key of the fields sent (None: not snapshotted)
-        self.raw: dict[int, tuple] = {}  # number -> the field objects when its key was last computed (_raw)
+        # number -> the field objects when its key was last computed (_raw), and the reply that last used
+        # them. They are held strongly (the quick check compares identities), so they are dropped once unused
+        # for RAW_KEEP replies: a field's value that refers back to its object (a closure over the runner
+        # that owns the graph it is stored in) would otherwise keep that object alive for good.
+        self.raw: dict[int, tuple] = {}
+        self.raw_used: dict[int, int] = {}
+        self.replies = 0
         self.pending: list = []  # (number, object) named since the last reply
         self.type_ids: dict[type, int] = {}
-        self.new_types: list = []  # (type id, name, public method names) the grader has not been told
+        # (type id, name, public method names, public names its data descriptors answer) the grader has not been told
+        self.new_types: list = []
         self.gone: list[int] = []
         # Numbers of objects that died, not yet taken out of ``sent``: a death is heard in a weakref
         # callback, which the garbage collector may run at any allocation (in the middle of
@@ -78,7 +89,8 @@ class Snapshots:
         tid = self.type_ids.get(cls)
         if tid is None:
             tid = self.type_ids[cls] = len(self.type_ids) + 1
-            self.new_types.append((tid, cls.__name__[:80], sorted(methods_of(cls))))
+            computed = sorted(n for n in self.shadowed(cls) if not n.startswith("_"))
+            self.new_types.append((tid, cls.__name__[:80], sorted(methods_of(cls)), computed))
         if n not in self.sent:
             self.pending.append((n, obj))
         return ("h", n, tid)
@@ -91,6 +103,7 @@ class Snapshots:
         dead, self.dead = self.dead, []
         for n in dead:
             self.raw.pop(n, None)
+            self.raw_used.pop(n, None)
             if self.sent.pop(n, 0) != 0:
                 self.gone.append(n)
 
@@ -104,6 +117,9 @@ class Snapshots:
         grader is about to read, the student's code having run since) whose fields changed."""
         snaps = []
         self._bury()
+        self.replies += 1
+        if self.replies % RAW_KEEP == 0:
+            self._drop_unused_raw()
         if compare:
             self._reshadow()
             for n, key in [(n, self.sent.get(n, _UNSEEN)) for n in compare]:
@@ -117,6 +133,7 @@ class Snapshots:
                         snaps.append((n, None))
                     continue
                 raw, old = self._raw(obj, fields), self.raw.get(n)
+                self.raw_used[n] = self.replies
                 # The same field objects (containers: the same items) as last time, and the class's data
                 # descriptors the same set (the very frozenset: _reshadow replaces it when they change):
                 # nothing to compare.
@@ -135,7 +152,7 @@ class Snapshots:
             if n not in self.sent:
                 fields = plain_fields(obj)
                 if fields is not None:
-                    self.raw[n] = self._raw(obj, fields)
+                    self.raw[n], self.raw_used[n] = self._raw(obj, fields), self.replies
                 self.sent[n], wire = self.fields(obj)
                 snaps.append((n, wire))
                 budget -= 1
@@ -143,6 +160,14 @@ class Snapshots:
         self._bury()
         gone, self.gone = self.gone, []
         return (self.take_types(), snaps, gone)
+
+    def _drop_unused_raw(self) -> None:
+        """Forget the field objects of the snapshots no reply has compared for RAW_KEEP replies (the next
+        comparison of one computes its key in full)."""
+        oldest = self.replies - RAW_KEEP
+        for n in [n for n, used in self.raw_used.items() if used < oldest]:
+            del self.raw_used[n]
+            self.raw.pop(n, None)
 
     def fields(self, obj) -> tuple:
         """(comparison key, [(name, encoded value or ASK)]) of ``obj``'s public instance fields; (None, None)
@@ -152,7 +177,14 @@ class Snapshots:
             return None, None
         shadowed = self.shadowed(type(obj))
         keys, wire = [], []
-        for name, value in list(fields.items())[:SNAPSHOT_ITEMS]:
+        # Only keys that are str are looked at, before any comparison: another key's __eq__ is the student's.
+        items = [(name, value) for name, value in list(fields.items())[:SNAPSHOT_ITEMS] if type(name) is str]
+        derived = _derived(type(obj))
+        if derived:
+            own = dict(items)
+            items = [(name, value) for name, value in items if name not in derived]
+            items += [(public, own[private]) for public, private in derived.items() if private in own]
+        for name, value in items:
             if type(name) is not str or name.startswith("_") or name in shadowed:
                 continue
             try:
@@ -213,9 +245,62 @@ class Snapshots:
 _CONTAINERS = frozenset((list, tuple, dict))
 
 
+# Py_TPFLAGS_IMMUTABLETYPE: a built-in class (object, property, function...), whose namespace cannot change.
+_IMMUTABLE = 1 << 8
+_BUILT_IN_SHADOWS: dict[type, frozenset] = {}  # built-in class -> the names its own data descriptors shadow
+_BUILT_IN_SETS: dict[type, bool] = {}  # built-in class -> whether its objects are data descriptors
+
+
+# An Enum member's ``name`` and ``value`` are properties of the enum module's that return its ``_name_`` and
+# ``_value_``, running no code of the student's: a snapshot holds them (tests read ``request.status.name``
+# at every step), wherever the class keeps those very properties. Taken before any student code runs.
+_ENUM_FIELDS = {"name": ("_name_", vars(enum.Enum)["name"]), "value": ("_value_", vars(enum.Enum)["value"])}
+
+
+def _derived(cls) -> dict[str, str]:
+    """The public names of ``cls`` whose reads give one of its instance's private fields, running no code
+    of the student's (public name -> field): an Enum's ``name`` and ``value``, if its own."""
+    mro = inspect.getmro(cls)
+    if not any(klass is enum.Enum for klass in mro):
+        return {}
+    found = {}
+    for public, (private, descriptor) in _ENUM_FIELDS.items():
+        owner = next((klass for klass in mro if public in vars(klass)), None)
+        # The field itself must be read as it is: no data descriptor of the class may answer for it.
+        if owner is not None and vars(owner)[public] is descriptor and \
+                not any(_is_data_descriptor(type(vars(klass)[private])) for klass in mro if private in vars(klass)):
+            found[public] = private
+    return found
+
+
 def _shadowed(cls) -> frozenset:
-    return frozenset(name for klass in inspect.getmro(cls) for name, value in vars(klass).items()
-                     if hasattr(type(value), "__set__") or hasattr(type(value), "__delete__"))
+    """Names whose reads ``cls``'s data descriptors answer, through its whole MRO, but for those a snapshot
+    holds anyway (:func:`_derived`). Run before every comparison (a class may have been given a property
+    since): what built-in classes contribute, and whether a value's built-in class is a data descriptor,
+    are looked up once."""
+    names: set[str] = set()
+    for klass in inspect.getmro(cls):
+        if klass.__flags__ & _IMMUTABLE:
+            own = _BUILT_IN_SHADOWS.get(klass)
+            if own is None:
+                own = _BUILT_IN_SHADOWS[klass] = frozenset(_own_shadowed(klass))
+            names.update(own)
+        else:
+            names.update(_own_shadowed(klass))
+    return frozenset(names.difference(_derived(cls)))
+
+
+def _own_shadowed(klass) -> list[str]:
+    return [name for name, value in vars(klass).items() if _is_data_descriptor(type(value))]
+
+
+def _is_data_descriptor(kind: type) -> bool:
+    if not kind.__flags__ & _IMMUTABLE:  # the student's class: it may gain a __set__ at any time
+        return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+    found = _BUILT_IN_SETS.get(kind)
+    if found is None:
+        found = _BUILT_IN_SETS[kind] = hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+    return found
 
 
 def _raw(obj, fields: dict) -> tuple:
@@ -270,27 +355,49 @@ class Copies:
 
     The worker does not compare every watched object after each call: that walk of up to WATCH_MAX
     objects a call was most of the grading time of labs whose tests step an engine thousands of times.
-    Each reply says whether the student's code may have run (a new ``generation``); before reading a
-    copy of an older generation, the grader asks the worker to compare it (a "sync" request), together
-    with the copies it read in the last generation it read any (:meth:`to_compare`): a test that reads
-    the same objects after each call pays one round trip a call, however many it reads."""
+    Each reply says whether the student's code may have run (a new ``generation``). The copies read in
+    the last few generations (:data:`RECENT`) are those a test is likely to read next: each request names
+    them, and when the student's code runs in it, the worker compares them after it, in the same reply
+    (:meth:`likely_read`). A test that steps an engine and reads the same objects after each step then
+    pays no round trip for its reads. Before reading any other copy of an older generation, the grader
+    asks the worker to compare it (a "sync" request), together with the recently read copies that are not
+    current (:meth:`to_compare`): one round trip, however many of them the test goes on to read."""
 
     def __init__(self):
         self.fields: dict[int, dict] = {}
         self.items = 0  # what the copies cost, in items of the encoding
         self.generation = 0  # replies that said the student's code may have run
         self.checked: dict[int, int] = {}  # number -> the generation its copy was last compared in
-        self.read: set[int] = set()  # numbers of the copies read in this generation
-        self.read_before: set[int] = set()  # ... in the last generation before it that read any
+        self.last_read: dict[int, int] = {}  # number -> the generation its copy was last read in, oldest first
 
     def current(self, number: int) -> bool:
         return self.checked.get(number, -1) == self.generation
 
+    def mark_read(self, number: int) -> None:
+        self.last_read.pop(number, None)  # moved to the end: the dict is in the order of the last reads
+        self.last_read[number] = self.generation
+
     def to_compare(self, number: int, most: int) -> list[int]:
-        """``number``, and the copies read in the last generation that read any that are not current
-        (the next reads are likely theirs): at most ``most`` numbers, for one sync."""
-        again = sorted(n for n in self.read_before if n != number and n in self.fields and not self.current(n))
-        return [number] + again[: most - 1]
+        """``number``, and the copies read before that are not current, the most recently read first (the
+        next reads are likely theirs): at most ``most`` numbers, for one sync."""
+        found = [number]
+        for n in reversed(self.last_read):
+            if len(found) >= most:
+                break
+            if n != number and not self.current(n):
+                found.append(n)
+        return found
+
+    def likely_read(self, most: int) -> list[int]:
+        """The copies read in the last :data:`RECENT` generations, the most recently read first: those the
+        worker is asked to compare after a call that runs the student's code, at most ``most`` (a copy
+        current now is among them: the call may change its object)."""
+        oldest, found = self.generation - RECENT, []
+        for n in reversed(self.last_read):
+            if len(found) >= most or self.last_read[n] < oldest:
+                break
+            found.append(n)
+        return found
 
     def confirm(self, numbers) -> None:
         """The worker compared these objects and sent what changed: their copies are current."""
@@ -305,8 +412,6 @@ class Copies:
             raise ProtocolError("malformed snapshot updates")
         if ran:  # every copy is of an older generation now, and these snapshots of the new one
             self.generation += 1
-            if self.read:
-                self.read_before, self.read = self.read, set()
         for item in snaps:
             if type(item) is not tuple or len(item) != 2 or type(item[0]) is not int:
                 raise ProtocolError("a malformed snapshot")
@@ -319,8 +424,11 @@ class Copies:
                 self.fields[number] = dict(fields)  # values are decoded when read
                 self.checked[number] = self.generation
                 self.items += 1 + sum(_items(value, 0) for _, value in fields)
+            else:  # withdrawn: no copy to read, or to compare
+                self.last_read.pop(number, None)
         for number in gone:
             self._drop(number)
+            self.last_read.pop(number, None)
         if self.items > MAX_COPIED:
             raise ProtocolError(f"more than {MAX_COPIED} items in the snapshots of the submission's objects")
 

@@ -17,7 +17,7 @@ from labkit.grader import wire
 from labkit.grader.containers import container_at, refill
 from labkit.grader.handles import RESULT_TYPES, Handle, Handles, RemoteClass
 from labkit.grader.lending import Lent, Patches, serve_lent
-from labkit.grader.snapshots import WATCH_MAX
+from labkit.grader.snapshots import COMPARE_AFTER, WATCH_MAX
 from labkit.grader.values import Layouts, array_leaves, builtin_exception, decode, encode
 
 # What one reply may cost the grader. The largest any lab's tests need, graded on the reference
@@ -217,8 +217,10 @@ class Submission(types.ModuleType):
             self._start()
         patches = (self._patches.current(), *self._names_patched())
         layouts = Layouts(whole=True)  # args and kwargs in one message: views of one storage share one buffer
+        # The copies to compare if the student's code runs (a sync names its own, in target).
+        after = [] if kind == "sync" else self._handles.snapshots.likely_read(COMPARE_AFTER)
         payload = (kind, target, self._encode_arg((args, kwargs), layouts=layouts), self._encode_arg(patches),
-                   self._handles.take_changes())
+                   (*self._handles.take_changes(), after))
         wait = self._seconds_left(self._call_timeout)
         if wait <= 0:
             raise self._incident(SubmissionTimeout, f"{what}: the lab's time limit was reached")
@@ -232,7 +234,7 @@ class Submission(types.ModuleType):
                 reply = worker.recv(deadline)
             if sandboxes.memory_killed(worker._proc):  # a process of the sandbox was: the sandbox is
                 raise EOFError
-            return self._unpack(reply, leaves, layouts, what, (args, kwargs))
+            return self._unpack(reply, leaves, layouts, what, (args, kwargs), after)
         except TimeoutError:
             limit = "per-call" if wait >= self._call_timeout else "the lab's"
             raise self._incident(SubmissionTimeout, f"{what} did not return within {wait:.1f} s ({limit} time "
@@ -242,14 +244,14 @@ class Submission(types.ModuleType):
         finally:
             self._busy -= 1
 
-    def _unpack(self, reply, leaves: list, layouts: Layouts, what: str, call_args: tuple):
+    def _unpack(self, reply, leaves: list, layouts: Layouts, what: str, call_args: tuple, after: list):
         tag = _tag(reply)
         if tag == "error":
             _, kind, builtin_name, qualname, message = (reply + ("",) * 5)[:5]
             if kind != "exception" or len(reply) != 7:
                 raise self._incident(SubmissionCrashed, f"{what} raised {_describe(reply)}")
             # What the student's code wrote and changed before it raised, as in one process.
-            self._handles.update(reply[6])
+            self._handles.update(reply[6], after)
             self._copy_back(reply[5], leaves, layouts, call_args)
             cls = builtin_exception(builtin_name)
             message = str(message)[:MAX_MESSAGE]
@@ -263,7 +265,7 @@ class Submission(types.ModuleType):
             raise _exception(base, message)
         if tag != "ok" or len(reply) != 4 or type(reply[2]) is not list:
             raise ProtocolError("a malformed reply")
-        self._handles.update(reply[3])
+        self._handles.update(reply[3], after)
         self._copy_back(reply[2], leaves, layouts, call_args)
         # After the copies: a result that is one of the arguments is the caller's (updated) array.
         return self._decode(reply[1], leaves)

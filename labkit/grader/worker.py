@@ -207,11 +207,12 @@ class _Session:
         """The reply to one request: ``("ok", result, in-place updates, snapshot updates)``, or an error
         followed by the in-place updates and the snapshot updates (the student's code may have written
         into the arguments, and changed objects, before it raised)."""
-        pure, written, kind, compare = False, None, None, ()
+        pure, written, kind, compare, after = False, None, None, (), ()
         try:
-            if type(request) is not tuple or len(request) != 5 or type(request[4]) is not tuple:
+            if type(request) is not tuple or len(request) != 5 or type(request[4]) is not tuple \
+                    or len(request[4]) != 3 or not _numbers(request[4][2]):
                 raise wire.ProtocolError("bad request")
-            kind, target, call_args, patches, (held, released) = request
+            kind, target, call_args, patches, (held, released, after) = request
             self.objects.hold(held)
             self.objects.release(released)
             buffers: list = []  # the memory the arguments are views of, as the grader's test laid it out
@@ -231,7 +232,7 @@ class _Session:
                 pure = fields is not None and type(args[0]) is str and args[0] in fields and \
                     args[0] not in self.snapshots.shadowed(type(subject))
             elif kind == "sync":  # the grader is about to read these objects' copies, and code ran since
-                if type(target) is not list or len(target) > WATCH_MAX or not all(type(n) is int for n in target):
+                if not _numbers(target):
                     raise wire.ProtocolError("bad sync request")
                 compare, call = target, lambda: None
             else:
@@ -253,6 +254,8 @@ class _Session:
                 except BaseException as err:  # what the call wrote cannot be sent: the grader cannot trust it
                     reply = _error(err, kind="written")
         ran = not pure and kind != "sync"  # the student's code may have run: every copy the grader holds may be old
+        if ran:
+            compare = after  # the copies the grader read since the last call: compared now, in this reply
         try:
             return reply + (self.snapshots.updates(compare) + (ran,),)
         except BaseException as exc:  # a snapshot could not be taken: the grader cannot trust its copies
@@ -270,6 +273,11 @@ class _Session:
                     return request
                 raise wire.ProtocolError("a callback result outside a callback")
             wire.send(self.write_fd, self.handle(request))
+
+
+def _numbers(value) -> bool:
+    """Whether ``value`` is a list of object numbers a request may ask the worker to compare."""
+    return type(value) is list and len(value) <= WATCH_MAX and all(type(n) is int for n in value)
 
 
 def serve(read_fd: int, write_fd: int, file: Path, backend: str) -> int:
