@@ -1203,8 +1203,9 @@ def test_the_grader_agrees_with_pytest_on_the_bug_galleries(tmp_path):
         for helper in lab.path.glob("_*.py"):  # the lab's given modules (99-01's _runner.py), as a student has them
             shutil.copy(helper, folder / helper.name)
     # A lab limit no lab reaches: this test compares counts, not speed. The slowest, a 99-02 bug
-    # (add_request_returns_nothing), takes 2.5 minutes alone on an idle 2-core machine (7.5 when the
-    # worker compared every watched object after each request), and longer beside another lab.
+    # (add_request_returns_nothing), takes 67 s alone on an idle 2-core machine (7.5 minutes when the
+    # worker compared every watched object after each request, 2.5 when a read after a call waited for
+    # a comparison of its own), and longer beside another lab.
     result = grade.grade(tmp_path / "class", sorted({lab.id: lab for lab, _ in cases}.values(), key=lambda x: x.id),
                          grade.Limits(call=60, lab=1200, imports=120), jobs=2)
     got = {v.student: v for v in result.verdicts if v.status != "missing"}
