@@ -1501,11 +1501,26 @@ class Queue:
         return len(self.items)
 
 
+class Slot:
+    __slots__ = ("v",)  # no __weakref__: its death could not be heard of
+
+    def __init__(self, v):
+        self.v = v
+
+
+class Holder:
+    def __init__(self):
+        self.item = Slot(5)
+
+    def poke(self):
+        return self.item.v
+
+
 def alive(name):
     gc.collect()
     return sum(type(o).__name__ == name for o in gc.get_objects())
 """
-LIVES_API = {"Runner": "callable", "Queue": "callable", "alive": "callable"}
+LIVES_API = {"Runner": "callable", "Queue": "callable", "Holder": "callable", "alive": "callable"}
 
 
 @needs_bwrap
@@ -1530,6 +1545,11 @@ def test_objects_a_test_lets_go_of_die_in_the_worker(submission):
         queue.poke()
     assert sub.alive("list_iterator") == 0
     assert sub.alive("Runner") == 0 and sub.alive("Graph") == 0
+    holder = sub.Holder()
+    item = holder.item  # a handle to an object a snapshot names: dropping the handle must not free it
+    del item
+    gc.collect()
+    assert holder.poke() == 5 and holder.item.v == 5, "an object a copy names stays in the worker"
 
 
 @needs_bwrap

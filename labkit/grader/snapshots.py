@@ -185,7 +185,7 @@ class Snapshots:
             items = [(name, value) for name, value in items if name not in derived]
             items += [(public, own[private]) for public, private in derived.items() if private in own]
         for name, value in items:
-            if type(name) is not str or name.startswith("_") or name in shadowed:
+            if name.startswith("_") or name in shadowed:
                 continue
             try:
                 key, encoded = self.leaf(value, 0)
@@ -360,8 +360,9 @@ class Copies:
     them, and when the student's code runs in it, the worker compares them after it, in the same reply
     (:meth:`likely_read`). A test that steps an engine and reads the same objects after each step then
     pays no round trip for its reads. Before reading any other copy of an older generation, the grader
-    asks the worker to compare it (a "sync" request), together with the recently read copies that are not
-    current (:meth:`to_compare`): one round trip, however many of them the test goes on to read."""
+    asks the worker to compare it (a "sync" request), together with every other copy read before that is
+    not current, the latest read first (:meth:`to_compare`): one round trip, however many of them the
+    test goes on to read."""
 
     def __init__(self):
         self.fields: dict[int, dict] = {}
