@@ -255,7 +255,7 @@ class _Session:
                     reply = _error(err, kind="written")
         ran = not pure and kind != "sync"  # the student's code may have run: every copy the grader holds may be old
         if ran:
-            compare = after  # the copies the grader read since the last call: compared now, in this reply
+            compare = after  # the copies the grader read lately (Copies.likely_read): compared now, in this reply
         try:
             return reply + (self.snapshots.updates(compare) + (ran,),)
         except BaseException as exc:  # a snapshot could not be taken: the grader cannot trust its copies
