@@ -489,8 +489,8 @@ def p99_physical_bound_of_a_decode_step():
     kv_s = layers * 2 * batch * context * kv_heads * dim * itemsize / read_bw  # keys and values, every layer
     gemm_ms, kv_ms = round(gemm_s * 1e3, 2), round(kv_s * 1e3, 2)
 
-    torch = pytest.importorskip("torch")  # lab 99-03's bench imports labkit's torch helpers
-    del torch
+    pytest.importorskip("torch")  # lab 99-03's bench imports labkit's torch helpers
+    pytest.importorskip("triton")  # and its split-K GEMM, a Triton kernel
     path = registry.get("99-03").path / "bench.py"
     spec = importlib.util.spec_from_file_location("_lab_99_03_bench", path)
     bench = importlib.util.module_from_spec(spec)

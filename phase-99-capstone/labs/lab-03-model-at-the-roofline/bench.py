@@ -3,6 +3,7 @@
     python phase-99-capstone/labs/lab-03-model-at-the-roofline/bench.py --out DIR   # H200: under 8 minutes
     python phase-99-capstone/labs/lab-03-model-at-the-roofline/bench.py --quick     # trace A only, fewer replays
     python phase-99-capstone/labs/lab-03-model-at-the-roofline/bench.py --smoke     # CPU: a tiny model, every path
+    python phase-99-capstone/labs/lab-03-model-at-the-roofline/bench.py --gemms-only   # the matrix products alone
     python phase-99-capstone/labs/lab-03-model-at-the-roofline/bench.py --plot-from DIR/results.md
 
 One process builds lab 99-01's ~1.1B-parameter Llama-shaped model in bfloat16 with random weights on the
@@ -31,8 +32,10 @@ For each engine: the step's time (median of CUDA-graph replays, the L2 cache flu
 its ratio to the bound, the kernel time by category (attention, GEMM, norm and elementwise, sampling,
 other) from ``torch.profiler`` over replays, and how many of the batch's greedy tokens equal engine 0's
 (bfloat16: other kernels round differently). Then the decode attention alone, under a few
-configurations around step 5's (one layer of trace A's batch), and the bar: step 5 within 1.3x of its
-bound on both traces, and faster than ``torch.compile``.
+configurations around step 5's (one layer of trace A's batch), each matrix product alone (cuBLAS, and a
+plain Triton split-K GEMM beside it: would splitting K fill the GPU better at 256 rows?), and the bar:
+step 5 within 1.3x of its bound on both traces, and faster than ``torch.compile``. ``--gemms-only``
+prints the matrix products' table alone, in about a minute.
 
 ``--out DIR`` writes ``results.md`` and ``results.svg`` (drawn from that table; ``--plot-from`` redraws it
 on any machine). Without a CUDA GPU it stops at once, unless ``--smoke`` asks for the tiny CPU run
@@ -60,6 +63,9 @@ sys.path.insert(0, str(HERE.parents[2]))
 from labkit import bench, load_impl, load_reference, triton_env  # noqa: E402
 
 BACKEND = triton_env.select_backend()
+
+import triton  # noqa: E402  (after select_backend: the interpreter is chosen before Triton loads)
+import triton.language as tl  # noqa: E402
 
 MODEL_1B = bench.MODEL_1B  # the capstone benchmarks' model: ~1.1B parameters, random weights
 MODEL_TINY = bench.llama_config(500, 72, 88, 2, 8, 2, 16, 256)  # --smoke, on a CPU (bench.llama_config's order)
@@ -426,15 +432,64 @@ def physical_bound(model: dict, state: State, tflops: float, read_bw: float, ite
 
 
 GEMM_NAMES = ("q, k and v (merged)", "output projection", "gate and up (merged)", "down", "head")
+# The split-K kernel's configurations tried on each product: (splits, BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).
+SPLIT_K_CONFIGS = [(splits, block_m, block_n, 64, 4, stages) for splits in (1, 2, 4)
+                   for block_m, block_n in ((64, 64), (128, 64), (64, 128), (128, 128)) for stages in (3, 4)]
+
+
+@triton.jit
+def split_k_gemm_kernel(x_ptr, w_ptr, part_ptr, M, N, K, k_per_split,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """One BLOCK_M x BLOCK_N tile of ``x @ w.T`` over one split of K, in float32 into ``part[split]``. A
+    step would sum the splits in the kernel that reads the product next; that sum is not timed here."""
+    pid_m, pid_n, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+    for k0 in range(split * k_per_split, (split + 1) * k_per_split, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        x = tl.load(x_ptr + rows[:, None] * K + ks[None, :])
+        w = tl.load(w_ptr + cols[None, :] * K + ks[:, None])  # w is [N, K], as F.linear takes it
+        acc += tl.dot(x, w)
+    tl.store(part_ptr + split * M * N + rows[:, None] * N + cols[None, :], acc)
+
+
+def time_split_k(x, w, torch, reps: int) -> tuple[float, tuple] | None:
+    """The fastest of :data:`SPLIT_K_CONFIGS` for ``x @ w.T`` (µs under CUDA-graph replay, L2 flushed) and
+    its configuration; a configuration whose result is off is not timed. None if no configuration fits
+    the shape."""
+    (m, k), n = x.shape, w.shape[0]
+    want = (x.double() @ w.double().T)
+    part = torch.empty(max(c[0] for c in SPLIT_K_CONFIGS), m, n, device=x.device, dtype=torch.float32)
+    best = None
+    for splits, block_m, block_n, block_k, warps, stages in SPLIT_K_CONFIGS:
+        if m % block_m or n % block_n or k % (splits * block_k):
+            continue
+
+        def launch(splits=splits, block_m=block_m, block_n=block_n, block_k=block_k, warps=warps, stages=stages):
+            split_k_gemm_kernel[(m // block_m, n // block_n, splits)](
+                x, w, part, m, n, k, k // splits, block_m, block_n, block_k, num_warps=warps, num_stages=stages)
+
+        launch()
+        error = (part[:splits].double().sum(0) - want).norm() / want.norm()
+        if not error < 1e-2:
+            continue
+        replay = Replay(launch, torch)
+        us = 1e3 * replay.median_ms(reps)
+        replay.release()
+        if best is None or us < best[0]:
+            best = (us, (splits, block_m, block_n, block_k, warps, stages))
+    return best
 
 
 def time_gemms(model: dict, batch: int, tflops: float, read_bw: float, dtype, torch, reps: int) -> list[list[str]]:
     """Each matrix product of a decode step of ``batch`` rows alone (``F.linear``, as engines 1 to 5 run it,
     random inputs of ``dtype``): microseconds under CUDA-graph replay with the L2 cache flushed (each layer's
-    weights arrive cold), through cuBLAS and, for comparison, cuBLASLt (torch's other BLAS backend); its
-    bound (its FLOPs at ``tflops``, or its weights at ``read_bw`` if slower) and the time per step. Says
-    which products keep the GEMMs from their bound: at 256 rows the narrow ones (2048 outputs) fill few of
-    the GPU's multiprocessors."""
+    weights arrive cold), through cuBLAS and, for comparison, cuBLASLt (torch's other BLAS backend) and the
+    best of a few configurations of a plain Triton split-K GEMM (GPU only); its bound (its FLOPs at
+    ``tflops``, or its weights at ``read_bw`` if slower) and the time per step. Says which products keep
+    the GEMMs from their bound: at 256 rows the narrow ones (2048 outputs) fill few of the GPU's
+    multiprocessors, and whether splitting K is the cure."""
     import torch.nn.functional as F
 
     shapes = gemm_shapes(model, batch)
@@ -458,20 +513,23 @@ def time_gemms(model: dict, batch: int, tflops: float, read_bw: float, dtype, to
             finally:
                 if previous is not None:
                     torch.backends.cuda.preferred_blas_library(previous)
+        split_k = time_split_k(x, w, torch, reps) if device == "cuda" else None
         us = next(iter(times.values()))
         bound_us = max(2 * m * k * n / (tflops * 1e12), k * n * itemsize / read_bw) * 1e6
         total_us += count * us
         total_bound_us += count * bound_us
         rows.append([name, f"{m} x {k} x {n}", str(count), f"{us:.1f}", f"{2 * m * k * n / (us * 1e-6) / 1e12:.0f}",
-                     f"{times['cublaslt']:.1f}" if "cublaslt" in times else "-", f"{bound_us:.1f}",
+                     f"{times['cublaslt']:.1f}" if "cublaslt" in times else "-",
+                     f"{split_k[0]:.1f} {split_k[1]}" if split_k else "-", f"{bound_us:.1f}",
                      f"{us / bound_us:.2f}", f"{count * us / 1e3:.3f}"])
         del x, w
-    rows.append(["all, per step", "", "", "", "", "", f"{total_bound_us:.1f}", f"{total_us / total_bound_us:.2f}",
+    rows.append(["all, per step", "", "", "", "", "", "", f"{total_bound_us:.1f}", f"{total_us / total_bound_us:.2f}",
                  f"{total_us / 1e3:.3f}"])
     return rows
 
 
-GEMM_HEADERS = ["product", "m x k x n", "per step", "µs (cuBLAS)", "TFLOP/s", "µs (cuBLASLt)", "bound µs",
+GEMM_HEADERS = ["product", "m x k x n", "per step", "µs (cuBLAS)", "TFLOP/s", "µs (cuBLASLt)",
+                "µs (Triton split-K) (splits, BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)", "bound µs",
                 "x bound", "ms per step"]
 
 
@@ -665,8 +723,10 @@ def report(setup: Setup, header: str, rates: dict, results: dict, sweep_rows: di
     if gemm_rows:
         lines += ["## The matrix products alone", "",
                   "Each product of the step on random inputs, microseconds under CUDA-graph replay (L2 flushed); "
-                  "cuBLAS is what the engines run (cuBLASLt: torch's other backend, for comparison); bound: its "
-                  "FLOPs at the measured matrix rate, or its weights at the read bandwidth if slower.", "",
+                  "cuBLAS is what the engines run (cuBLASLt: torch's other backend, for comparison); Triton split-K: "
+                  f"the fastest of {len(SPLIT_K_CONFIGS)} configurations of bench.py's plain split-K kernel, its "
+                  "partial sums left to the next kernel (not timed); bound: its FLOPs at the measured matrix rate, or "
+                  "its weights at the read bandwidth if slower.", "",
                   bench.markdown_table(GEMM_HEADERS, gemm_rows), ""]
     lines += ["## torch.compile", ""]
     if compiled:
@@ -790,6 +850,8 @@ def main(argv=None) -> int:
     parser.add_argument("--traces", choices=("A", "B", "AB"), default="AB",
                         help="the traces to measure (default both; one per run splits a long run in two)")
     parser.add_argument("--budget-s", type=float, help="the whole run's time budget in seconds")
+    parser.add_argument("--gemms-only", action="store_true", help="print the matrix products' table alone "
+                        "(cuBLAS, cuBLASLt, Triton split-K against their bound) and stop")
     parser.add_argument("--compile-timeout-s", type=float, help="stop torch.compile's child after this long")
     parser.add_argument("--compile-child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--compile-child-mode", default="default", help=argparse.SUPPRESS)
@@ -823,6 +885,11 @@ def main(argv=None) -> int:
         rates = {"read": 1e11, "copy": 1e11, "tflops": 1.0}  # placeholders: a CPU's timings mean nothing
     print(f"read {rates['read'] / 1e12:.2f} TB/s, copy {rates['copy'] / 1e12:.2f} TB/s, bf16 matmul "
           f"{rates['tflops']:.0f} TFLOP/s", flush=True)
+    if args.gemms_only:  # a full batch of the first trace: every request decoding
+        rows = time_gemms(setup.model, setup.traces[0].num_requests, rates["tflops"], rates["read"],
+                          getattr(torch, setup.dtype), torch, max(setup.reps // 2, 2))
+        print(bench.markdown_table(GEMM_HEADERS, rows))
+        return 0
     model = load_reference("99-01").build_model(transformers.LlamaConfig(**setup.model), seed=SEED,
                                                 dtype=getattr(torch, setup.dtype), device=device)
     itemsize = next(model.parameters()).element_size()
