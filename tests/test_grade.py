@@ -48,7 +48,7 @@ def _round_trip(value):
 def test_plain_data_and_arrays_cross_unchanged():
     rng = np.random.default_rng(0)
     value = {
-        "ints": (1, -2, True, None, 2**70, -(2**63)),
+        "ints": (1, -2, True, None, 2**70, -(2**63), 2**63, -(2**63) - 1, 10**5000, -(10**5000)),
         "float": 0.25,
         "text": ["a", b"b", "é\u2603"],
         "f64": rng.standard_normal((3, 4)),
@@ -66,7 +66,7 @@ def test_plain_data_and_arrays_cross_unchanged():
     assert back.keys() == value.keys()
     for key in ("f64", "f16", "i32", "empty"):
         assert back[key].dtype == value[key].dtype and np.array_equal(back[key], value[key])
-    assert back["ints"] == (1, -2, True, None, 2**70, -(2**63)) and type(back["ints"][2]) is bool
+    assert back["ints"] == value["ints"] and type(back["ints"][2]) is bool  # past 4,300 digits too
     assert back["text"] == ["a", b"b", "é\u2603"]
     assert back["scalar"] == np.float32(1.5) and back["scalar"].dtype == np.float32
     assert back["dtype"] == np.dtype(np.int64) and back["dtype_class"] == np.dtype(np.float32)
@@ -132,7 +132,7 @@ BOMBS = {
     "bytes after the value": b"NN",
     "an unknown tag": b"Q",
     "a dict keyed by a list": _count(b"d", 1) + _count(b"l", 0) + b"N",
-    "an integer of 10 000 digits": _count(b"I", 10_000) + b"9" * 10_000,
+    "an integer with fewer bytes than it claims": _count(b"I", 10) + b"\x01" * 3,
 }
 
 
@@ -383,6 +383,60 @@ def test_a_container_the_call_writes_into_is_written_for_the_caller(submission):
     assert untouched == {"x": [1, 2]} and untouched["x"] is inner
 
 
+RETURNS_ITS_OWN = """
+class Pool:
+    def __init__(self):
+        self._handed = []  # one list, handed out by every take(): a classic mistake
+        self.taken = 0
+        self.stats = {"taken": 0, "ids": []}
+
+    def take(self, n):
+        self._handed.clear()
+        self._handed.extend(range(self.taken, self.taken + n))
+        self.taken += n
+        self.stats["taken"] = self.taken
+        self.stats["ids"].extend(self._handed)
+        return self._handed
+
+    def fresh(self, n):
+        return list(range(n))
+
+    def both(self):
+        return self._handed, (self.stats, self._handed)
+
+    def report(self):
+        return self.stats
+
+
+def huge():
+    return list(range(10_000))
+"""
+
+
+@needs_bwrap
+def test_a_container_a_call_returns_is_the_same_object_when_returned_again_and_changes_with_it(submission):
+    """In one process a result may be the submission's own list, which a later call changes: a pool
+    that clears and refills one list at each call hands out the same list twice. Under grading too:
+    the same object each time, refilled after each call, nested identity kept; fresh results stay
+    apart, and a container too large to be kept is a copy."""
+    sub = submission(RETURNS_ITS_OWN, {"Pool": "callable", "huge": "callable"}, call_timeout=5)
+    pool = sub.Pool()
+    first = pool.take(2)
+    stats = pool.report()
+    ids = stats["ids"]
+    second = pool.take(1)
+    assert second is first and first == [2], "the same list, as the submission changed it"
+    assert pool.report() is stats and stats == {"taken": 3, "ids": [0, 1, 2]} and stats["ids"] is ids
+    a, (s, b) = pool.both()
+    assert a is first and b is first and s is stats
+    one, two = pool.fresh(2), pool.fresh(2)
+    assert one == two == [0, 1] and one is not two
+    pool.take(3)
+    assert one == [0, 1] and first == [3, 4, 5] and stats["taken"] == 6
+    big = sub.huge()
+    assert big == list(range(10_000)) and sub.huge() is not big
+
+
 ERRORS = """
 class UnknownGPU(ValueError):
     pass
@@ -392,6 +446,12 @@ def refuse(gpu):
 
 def undecodable():
     raise UnicodeDecodeError("utf-8", b"x", 0, 1, "invalid start byte")
+
+class BadInput(LookupError, ValueError):  # two built-in bases: both a LookupError and a ValueError
+    pass
+
+def refuse_both(n):
+    raise BadInput(f"no block {n}")
 """
 
 
@@ -401,7 +461,7 @@ def test_an_exception_reads_as_its_message_whatever_its_class_is_called(submissi
     process: a test's ``match=`` (message and notes) or ``word in str(err)`` never reads the name of the
     student's class (an ``UnknownGPU`` raised with a message that names no gpu passed 04-02's "a
     ValueError naming gpu" under labs grade when the class's name was put before the message)."""
-    sub = submission(ERRORS, {"refuse": "callable", "undecodable": "callable"})
+    sub = submission(ERRORS, {name: "callable" for name in ("refuse", "undecodable", "refuse_both")})
     with pytest.raises(ValueError) as caught:
         sub.refuse("H1000")
     assert str(caught.value) == "'H1000' is not in the table"
@@ -412,6 +472,9 @@ def test_an_exception_reads_as_its_message_whatever_its_class_is_called(submissi
             sub.refuse("H1000")
     with pytest.raises(ValueError):  # a built-in that takes more than a message is still a ValueError
         sub.undecodable()
+    for expected in (ValueError, LookupError):  # every built-in base, as in one process
+        with pytest.raises(expected, match="no block 3"):
+            sub.refuse_both(3)
 
 
 VIEWS = """
@@ -505,6 +568,56 @@ def test_a_hang_times_out_and_a_crash_is_reported_then_the_next_call_works(submi
     assert incidents == ["timeout", "crashed", "crashed"]
 
 
+DEAF = """
+import time
+from labkit.grader import wire
+
+_recv, _requests = wire.recv, []
+
+
+def _deaf(fd, *args, **kwargs):  # the worker reads its first request, then never another
+    _requests.append(fd)
+    if len(_requests) > 1:
+        time.sleep(3600)
+    return _recv(fd, *args, **kwargs)
+
+
+wire.recv = _deaf
+
+
+def ping():
+    return 1
+
+
+def take(x):
+    return len(x)
+"""
+
+
+@needs_bwrap
+def test_a_worker_that_stops_reading_cannot_hold_a_call_past_its_time_limit(submission):
+    """A request larger than the pipe holds (64 KiB) is written as the worker reads it: one that stops
+    reading times out at the call's limit, as one that stops answering does."""
+    sub = submission(DEAF, {"ping": "callable", "take": "callable"}, call_timeout=2.0)
+    assert sub.ping() == 1
+    outcome = []
+
+    def call():
+        start = time.monotonic()
+        try:
+            sub.take(np.zeros(1 << 20))  # 8 MiB to send
+        except BaseException as err:
+            outcome.append((type(err), time.monotonic() - start))
+
+    caller = threading.Thread(target=call, daemon=True)
+    caller.start()
+    caller.join(30)
+    if caller.is_alive():
+        sub._worker.kill()  # unblock the writer, so that the test ends
+        pytest.fail("the grader was still writing to the worker 30 s into a call with a 2 s limit")
+    assert outcome and outcome[0][0] is standin.SubmissionTimeout and outcome[0][1] < 10, outcome
+
+
 def test_timeouts_and_crashes_are_not_exceptions_a_test_could_swallow():
     # pytest.raises(Exception) in a lab's bad-input test must not turn a hang into a pass.
     assert not issubclass(standin.SubmissionTimeout, Exception)
@@ -546,6 +659,105 @@ def test_nothing_the_ready_message_says_sets_an_attribute_of_the_stand_in(submis
     assert sub._api == {}, "a name of the wrong kind (a value for a function) is not taken"
     with pytest.raises(AttributeError):
         sub.double()
+
+
+OWN_HELPERS = """
+def helper(x):
+    return x + 1
+
+
+class Node:
+    def __init__(self, v):
+        self.v = v
+
+
+class Holder:
+    def __init__(self):
+        self.fn = helper  # a field that holds one of the module's functions
+
+
+def get():
+    return helper
+
+
+def node_class():
+    return Node
+
+
+def holder():
+    return Holder()
+
+
+def apply(fn, x):
+    return fn(x)
+
+
+for _i in range(1001):
+    exec(f"def many_{_i}(): pass")
+
+
+def too_many():
+    return [globals()[f"many_{i}"] for i in range(1001)]
+"""
+OWN_HELPERS_API = {name: "callable" for name in ("get", "node_class", "holder", "apply", "too_many")}
+
+
+@needs_bwrap
+def test_a_public_function_or_class_outside_the_api_crosses_as_the_submissions_own(submission):
+    """An honest submission may hand back a function or class of its module that the lab does not
+    declare (a helper a call returns, a function a field holds): it reaches the test as a stand-in that
+    calls into the worker, the same one each time, and goes back as the student's own."""
+    sub = submission(OWN_HELPERS, OWN_HELPERS_API, call_timeout=5)
+    fn = sub.get()
+    assert fn(2) == 3 and sub.get() is fn
+    assert sub.holder().fn is fn, "a field's copy holds the same stand-in"
+    assert sub.apply(fn, 4) == 5, "passed back, it is the student's own function"
+    cls = sub.node_class()
+    assert cls(7).v == 7 and sub.node_class() is cls
+    assert "helper" not in vars(sub) and "Node" not in vars(sub), "nothing is added to the lab's names"
+    with pytest.raises(standin.SubmissionCrashed, match="more than 1000 of the module's classes and functions"):
+        sub.too_many()  # each stand-in costs the grader memory: their number is bounded
+
+
+POISONED_COPY = """
+from labkit.grader import snapshots
+
+_leaf = snapshots.Snapshots.leaf
+
+
+def _malformed(self, value, depth):
+    if type(value) is str and value == "poison":  # this field's copy crosses as no value at all
+        return (str, value), ("no such tag", 1)
+    return _leaf(self, value, depth)
+
+
+snapshots.Snapshots.leaf = _malformed
+
+
+class Box:
+    def __init__(self):
+        self.n = 1
+        self.bad = "poison"
+
+
+def box():
+    return Box()
+"""
+
+
+@needs_bwrap
+def test_a_malformed_copy_of_a_field_is_a_crash_that_no_test_can_catch(submission):
+    """Copies are decoded when a field is read: a worker that sent one malformed stops there, as with
+    any malformed reply, with an error that ``pytest.raises(Exception)`` around the read cannot take."""
+    sub = submission(POISONED_COPY, {"box": "callable"}, call_timeout=5)
+    box = sub.box()
+    assert box.n == 1
+    with pytest.raises(standin.SubmissionCrashed, match="reading a field: unknown tag"):
+        try:
+            _ = box.bad
+        except Exception:
+            pytest.fail("a malformed copy was an exception the test could catch")
+    assert sub.box().n == 1, "the next call starts a fresh worker"
 
 
 PATCHABLE = """
@@ -1150,7 +1362,9 @@ def test_a_kernel_that_assumes_contiguity_fails_the_layout_tests_under_labs_grad
 
 # --------------------------------------------------------------------------- the grader agrees with pytest (slow)
 
-SPECIAL_BUGS = {"04-01": ["two_pass_gather"], "02-01": ["remove_walks_the_queue"],
+SPECIAL_BUGS = {"04-01": ["two_pass_gather"],
+                # hands out one list that later calls change: caught only if the test's result changes too
+                "02-01": ["remove_walks_the_queue", "get_new_blocks_reuses_one_list"],
                 "04-04": ["merge_in_place", "drops_remainder_keys"],
                 # writes into a dict the test passed: caught only if those writes reach the test
                 "02-03": ["config_filled_in_place"], "04-02": ["unmeasured_popped_from_the_matrix"]}

@@ -4,7 +4,14 @@ cross by value (:mod:`values`), so the worker remembers each one's contents befo
 (:func:`container_key`) and, after it, sends those that changed (whether the call returned or
 raised); the grader writes each into the test's own object, in place (:func:`refill`), keeping the
 identity of the containers nested in it. Arrays inside them are not compared here: their memory
-crosses and comes back as buffers. Both sides; staged into the sandbox.
+crosses and comes back as buffers.
+
+The containers a call *returns* are kept too, by number, on both sides (:class:`Returned`): in one
+process a result may be the submission's own list, which a later call changes (a pool that hands out
+one list, cleared at each call, hands out the same list twice). The worker sends the number of each
+container it returns, the grader gives back the same object for the same number, and after each call
+the worker sends those whose contents changed, which the grader refills in place. Both sides; staged
+into the sandbox.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from labkit.grader.wire import ProtocolError
 
 MUTABLE = (list, dict, set, collections.deque)  # what the worker decodes a test's mutable container into
 MAX_DEPTH = 32  # values.MAX_NESTING: no value that crossed is deeper
+KEPT_RETURNED = 64  # returned containers each side keeps, the latest returned: older ones keep no identity
+RETURNED_ITEMS = 4096  # items (counted through nested containers) past which a returned container is not kept
 
 
 # --------------------------------------------------------------------------- the worker's side
@@ -39,6 +48,74 @@ def mutable_arguments(call_args: tuple) -> list[tuple[tuple, object]]:
     for name, value in kwargs.items():
         walk(value, (1, name), 2)
     return found
+
+
+def outer_containers(value) -> list[tuple[tuple, object]]:
+    """``[(path, container)]``: the mutable containers of a result, reached through tuples only, as
+    :func:`mutable_arguments` finds them in arguments (a path of tuple indices; ``()``: the result)."""
+    found: list = []
+
+    def walk(v, path):
+        if type(v) in MUTABLE:
+            found.append((path, v))
+        elif type(v) is tuple and len(path) < MAX_DEPTH:
+            for i, item in enumerate(v):
+                walk(item, (*path, i))
+
+    walk(value, ())
+    return found
+
+
+def _small(value, budget: int) -> int:
+    """``budget`` less the items of ``value`` (through nested containers); negative once past it."""
+    if type(value) in (list, tuple, set, frozenset, collections.deque, dict):
+        budget -= len(value)
+        for item in (value.values() if type(value) is dict else value):
+            if budget < 0:
+                break
+            budget = _small(item, budget)
+    return budget
+
+
+class Returned:
+    """The worker's side: the containers its replies returned, by number, each with its key as last sent."""
+
+    def __init__(self):
+        self.kept: dict[int, tuple] = {}  # number -> (container, key, what the key keeps alive); oldest first
+        self.numbers: dict[int, int] = {}  # id(container) -> number, while it is kept
+        self.next = 0
+
+    def changes(self, encode) -> list:
+        """``("r", number, encoded)`` for each kept container whose contents changed since last sent."""
+        changed = []
+        for number, (container, key, _) in list(self.kept.items()):
+            keep: list = []
+            now = container_key(container, keep)
+            if now != key:
+                self.kept[number] = (container, now, keep)
+                changed.append(("r", number, encode(container)))
+        return changed
+
+    def keep(self, result) -> list:
+        """``("k", path, number)`` for each container ``result`` returns (the same number for one returned
+        before); the latest :data:`KEPT_RETURNED` are kept, none of more than :data:`RETURNED_ITEMS` items."""
+        named = []
+        for path, container in outer_containers(result):
+            if _small(container, RETURNED_ITEMS) < 0:
+                continue
+            number = self.numbers.get(id(container))
+            if number is None:
+                number, self.next = self.next, self.next + 1
+                self.numbers[id(container)] = number
+            else:
+                del self.kept[number]  # kept again, as the latest
+            keep: list = []
+            self.kept[number] = (container, container_key(container, keep), keep)
+            named.append(("k", path, number))
+        while len(self.kept) > KEPT_RETURNED:
+            number = next(iter(self.kept))
+            del self.numbers[id(self.kept.pop(number)[0])]
+        return named
 
 
 def container_key(value, keep: list, depth: int = 0):
@@ -86,6 +163,44 @@ def container_at(call_args: tuple, path) -> object:
     if type(value) not in MUTABLE:
         raise ProtocolError("a path to something that is not a mutable container")
     return value
+
+
+def adopt_returned(result, named: list, returned: dict):
+    """The grader's side: ``result`` with each container the worker named (``("k", path, number)``)
+    replaced by the test's object of that number, refilled, if the test has it (the same list as an
+    earlier call returned); new numbers join ``returned`` (number -> container, the latest
+    :data:`KEPT_RETURNED` kept)."""
+    for _, path, number in named:
+        if type(path) is not tuple or not all(type(i) is int for i in path) or type(number) is not int:
+            raise ProtocolError("a malformed returned container")
+        container = _at(result, path)
+        old = returned.pop(number, None)
+        if old is not None and old is not container:
+            refill(old, container)
+            result = _replaced(result, path, old)
+            container = old
+        returned[number] = container  # the latest returned, last
+        while len(returned) > KEPT_RETURNED:
+            del returned[next(iter(returned))]
+    return result
+
+
+def _at(value, path: tuple):
+    for i in path:
+        if type(value) is not tuple or not 0 <= i < len(value):
+            raise ProtocolError("a path to a container the result does not hold")
+        value = value[i]
+    if type(value) not in MUTABLE:
+        raise ProtocolError("a path to something that is not a mutable container")
+    return value
+
+
+def _replaced(value, path: tuple, new):
+    """``value`` with what ``path`` names replaced by ``new`` (tuples along the path rebuilt)."""
+    if not path:
+        return new
+    i = path[0]
+    return value[:i] + (_replaced(value[i], path[1:], new),) + value[i + 1:]
 
 
 def refill(old, new, depth: int = 0) -> None:

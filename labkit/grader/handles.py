@@ -205,7 +205,7 @@ class Handle:
         if fields is not None and name in fields:
             table.snapshots.mark_read(self._number)
             encoded = fields[name]
-            return self._ask("getattr", name) if encoded is ASK else table.owner._decode(encoded)
+            return self._ask("getattr", name) if encoded is ASK else table.owner._read_copy(encoded)
         if name in methods:  # obj.method(...) is one request, not a read and then a call (the worker looks it up)
             return RemoteMethod(self, name)
         return self._ask("getattr", name)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from labkit.grader import sandbox as sandboxes
 from labkit.grader import wire
-from labkit.grader.containers import container_at, refill
-from labkit.grader.handles import RESULT_TYPES, Handle, Handles, RemoteClass
+from labkit.grader.containers import adopt_returned, container_at, refill
+from labkit.grader.handles import MAX_TYPES, RESULT_TYPES, Handle, Handles, RemoteClass
 from labkit.grader.lending import Lent, Patches, serve_lent
 from labkit.grader.snapshots import COMPARE_AFTER, WATCH_MAX
 from labkit.grader.values import Layouts, array_leaves, builtin_exception, decode, encode
@@ -60,7 +60,8 @@ class Submission(types.ModuleType):
     patches"). The stand-in's own state lives in slots, out of that ``__dict__``."""
 
     __slots__ = ("_file", "_api_kinds", "_box", "_triton", "_call_timeout", "_deadline", "_import_timeout",
-                 "_on_incident", "_worker", "_busy", "_handles", "_lent", "_patches", "_api")
+                 "_on_incident", "_worker", "_busy", "_handles", "_lent", "_patches", "_api", "_reported",
+                 "_others", "_returned")
 
     def __init__(self, file: Path, api: dict[str, str], box: sandboxes.Sandbox, *, triton: bool = False,
                  call_timeout: float = 10.0, deadline: float | None = None, import_timeout: float = 60.0,
@@ -75,7 +76,11 @@ class Submission(types.ModuleType):
         self._lent = Lent()  # the tests' objects, functions and models the worker may use
         self._patches = Patches(patches)  # the numpy functions the lab's tests wrap, as they were
         self._api: dict[str, object] = {}  # the lab's names as the worker's module has them, never changed
+        self._reported: dict[str, str] = {}  # every public name the worker reported at import -> its kind
+        self._others: dict[str, object] = {}  # stand-ins of its other classes and functions, made as they cross
+        self._returned: dict[int, object] = {}  # the containers calls returned, by the worker's number for each
         ready = self._start()
+        self._reported = {name: kind for name, (kind, _) in ready.items() if kind in ("class", "function")}
         try:
             self._api = self._public_names(ready)
         except ProtocolError as err:
@@ -156,7 +161,8 @@ class Submission(types.ModuleType):
                 raise self._incident(SubmissionCrashed, "an object of a worker that was stopped after a timeout or "
                                      "crash was used: its objects died with it", stop=False)
             return ("h", obj._number)
-        if isinstance(obj, (RemoteFunction, RemoteClass)) and self._api.get(obj.__name__) is obj:
+        if isinstance(obj, (RemoteFunction, RemoteClass)) and (self._api.get(obj.__name__) is obj
+                                                               or self._others.get(obj.__name__) is obj):
             return ("api", obj.__name__)  # the submission's own class or function
         return self._lent.tag(obj, lend)
 
@@ -166,9 +172,27 @@ class Submission(types.ModuleType):
         return decode(data, hooks=hooks, max_view_bytes=MAX_VIEW_BYTES)
 
     def _api_object(self, name):
-        if type(name) is not str or name not in self._api:
-            raise ProtocolError("a reference to a name that is not in the lab's API")
-        return self._api[name]
+        """The stand-in of the submission's class or function ``name``: one of the lab's API, or another
+        public one its module has (a helper a call returns, a class a field holds), made when it first
+        crosses; the worker refers to each by its name."""
+        if type(name) is not str or name not in self._api and name not in self._reported:
+            raise ProtocolError("a reference to a class or function the submission's module does not have")
+        if name in self._api:
+            return self._api[name]
+        if name not in self._others:
+            if len(self._others) >= MAX_TYPES:  # each is a class or function object of the grader's
+                raise ProtocolError(f"references to more than {MAX_TYPES} of the module's classes and functions")
+            self._others[name] = RemoteClass(name, owner=self) if self._reported[name] == "class" else \
+                RemoteFunction(self, name)
+        return self._others[name]
+
+    def _read_copy(self, encoded):
+        """A field's value from its object's copy, decoded as it is read: one the worker sent malformed is
+        a crash, as any malformed reply is (never an exception a test's ``pytest.raises`` could take)."""
+        try:
+            return self._decode(encoded)
+        except ProtocolError as err:
+            raise self._incident(SubmissionCrashed, f"reading a field: {err}") from None
 
     def _serve_reverse(self, message) -> tuple:
         """Run what the worker asked of a trusted callback or lent object; the reply to send back."""
@@ -227,10 +251,10 @@ class Submission(types.ModuleType):
         worker, deadline = self._worker, time.monotonic() + wait
         self._busy += 1  # the student's code may run: until its reply, no snapshot is read
         try:
-            worker.send(payload)
+            worker.send(payload, deadline)
             reply = worker.recv(deadline)
             while _tag(reply) == "reverse":  # the submission uses a test's function or object, which may call back in
-                worker.send(self._serve_reverse(reply))
+                worker.send(self._serve_reverse(reply), deadline)
                 reply = worker.recv(deadline)
             if sandboxes.memory_killed(worker._proc):  # a process of the sandbox was: the sandbox is
                 raise EOFError
@@ -253,35 +277,44 @@ class Submission(types.ModuleType):
             # What the student's code wrote and changed before it raised, as in one process.
             self._handles.update(reply[6], after)
             self._copy_back(reply[5], leaves, layouts, call_args)
-            cls = builtin_exception(builtin_name)
+            bases = _builtin_bases(builtin_name)
             message = str(message)[:MAX_MESSAGE]
             # str(err) is the message alone, and the exception has no notes, as in one process: a test's
             # ``match=`` (which reads the message and the notes) or ``in str(err)`` must never read the
             # class's name, the student's to choose. The name is the exception's class's own: a subclass
             # of the built-in named like the student's, as in one process (the report's line shows it).
-            base = cls or RemoteError
-            if qualname != builtin_name:
-                base = _named_subclass(base, qualname)
-            raise _exception(base, message)
+            if len(bases) == 1 and (qualname,) == builtin_name:
+                raise _exception(bases[0], message)  # a built-in exception itself
+            raise _exception(_named_subclass(bases, qualname), message)
         if tag != "ok" or len(reply) != 4 or type(reply[2]) is not list:
             raise ProtocolError("a malformed reply")
         self._handles.update(reply[3], after)
-        self._copy_back(reply[2], leaves, layouts, call_args)
-        # After the copies: a result that is one of the arguments is the caller's (updated) array.
-        return self._decode(reply[1], leaves)
+        named = self._copy_back(reply[2], leaves, layouts, call_args)
+        # After the copies: a result that is one of the arguments is the caller's (updated) array, and a
+        # container returned before is the test's object of that number, refilled.
+        return adopt_returned(self._decode(reply[1], leaves), named, self._returned)
 
-    def _copy_back(self, written, leaves: list, layouts: Layouts, call_args: tuple) -> None:
+    def _copy_back(self, written, leaves: list, layouts: Layouts, call_args: tuple) -> list:
         """Into the test's arguments, what the call wrote: the buffers of its arrays, whole (the storage's
-        bytes as they are now), and the plain containers it changed (:mod:`containers`)."""
+        bytes as they are now), and the plain containers it changed; into the containers earlier calls
+        returned, what they hold now (:mod:`containers`). The result's containers the worker named by
+        number, for :func:`~labkit.grader.containers.adopt_returned`."""
         if type(written) is not list:
             raise ProtocolError("malformed in-place updates")
+        named = []
         for item in written:
             if type(item) is tuple and len(item) == 2:
                 layouts.copy_back(*item)
             elif type(item) is tuple and len(item) == 3 and item[0] == "c":
                 refill(container_at(call_args, item[1]), self._decode(item[2], leaves))
+            elif type(item) is tuple and len(item) == 3 and item[0] == "r":
+                if type(item[1]) is int and item[1] in self._returned:  # else one the test no longer holds
+                    refill(self._returned[item[1]], self._decode(item[2], leaves))
+            elif type(item) is tuple and len(item) == 3 and item[0] == "k":
+                named.append(item)
             else:
                 raise ProtocolError("a malformed in-place update")
+        return named
 
     def _stop(self) -> None:
         if self._worker is not None:
@@ -289,6 +322,7 @@ class Submission(types.ModuleType):
             self._worker = None
             self._handles.alive = False  # its objects are gone: every handle to one is dead
             self._handles = Handles(self)
+            self._returned = {}  # numbers are the worker's: a fresh one starts again
             self._lent.modules_sent.clear()  # the next worker gets its own copies
 
     def close(self) -> None:
@@ -296,22 +330,37 @@ class Submission(types.ModuleType):
         self._stop()
 
 
-_NAMED: dict[tuple[type, str], type] = {}  # (built-in base, the submission's class name) -> a subclass so named
+_NAMED: dict[tuple[tuple, str], type] = {}  # (built-in bases, the submission's class name) -> a subclass so named
 MAX_NAMED = 1000  # such subclasses kept per trusted process; past it, the built-in itself
 
 
-def _named_subclass(base: type, qualname) -> type:
-    """A subclass of ``base`` named like the submission's exception class (``UnknownGPU``), made once."""
+def _builtin_bases(names) -> tuple[type, ...]:
+    """The built-in exception classes an error names as its bases (:class:`RemoteError` if none): at
+    most 8, each at most once."""
+    if type(names) is not tuple or not 1 <= len(names) <= 8:
+        return (RemoteError,)
+    found = tuple(dict.fromkeys(cls for cls in map(builtin_exception, names) if cls is not None))
+    return found or (RemoteError,)
+
+
+def _named_subclass(bases: tuple[type, ...], qualname) -> type:
+    """A subclass of ``bases`` named like the submission's exception class (``UnknownGPU``), made once;
+    of the first base alone where they cannot be combined (two built-ins' layouts), or ``bases[0]``
+    itself where it cannot be subclassed."""
     name = str(qualname)[:200].replace("\0", "?") or "?"
-    named = _NAMED.get((base, name))
+    named = _NAMED.get((bases, name))
     if named is None:
         if len(_NAMED) >= MAX_NAMED:
-            return base
-        try:
-            named = type(name, (base,), {"__module__": "submission", "__qualname__": name})
-        except TypeError:  # a built-in that cannot be subclassed
-            return base
-        _NAMED[base, name] = named
+            return bases[0]
+        for combined in (bases, bases[:1]):
+            try:
+                named = type(name, combined, {"__module__": "submission", "__qualname__": name})
+                break
+            except TypeError:  # a layout conflict, a base that is final, an order that is not consistent
+                continue
+        else:
+            return bases[0]
+        _NAMED[bases, name] = named
     return named
 
 
@@ -350,14 +399,15 @@ class _Worker:
         self._from_worker, from_worker_w = os.pipe()
         args = ["serve", str(to_worker_r), str(from_worker_w), box.inside(file), "triton" if triton else "numpy"]
         self._box = box
+        os.set_blocking(self._to_worker, False)  # a worker that stops reading cannot hold a send past its deadline
         try:  # the student's prints go nowhere: the verdict comes from the tests, and a print loop fills no disk
             self._proc = box.popen(args, pass_fds=(to_worker_r, from_worker_w))
         finally:
             os.close(to_worker_r)
             os.close(from_worker_w)
 
-    def send(self, message) -> None:
-        wire.send(self._to_worker, message)
+    def send(self, message, deadline: float) -> None:
+        wire.send(self._to_worker, message, deadline)
 
     def recv(self, deadline: float):
         """The next message, by ``deadline``; while waiting for it, a sandbox the kernel killed a process of

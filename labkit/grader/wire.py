@@ -10,7 +10,6 @@ import struct
 import time
 
 MAX_DEPTH = 64
-MAX_INT_DIGITS = 4300  # Python's own default limit for int <-> str conversions
 _LEN = struct.Struct("<Q")
 _INT = struct.Struct("<q")
 _FLOAT = struct.Struct("<d")
@@ -42,8 +41,10 @@ def _pack(value, out: list, depth: int) -> None:
         if -(2**63) <= value < 2**63:
             out += [b"i", _INT.pack(value)]
         else:
-            text = str(value).encode()
-            out += [b"I", _LEN.pack(len(text)), text]
+            # Two's complement, little-endian: linear both ways (a decimal text is not, and Python refuses
+            # one of more than 4,300 digits, an int a submission may well compute).
+            data = value.to_bytes(value.bit_length() // 8 + 1, "little", signed=True)
+            out += [b"I", _LEN.pack(len(data)), data]
     elif kind is float:
         out += [b"f", _FLOAT.pack(value)]
     elif kind is str:
@@ -147,25 +148,28 @@ class _Reader:
         if tag == _b:
             return bytes(self.chunk())
         if tag == _I:
-            text = bytes(self.chunk())
-            try:
-                if len(text) > MAX_INT_DIGITS:
-                    raise ValueError
-                return int(text)
-            except ValueError:
-                raise ProtocolError("malformed integer") from None
+            return int.from_bytes(self.chunk(), "little", signed=True)
         raise ProtocolError(f"unknown tag {bytes([tag])!r}")
 
 
 # --------------------------------------------------------------------------- framing
 
 
-def send(fd: int, value) -> None:
-    """Write ``value`` as one message on ``fd``."""
+def send(fd: int, value, deadline: float | None = None) -> None:
+    """Write ``value`` as one message on ``fd``. With a ``deadline`` (``time.monotonic()``; ``fd`` is
+    then non-blocking), TimeoutError once it passes with the message not all written: a reader that
+    stops reading cannot hold the writer past it."""
     data = pack(value)
     view = memoryview(_LEN.pack(len(data)) + data)
     while view:
-        view = view[os.write(fd, view) :]
+        if deadline is not None:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([], [fd], [], wait)[1]:
+                raise TimeoutError
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:  # the pipe filled between the select and the write
+            continue
 
 
 def recv(fd: int, deadline: float | None = None, limit: int | None = None, max_items: int | None = None):

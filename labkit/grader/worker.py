@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from labkit.grader import wire
-from labkit.grader.containers import container_key, mutable_arguments
+from labkit.grader.containers import Returned, container_key, mutable_arguments
 from labkit.grader.handles import OPS, ObjectTable
 from labkit.grader.lending import GraderIterator, GraderObject, load_module, names_patched, patched
 from labkit.grader.snapshots import WATCH_MAX, Snapshots, plain_fields
@@ -54,11 +54,14 @@ def _die_with_parent() -> None:
 
 
 def _error(exc: BaseException, kind: str = "exception") -> tuple:
-    """An exception as plain data: the nearest built-in base class, the real name, the message."""
-    base = next((c.__name__ for c in type(exc).__mro__ if builtin_exception(c.__name__) is c), None)
-    if base is None:  # SystemExit, KeyboardInterrupt, pytest outcomes: not an ordinary error
+    """An exception as plain data: the names of its nearest built-in base classes (every one that no
+    other of them derives from: ``class BadInput(LookupError, ValueError)`` is both), the real name,
+    the message."""
+    found = [c for c in type(exc).__mro__ if builtin_exception(c.__name__) is c]
+    base = tuple(c.__name__ for c in found if not any(o is not c and issubclass(o, c) for o in found))
+    if not base:  # SystemExit, KeyboardInterrupt, pytest outcomes: not an ordinary error
         kind = "fatal" if kind == "exception" else kind
-        base = "BaseException"
+        base = ("BaseException",)
     try:
         message = str(exc)
     except BaseException:
@@ -121,6 +124,7 @@ class _Session:
         self.objects = ObjectTable()
         self.snapshots = Snapshots(self.objects, self._special)
         self.objects.on_death = self.snapshots.died
+        self.returned = Returned()  # the containers replies returned, compared after each call
         self.grader_objects: dict = {}  # (stand-in class, index) -> the stand-in of a test's object or iterator
         self.modules: dict = {}  # index -> a test's torch module (a copy)
         self.api = {}  # id() of a public class or function of the module -> its name
@@ -245,12 +249,14 @@ class _Session:
             written = _Writes(buffers, (args, kwargs), lambda value: self.encode(value, arguments=aliases))
             with patched(watched), names_patched(self.module, names, deleted):
                 result = call()
-            reply = ("ok", self.encode(result, arguments=aliases), written.changes())
+            ran = not pure and kind != "sync"
+            reply = ("ok", self.encode(result, arguments=aliases),
+                     written.changes() + self._returned_changes(ran) + self.returned.keep(result))
         except BaseException as exc:
             reply = _error(exc)
             if reply[1] == "exception":
                 try:
-                    reply += (written.changes() if written is not None else [],)
+                    reply += ((written.changes() if written is not None else []) + self._returned_changes(True),)
                 except BaseException as err:  # what the call wrote cannot be sent: the grader cannot trust it
                     reply = _error(err, kind="written")
         ran = not pure and kind != "sync"  # the student's code may have run: every copy the grader holds may be old
@@ -260,6 +266,10 @@ class _Session:
             return reply + (self.snapshots.updates(compare) + (ran,),)
         except BaseException as exc:  # a snapshot could not be taken: the grader cannot trust its copies
             return _error(exc, kind="snapshot")
+
+    def _returned_changes(self, ran: bool) -> list:
+        """The containers earlier replies returned that the student's code changed (only if it ran)."""
+        return self.returned.changes(self.encode) if ran else []
 
     def serve(self, until_callback_returns: bool = False):
         """Answer requests; inside a callback, until its result comes back."""
