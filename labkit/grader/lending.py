@@ -143,7 +143,7 @@ class GraderObject:
     Only public names are asked for; a ``_`` name is an AttributeError at once (the grader would
     refuse it anyway). ``repr`` is answered here, so that printing one costs nothing."""
 
-    __slots__ = ("_ask", "_index")
+    __slots__ = ("_ask", "_index", "__weakref__")  # a submission may hold it weakly, as the test's own
 
     def __init__(self, ask, index: int):
         object.__setattr__(self, "_ask", ask)
@@ -178,7 +178,7 @@ class GraderObject:
 class GraderIterator:
     """An iterator the test passed (``reversed(blocks)``): each ``next`` asks the grader for one item."""
 
-    __slots__ = ("_ask", "_index")
+    __slots__ = ("_ask", "_index", "__weakref__")  # a submission may hold it weakly, as the test's own
 
     def __init__(self, ask, index: int):
         self._ask, self._index = ask, index

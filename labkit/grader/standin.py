@@ -5,6 +5,7 @@ checks); a timeout or crash is :class:`SubmissionTimeout` or :class:`SubmissionC
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import subprocess
@@ -129,7 +130,8 @@ class Submission(types.ModuleType):
         wait = self._seconds_left(self._import_timeout)
         if wait <= 0:
             raise self._incident(SubmissionTimeout, "the lab's time limit was reached before this test")
-        self._worker = worker = _Worker(self._box, self._file, self._triton)
+        values = sorted(name for name, kind in self._api_kinds.items() if kind in ("value", "any"))
+        self._worker = worker = _Worker(self._box, self._file, self._triton, values)
         name = self._file.name
         try:
             reply = worker.recv(time.monotonic() + wait)
@@ -271,21 +273,21 @@ class Submission(types.ModuleType):
     def _unpack(self, reply, leaves: list, layouts: Layouts, what: str, call_args: tuple, after: list):
         tag = _tag(reply)
         if tag == "error":
-            _, kind, builtin_name, qualname, message = (reply + ("",) * 5)[:5]
-            if kind != "exception" or len(reply) != 7:
+            _, kind, builtin_name, qualname, message, notes = (reply + ("",) * 6)[:6]
+            if kind != "exception" or len(reply) != 8:
                 raise self._incident(SubmissionCrashed, f"{what} raised {_describe(reply)}")
             # What the student's code wrote and changed before it raised, as in one process.
-            self._handles.update(reply[6], after)
-            self._copy_back(reply[5], leaves, layouts, call_args)
+            self._handles.update(reply[7], after)
+            self._copy_back(reply[6], leaves, layouts, call_args)
             bases = _builtin_bases(builtin_name)
             message = str(message)[:MAX_MESSAGE]
-            # str(err) is the message alone, and the exception has no notes, as in one process: a test's
-            # ``match=`` (which reads the message and the notes) or ``in str(err)`` must never read the
-            # class's name, the student's to choose. The name is the exception's class's own: a subclass
-            # of the built-in named like the student's, as in one process (the report's line shows it).
+            # str(err) is the message alone, and the notes are the student's own, as in one process: a
+            # test's ``match=`` (which reads the message and the notes) or ``in str(err)`` must never read
+            # the class's name, the student's to choose. The name is the exception's class's own: a
+            # subclass of the built-in named like the student's, as in one process (the report shows it).
             if len(bases) == 1 and (qualname,) == builtin_name:
-                raise _exception(bases[0], message)  # a built-in exception itself
-            raise _exception(_named_subclass(bases, qualname), message)
+                raise _exception(bases[0], message, notes)  # a built-in exception itself
+            raise _exception(_named_subclass(bases, qualname), message, notes)
         if tag != "ok" or len(reply) != 4 or type(reply[2]) is not list:
             raise ProtocolError("a malformed reply")
         self._handles.update(reply[3], after)
@@ -364,15 +366,21 @@ def _named_subclass(bases: tuple[type, ...], qualname) -> type:
     return named
 
 
-def _exception(cls: type, message: str) -> BaseException:
-    """``cls(message)``; for a built-in that takes more than a message (UnicodeDecodeError,
-    ExceptionGroup), its nearest base class that takes one."""
+def _exception(cls: type, message: str, notes) -> BaseException:
+    """``cls(message)`` with the student's ``notes`` (at most 16 strings, each cut to 2,000
+    characters); for a built-in that takes more than a message (UnicodeDecodeError, ExceptionGroup),
+    its nearest base class that takes one."""
     for klass in cls.__mro__:
         try:
-            return klass(message)
+            exc = klass(message)
+            break
         except TypeError:
             continue
-    return RemoteError(message)
+    else:
+        exc = RemoteError(message)
+    if type(notes) is list and notes:
+        exc.__notes__ = [str(note)[:MAX_MESSAGE] for note in notes[:16]]  # what add_note makes (3.11+)
+    return exc
 
 
 def _index(i, leaves) -> int:
@@ -394,10 +402,12 @@ def _describe(reply) -> str:
 class _Worker:
     """One ``python -m labkit.grader.worker serve`` process in the student's sandbox."""
 
-    def __init__(self, box: sandboxes.Sandbox, file: Path, triton: bool):
+    def __init__(self, box: sandboxes.Sandbox, file: Path, triton: bool, values: list[str]):
+        """``values``: the API's names whose values the ready message carries."""
         to_worker_r, self._to_worker = os.pipe()
         self._from_worker, from_worker_w = os.pipe()
-        args = ["serve", str(to_worker_r), str(from_worker_w), box.inside(file), "triton" if triton else "numpy"]
+        args = ["serve", str(to_worker_r), str(from_worker_w), box.inside(file), "triton" if triton else "numpy",
+                json.dumps(values)]
         self._box = box
         os.set_blocking(self._to_worker, False)  # a worker that stops reading cannot hold a send past its deadline
         try:  # the student's prints go nowhere: the verdict comes from the tests, and a print loop fills no disk

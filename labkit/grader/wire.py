@@ -67,8 +67,8 @@ def _pack(value, out: list, depth: int) -> None:
 
 def unpack(data, deadline: float | None = None, max_items: int | None = None):
     """The value in ``data`` (bytes, or any buffer: it is read in place); ProtocolError if it is
-    malformed, has bytes left over, holds more than ``max_items`` items, or is still being decoded at
-    ``deadline`` (a ``time.monotonic()`` value)."""
+    malformed, has bytes left over or holds more than ``max_items`` items; TimeoutError if it is still
+    being decoded at ``deadline`` (a ``time.monotonic()`` value)."""
     reader = _Reader(data if type(data) in (bytes, bytearray) else bytes(data), deadline, max_items)
     value = reader.value(0)
     if reader.pos != len(data):
@@ -131,7 +131,7 @@ class _Reader:
             if depth > MAX_DEPTH:
                 raise ProtocolError("nested too deeply")
             if self.deadline is not None and time.monotonic() > self.deadline:
-                raise ProtocolError("still decoding at the deadline")
+                raise TimeoutError("still decoding at the deadline")  # the call's time is up, not the protocol broken
             n = self.length()
             if tag == _d:
                 items = {}

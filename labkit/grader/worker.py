@@ -1,8 +1,10 @@
 """The first process in a student's sandbox: set the limits, then import the student's file and serve
 the grader's requests (``serve``), or run a lab's child script (``script``). Nothing here is trusted.
 
-    python -m labkit.grader.worker serve LIMITS READ_FD WRITE_FD FILE numpy|triton
+    python -m labkit.grader.worker serve LIMITS READ_FD WRITE_FD FILE numpy|triton VALUES
     python -m labkit.grader.worker script LIMITS SCRIPT [ARGS...]
+
+VALUES: a JSON list of the API's names whose values the ready message carries.
 """
 
 from __future__ import annotations
@@ -66,7 +68,12 @@ def _error(exc: BaseException, kind: str = "exception") -> tuple:
         message = str(exc)
     except BaseException:
         message = "<unprintable>"
-    return ("error", kind, base, type(exc).__qualname__, message[:2000])
+    notes = getattr(exc, "__notes__", None)  # add_note's: pytest.raises(match=) reads them too
+    notes = [note[:2000] for note in notes[:MAX_NOTES] if type(note) is str] if type(notes) is list else []
+    return ("error", kind, base, type(exc).__qualname__, message[:2000], notes)
+
+
+MAX_NOTES = 16  # an exception's notes that cross
 
 
 GIVEN_DIR = Path(__file__).resolve().parents[2] / "given"  # the graded lab's given modules, staged by the grader
@@ -134,7 +141,7 @@ class _Session:
 
     # -- values both ways: data by value, objects by reference
     def encode(self, value, arguments: dict | None = None):
-        return encode(value, on_object=self._reference, arguments=arguments)
+        return encode(value, on_object=self._reference, arguments=arguments, plain_subclasses=True)
 
     def _special(self, obj):
         """The reference of a test's object or of one of the lab's classes and functions, else None."""
@@ -162,15 +169,16 @@ class _Session:
             self.modules[index] = load_module(raw)
         return self.modules[index]
 
-    def describe(self) -> dict:
-        """The module's public names, for the "ready" message: (kind, value or None)."""
+    def describe(self, values: set) -> dict:
+        """The module's public names, for the "ready" message: (kind, value or None); a value only for
+        the names in ``values`` (the lab's API: a large table of the student's own crosses nowhere)."""
         names = {}
         for name, value in vars(self.module).items():
             if name.startswith("_") or inspect.ismodule(value):
                 continue
             kind = "class" if inspect.isclass(value) else "function" if callable(value) else "value"
             try:
-                names[name] = (kind, self.encode(value) if kind == "value" else None)
+                names[name] = (kind, self.encode(value) if kind == "value" and name in values else None)
             except TypeError:
                 names[name] = ("other", None)
         return names
@@ -290,14 +298,14 @@ def _numbers(value) -> bool:
     return type(value) is list and len(value) <= WATCH_MAX and all(type(n) is int for n in value)
 
 
-def serve(read_fd: int, write_fd: int, file: Path, backend: str) -> int:
+def serve(read_fd: int, write_fd: int, file: Path, backend: str, values: set) -> int:
     try:
         if backend == "triton":
             from labkit.testing import triton_env
 
             triton_env.select_backend()
         session = _Session(import_file(file), read_fd, write_fd)
-        names = session.describe()
+        names = session.describe(values)
         wire.send(write_fd, ("ready", names, session.snapshots.updates() + (False,)))
     except BaseException as exc:
         wire.send(write_fd, _error(exc, kind="import"))
@@ -312,8 +320,8 @@ def main(argv: list[str]) -> int:
     if not limits.get("sandboxed"):
         _die_with_parent()
     if mode == "serve":
-        read_fd, write_fd, file, backend = int(rest[0]), int(rest[1]), Path(rest[2]), rest[3]
-        return serve(read_fd, write_fd, file, backend)
+        read_fd, write_fd, file, backend, values = int(rest[0]), int(rest[1]), Path(rest[2]), rest[3], rest[4]
+        return serve(read_fd, write_fd, file, backend, set(json.loads(values)))
     if mode == "script":
         sys.argv = rest
         sys.path.insert(0, str(Path(rest[0]).parent))
