@@ -384,6 +384,9 @@ def test_a_container_the_call_writes_into_is_written_for_the_caller(submission):
 
 
 RETURNS_ITS_OWN = """
+import numpy as np
+
+
 class Pool:
     def __init__(self):
         self._handed = []  # one list, handed out by every take(): a classic mistake
@@ -406,6 +409,13 @@ class Pool:
 
     def report(self):
         return self.stats
+
+
+    def grow(self):
+        self._handed.extend(range(5_000))  # past what is kept: the test's copy stays as last sent
+
+    def spoil(self):
+        self.stats["ids"].append(np.array([None], dtype=object))  # cannot cross: the copy stays as last sent
 
 
 def huge():
@@ -435,6 +445,10 @@ def test_a_container_a_call_returns_is_the_same_object_when_returned_again_and_c
     assert one == [0, 1] and first == [3, 4, 5] and stats["taken"] == 6
     big = sub.huge()
     assert big == list(range(10_000)) and sub.huge() is not big
+    pool.grow()
+    pool.spoil()
+    assert first == [3, 4, 5] and stats["ids"] == list(range(6)), "forgotten, never an error in a later call"
+    assert pool.fresh(1) == [0]
 
 
 HONEST_STYLES = """

@@ -86,14 +86,23 @@ class Returned:
         self.next = 0
 
     def changes(self, encode) -> list:
-        """``("r", number, encoded)`` for each kept container whose contents changed since last sent."""
+        """``("r", number, encoded)`` for each kept container whose contents changed since last sent. One
+        that grew past :data:`RETURNED_ITEMS`, or now holds what cannot cross, is forgotten (the test's
+        copy stays as last sent): never an error in a call that did not return it."""
         changed = []
         for number, (container, key, _) in list(self.kept.items()):
             keep: list = []
-            now = container_key(container, keep)
-            if now != key:
-                self.kept[number] = (container, now, keep)
+            try:
+                if _small(container, RETURNED_ITEMS) < 0:
+                    raise TypeError("grown past what is kept")
+                now = container_key(container, keep)
+                if now == key:
+                    continue
                 changed.append(("r", number, encode(container)))
+            except Exception:
+                del self.numbers[id(self.kept.pop(number)[0])]
+                continue
+            self.kept[number] = (container, now, keep)
         return changed
 
     def keep(self, result) -> list:
