@@ -383,6 +383,20 @@ def test_a_container_the_call_writes_into_is_written_for_the_caller(submission):
     assert untouched == {"x": [1, 2]} and untouched["x"] is inner
 
 
+def test_a_reply_names_at_most_64_returned_containers():
+    """A result of many lists keeps the first 64 (the rest cross as copies); a reply naming more, each of
+    which may rebuild a long tuple on the trusted side, is a protocol error."""
+    from labkit.grader import containers
+
+    lists = tuple([i] for i in range(1000))
+    named = containers.Returned().keep(lists)
+    assert len(named) == containers.KEPT_RETURNED and named[-1][1] == (containers.KEPT_RETURNED - 1,)
+    decoded = tuple([i] for i in range(1000))
+    with pytest.raises(wire.ProtocolError, match="more than 64"):
+        containers.adopt_returned(decoded, [("k", (i,), 0) for i in range(1000)], {})
+    assert containers.adopt_returned(decoded, named, {}) is decoded
+
+
 RETURNS_ITS_OWN = """
 import numpy as np
 

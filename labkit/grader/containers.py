@@ -107,9 +107,10 @@ class Returned:
 
     def keep(self, result) -> list:
         """``("k", path, number)`` for each container ``result`` returns (the same number for one returned
-        before); the latest :data:`KEPT_RETURNED` are kept, none of more than :data:`RETURNED_ITEMS` items."""
+        before); the latest :data:`KEPT_RETURNED` are kept, none of more than :data:`RETURNED_ITEMS` items,
+        and at most that many of one result (a tuple of a thousand lists: the first 64)."""
         named = []
-        for path, container in outer_containers(result):
+        for path, container in outer_containers(result)[:KEPT_RETURNED]:
             if _small(container, RETURNED_ITEMS) < 0:
                 continue
             number = self.numbers.get(id(container))
@@ -178,7 +179,10 @@ def adopt_returned(result, named: list, returned: dict):
     """The grader's side: ``result`` with each container the worker named (``("k", path, number)``)
     replaced by the test's object of that number, refilled, if the test has it (the same list as an
     earlier call returned); new numbers join ``returned`` (number -> container, the latest
-    :data:`KEPT_RETURNED` kept)."""
+    :data:`KEPT_RETURNED` kept). More names than that in one reply is a protocol error: each may rebuild
+    the tuples along its path, and a hostile worker could name every item of a long tuple."""
+    if len(named) > KEPT_RETURNED:
+        raise ProtocolError(f"more than {KEPT_RETURNED} returned containers named in one reply")
     for _, path, number in named:
         if type(path) is not tuple or not all(type(i) is int for i in path) or type(number) is not int:
             raise ProtocolError("a malformed returned container")
