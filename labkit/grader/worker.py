@@ -220,6 +220,7 @@ class _Session:
         followed by the in-place updates and the snapshot updates (the student's code may have written
         into the arguments, and changed objects, before it raised)."""
         pure, written, kind, compare, after = False, None, None, (), ()
+        ran = True  # the student's code may have run (until the request says it cannot have)
         try:
             if type(request) is not tuple or len(request) != 5 or type(request[4]) is not tuple \
                     or len(request[4]) != 3 or not _numbers(request[4][2]):
@@ -249,6 +250,7 @@ class _Session:
                 compare, call = target, lambda: None
             else:
                 raise wire.ProtocolError(f"unknown request {kind!r}")
+            ran = not pure and kind != "sync"  # a field read or a sync runs none of the student's code
             leaves = array_leaves((args, kwargs))
             aliases = {id(leaf): i for i, leaf in enumerate(leaves)}  # a result that is an argument stays one
             if type(patches) is not tuple or len(patches) != 3:
@@ -257,17 +259,15 @@ class _Session:
             written = _Writes(buffers, (args, kwargs), lambda value: self.encode(value, arguments=aliases))
             with patched(watched), names_patched(self.module, names, deleted):
                 result = call()
-            ran = not pure and kind != "sync"
             reply = ("ok", self.encode(result, arguments=aliases),
                      written.changes() + self._returned_changes(ran) + self.returned.keep(result))
         except BaseException as exc:
             reply = _error(exc)
             if reply[1] == "exception":
                 try:
-                    reply += ((written.changes() if written is not None else []) + self._returned_changes(True),)
+                    reply += ((written.changes() if written is not None else []) + self._returned_changes(ran),)
                 except BaseException as err:  # what the call wrote cannot be sent: the grader cannot trust it
                     reply = _error(err, kind="written")
-        ran = not pure and kind != "sync"  # the student's code may have run: every copy the grader holds may be old
         if ran:
             compare = after  # the copies the grader read lately (Copies.likely_read): compared now, in this reply
         try:
