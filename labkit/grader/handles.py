@@ -124,7 +124,7 @@ class Handles:
         self.by_number = weakref.WeakValueDictionary()  # number -> its handle, while the test holds it
         self.snapshots = Copies()
         # type id -> (class name, public method names, public names its data descriptors answer when it was
-        # first seen: properties, slots; a read of one asks the worker, never a copy)
+        # first seen: properties and the like; a read of one asks the worker, never a copy)
         self.types: dict[int, tuple[str, frozenset, frozenset]] = {}
         # ("made" | "dropped", number) in the order they happened, for the next request to tell the worker.
         # Swapped, never cleared: a handle's __del__ (which the garbage collector may run at any allocation)
@@ -194,7 +194,7 @@ class Handle:
             raise AttributeError(f"{name!r}: only public attributes of a submission's object are read")
         table = self._table
         _, methods, computed = table.types[self._type]
-        if name in computed:  # a property's or a slot's value is in no copy: one request, no sync before it
+        if name in computed:  # a property's value is in no copy: one request, no sync before it
             return self._ask("getattr", name)
         # Copies are read only while no request is in flight (in a callback, the student's code is half-way
         # through one), and only once the worker has compared them with its objects since that code last ran.

@@ -8,6 +8,7 @@ import enum
 import inspect
 import math
 import operator
+import types
 
 from labkit.grader.values import frozen
 from labkit.grader.wire import ProtocolError
@@ -36,18 +37,6 @@ def methods_of(cls) -> frozenset:
             if not name.startswith("_"):
                 (names.add if inspect.isfunction(value) else names.discard)(name)
     return frozenset(names)
-
-
-def plain_fields(obj) -> dict | None:
-    """``obj.__dict__`` when a read of its public entries gives them as they are (the class has no
-    ``__getattribute__`` of its own), else None. Data descriptors are left to :class:`Snapshots`."""
-    if type(obj).__getattribute__ is not object.__getattribute__:
-        return None
-    try:
-        fields = object.__getattribute__(obj, "__dict__")
-    except AttributeError:
-        return None
-    return fields if type(fields) is dict else None
 
 
 class _NotPlain(Exception):
@@ -80,7 +69,8 @@ class Snapshots:
         # callback, which the garbage collector may run at any allocation (in the middle of
         # ``list(self.sent.items())`` too), so it is only noted there. Swapped, never cleared.
         self.dead: list[int] = []
-        self.slots: dict[type, frozenset] = {}  # class -> names shadowed by its data descriptors
+        # class -> (the names its data descriptors answer, its slots read as fields: (name, member))
+        self.layouts: dict[type, tuple] = {}
 
     def reference(self, obj, hold: bool) -> tuple:
         """``("h", number, type id)`` for ``obj``; it gets a snapshot with the next reply."""
@@ -124,7 +114,7 @@ class Snapshots:
             self._reshadow()
             for n, key in [(n, self.sent.get(n, _UNSEEN)) for n in compare]:
                 obj = self.table.peek(n) if key is not None and key is not _UNSEEN else None
-                fields = plain_fields(obj) if obj is not None else None
+                fields = self.plain_fields(obj) if obj is not None else None
                 if fields is None:
                     if obj is not None:  # no longer read from its __dict__ (a __getattribute__, a dict
                         # subclass as __dict__): the grader's copy is withdrawn, and every read asks
@@ -150,7 +140,7 @@ class Snapshots:
             n, obj = self.pending[i]
             i += 1
             if n not in self.sent:
-                fields = plain_fields(obj)
+                fields = self.plain_fields(obj)
                 if fields is not None:
                     self.raw[n], self.raw_used[n] = self._raw(obj, fields), self.replies
                 self.sent[n], wire = self.fields(obj)
@@ -172,7 +162,7 @@ class Snapshots:
     def fields(self, obj) -> tuple:
         """(comparison key, [(name, encoded value or ASK)]) of ``obj``'s public instance fields; (None, None)
         when reads of it cannot be answered from a snapshot (its class reads attributes its own way)."""
-        fields = plain_fields(obj)
+        fields = self.plain_fields(obj)
         if fields is None:
             return None, None
         shadowed = self.shadowed(type(obj))
@@ -195,24 +185,53 @@ class Snapshots:
             wire.append((name, encoded))
         return tuple(keys), wire
 
+    def plain_fields(self, obj) -> dict | None:
+        """The public fields a read of ``obj`` gives as they are, running no code of the student's: its
+        ``__dict__`` and the values of its class's slots (those set); None when its class reads attributes
+        its own way (a ``__getattribute__``), or when it has neither. Other data descriptors are left out
+        in :meth:`fields`."""
+        cls = type(obj)
+        if cls.__getattribute__ is not object.__getattribute__:
+            return None
+        members = self.layout(cls)[1]
+        try:
+            fields = object.__getattribute__(obj, "__dict__")
+        except AttributeError:
+            fields = None if not members else {}
+        if type(fields) is not dict:
+            return None
+        if not members:
+            return fields
+        fields = dict(fields)
+        for name, member in members:
+            try:  # a slot is a data descriptor: its value, or AttributeError when unset, whatever __dict__ holds
+                fields[name] = member.__get__(obj, cls)
+            except AttributeError:
+                fields.pop(name, None)
+        return fields
+
+    def layout(self, cls) -> tuple:
+        """(names whose reads ``cls``'s data descriptors answer, its public slots read as fields)."""
+        found = self.layouts.get(cls)
+        if found is None:
+            found = self.layouts[cls] = _layout(cls)
+        return found
+
     def shadowed(self, cls) -> frozenset:
-        """Names whose reads ``cls``'s data descriptors (properties, slots) answer, not the instance's dict."""
-        names = self.slots.get(cls)
-        if names is None:
-            names = self.slots[cls] = _shadowed(cls)
-        return names
+        """Names whose reads ``cls``'s data descriptors (properties...) answer, not a snapshot."""
+        return self.layout(cls)[0]
 
     def _reshadow(self) -> None:
-        """Look up again the names each class's data descriptors shadow (a property set on a class at
-        run time): a class whose set changed gets a new frozenset, so its objects' quick check fails."""
-        for cls, names in list(self.slots.items()):
-            now = _shadowed(cls)
-            if now != names:
-                self.slots[cls] = now
+        """Look up again each class's data descriptors (a property set on a class at run time): a class
+        whose layout changed gets a new tuple, so its objects' quick check fails."""
+        for cls, found in list(self.layouts.items()):
+            now = _layout(cls)
+            if now != found:
+                self.layouts[cls] = now
 
     def _raw(self, obj, fields: dict) -> tuple:
-        """:func:`_raw`, with the set of names the class's data descriptors shadowed at the time."""
-        return _raw(obj, fields) + (self.shadowed(type(obj)),)
+        """:func:`_raw`, with the class's layout at the time."""
+        return _raw(obj, fields) + (self.layout(type(obj)),)
 
     def leaf(self, value, depth: int) -> tuple:
         """(comparison key, encoding) of one field value. The key tells apart what ``==`` would not
@@ -273,13 +292,16 @@ def _derived(cls) -> dict[str, str]:
     return found
 
 
-def _shadowed(cls) -> frozenset:
-    """Names whose reads ``cls``'s data descriptors answer, through its whole MRO, but for those a snapshot
-    holds anyway (:func:`_derived`). Run before every comparison (a class may have been given a property
-    since): what built-in classes contribute, and whether a value's built-in class is a data descriptor,
-    are looked up once."""
+def _layout(cls) -> tuple[frozenset, tuple]:
+    """(names whose reads ``cls``'s data descriptors answer, through its whole MRO, but for those a
+    snapshot holds anyway; the slots among them, as ``(name, member)``). A slot is read as a field
+    where the class that answers for its name (the first in the MRO to hold it) holds the member
+    descriptor ``__slots__`` made there, of a class ``cls`` derives from: reading it runs no code.
+    Run before every comparison (a class may have been given a property since): what built-in
+    classes contribute, and whether a value's built-in class is a data descriptor, are looked up once."""
+    mro = inspect.getmro(cls)
     names: set[str] = set()
-    for klass in inspect.getmro(cls):
+    for klass in mro:
         if klass.__flags__ & _IMMUTABLE:
             own = _BUILT_IN_SHADOWS.get(klass)
             if own is None:
@@ -287,7 +309,15 @@ def _shadowed(cls) -> frozenset:
             names.update(own)
         else:
             names.update(_own_shadowed(klass))
-    return frozenset(names.difference(_derived(cls)))
+    names.difference_update(_derived(cls))
+    members = []
+    for name in sorted(n for n in names if not n.startswith("_")):
+        owner = next(klass for klass in mro if name in vars(klass))
+        member = vars(owner)[name]
+        if type(member) is types.MemberDescriptorType and not owner.__flags__ & _IMMUTABLE \
+                and any(klass is member.__objclass__ for klass in mro):  # `in` would run a metaclass's __eq__
+            members.append((name, member))
+    return frozenset(names.difference(name for name, _ in members)), tuple(members)
 
 
 def _own_shadowed(klass) -> list[str]:

@@ -22,7 +22,7 @@ from labkit.grader import wire
 from labkit.grader.containers import Returned, container_key, mutable_arguments
 from labkit.grader.handles import OPS, ObjectTable
 from labkit.grader.lending import GraderIterator, GraderObject, load_module, names_patched, patched
-from labkit.grader.snapshots import WATCH_MAX, Snapshots, plain_fields
+from labkit.grader.snapshots import WATCH_MAX, Snapshots
 from labkit.grader.values import array_leaves, builtin_exception, decode, encode
 
 
@@ -241,7 +241,8 @@ class _Session:
                 fn, subject = OPS[op], self.decode(subject)
                 call = lambda: fn(subject, *args, **kwargs)
                 # A read of an instance field runs none of the student's code: no snapshot can have changed.
-                fields = plain_fields(subject) if op == "getattr" and len(args) == 1 and not kwargs else None
+                read = op == "getattr" and len(args) == 1 and not kwargs
+                fields = self.snapshots.plain_fields(subject) if read else None
                 pure = fields is not None and type(args[0]) is str and args[0] in fields and \
                     args[0] not in self.snapshots.shadowed(type(subject))
             elif kind == "sync":  # the grader is about to read these objects' copies, and code ran since
