@@ -10,17 +10,16 @@ or a function whose answer has vanished from the page, fails too.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import math
 import random
 import re
-import sys
 
 import numpy as np
 import pytest
 
 import labkit
 from labkit.course import registry
+from labkit.testing import loader
 
 ROOT = registry.ROOT
 P2, P4, P99 = "phase-02-paged-attention", "phase-04-attention-backends", "phase-99-capstone"
@@ -491,11 +490,8 @@ def p99_physical_bound_of_a_decode_step():
 
     pytest.importorskip("torch")  # lab 99-03's bench imports labkit's torch helpers
     pytest.importorskip("triton")  # and its split-K GEMM, a Triton kernel
-    path = registry.get("99-03").path / "bench.py"
-    spec = importlib.util.spec_from_file_location("_lab_99_03_bench", path)
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench  # its dataclasses look their module up there
-    spec.loader.exec_module(bench)
+    lab_dir = registry.get("99-03").path
+    bench = loader.exec_file(lab_dir, loader.module_name(lab_dir, "bench"), lab_dir / "bench.py")
     state = type("State", (), {"batch": batch, "seq_lens": [context] * batch})()
     got = bench.physical_bound(bench.MODEL_1B, state, rate / 1e12, read_bw, itemsize)
     assert (round(got["gemm_ms"], 2), round(got["kv_ms"], 2)) == (gemm_ms, kv_ms), \
