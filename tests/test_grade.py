@@ -93,19 +93,79 @@ def test_torch_tensors_cross_with_dtype_and_device():
 
 
 def test_records_and_named_tuples_keep_their_fields():
+    """A dataclass crosses as its fields, and its properties' values and items where its class has them
+    (a frozen summary a test unpacks, a margin a test reads); a named tuple as one with the same names,
+    equal to the plain tuple. A submission's honest results in these styles graded lower before."""
     import collections
     import dataclasses
+    import typing
 
     @dataclasses.dataclass
     class Budget:
         total_bytes: int
         fits: bool
 
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Partial:
+        m: float
+        denom: float
+
+        @property
+        def ratio(self):
+            return self.m / self.denom
+
+        @property
+        def broken(self):
+            raise ValueError("not this one")
+
+        def __iter__(self):
+            return iter((self.m, self.denom))
+
     Summary = collections.namedtuple("Summary", "m denom acc")
+
+    class Choice(typing.NamedTuple):
+        backend: str
+        margin: float
+
     budget = _round_trip(Budget(2336, True))
     assert budget.total_bytes == 2336 and budget.fits is True
-    summary = _round_trip(Summary(1.0, 2.0, np.ones(3)))  # a named tuple crosses as a tuple
-    assert type(summary) is tuple and summary[:2] == (1.0, 2.0) and np.array_equal(summary[2], np.ones(3))
+    with pytest.raises(TypeError, match="not iterable"):
+        iter(budget)
+    partial = _round_trip(Partial(1.0, 4.0))
+    m, denom = partial
+    assert (m, denom, partial.ratio, len(partial), partial[1]) == (1.0, 4.0, 0.25, 2, 4.0)
+    with pytest.raises(AttributeError, match="broken"):
+        partial.broken  # noqa: B018
+    summary = _round_trip(Summary(1.0, 2.0, np.ones(3)))
+    assert summary.m == 1.0 and summary.denom == 2.0 and np.array_equal(summary.acc, np.ones(3))
+    assert summary[:2] == (1.0, 2.0) and type(summary).__name__ == "Summary"
+    choice = _round_trip(Choice("FLASH_ATTN", 0.5))
+    assert choice == ("FLASH_ATTN", 0.5) and choice.backend == "FLASH_ATTN" and choice._fields == ("backend", "margin")
+    for bad in (("nt", "Summary", ["m", "class"], [("v", 1), ("v", 2)]), ("nt", "Summary", ["m"], [("v", 1), ("v", 2)]),
+                ("nt", "Summary", ["m", "m"], [("v", 1), ("v", 2)]), ("nt", "__x", ["m"], [("v", 1)])):
+        with pytest.raises(values.ProtocolError):
+            values.decode(bad)
+
+
+def test_a_subclass_of_a_plain_type_crosses_as_its_own_value():
+    """``str()`` of a ``class Mode(str, Enum)`` member is "Mode.FULL": its value, "full", must cross (a
+    submission naming its backends so graded 227 of 311 where pytest passed all); an int subclass that
+    redefines ``__int__`` crosses as its value too."""
+    import enum
+
+    class Mode(str, enum.Enum):
+        FULL = "full"
+
+    class Size(int):
+        def __int__(self):
+            return 0
+
+    class Rate(float):
+        def __float__(self):
+            return 0.0
+
+    back = _round_trip({Mode.FULL: [Mode.FULL, Size(7), Rate(2.5)]})
+    assert back == {"full": ["full", 7, 2.5]} and type(next(iter(back))) is str
 
 
 @pytest.mark.parametrize("value", [object(), np.array([object()]), lambda: 0, {1, object()}], ids=str)
@@ -209,6 +269,26 @@ VIEW_BOMBS = {  # views the bytes that crossed cannot back
 def test_a_view_is_never_larger_than_the_bytes_that_crossed(data):
     with pytest.raises(wire.ProtocolError):
         values.decode(wire.unpack(wire.pack(data)), max_view_bytes=standin.MAX_VIEW_BYTES)
+
+
+def test_a_replys_view_of_an_argument_stays_inside_that_arguments_memory():
+    """A reply's array made over the call's own memory (a view of an argument, returned) is checked
+    against that memory: no index or extent outside it, nor a writeable view of a read-only array."""
+    base = np.arange(8.0)
+    frozen = np.arange(8.0)
+    frozen.flags.writeable = False
+    layouts = values.Layouts(whole=True)
+    values.encode((base[2:], frozen), layouts=layouts)
+    ok = values.decode(("bufs", [("argument", 0)], ("ndv", 0, "<f8", (2,), (8,), 8, True)), shared=layouts)
+    assert np.shares_memory(ok, base) and ok.ctypes.data == base.ctypes.data + 8
+    for bad in [("bufs", [("argument", 2)], ("ndv", 0, "<f8", (1,), (8,), 0, True)),
+                ("bufs", [("argument", 0)], ("ndv", 0, "<f8", (8,), (8,), 8, True)),  # one past the end
+                ("bufs", [("argument", 0)], ("ndv", 0, "<f8", (1,), (8,), -8, True)),
+                ("bufs", [("argument", 1)], ("ndv", 0, "<f8", (1,), (8,), 0, True))]:  # read-only, made writeable
+        with pytest.raises(wire.ProtocolError):
+            values.decode(bad, shared=layouts)
+    with pytest.raises(wire.ProtocolError):  # outside a reply to a call
+        values.decode(("bufs", [("argument", 0)], ("ndv", 0, "<f8", (1,), (8,), 0, True)))
 
 
 def test_views_of_one_storage_cross_as_one_buffer_and_in_place_changes_come_back_through_them():
@@ -467,7 +547,10 @@ def test_a_container_a_call_returns_is_the_same_object_when_returned_again_and_c
 
 HONEST_STYLES = """
 import collections
+import dataclasses
 import weakref
+
+import numpy as np
 
 TABLE = list(range(600_000))  # a large public table of the student's own, which no test reads
 SCALE = 3
@@ -497,22 +580,53 @@ def weakly(obj):
     return ref() is obj
 
 
+@dataclasses.dataclass(frozen=True)
+class Partial:  # a summary a test unpacks: m, acc = partial
+    m: float
+    acc: np.ndarray
+
+    def __iter__(self):
+        return iter((self.m, self.acc))
+
+
+def summarize(x):
+    return Partial(float(x.max()), x * 2)
+
+
+def total(partial):
+    return float(partial.m + partial.acc.sum())
+
+
+def __getattr__(name):  # names the module makes when first read (PEP 562)
+    if name == "LIMIT":
+        return 64
+    if name == "lazy":
+        return lambda x: x + 1
+    raise AttributeError(name)
+
+
 def refuse(n):
     err = ValueError("bad n")
     err.add_note(f"argument: {n}")
     raise err
 """
-HONEST_STYLES_API = {name: "callable" for name in ("styled", "weakly", "refuse")} | {"SCALE": "value"}
+HONEST_STYLES_API = {name: "callable" for name in ("styled", "weakly", "refuse", "lazy", "summarize", "total")} | \
+    {"SCALE": "value", "LIMIT": "value"}
 
 
 @needs_bwrap
 def test_honest_styles_cross_as_they_would_in_one_process(submission):
     """Ways of writing a correct submission that once graded apart from pytest: a result of a subclass
     of bytes or of a container is its plain value (a handle is never equal to data), a large public
-    table no test reads costs nothing at import, a test's object may be held weakly, and an exception's
-    notes reach ``pytest.raises(match=)``."""
+    table no test reads costs nothing at import, a test's object may be held weakly, an exception's
+    notes reach ``pytest.raises(match=)``, names a module ``__getattr__`` makes are found, and a frozen
+    dataclass holding an array unpacks and goes back whole."""
     sub = submission(HONEST_STYLES, HONEST_STYLES_API, call_timeout=5)
     assert sub.SCALE == 3 and "TABLE" not in vars(sub)
+    assert sub.LIMIT == 64 and sub.lazy(1) == 2
+    partial = sub.summarize(np.arange(3.0))
+    m, acc = partial  # its items cross with it; passed back, it is the submission's dataclass again
+    assert m == 2.0 and np.array_equal(acc, [0.0, 2.0, 4.0]) and sub.total(partial) == 8.0
     key, keys, pair, ordered, default, counter, dq = sub.styled()
     assert (key, keys, pair) == (b"ab", [1, 2], (3, 4))
     assert (ordered, default, counter) == ({"a": 1}, {"b": [2]}, {"a": 2, "b": 1})
@@ -592,9 +706,15 @@ def np_layout(a):
 
 def np_fill(a, value):
     a[...] = value
+
+def np_tail(a):
+    return a[1:]              # a view of the argument, returned: the test's own memory, as in one process
+
+def np_tail_copy(a):
+    return a[1:].copy()
 """
 VIEWS_API = {name: "callable" for name in ("layout", "read_as_if_contiguous", "write_k", "write_past_the_end", "head",
-                                           "np_layout", "np_fill")}
+                                           "np_layout", "np_fill", "np_tail", "np_tail_copy")}
 
 
 @needs_bwrap
@@ -628,6 +748,8 @@ def test_arrays_cross_as_the_views_a_test_made_and_writes_come_back_through_them
     x = torch.arange(24.0).reshape(4, 6)
     got = sub.head(x)
     assert got.stride() == x[:, :2].stride() and torch.equal(got, x[:, :2]), "a view returned keeps its layout"
+    got[0, 0] = -5.0  # a view of an argument is a view of the test's tensor: a test that the result is new fails
+    assert x[0, 0] == -5.0 and got.data_ptr() == x.data_ptr(), "a returned view of an argument shares its memory"
 
     base = np.arange(48.0).reshape(6, 8)
     a, b = base[:, :3], base[::2, ::-1]
@@ -639,6 +761,10 @@ def test_arrays_cross_as_the_views_a_test_made_and_writes_come_back_through_them
     with pytest.raises(ValueError, match="read-only"):
         sub.np_fill(frozen, 0.0)
     assert (base[:, 4:] != 0).all()
+    tail, copy = sub.np_tail(base), sub.np_tail_copy(base)
+    assert np.shares_memory(tail, base) and tail.ctypes.data == base[1:].ctypes.data and tail.flags.writeable
+    assert not np.shares_memory(copy, base) and np.array_equal(copy, base[1:])
+    assert np.shares_memory(sub.np_tail(frozen), base) and not sub.np_tail(frozen).flags.writeable
 
 
 @needs_bwrap

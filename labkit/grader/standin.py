@@ -130,8 +130,7 @@ class Submission(types.ModuleType):
         wait = self._seconds_left(self._import_timeout)
         if wait <= 0:
             raise self._incident(SubmissionTimeout, "the lab's time limit was reached before this test")
-        values = sorted(name for name, kind in self._api_kinds.items() if kind in ("value", "any"))
-        self._worker = worker = _Worker(self._box, self._file, self._triton, values)
+        self._worker = worker = _Worker(self._box, self._file, self._triton, self._api_kinds)
         name = self._file.name
         try:
             reply = worker.recv(time.monotonic() + wait)
@@ -168,10 +167,12 @@ class Submission(types.ModuleType):
             return ("api", obj.__name__)  # the submission's own class or function
         return self._lent.tag(obj, lend)
 
-    def _decode(self, data, leaves: list = ()):
+    def _decode(self, data, leaves: list = (), layouts: Layouts | None = None):
+        """``layouts``: those of the call a result answers (a view of an argument's memory is one of the
+        test's own memory)."""
         hooks = {"h": self._handles.handle, "tobj": self._lent.get, "titer": self._lent.get, "api": self._api_object,
                  "arg": lambda i: leaves[_index(i, leaves)]}
-        return decode(data, hooks=hooks, max_view_bytes=MAX_VIEW_BYTES)
+        return decode(data, hooks=hooks, max_view_bytes=MAX_VIEW_BYTES, shared=layouts)
 
     def _api_object(self, name):
         """The stand-in of the submission's class or function ``name``: one of the lab's API, or another
@@ -294,7 +295,7 @@ class Submission(types.ModuleType):
         named = self._copy_back(reply[2], leaves, layouts, call_args)
         # After the copies: a result that is one of the arguments is the caller's (updated) array, and a
         # container returned before is the test's object of that number, refilled.
-        return adopt_returned(self._decode(reply[1], leaves), named, self._returned)
+        return adopt_returned(self._decode(reply[1], leaves, layouts), named, self._returned)
 
     def _copy_back(self, written, leaves: list, layouts: Layouts, call_args: tuple) -> list:
         """Into the test's arguments, what the call wrote: the buffers of its arrays, whole (the storage's
@@ -402,12 +403,13 @@ def _describe(reply) -> str:
 class _Worker:
     """One ``python -m labkit.grader.worker serve`` process in the student's sandbox."""
 
-    def __init__(self, box: sandboxes.Sandbox, file: Path, triton: bool, values: list[str]):
-        """``values``: the API's names whose values the ready message carries."""
+    def __init__(self, box: sandboxes.Sandbox, file: Path, triton: bool, api: dict[str, str]):
+        """``api``: the lab's names and their kinds (the worker looks up names a module ``__getattr__``
+        makes, and sends the values of the "value" and "any" ones)."""
         to_worker_r, self._to_worker = os.pipe()
         self._from_worker, from_worker_w = os.pipe()
         args = ["serve", str(to_worker_r), str(from_worker_w), box.inside(file), "triton" if triton else "numpy",
-                json.dumps(values)]
+                json.dumps(api)]
         self._box = box
         os.set_blocking(self._to_worker, False)  # a worker that stops reading cannot hold a send past its deadline
         try:  # the student's prints go nowhere: the verdict comes from the tests, and a print loop fills no disk

@@ -14,10 +14,14 @@ from __future__ import annotations
 import builtins
 import collections
 import dataclasses
+import itertools
 
 from labkit.grader.wire import ProtocolError
 
 MAX_NESTING = 32
+RECORD_EXTRAS = 16  # properties of a submission's dataclass whose values cross with its fields
+RECORD_ITEMS = 4096  # items of one that can be iterated (a summary unpacked as m, denom, acc)
+NAMED_TUPLE_TYPES = 256  # named tuple classes made on the far side; more cross as plain tuples
 # A buffer is the whole storage a view lives in (the memory beside it included: a kernel that writes
 # past a view's end writes where it would in one process) unless that storage is larger than this and
 # than four times what the message's views of it span (a small slice of a large pool); then the span
@@ -29,15 +33,17 @@ _TORCH_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "
 
 
 def encode(value, on_object=None, arguments: dict | None = None, layouts: Layouts | None = None,
-           plain_subclasses: bool = False):
+           plain_subclasses: bool = False, shared: list = ()):
     """``value`` as nested tuples of plain values, tagged by kind. ``on_object(obj)`` turns what is not
     data into a reference (else TypeError); ``arguments`` (``id()`` -> index of the call's arrays): a
     result that *is* one of them crosses as ``("arg", index)``, to come back as the caller's own.
     ``layouts``: where the message's arrays live (:class:`Layouts`; a new one, sending spans, if
     None), kept by a caller that will copy back what the far side writes. ``plain_subclasses``: a
     subclass of bytes or of a container crosses as its plain value (the worker's results; a test's
-    own, such as a list that counts its reads, is lent)."""
-    layouts = Layouts(whole=False) if layouts is None else layouts
+    own, such as a list that counts its reads, is lent). ``shared``: the buffers of the call being
+    answered (as :func:`decode` gave them): an array in one of them crosses as a view of the caller's
+    own memory, as a view of an argument is in one process."""
+    layouts = Layouts(whole=False, shared=shared) if layouts is None else layouts
     inner = _encode(value, on_object, arguments, layouts, 0, plain_subclasses)
     return ("bufs", layouts.wire(), inner) if layouts.groups else inner
 
@@ -65,11 +71,14 @@ def _encode(value, on_object, arguments, layouts, _depth: int, plain_subclasses:
     if kind is complex:
         return ("c", value.real, value.imag)
     if isinstance(value, Record):
-        return ("dc", value._name, [(k, inner(v)) for k, v in value._fields.items()])
+        return ("dc", value._name, [(k, inner(v)) for k, v in value._fields.items()],
+                [(k, inner(v)) for k, v in value._props.items()],
+                None if value._items is None else [inner(v) for v in value._items])
     if isinstance(value, tuple) and isinstance(getattr(kind, "_fields", None), tuple):  # a named tuple
-        return ("t", [inner(v) for v in value])
+        return ("nt", kind.__name__, list(kind._fields), [inner(v) for v in value])
     if _is_record(value, mutable_too=on_object is None):  # a value: its fields; a mutable one is an object
-        return ("dc", kind.__name__, [(f.name, inner(getattr(value, f.name))) for f in dataclasses.fields(value)])
+        return ("dc", kind.__name__, [(f.name, inner(getattr(value, f.name))) for f in dataclasses.fields(value)],
+                *_record_extras(value, inner))
     module = kind.__module__ or ""
     try:
         if module.startswith("numpy") or isinstance(value, type) and (value.__module__ or "").startswith("numpy"):
@@ -80,9 +89,11 @@ def _encode(value, on_object, arguments, layouts, _depth: int, plain_subclasses:
         if on_object is None:
             raise
         return on_object(value)  # a torch module, a random generator...: an object, not data
-    for base in (bool, int, float, str):  # a subclass of a plain type: keep only the plain value
+    # A subclass of a plain type: its plain value, through the type's own conversion (str() of a
+    # `class Mode(str, Enum)` member is "Mode.FULL", its value "full"; an int's __int__ may be redefined).
+    for base, plain in ((int, int.__int__), (float, float.__float__), (str, str.__str__)):
         if isinstance(value, base):
-            return ("v", base(value))
+            return ("v", plain(value))
     if plain_subclasses:
         plain = _as_plain(value)
         if plain is not None:
@@ -99,6 +110,29 @@ def _as_plain(value):
         if isinstance(value, base):
             return base(value)
     return collections.deque(value, value.maxlen) if isinstance(value, collections.deque) else None
+
+
+def _record_extras(value, inner) -> tuple[list, list | None]:
+    """What a dataclass instance answers beyond its fields, computed where it lives (it crosses by
+    value): its class's public properties (their values), and its items if its class defines
+    ``__iter__`` (a summary a test unpacks as ``m, denom, acc``). One that raises or cannot cross is
+    left out: on the far side it is missing, a property as an AttributeError, items as a TypeError."""
+    kind, props = type(value), []
+    names = {name for klass in kind.__mro__[:-1] for name, attr in vars(klass).items()
+             if not name.startswith("_") and isinstance(attr, property)}
+    for name in sorted(names)[:RECORD_EXTRAS]:
+        try:
+            props.append((name, inner(getattr(value, name))))
+        except Exception:  # this one is left out; the others still cross
+            continue
+    items = None
+    if any("__iter__" in vars(klass) for klass in kind.__mro__[:-1]):
+        try:
+            got = list(itertools.islice(iter(value), RECORD_ITEMS + 1))
+            items = [inner(v) for v in got] if len(got) <= RECORD_ITEMS else None
+        except Exception:
+            items = None
+    return props, items
 
 
 def _is_record(value, mutable_too: bool) -> bool:
@@ -170,17 +204,43 @@ class Layouts:
     storage crosses as a copy. An array whose elements overlap in memory (``expand``) crosses as a
     copy in both: its logical size is never more than the bytes that cross."""
 
-    def __init__(self, whole: bool):
-        self.whole = whole
+    def __init__(self, whole: bool, shared: list = ()):
+        self.whole, self.shared = whole, shared
         self.groups: list[_Group] = []
         self._by_key: dict = {}
 
-    def _group(self, key, kind: str, device: str, owner, origin: int, total: int) -> _Group:
+    def _shared(self, memory) -> int | None:
+        """The index of the call's buffer that ``memory`` (a numpy root, or a storage's address) is, if any."""
+        for i, buffer in enumerate(self.shared):
+            if buffer is memory or (type(memory) is int and hasattr(buffer, "untyped_storage")
+                                    and buffer.untyped_storage().data_ptr() == memory):
+                return i
+        return None
+
+    def _group(self, key, kind: str, device: str, owner, origin: int, total: int, shared=None) -> _Group:
         group = self._by_key.get(key)
         if group is None:
-            group = self._by_key[key] = _Group(len(self.groups), kind, device, owner, origin, total)
+            group = self._by_key[key] = _Group(len(self.groups), kind, device, owner, origin, total, shared)
             self.groups.append(group)
         return group
+
+    def memory(self, index) -> tuple:
+        """For a reply's view of the call's buffer ``index``: (kind, a uint8 array or tensor over the whole
+        memory of that group, the offset of byte 0 of the buffer that crossed, negated): its views are
+        made over the caller's own memory, as views of an argument are in one process."""
+        if type(index) is not int or not 0 <= index < len(self.groups):
+            raise ProtocolError("a view of an unknown argument's memory")
+        group = self.groups[index]
+        if group.kind == "pt":
+            import torch
+
+            storage = group.owner.untyped_storage()
+            base = torch.empty(0, dtype=torch.uint8, device=group.owner.device).set_(storage, 0, (storage.nbytes(),))
+        else:
+            import numpy as np
+
+            base = np.asarray(_Memory(group.origin, group.total, group.owner, group.owner.flags.writeable))
+        return (group.kind, base, -group.start)
 
     def _keep_as_view(self, logical: int, first: int, last: int) -> bool:
         span = last - first
@@ -194,11 +254,12 @@ class Layouts:
             return None
         first = t.storage_offset() * itemsize
         last = first + (sum((n - 1) * s for n, s in zip(sizes, strides, strict=True)) + 1) * itemsize
-        if not self._keep_as_view(numel * itemsize, first, last):
-            return None
         storage = t.untyped_storage()
+        shared = self._shared(storage.data_ptr())
+        if shared is None and not self._keep_as_view(numel * itemsize, first, last):
+            return None
         group = self._group(("pt", str(t.device), storage.data_ptr()), "pt", t.device.type, t.detach(), 0,
-                            storage.nbytes())
+                            storage.nbytes(), shared)
         group.cover(first, last)
         return ("ptv", group.index, name, sizes, strides, first)
 
@@ -215,9 +276,10 @@ class Layouts:
         root_low, root_high = _numpy_bounds(root) if root.size else (low, high)
         if not root_low <= low <= high <= root_high:  # not inside its base (a foreign buffer): on its own
             root, root_low, root_high = a, low, high
-        if not self._keep_as_view(a.size * a.itemsize, low, high):
+        shared = self._shared(root)
+        if shared is None and not self._keep_as_view(a.size * a.itemsize, low, high):
             return None
-        group = self._group(("nd", id(root)), "nd", "cpu", root, root_low, root_high - root_low)
+        group = self._group(("nd", id(root)), "nd", "cpu", root, root_low, root_high - root_low, shared)
         group.cover(low - root_low, high - root_low)
         group.views.append(a)
         return ("ndv", group.index, a.dtype.str, tuple(int(n) for n in a.shape), tuple(int(s) for s in a.strides),
@@ -255,9 +317,10 @@ class _Group:
     torch storage, addressed by offset), ``total`` its size, ``[low, high)`` the bytes its views cover,
     ``[start, end)`` the bytes that crossed."""
 
-    def __init__(self, index, kind, device, owner, origin, total):
+    def __init__(self, index, kind, device, owner, origin, total, shared=None):
         self.index, self.kind, self.device, self.owner = index, kind, device, owner
         self.origin, self.total = origin, total
+        self.shared = shared  # the index of the call's buffer it is (a reply's view of an argument), or None
         self.low, self.high, self.start, self.end = total, 0, 0, 0
         self.views: list = []  # numpy: the arrays of this base in the message (the writeable ones get copies back)
 
@@ -265,6 +328,8 @@ class _Group:
         self.low, self.high = min(self.low, first), max(self.high, last)
 
     def wire(self, whole: bool) -> tuple:
+        if self.shared is not None:  # the caller has these bytes: it makes the view over its own
+            return ("argument", self.shared)
         if whole and self.total <= max(WHOLE_STORAGE_BYTES, 4 * (self.high - self.low)):
             self.start, self.end = 0, self.total
         else:
@@ -286,11 +351,13 @@ class _Group:
 
 
 class _Memory:
-    """Bytes of a numpy base array, by address, for numpy to view (read-only); keeps the base alive."""
+    """Bytes of a numpy base array, by address, for numpy to view (read-only unless ``writeable``); keeps
+    the base alive."""
 
-    def __init__(self, address: int, size: int, base):
+    def __init__(self, address: int, size: int, base, writeable: bool = False):
         self.base = base
-        self.__array_interface__ = {"data": (address, True), "shape": (size,), "typestr": "|u1", "version": 3}
+        self.__array_interface__ = {"data": (address, not writeable), "shape": (size,), "typestr": "|u1",
+                                    "version": 3}
 
 
 def _numpy_bounds(a) -> tuple[int, int]:
@@ -314,15 +381,18 @@ def _torch_dtype_name(dtype) -> str:
 # --------------------------------------------------------------------------- decoding
 
 
-def decode(data, hooks: dict | None = None, buffers: list | None = None, max_view_bytes: int | None = None):
+def decode(data, hooks: dict | None = None, buffers: list | None = None, max_view_bytes: int | None = None,
+           shared: Layouts | None = None):
     """The inverse of :func:`encode`; ProtocolError on anything malformed. ``hooks``: tag -> function of
-    the payload, for the tags only one side accepts (references: "h", "api", "cb", "tobj", "arg"...).
+    the payload, for the tags only one side accepts (references: "h", "api", "cb", "tobj", "arg"...),
+    and "record": a function of a decoded :class:`Record` (the worker rebuilds the student's dataclass).
     ``buffers``: a list that gets the message's buffers (uint8 tensors and arrays the views share),
-    in their order on the wire. ``max_view_bytes``: the most that the views may hold together."""
+    in their order on the wire. ``max_view_bytes``: the most that the views may hold together.
+    ``shared``: the layouts of the call a reply answers, whose memory its views of arguments are of."""
     try:
         if type(data) is tuple and len(data) == 3 and data[0] == "bufs":
             _, wired, inner = data
-            made = _buffers(_checked(wired, list, "buffers"))
+            made = _buffers(_checked(wired, list, "buffers"), shared)
             if buffers is not None:
                 buffers.extend(base for _, base, _ in made)
             return _decode(inner, hooks or {}, 0, _Views(made, max_view_bytes))
@@ -333,10 +403,14 @@ def decode(data, hooks: dict | None = None, buffers: list | None = None, max_vie
         raise ProtocolError(f"malformed value: {type(err).__name__}: {err}") from None
 
 
-def _buffers(wired: list) -> list:
-    """(kind, uint8 tensor or array holding the bytes, offset of its first byte in the sender's storage)."""
+def _buffers(wired: list, shared: Layouts | None = None) -> list:
+    """(kind, uint8 tensor or array holding the bytes, offset of its first byte in the sender's storage);
+    ``("argument", index)``: the memory of the call's buffer ``index`` itself (:meth:`Layouts.memory`)."""
     made = []
     for item in wired:
+        if type(item) is tuple and len(item) == 2 and item[0] == "argument" and shared is not None:
+            made.append(shared.memory(item[1]))
+            continue
         if type(item) is not tuple or len(item) != 4:
             raise ProtocolError("a malformed buffer")
         kind, device, start, raw = item
@@ -448,9 +522,23 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         real, imag = rest
         return complex(_plain_float(real), _plain_float(imag))
     if tag == "dc":
-        name, fields = rest
-        return Record(_identifier(name), {_identifier(k): _decode(v, hooks, depth, views)
-                                                for k, v in _checked(fields, list, "container")})
+        name, fields, props, items = rest
+        if len(_checked(props, list, "container")) > RECORD_EXTRAS or \
+                (items is not None and len(_checked(items, list, "container")) > RECORD_ITEMS):
+            raise ProtocolError("a record with too many properties or items")
+
+        def named(pairs):
+            return {_identifier(k): _decode(v, hooks, depth, views) for k, v in _checked(pairs, list, "container")}
+
+        items = None if items is None else [_decode(v, hooks, depth, views) for v in items]
+        record = Record(_identifier(name), named(fields), named(props), items)
+        return hooks["record"](record) if "record" in hooks else record
+    if tag == "nt":
+        name, names, items = rest
+        items = [_decode(v, hooks, depth, views) for v in _checked(items, list, "container")]
+        if len(_checked(names, list, "container")) != len(items):
+            raise ProtocolError("a named tuple whose names and items differ in number")
+        return _named_tuple(_identifier(name), tuple(_identifier(n) for n in names))._make(items)
     if tag in ("npdt", "nps", "nd"):
         import numpy as np
 
@@ -492,19 +580,56 @@ def builtin_exception(name):
     return cls if isinstance(cls, type) and issubclass(cls, Exception) else None
 
 
-class Record:
-    """A dataclass instance of the submission, as its fields: ``budget.total_bytes`` reads like
-    the original; passed back to the submission it becomes one again. Read-only."""
+_NAMED_TUPLES: dict[tuple, type] = {}  # (name, field names) -> the class made for them
 
-    def __init__(self, name: str, fields: dict):
+
+def _named_tuple(name: str, names: tuple) -> type:
+    """A named tuple class of this name and fields (one per pair); past NAMED_TUPLE_TYPES, ``tuple``."""
+    cls = _NAMED_TUPLES.get((name, names))
+    if cls is None:
+        if len(_NAMED_TUPLES) >= NAMED_TUPLE_TYPES:
+            return tuple
+        try:  # namedtuple refuses keywords, names starting with "_" and repeated names
+            cls = _NAMED_TUPLES[name, names] = collections.namedtuple(name, names)
+        except ValueError:
+            raise ProtocolError("a named tuple with malformed names") from None
+    return cls
+
+
+class Record:
+    """A dataclass instance of the submission, as its fields, its properties' values and, if its
+    class can be iterated, its items: ``budget.total_bytes`` reads like the original and a summary
+    unpacks as one; passed back to the submission it becomes one again. Read-only."""
+
+    def __init__(self, name: str, fields: dict, props: dict | None = None, items: list | None = None):
         object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_fields", dict(fields))
+        object.__setattr__(self, "_props", dict(props or {}))
+        object.__setattr__(self, "_items", None if items is None else tuple(items))
 
     def __getattr__(self, name):
-        try:
-            return self._fields[name]
-        except KeyError:
-            raise AttributeError(f"{self._name} has no field {name!r}") from None
+        for found in (self._fields, self._props):
+            if name in found:
+                return found[name]
+        raise AttributeError(f"{self._name} has no field {name!r}")
+
+    def __iter__(self):
+        if self._items is None:
+            raise TypeError(f"{self._name!r} object is not iterable")
+        return iter(self._items)
+
+    def __len__(self):
+        if self._items is None:
+            raise TypeError(f"object of type {self._name!r} has no len()")
+        return len(self._items)
+
+    def __getitem__(self, index):
+        if self._items is None:
+            raise TypeError(f"{self._name!r} object is not subscriptable")
+        return self._items[index]
+
+    def __bool__(self):
+        return True
 
     def __setattr__(self, name, value):
         raise AttributeError(f"{self._name} (a submission's record) is read-only")

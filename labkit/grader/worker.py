@@ -1,10 +1,10 @@
 """The first process in a student's sandbox: set the limits, then import the student's file and serve
 the grader's requests (``serve``), or run a lab's child script (``script``). Nothing here is trusted.
 
-    python -m labkit.grader.worker serve LIMITS READ_FD WRITE_FD FILE numpy|triton VALUES
+    python -m labkit.grader.worker serve LIMITS READ_FD WRITE_FD FILE numpy|triton API
     python -m labkit.grader.worker script LIMITS SCRIPT [ARGS...]
 
-VALUES: a JSON list of the API's names whose values the ready message carries.
+API: the lab's API as JSON, {name: kind}; the ready message carries the values of its "value" and "any" names.
 """
 
 from __future__ import annotations
@@ -125,9 +125,16 @@ class _Writes:
 class _Session:
     """Answers the grader's requests for one imported module."""
 
-    def __init__(self, module, read_fd: int, write_fd: int):
+    def __init__(self, module, read_fd: int, write_fd: int, api: dict):
         self.module, self.read_fd, self.write_fd = module, read_fd, write_fd
         self.originals = dict(vars(module))  # calls go to these, whatever a test patched in since
+        if callable(self.originals.get("__getattr__")):  # a module __getattr__ (PEP 562) makes names when read
+            for name in api:
+                if name not in self.originals:
+                    try:
+                        self.originals[name] = getattr(module, name)
+                    except Exception:  # the name is missing, as in one process
+                        continue
         self.objects = ObjectTable()
         self.snapshots = Snapshots(self.objects, self._special)
         self.objects.on_death = self.snapshots.died
@@ -140,8 +147,8 @@ class _Session:
                 self.api.setdefault(id(value), name)
 
     # -- values both ways: data by value, objects by reference
-    def encode(self, value, arguments: dict | None = None):
-        return encode(value, on_object=self._reference, arguments=arguments, plain_subclasses=True)
+    def encode(self, value, arguments: dict | None = None, shared: list = ()):
+        return encode(value, on_object=self._reference, arguments=arguments, plain_subclasses=True, shared=shared)
 
     def _special(self, obj):
         """The reference of a test's object or of one of the lab's classes and functions, else None."""
@@ -159,7 +166,7 @@ class _Session:
         return decode(data, buffers=buffers, hooks={"h": lambda n, *_: self.objects.get(n), "tobj": self._grader_object,
                                    "titer": lambda i: self._grader_object(i, GraderIterator), "ptmod": self._module,
                                    "api": self.originals.__getitem__, "cb": lambda i: self._asker("call", i),
-                                   "dc": self._record})
+                                   "record": self._record})
 
     def _module(self, index, raw):
         """A test's torch module, loaded the first time it comes (with its bytes), the same object after."""
@@ -173,7 +180,7 @@ class _Session:
         """The module's public names, for the "ready" message: (kind, value or None); a value only for
         the names in ``values`` (the lab's API: a large table of the student's own crosses nowhere)."""
         names = {}
-        for name, value in vars(self.module).items():
+        for name, value in self.originals.items():
             if name.startswith("_") or inspect.ismodule(value):
                 continue
             kind = "class" if inspect.isclass(value) else "function" if callable(value) else "value"
@@ -183,9 +190,10 @@ class _Session:
                 names[name] = ("other", None)
         return names
 
-    def _record(self, name, fields):
-        cls = self.originals[name]  # the submission's dataclass, rebuilt from its fields
-        return cls(**{k: self.decode(v) for k, v in fields})
+    def _record(self, record):
+        """The submission's dataclass again, rebuilt from a record's fields (its properties and items
+        are its own), decoded with the rest of the message (arrays in it are views of its buffers)."""
+        return self.originals[record._name](**record._fields)
 
     # -- calls into the grader: a test's functions and objects
     def _grader_object(self, index, cls=GraderObject):
@@ -260,7 +268,7 @@ class _Session:
             written = _Writes(buffers, (args, kwargs), lambda value: self.encode(value, arguments=aliases))
             with patched(watched), names_patched(self.module, names, deleted):
                 result = call()
-            reply = ("ok", self.encode(result, arguments=aliases),
+            reply = ("ok", self.encode(result, arguments=aliases, shared=buffers),
                      written.changes() + self._returned_changes(ran) + self.returned.keep(result))
         except BaseException as exc:
             reply = _error(exc)
@@ -299,14 +307,14 @@ def _numbers(value) -> bool:
     return type(value) is list and len(value) <= WATCH_MAX and all(type(n) is int for n in value)
 
 
-def serve(read_fd: int, write_fd: int, file: Path, backend: str, values: set) -> int:
+def serve(read_fd: int, write_fd: int, file: Path, backend: str, api: dict) -> int:
     try:
         if backend == "triton":
             from labkit.testing import triton_env
 
             triton_env.select_backend()
-        session = _Session(import_file(file), read_fd, write_fd)
-        names = session.describe(values)
+        session = _Session(import_file(file), read_fd, write_fd, api)
+        names = session.describe({name for name, kind in api.items() if kind in ("value", "any")})
         wire.send(write_fd, ("ready", names, session.snapshots.updates() + (False,)))
     except BaseException as exc:
         wire.send(write_fd, _error(exc, kind="import"))
@@ -321,8 +329,8 @@ def main(argv: list[str]) -> int:
     if not limits.get("sandboxed"):
         _die_with_parent()
     if mode == "serve":
-        read_fd, write_fd, file, backend, values = int(rest[0]), int(rest[1]), Path(rest[2]), rest[3], rest[4]
-        return serve(read_fd, write_fd, file, backend, set(json.loads(values)))
+        read_fd, write_fd, file, backend, api = int(rest[0]), int(rest[1]), Path(rest[2]), rest[3], rest[4]
+        return serve(read_fd, write_fd, file, backend, dict(json.loads(api)))
     if mode == "script":
         sys.argv = rest
         sys.path.insert(0, str(Path(rest[0]).parent))
