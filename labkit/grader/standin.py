@@ -19,7 +19,15 @@ from labkit.grader.containers import adopt_returned, container_at, refill
 from labkit.grader.handles import MAX_TYPES, RESULT_TYPES, Handle, Handles, RemoteClass
 from labkit.grader.lending import Lent, Patches, serve_lent
 from labkit.grader.snapshots import COMPARE_AFTER, WATCH_MAX
-from labkit.grader.values import Layouts, array_leaves, builtin_exception, decode, encode
+from labkit.grader.values import (
+    Layouts,
+    array_leaves,
+    buffer_digest,
+    builtin_exception,
+    decode,
+    encode,
+    written_buffers,
+)
 
 # What one reply may cost the grader. The largest any lab's tests need, graded on the reference
 # solutions: 0.6 MB and 67,000 items (lab 02-02); big arrays travel through child scripts instead.
@@ -167,12 +175,12 @@ class Submission(types.ModuleType):
             return ("api", obj.__name__)  # the submission's own class or function
         return self._lent.tag(obj, lend)
 
-    def _decode(self, data, leaves: list = (), layouts: Layouts | None = None):
+    def _decode(self, data, leaves: list = (), layouts: Layouts | None = None, buffers: list | None = None):
         """``layouts``: those of the call a result answers (a view of an argument's memory is one of the
-        test's own memory)."""
+        test's own memory); ``buffers`` gets the message's buffers (:func:`~labkit.grader.values.decode`)."""
         hooks = {"h": self._handles.handle, "tobj": self._lent.get, "titer": self._lent.get, "api": self._api_object,
                  "arg": lambda i: leaves[_index(i, leaves)]}
-        return decode(data, hooks=hooks, max_view_bytes=MAX_VIEW_BYTES, shared=layouts)
+        return decode(data, hooks=hooks, max_view_bytes=MAX_VIEW_BYTES, shared=layouts, buffers=buffers)
 
     def _api_object(self, name):
         """The stand-in of the submission's class or function ``name``: one of the lab's API, or another
@@ -198,25 +206,32 @@ class Submission(types.ModuleType):
             raise self._incident(SubmissionCrashed, f"reading a field: {err}") from None
 
     def _serve_reverse(self, message) -> tuple:
-        """Run what the worker asked of a trusted callback or lent object; the reply to send back."""
+        """Run what the worker asked of a trusted callback or lent object; the reply to send back, with
+        what the test's code wrote into the arrays it was given (the worker writes it into its own)."""
         try:
-            _, op, index, args, kwargs, types = message
+            _, op, index, call, types = message
             self._handles.add_types(types)  # the classes of the objects the arguments name
-            args, kwargs = self._decode(args), self._decode(kwargs)
+            buffers: list = []
+            call = self._decode(call, buffers=buffers)
+            if type(call) is not tuple or len(call) != 2:
+                raise TypeError("arguments")
+            args, kwargs = call
             if type(args) is not tuple or type(kwargs) is not dict or not all(type(k) is str for k in kwargs):
                 raise TypeError("arguments")
             obj, kind = self._lent.get(index, kinds=("cb", "titer", "tobj")), self._lent.kinds[index]
         except (ValueError, TypeError, IndexError, ProtocolError) as err:
             raise ProtocolError(f"a malformed callback: {err}") from None
+        digests = [buffer_digest(buffer) for buffer in buffers]
         try:
             result, is_method = serve_lent(obj, kind, op, args, kwargs)
+            if is_method:
+                return ("cbmethod",)
             # An iterator's items are the test's arguments too (lent); other answers only what is lent already.
-            lend = op == "next"
-            return ("cbmethod",) if is_method else ("cbret", self._encode_arg(result, lend=lend))
+            return ("cbret", self._encode_arg(result, lend=op == "next"), written_buffers(buffers, digests))
         except ProtocolError:
             raise
         except Exception as err:  # the test's code raised, or refused: the submission sees it raised
-            return ("cberr", type(err).__name__, str(err))
+            return ("cberr", type(err).__name__, str(err), written_buffers(buffers, digests))
 
     def _op(self, op: str, subject, *args, **kwargs):
         """``op`` (:data:`labkit.grader.handles.OPS`) on ``subject`` in the worker: a handle's use."""

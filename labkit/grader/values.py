@@ -29,6 +29,7 @@ NAMED_TUPLE_TYPES = 256  # named tuple classes made on the far side; more cross 
 WHOLE_STORAGE_BYTES = 1 << 20
 BUFFER_ALIGN = 64  # a buffer starts at a multiple of this in its storage (any dtype's offset divides)
 _NUMPY_KINDS = set("biufc")  # bool, signed, unsigned, float, complex
+MAX_FIELDS = 64  # fields of a structured numpy dtype (each of the kinds above)
 _TORCH_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
 
 
@@ -154,23 +155,37 @@ def _encode_numpy(value, layouts):
     import numpy as np
 
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
-        return ("npdt", _checked_numpy_dtype(np.dtype(value)).str)
+        return ("npdt", _dtype_wire(np.dtype(value)))
     if isinstance(value, np.generic):
-        return ("nps", _checked_numpy_dtype(value.dtype).str, value.tobytes())
+        return ("nps", _dtype_wire(value.dtype), value.tobytes())
     if isinstance(value, np.ndarray):
         _checked_numpy_dtype(value.dtype)
         view = layouts.numpy_view(value)
         if view is not None:
             return view
-        return ("nd", value.dtype.str, tuple(int(n) for n in value.shape), np.ascontiguousarray(value).tobytes(),
-                bool(value.flags.writeable))
+        return ("nd", _dtype_wire(value.dtype), tuple(int(n) for n in value.shape),
+                np.ascontiguousarray(value).tobytes(), bool(value.flags.writeable))
     raise _NotData(f"a {type(value).__qualname__} cannot be passed between the grader and a submission")
 
 
 def _checked_numpy_dtype(dtype):
-    if dtype.kind not in _NUMPY_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+    """``dtype`` if its values are numbers: one of the kinds above, or a structured dtype of at most
+    MAX_FIELDS fields of those kinds (a table of columns); else TypeError."""
+    fields = [dtype] if dtype.fields is None else [dtype.fields[name][0] for name in dtype.names]
+    if dtype.subdtype is not None or len(fields) > MAX_FIELDS or \
+            any(f.kind not in _NUMPY_KINDS or f.fields is not None or f.subdtype is not None for f in fields):
         raise TypeError(f"numpy dtype {dtype} cannot be passed between the grader and a submission")
     return dtype
+
+
+def _dtype_wire(dtype):
+    """A checked dtype as it crosses: its string (``"<f8"``), or a structured one's fields as
+    ``("struct", [(name, dtype string, byte offset)], itemsize)``."""
+    _checked_numpy_dtype(dtype)
+    if dtype.fields is None:
+        return dtype.str
+    return ("struct", [(name, dtype.fields[name][0].str, dtype.fields[name][1]) for name in dtype.names],
+            dtype.itemsize)
 
 
 def _encode_torch(value, layouts):
@@ -282,8 +297,8 @@ class Layouts:
         group = self._group(("nd", id(root)), "nd", "cpu", root, root_low, root_high - root_low, shared)
         group.cover(low - root_low, high - root_low)
         group.views.append(a)
-        return ("ndv", group.index, a.dtype.str, tuple(int(n) for n in a.shape), tuple(int(s) for s in a.strides),
-                a.ctypes.data - root_low, bool(a.flags.writeable))
+        return ("ndv", group.index, _dtype_wire(a.dtype), tuple(int(n) for n in a.shape),
+                tuple(int(s) for s in a.strides), a.ctypes.data - root_low, bool(a.flags.writeable))
 
     def wire(self) -> list:
         return [group.wire(self.whole) for group in self.groups]
@@ -487,9 +502,9 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
     if tag == "ndv":
         import numpy as np
 
-        index, dtype_str, shape, strides, offset, writeable = rest
+        index, wired_dtype, shape, strides, offset, writeable = rest
         base, start = views.buffer(index, "nd")
-        dtype, shape = _numpy_dtype(dtype_str), _shape(shape)
+        dtype, shape = _numpy_dtype(wired_dtype), _shape(shape)
         offset = views.check(shape, strides, offset - start if type(offset) is int else None, dtype.itemsize,
                              base.size)
         array = np.ndarray(shape, dtype, buffer=base, offset=offset, strides=strides)
@@ -543,13 +558,13 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         import numpy as np
 
         if tag == "npdt":
-            (dtype_str,) = rest
-            return _numpy_dtype(dtype_str)
+            (wired_dtype,) = rest
+            return _numpy_dtype(wired_dtype)
         if tag == "nps":
-            dtype_str, raw = rest
-            return np.frombuffer(_checked(raw, bytes, "array data"), dtype=_numpy_dtype(dtype_str))[0]
-        dtype_str, shape, raw, writeable = rest
-        array = np.frombuffer(_checked(raw, bytes, "array data"), dtype=_numpy_dtype(dtype_str))
+            wired_dtype, raw = rest
+            return np.frombuffer(_checked(raw, bytes, "array data"), dtype=_numpy_dtype(wired_dtype))[0]
+        wired_dtype, shape, raw, writeable = rest
+        array = np.frombuffer(_checked(raw, bytes, "array data"), dtype=_numpy_dtype(wired_dtype))
         array = array.reshape(_shape(shape)).copy()
         array.flags.writeable = bool(writeable)
         return array
@@ -667,13 +682,26 @@ def _shape(shape):
     return shape
 
 
-def _numpy_dtype(dtype_str):
+def _numpy_dtype(wired):
+    """The dtype :func:`_dtype_wire` sent, checked."""
     import numpy as np
 
-    if type(dtype_str) is not str or len(dtype_str) > 8:
+    if type(wired) is tuple and len(wired) == 3 and wired[0] == "struct":
+        _, fields, itemsize = wired
+        if type(fields) is not list or not 0 < len(fields) <= MAX_FIELDS or type(itemsize) is not int \
+                or not 0 < itemsize <= 1 << 16 or not all(type(f) is tuple and len(f) == 3 and type(f[0]) is str
+                                                          and len(f[0]) <= 100 and type(f[1]) is str
+                                                          and type(f[2]) is int for f in fields):
+            raise ProtocolError("malformed structured dtype")
+        spec = {"names": [f[0] for f in fields], "formats": [_numpy_dtype(f[1]) for f in fields],
+                "offsets": [f[2] for f in fields], "itemsize": itemsize}
+        dtype = np.dtype(spec)  # numpy refuses repeated names and fields past the item's end
+    elif type(wired) is str and len(wired) <= 8:
+        dtype = np.dtype(wired)
+    else:
         raise ProtocolError("malformed dtype")
     try:
-        return _checked_numpy_dtype(np.dtype(dtype_str))
+        return _checked_numpy_dtype(dtype)
     except TypeError as err:
         raise ProtocolError(str(err)) from None
 
@@ -695,6 +723,27 @@ def _device(kind):
 
 
 # --------------------------------------------------------------------------- in-place changes
+
+
+def buffer_digest(buffer) -> bytes:
+    """A decoded buffer's bytes (a uint8 array or tensor), hashed: compared after a call, it tells
+    whether the call wrote into the memory its arguments are views of."""
+    import hashlib
+
+    return hashlib.blake2b(_host(buffer)).digest()
+
+
+def buffer_bytes(buffer) -> bytes:
+    return _host(buffer).tobytes()
+
+
+def _host(buffer):
+    return buffer if type(buffer).__module__.startswith("numpy") else buffer.detach().cpu().numpy()
+
+
+def written_buffers(buffers: list, digests: list) -> list:
+    """``[(index, bytes)]`` of the buffers whose bytes differ from ``digests`` (taken before a call)."""
+    return [(i, buffer_bytes(b)) for i, b in enumerate(buffers) if buffer_digest(b) != digests[i]]
 
 
 def array_leaves(value, out: list | None = None) -> list:

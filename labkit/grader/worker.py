@@ -9,7 +9,6 @@ API: the lab's API as JSON, {name: kind}; the ready message carries the values o
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import inspect
 import json
@@ -23,7 +22,15 @@ from labkit.grader.containers import Returned, container_key, mutable_arguments
 from labkit.grader.handles import OPS, ObjectTable
 from labkit.grader.lending import GraderIterator, GraderObject, load_module, names_patched, patched
 from labkit.grader.snapshots import WATCH_MAX, Snapshots
-from labkit.grader.values import array_leaves, builtin_exception, decode, encode
+from labkit.grader.values import (
+    Layouts,
+    array_leaves,
+    buffer_digest,
+    builtin_exception,
+    decode,
+    encode,
+    written_buffers,
+)
 
 
 def apply_limits(limits: dict) -> None:
@@ -92,16 +99,6 @@ def import_file(file: Path):
     return module
 
 
-def _digest(buffer) -> bytes:
-    """A buffer's bytes (a uint8 tensor or array, as decoded), hashed."""
-    data = buffer if type(buffer).__module__.startswith("numpy") else buffer.detach().cpu().numpy()
-    return hashlib.blake2b(data).digest()
-
-
-def _raw(buffer) -> bytes:
-    return (buffer if type(buffer).__module__.startswith("numpy") else buffer.detach().cpu().numpy()).tobytes()
-
-
 class _Writes:
     """What one call writes into its arguments: the memory of their arrays (``buffers``, as decoded)
     and the plain containers among them, each remembered as it was before the call; ``changes()``:
@@ -109,13 +106,13 @@ class _Writes:
 
     def __init__(self, buffers: list, call_args: tuple, encode):
         self.buffers, self.encode = buffers, encode
-        self.digests = [_digest(buffer) for buffer in buffers]
+        self.digests = [buffer_digest(buffer) for buffer in buffers]
         self.containers = mutable_arguments(call_args)
         self.keep: list = []  # what the keys name by identity, alive until they are compared
         self.keys = [container_key(value, self.keep) for _, value in self.containers]
 
     def changes(self) -> list:
-        changed = [(i, _raw(buffer)) for i, buffer in enumerate(self.buffers) if _digest(buffer) != self.digests[i]]
+        changed = written_buffers(self.buffers, self.digests)
         for (path, value), key in zip(self.containers, self.keys, strict=True):
             if container_key(value, []) != key:
                 changed.append(("c", path, self.encode(value)))
@@ -147,8 +144,9 @@ class _Session:
                 self.api.setdefault(id(value), name)
 
     # -- values both ways: data by value, objects by reference
-    def encode(self, value, arguments: dict | None = None, shared: list = ()):
-        return encode(value, on_object=self._reference, arguments=arguments, plain_subclasses=True, shared=shared)
+    def encode(self, value, arguments: dict | None = None, shared: list = (), layouts: Layouts | None = None):
+        return encode(value, on_object=self._reference, arguments=arguments, plain_subclasses=True, shared=shared,
+                      layouts=layouts)
 
     def _special(self, obj):
         """The reference of a test's object or of one of the lab's classes and functions, else None."""
@@ -212,14 +210,24 @@ class _Session:
         return ask
 
     def ask(self, op: str, index: int, *args, **kwargs):
-        """Ask the grader to run ``op`` on its callback or object ``index``; serve requests meanwhile."""
-        message = ("reverse", op, index, self.encode(args), self.encode(kwargs))
+        """Ask the grader to run ``op`` on its callback or object ``index``; serve requests meanwhile. What
+        the test's code wrote into the arrays it was given (``np.exp(x, out=x)`` in a test's wrapper) is
+        written back into them, as in one process (its result is a copy: no object is shared)."""
+        layouts = Layouts(whole=True)  # as the grader sends a call's arguments: views of whole storages
+        message = ("reverse", op, index, self.encode((args, kwargs), layouts=layouts))
         wire.send(self.write_fd, message + (self.snapshots.take_types(),))
         reply = self.serve(until_callback_returns=True)
-        if reply[0] == "cbret":
-            return self.decode(reply[1])
         if reply[0] == "cbmethod":
             return self._asker("method", index, str(args[0]))
+        # ("cbret", result, written) or ("cberr", class name, message, written)
+        if len(reply) != (3 if reply[0] == "cbret" else 4) or type(reply[-1]) is not list:
+            raise wire.ProtocolError("a malformed callback reply")
+        for item in reply[-1]:
+            if type(item) is not tuple or len(item) != 2:
+                raise wire.ProtocolError("a malformed callback reply")
+            layouts.copy_back(*item)
+        if reply[0] == "cbret":
+            return self.decode(reply[1])
         raise (builtin_exception(reply[1]) or RuntimeError)(str(reply[2]))
 
     # -- the grader's requests
