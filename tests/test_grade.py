@@ -166,6 +166,43 @@ def test_records_and_named_tuples_keep_their_fields():
             values.decode(bad)
 
 
+def test_keys_that_hash_alike_are_refused_before_a_table_is_built():
+    """Python's hash of an int is not random: ``k * (2**61 - 1)`` hashes to 0 for every k, and a dict or
+    set of n such keys takes time quadratic in n to build (60,000 held a call 44 s past a 10 s limit).
+    More than 64 keys of one dict or set that hash alike are a protocol error, on the wire and in a
+    decoded set or dict; ordinary keys cross, however many."""
+    flood = [k * (2**61 - 1) for k in range(1, 100)]
+    assert len({hash(k) for k in flood}) == 1
+    with pytest.raises(wire.ProtocolError, match="hash alike"):
+        wire.unpack(wire.pack(dict.fromkeys(flood, 0)))
+    for tag in ("s", "fs"):
+        with pytest.raises(wire.ProtocolError, match="hash alike"):
+            values.decode((tag, [("v", k) for k in flood]))
+    with pytest.raises(wire.ProtocolError, match="hash alike"):
+        values.decode(("d", [(("t", [("v", k)]), ("v", 0)) for k in flood]))  # tuples of them too
+    assert _round_trip({"ids": set(range(5000)), "table": dict.fromkeys(range(5000), 1)})["ids"] == set(range(5000))
+    assert _round_trip(set(flood[:64])) == set(flood[:64])
+
+
+def test_a_named_tuple_or_record_past_the_names_limits_is_refused_or_a_plain_tuple():
+    """A named tuple class is made on the grader's side for each name and fields (256 at most, kept): a
+    reply naming one with a 15 MB name kept 195 MiB a call there. Names are at most 100 characters,
+    fields at most 64; a submission's named tuple past them crosses as a plain tuple. A record is
+    hashable, as a frozen dataclass is, and copies."""
+    import collections
+    import copy
+
+    with pytest.raises(wire.ProtocolError):
+        values.decode(("nt", "N" * 101, ["a"], [("v", 1)]))
+    with pytest.raises(wire.ProtocolError):
+        values.decode(("nt", "N", [f"f{i}" for i in range(65)], [("v", i) for i in range(65)]))
+    wide = collections.namedtuple("Wide", [f"f{i}" for i in range(65)])
+    assert type(_round_trip(wide(*range(65)))) is tuple
+    record = values.Record("Summary", {"m": 1.0, "denom": 2.0})
+    assert hash(record) == hash(values.Record("Summary", {"m": 1.0, "denom": 2.0}))
+    assert copy.deepcopy(record) == record and copy.copy(record).m == 1.0
+
+
 def test_a_subclass_of_a_plain_type_crosses_as_its_own_value():
     """``str()`` of a ``class Mode(str, Enum)`` member is "Mode.FULL": its value, "full", must cross (a
     submission naming its backends so graded 227 of 311 where pytest passed all); an int subclass that
@@ -279,6 +316,7 @@ VIEW_BOMBS = {  # views the bytes that crossed cannot back
     "nested buffers": ("bufs", _buffer("nd", 8), ("bufs", _buffer("nd", 8), ("v", 1))),
     "object dtype": ("bufs", _buffer("nd", 64), ("ndv", 0, "|O", (1,), (8,), 0, True)),
     "strides of another rank": ("bufs", _buffer("nd", 64), ("ndv", 0, "<f8", (2, 2), (8,), 0, True)),
+    "empty view far past the end": ("bufs", _buffer("pt", 64), ("ptv", 0, "float64", (0,), (1,), 1 << 40)),
     "many views of one buffer": ("bufs", _buffer("nd", 1 << 14),
                                  ("l", [("ndv", 0, "<f8", (2048,), (8,), 0, True)] * 3000)),
 }

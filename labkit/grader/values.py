@@ -16,12 +16,13 @@ import collections
 import dataclasses
 import itertools
 
-from labkit.grader.wire import ProtocolError
+from labkit.grader.wire import HashCount, ProtocolError
 
 MAX_NESTING = 32
 RECORD_EXTRAS = 16  # properties of a submission's dataclass whose values cross with its fields
 RECORD_ITEMS = 4096  # items of one that can be iterated (a summary unpacked as m, denom, acc)
 NAMED_TUPLE_TYPES = 256  # named tuple classes made on the far side; more cross as plain tuples
+MAX_NAME = 100  # characters of a record's or named tuple's name and field names
 # A buffer is the whole storage a view lives in (the memory beside it included: a kernel that writes
 # past a view's end writes where it would in one process) unless that storage is larger than this and
 # than four times what the message's views of it span (a small slice of a large pool); then the span
@@ -29,7 +30,7 @@ NAMED_TUPLE_TYPES = 256  # named tuple classes made on the far side; more cross 
 WHOLE_STORAGE_BYTES = 1 << 20
 BUFFER_ALIGN = 64  # a buffer starts at a multiple of this in its storage (any dtype's offset divides)
 _NUMPY_KINDS = set("biufc")  # bool, signed, unsigned, float, complex
-MAX_FIELDS = 64  # fields of a structured numpy dtype (each of the kinds above)
+MAX_FIELDS = 64  # fields of a structured numpy dtype (each of the kinds above), or of a named tuple
 _TORCH_DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
 
 
@@ -76,7 +77,10 @@ def _encode(value, on_object, arguments, layouts, _depth: int, plain_subclasses:
                 [(k, inner(v)) for k, v in value._props.items()],
                 None if value._items is None else [inner(v) for v in value._items])
     if isinstance(value, tuple) and isinstance(getattr(kind, "_fields", None), tuple):  # a named tuple
-        return ("nt", kind.__name__, list(kind._fields), [inner(v) for v in value])
+        names = [kind.__name__, *kind._fields]
+        if len(names) <= MAX_FIELDS + 1 and all(type(n) is str and len(n) <= MAX_NAME for n in names):
+            return ("nt", names[0], names[1:], [inner(v) for v in value])
+        return ("t", [inner(v) for v in value])  # past what the far side makes a class for: a tuple
     if _is_record(value, mutable_too=on_object is None):  # a value: its fields; a mutable one is an object
         return ("dc", kind.__name__, [(f.name, inner(getattr(value, f.name))) for f in dataclasses.fields(value)],
                 *_record_extras(value, inner))
@@ -465,7 +469,9 @@ class _Views:
         numel = 1
         for n in shape:
             numel *= n
-        if not numel:
+        if not numel:  # no element is read, but the offset stays inside (a resize of the view reads from it)
+            if offset > size:
+                raise ProtocolError("a view outside its buffer")
             return offset
         low = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
         high = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0) + itemsize
@@ -520,14 +526,16 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         items = [_decode(v, hooks, depth, views) for v in _checked(items, list, "container")]
         if tag in ("s", "fs"):
             try:
-                frozenset(items)
+                _no_hash_flood(items)
             except TypeError:
                 raise ProtocolError("a set with an unhashable member") from None
         return {"t": tuple, "l": list, "s": set, "fs": frozenset}[tag](items)
     if tag == "d":
         (items,) = rest
-        return {_decode(k, hooks, depth, views): _decode(v, hooks, depth, views)
-                for k, v in _checked(items, list, "container")}
+        pairs = [(_decode(k, hooks, depth, views), _decode(v, hooks, depth, views))
+                 for k, v in _checked(items, list, "container")]
+        _no_hash_flood(k for k, _ in pairs)
+        return dict(pairs)
     if tag == "dq":
         items, maxlen = rest
         if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
@@ -551,8 +559,8 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
     if tag == "nt":
         name, names, items = rest
         items = [_decode(v, hooks, depth, views) for v in _checked(items, list, "container")]
-        if len(_checked(names, list, "container")) != len(items):
-            raise ProtocolError("a named tuple whose names and items differ in number")
+        if len(_checked(names, list, "container")) != len(items) or len(names) > MAX_FIELDS:
+            raise ProtocolError("a named tuple whose names and items differ in number, or too many")
         return _named_tuple(_identifier(name), tuple(_identifier(n) for n in names))._make(items)
     if tag in ("npdt", "nps", "nd"):
         import numpy as np
@@ -589,6 +597,18 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
     raise ProtocolError(f"unknown tag {tag!r}")
 
 
+def _no_hash_flood(keys) -> None:
+    """ProtocolError if too many of ``keys`` hash alike (:class:`~labkit.grader.wire.HashCount`). Only
+    plain values are counted: a handle's hash is a request, bounded by the call's time limit."""
+    hashes = HashCount()
+    for key in keys:
+        if type(key) in _PLAIN_KEYS:
+            hashes.add(key)
+
+
+_PLAIN_KEYS = frozenset((int, float, complex, bool, str, bytes, type(None), tuple, frozenset))
+
+
 def builtin_exception(name):
     """The built-in exception class called ``name`` (an error crosses as its name), else None."""
     cls = getattr(builtins, str(name), None)
@@ -623,6 +643,8 @@ class Record:
         object.__setattr__(self, "_items", None if items is None else tuple(items))
 
     def __getattr__(self, name):
+        if name.startswith("_"):  # copy's probes of a record not yet filled in, dunders
+            raise AttributeError(name)
         for found in (self._fields, self._props):
             if name in found:
                 return found[name]
@@ -652,14 +674,15 @@ class Record:
     def __eq__(self, other):
         return isinstance(other, Record) and (self._name, self._fields) == (other._name, other._fields)
 
-    __hash__ = None
+    def __hash__(self):  # as a frozen dataclass's: of its fields (TypeError if one is unhashable)
+        return hash((self._name, *self._fields.values()))
 
     def __repr__(self):
         return f"{self._name}({', '.join(f'{k}={v!r}' for k, v in self._fields.items())})"
 
 
 def _identifier(name):
-    if type(name) is not str or not name.isidentifier() or name.startswith("__"):
+    if type(name) is not str or len(name) > MAX_NAME or not name.isidentifier() or name.startswith("__"):
         raise ProtocolError("malformed name")
     return name
 

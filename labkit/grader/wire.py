@@ -1,6 +1,7 @@
 """The bytes on the pipe between the grader and a worker: one plain value per message, after its 8-byte
 length, in a small tagged format (no back-references). The receiver refuses an oversized length before
-reading, and bounds items, nesting and decoding time. Standard library only: staged into the sandbox."""
+reading, and bounds items, nesting, keys that hash alike and decoding time. Standard library only:
+staged into the sandbox."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ import struct
 import time
 
 MAX_DEPTH = 64
+# Keys of one dict or set that may hash alike. Python's hash of an int is not random (k * (2**61 - 1)
+# hashes to 0 for every k), and building a table of keys that hash alike takes time quadratic in their
+# number: 60,000 such ints held a call 44 s past a 10 s limit. Honest keys hash alike a few at a time.
+MAX_SAME_HASH = 64
 _LEN = struct.Struct("<Q")
 _INT = struct.Struct("<q")
 _FLOAT = struct.Struct("<d")
@@ -134,11 +139,12 @@ class _Reader:
                 raise TimeoutError("still decoding at the deadline")  # the call's time is up, not the protocol broken
             n = self.length()
             if tag == _d:
-                items = {}
+                items, hashes = {}, HashCount()
                 for _ in range(n):
                     key = self.value(depth + 1)
                     if type(key) not in (str, int, bool, type(None), float, bytes):
                         raise ProtocolError("a dict key that is not a plain value")
+                    hashes.add(key)
                     items[key] = self.value(depth + 1)
                 return items
             items = [self.value(depth + 1) for _ in range(n)]
@@ -150,6 +156,21 @@ class _Reader:
         if tag == _I:
             return int.from_bytes(self.chunk(), "little", signed=True)
         raise ProtocolError(f"unknown tag {bytes([tag])!r}")
+
+
+class HashCount:
+    """How many keys of one dict or set hash alike: ProtocolError past :data:`MAX_SAME_HASH` (a hash
+    flood), before the table that holds them is built."""
+
+    def __init__(self):
+        self.counts: dict[int, int] = {}  # hash -> keys seen with it (hashes of ints hash as themselves)
+
+    def add(self, key) -> None:
+        h = hash(key)
+        n = self.counts.get(h, 0) + 1
+        if n > MAX_SAME_HASH:
+            raise ProtocolError(f"more than {MAX_SAME_HASH} keys of one dict or set hash alike")
+        self.counts[h] = n
 
 
 # --------------------------------------------------------------------------- framing
