@@ -19,15 +19,7 @@ from labkit.grader.containers import adopt_returned, container_at, refill
 from labkit.grader.handles import MAX_TYPES, RESULT_TYPES, Handle, Handles, RemoteClass
 from labkit.grader.lending import Lent, Patches, serve_lent
 from labkit.grader.snapshots import COMPARE_AFTER, WATCH_MAX
-from labkit.grader.values import (
-    Layouts,
-    array_leaves,
-    buffer_digest,
-    builtin_exception,
-    decode,
-    encode,
-    written_buffers,
-)
+from labkit.grader.values import BufferWrites, Layouts, array_leaves, builtin_exception, decode, encode
 
 # What one reply may cost the grader. The largest any lab's tests need, graded on the reference
 # solutions: 0.6 MB and 67,000 items (lab 02-02); big arrays travel through child scripts instead.
@@ -221,17 +213,17 @@ class Submission(types.ModuleType):
             obj, kind = self._lent.get(index, kinds=("cb", "titer", "tobj")), self._lent.kinds[index]
         except (ValueError, TypeError, IndexError, ProtocolError) as err:
             raise ProtocolError(f"a malformed callback: {err}") from None
-        digests = [buffer_digest(buffer) for buffer in buffers]
+        written = BufferWrites(buffers)
         try:
             result, is_method = serve_lent(obj, kind, op, args, kwargs)
             if is_method:
                 return ("cbmethod",)
             # An iterator's items are the test's arguments too (lent); other answers only what is lent already.
-            return ("cbret", self._encode_arg(result, lend=op == "next"), written_buffers(buffers, digests))
+            return ("cbret", self._encode_arg(result, lend=op == "next"), written.changes())
         except ProtocolError:
             raise
         except Exception as err:  # the test's code raised, or refused: the submission sees it raised
-            return ("cberr", type(err).__name__, str(err), written_buffers(buffers, digests))
+            return ("cberr", type(err).__name__, str(err), written.changes())
 
     def _op(self, op: str, subject, *args, **kwargs):
         """``op`` (:data:`labkit.grader.handles.OPS`) on ``subject`` in the worker: a handle's use."""

@@ -748,25 +748,27 @@ def _device(kind):
 # --------------------------------------------------------------------------- in-place changes
 
 
-def buffer_digest(buffer) -> bytes:
-    """A decoded buffer's bytes (a uint8 array or tensor), hashed: compared after a call, it tells
-    whether the call wrote into the memory its arguments are views of."""
+class BufferWrites:
+    """Which of a message's decoded buffers (uint8 arrays or tensors) a call writes into: their bytes
+    are hashed now; :meth:`changes` gives ``[(index, bytes)]`` of those that differ after the call, for
+    the sender to copy back into the memory they came from."""
+
+    def __init__(self, buffers: list):
+        self.buffers = buffers
+        self.digests = [_digest(buffer) for buffer in buffers]
+
+    def changes(self) -> list:
+        return [(i, _host(b).tobytes()) for i, b in enumerate(self.buffers) if _digest(b) != self.digests[i]]
+
+
+def _digest(buffer) -> bytes:
     import hashlib
 
     return hashlib.blake2b(_host(buffer)).digest()
 
 
-def buffer_bytes(buffer) -> bytes:
-    return _host(buffer).tobytes()
-
-
 def _host(buffer):
     return buffer if type(buffer).__module__.startswith("numpy") else buffer.detach().cpu().numpy()
-
-
-def written_buffers(buffers: list, digests: list) -> list:
-    """``[(index, bytes)]`` of the buffers whose bytes differ from ``digests`` (taken before a call)."""
-    return [(i, buffer_bytes(b)) for i, b in enumerate(buffers) if buffer_digest(b) != digests[i]]
 
 
 def array_leaves(value, out: list | None = None) -> list:

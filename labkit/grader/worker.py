@@ -22,15 +22,7 @@ from labkit.grader.containers import Returned, container_key, mutable_arguments
 from labkit.grader.handles import OPS, ObjectTable
 from labkit.grader.lending import GraderIterator, GraderObject, load_module, names_patched, patched
 from labkit.grader.snapshots import WATCH_MAX, Snapshots
-from labkit.grader.values import (
-    Layouts,
-    array_leaves,
-    buffer_digest,
-    builtin_exception,
-    decode,
-    encode,
-    written_buffers,
-)
+from labkit.grader.values import BufferWrites, Layouts, array_leaves, builtin_exception, decode, encode
 
 
 def apply_limits(limits: dict) -> None:
@@ -105,14 +97,13 @@ class _Writes:
     those that differ after it, ``(buffer index, bytes)`` and ``("c", path, encoded container)``."""
 
     def __init__(self, buffers: list, call_args: tuple, encode):
-        self.buffers, self.encode = buffers, encode
-        self.digests = [buffer_digest(buffer) for buffer in buffers]
+        self.arrays, self.encode = BufferWrites(buffers), encode
         self.containers = mutable_arguments(call_args)
         self.keep: list = []  # what the keys name by identity, alive until they are compared
         self.keys = [container_key(value, self.keep) for _, value in self.containers]
 
     def changes(self) -> list:
-        changed = written_buffers(self.buffers, self.digests)
+        changed = self.arrays.changes()
         for (path, value), key in zip(self.containers, self.keys, strict=True):
             if container_key(value, []) != key:
                 changed.append(("c", path, self.encode(value)))
