@@ -203,6 +203,32 @@ def test_a_named_tuple_or_record_past_the_names_limits_is_refused_or_a_plain_tup
     assert copy.deepcopy(record) == record and copy.copy(record).m == 1.0
 
 
+
+def test_what_makes_classes_or_records_on_the_graders_side_is_bounded(monkeypatch):
+    """At most 256 named tuple classes (past them, plain tuples), 16 properties and 4,096 items of a
+    record, 64 fields of a structured dtype: a reply past one of them is refused (or, for the classes,
+    made plain), and the sender keeps within them."""
+    import dataclasses
+
+    monkeypatch.setattr(values, "_NAMED_TUPLES", {})
+    monkeypatch.setattr(values, "NAMED_TUPLE_TYPES", 2)
+    made = [values.decode(("nt", f"N{i}", ["a"], [("v", i)])) for i in range(3)]
+    assert [type(t).__name__ for t in made] == ["N0", "N1", "tuple"] and made[2] == (2,)
+    with pytest.raises(wire.ProtocolError):
+        values.decode(("dc", "R", [], [(f"p{i}", ("v", i)) for i in range(17)], None))
+    with pytest.raises(wire.ProtocolError):
+        values.decode(("dc", "R", [], [], [("v", 1)] * 4097))
+    many = {f"p{i:02}": property(lambda self, i=i: i) for i in range(20)}
+    Wide = dataclasses.dataclass(frozen=True)(type("Wide", (), {"__annotations__": {"x": int}, **many}))
+    wide = _round_trip(Wide(1))
+    assert wide.p15 == 15 and not hasattr(wide, "p16"), "the first 16 properties, by name"
+    fields = [(f"f{i}", "<f8", 8 * i) for i in range(65)]
+    with pytest.raises(wire.ProtocolError):
+        values.decode(("npdt", ("struct", fields, 8 * 65)))
+    with pytest.raises(TypeError, match="cannot be passed"):
+        values.encode(np.zeros(1, dtype=[(f"f{i}", "<f8") for i in range(65)]))
+
+
 def test_a_subclass_of_a_plain_type_crosses_as_its_own_value():
     """``str()`` of a ``class Mode(str, Enum)`` member is "Mode.FULL": its value, "full", must cross (a
     submission naming its backends so graded 227 of 311 where pytest passed all); an int subclass that

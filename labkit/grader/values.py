@@ -561,7 +561,8 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         items = [_decode(v, hooks, depth, views) for v in _checked(items, list, "container")]
         if len(_checked(names, list, "container")) != len(items) or len(names) > MAX_FIELDS:
             raise ProtocolError("a named tuple whose names and items differ in number, or too many")
-        return _named_tuple(_identifier(name), tuple(_identifier(n) for n in names))._make(items)
+        cls = _named_tuple(_identifier(name), tuple(_identifier(n) for n in names))
+        return tuple(items) if cls is tuple else cls._make(items)
     if tag in ("npdt", "nps", "nd"):
         import numpy as np
 
