@@ -210,8 +210,8 @@ def test_what_makes_classes_or_records_on_the_graders_side_is_bounded(monkeypatc
     made plain), and the sender keeps within them."""
     import dataclasses
 
-    monkeypatch.setattr(values, "_NAMED_TUPLES", {})
-    monkeypatch.setattr(values, "NAMED_TUPLE_TYPES", 2)
+    monkeypatch.setattr(values, "_MADE", {})
+    monkeypatch.setattr(values, "MADE_CLASSES", 2)
     made = [values.decode(("nt", f"N{i}", ["a"], [("v", i)])) for i in range(3)]
     assert [type(t).__name__ for t in made] == ["N0", "N1", "tuple"] and made[2] == (2,)
     with pytest.raises(wire.ProtocolError):
@@ -232,7 +232,9 @@ def test_what_makes_classes_or_records_on_the_graders_side_is_bounded(monkeypatc
 def test_a_subclass_of_a_plain_type_crosses_as_its_own_value():
     """``str()`` of a ``class Mode(str, Enum)`` member is "Mode.FULL": its value, "full", must cross (a
     submission naming its backends so graded 227 of 311 where pytest passed all); an int subclass that
-    redefines ``__int__`` crosses as its value too."""
+    redefines ``__int__`` crosses as its value too. Each arrives as an instance of a subclass of the same
+    name made on the far side: ``type(x) is int`` is false, as in one process (an int subclass for byte
+    counts graded 81 of 81 where pytest's ``test_byte_counts_are_ints`` fails it, 80)."""
     import enum
 
     class Mode(str, enum.Enum):
@@ -247,7 +249,11 @@ def test_a_subclass_of_a_plain_type_crosses_as_its_own_value():
             return 0.0
 
     back = _round_trip({Mode.FULL: [Mode.FULL, Size(7), Rate(2.5)]})
-    assert back == {"full": ["full", 7, 2.5]} and type(next(iter(back))) is str
+    assert back == {"full": ["full", 7, 2.5]}
+    key, (mode, size, rate) = next(iter(back.items()))
+    assert [type(v).__name__ for v in (key, mode, size, rate)] == ["Mode", "Mode", "Size", "Rate"]
+    assert isinstance(size, int) and type(size) is not int, "a test that counts are ints fails it, as in one process"
+    assert str(mode) == "full" and size + 1 == 8 and type(mode) is type(key)
 
 
 @pytest.mark.parametrize("value", [object(), np.array([object()]), lambda: 0, {1, object()}], ids=str)
@@ -407,15 +413,16 @@ def test_views_of_one_storage_cross_as_one_buffer_and_in_place_changes_come_back
 
 @pytest.fixture
 def submission(tmp_path):
-    """make(source, api, **options): a stand-in for a student file holding ``source``, its worker in a
-    sandbox; closed after the test."""
+    """make(source, api, files=((name, text), ...), **options): a stand-in for a student file holding
+    ``source`` (with ``files`` beside it), its worker in a sandbox; closed after the test."""
     opened = []
 
-    def make(source, api, **options):
+    def make(source, api, files=(), **options):
         folder = tmp_path / f"files{len(opened)}"
         folder.mkdir(mode=0o755)
-        (folder / "starter.py").write_text(source)
-        (folder / "starter.py").chmod(0o644)
+        for name, text in [("starter.py", source), *files]:  # files: the student's own modules beside it
+            (folder / name).write_text(text)
+            (folder / name).chmod(0o644)
         box = sandbox.Sandbox(folder)
         opened.append(box)
         sub = standin.Submission(folder / "starter.py", api, box, **options)
@@ -633,6 +640,7 @@ import collections
 import dataclasses
 import weakref
 
+import _helper
 import numpy as np
 
 TABLE = list(range(600_000))  # a large public table of the student's own, which no test reads
@@ -694,6 +702,24 @@ def refused_after_a_write(fill, x):
         return out
 
 
+class Table(np.ndarray):  # an array of the student's own class
+    pass
+
+
+def empty_table(n):
+    return np.zeros((0, n), dtype=np.int64).view(Table)
+
+
+def early():
+    return _helper.VALUE
+
+
+def late():
+    import _helper as again  # at call time: the student's folder is no longer importable, as under pytest
+
+    return again.VALUE
+
+
 def __getattr__(name):  # names the module makes when first read (PEP 562)
     if name == "LIMIT":
         return 64
@@ -708,7 +734,8 @@ def refuse(n):
     raise err
 """
 HONEST_STYLES_API = {name: "callable" for name in ("styled", "weakly", "refuse", "lazy", "summarize", "total",
-                                                   "streamed", "refused_after_a_write")} | \
+                                                   "streamed", "refused_after_a_write", "empty_table", "early",
+                                                   "late")} | \
     {"SCALE": "value", "LIMIT": "value"}
 
 
@@ -718,10 +745,17 @@ def test_honest_styles_cross_as_they_would_in_one_process(submission):
     of bytes or of a container is its plain value (a handle is never equal to data), a large public
     table no test reads costs nothing at import, a test's object may be held weakly, an exception's
     notes reach ``pytest.raises(match=)``, names a module ``__getattr__`` makes are found, a frozen
-    dataclass holding an array unpacks and goes back whole, and what a test's function writes into the
-    arrays the submission gives it (``np.exp(x, out=out)``) reaches them, returning or raising."""
-    sub = submission(HONEST_STYLES, HONEST_STYLES_API, call_timeout=5)
+    dataclass holding an array unpacks and goes back whole, what a test's function writes into the
+    arrays the submission gives it (``np.exp(x, out=out)``) reaches them, returning or raising, an
+    array of the student's own subclass is an array, and a module of the student's folder imported at
+    call time is not found, as under pytest (whose loader drops the folder once the file is loaded)."""
+    sub = submission(HONEST_STYLES, HONEST_STYLES_API, files=[("_helper.py", "VALUE = 1\n")], call_timeout=5)
     assert sub.SCALE == 3 and "TABLE" not in vars(sub)
+    table = sub.empty_table(3)  # an array subclass of the student's: an array, even empty
+    assert type(table) is np.ndarray and table.shape == (0, 3) and table.dtype == np.int64
+    assert sub.early() == 1
+    with pytest.raises(ModuleNotFoundError):  # as under pytest, whose loader drops the folder after the import
+        sub.late()
     assert sub.LIMIT == 64 and sub.lazy(1) == 2
     partial = sub.summarize(np.arange(3.0))
     m, acc = partial  # its items cross with it; passed back, it is the submission's dataclass again

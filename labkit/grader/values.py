@@ -21,7 +21,7 @@ from labkit.grader.wire import HashCount, ProtocolError
 MAX_NESTING = 32
 RECORD_EXTRAS = 16  # properties of a submission's dataclass whose values cross with its fields
 RECORD_ITEMS = 4096  # items of one that can be iterated (a summary unpacked as m, denom, acc)
-NAMED_TUPLE_TYPES = 256  # named tuple classes made on the far side; more cross as plain tuples
+MADE_CLASSES = 256  # classes made on the far side (named tuples, subclasses of int/float/str); past them, plain
 MAX_NAME = 100  # characters of a record's or named tuple's name and field names
 # A buffer is the whole storage a view lives in (the memory beside it included: a kernel that writes
 # past a view's end writes where it would in one process) unless that storage is larger than this and
@@ -78,7 +78,7 @@ def _encode(value, on_object, arguments, layouts, _depth: int, plain_subclasses:
                 None if value._items is None else [inner(v) for v in value._items])
     if isinstance(value, tuple) and isinstance(getattr(kind, "_fields", None), tuple):  # a named tuple
         names = [kind.__name__, *kind._fields]
-        if len(names) <= MAX_FIELDS + 1 and all(type(n) is str and len(n) <= MAX_NAME for n in names):
+        if len(names) <= MAX_FIELDS + 1 and all(map(_nameable, names)):
             return ("nt", names[0], names[1:], [inner(v) for v in value])
         return ("t", [inner(v) for v in value])  # past what the far side makes a class for: a tuple
     if _is_record(value, mutable_too=on_object is None):  # a value: its fields; a mutable one is an object
@@ -95,10 +95,13 @@ def _encode(value, on_object, arguments, layouts, _depth: int, plain_subclasses:
             raise
         return on_object(value)  # a torch module, a random generator...: an object, not data
     # A subclass of a plain type: its plain value, through the type's own conversion (str() of a
-    # `class Mode(str, Enum)` member is "Mode.FULL", its value "full"; an int's __int__ may be redefined).
+    # `class Mode(str, Enum)` member is "Mode.FULL", its value "full"; an int's __int__ may be redefined),
+    # and its class's name: the far side makes a subclass of that name, so that `type(x) is int` is
+    # false there too (a test that byte counts are ints exists for such a submission).
     for base, plain in ((int, int.__int__), (float, float.__float__), (str, str.__str__)):
         if isinstance(value, base):
-            return ("v", plain(value))
+            named = _nameable(kind.__name__)
+            return ("vs", base.__name__, kind.__name__, plain(value)) if named else ("v", plain(value))
     if plain_subclasses:
         plain = _as_plain(value)
         if plain is not None:
@@ -110,7 +113,13 @@ def _encode(value, on_object, arguments, layouts, _depth: int, plain_subclasses:
 
 def _as_plain(value):
     """A subclass of bytes or of a container (a list with its own repr, an OrderedDict, a defaultdict, a
-    Counter) as the plain type it derives from, which is what a test compares it with; else None."""
+    Counter), or of numpy's array or torch's tensor, as the plain type it derives from, which is what a
+    test compares it with (an array a view of the same memory); else None."""
+    for klass in type(value).__mro__:
+        if (klass.__module__, klass.__name__) == ("numpy", "ndarray"):
+            return klass.view(value, klass)
+        if (klass.__module__, klass.__name__) == ("torch", "Tensor"):
+            return klass.as_subclass(value, klass)
     for base in (bytes, tuple, list, dict, set, frozenset):
         if isinstance(value, base):
             return base(value)
@@ -516,6 +525,12 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         array = np.ndarray(shape, dtype, buffer=base, offset=offset, strides=strides)
         array.flags.writeable = bool(writeable)
         return array
+    if tag == "vs":
+        base, name, value = rest
+        kind = {"int": int, "float": float, "str": str}.get(base)
+        if kind is None or type(value) is not kind:
+            raise ProtocolError("malformed plain value")
+        return _made(("vs", kind, _identifier(name)), lambda: type(name, (kind,), {"__slots__": ()}), kind)(value)
     if tag == "v":
         (value,) = rest
         if value is not None and type(value) not in (bool, int, float, str, bytes):
@@ -561,7 +576,8 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         items = [_decode(v, hooks, depth, views) for v in _checked(items, list, "container")]
         if len(_checked(names, list, "container")) != len(items) or len(names) > MAX_FIELDS:
             raise ProtocolError("a named tuple whose names and items differ in number, or too many")
-        cls = _named_tuple(_identifier(name), tuple(_identifier(n) for n in names))
+        names = tuple(_identifier(n) for n in names)
+        cls = _made(("nt", _identifier(name), names), lambda: _named_tuple(name, names), tuple)
         return tuple(items) if cls is tuple else cls._make(items)
     if tag in ("npdt", "nps", "nd"):
         import numpy as np
@@ -603,11 +619,11 @@ def _no_hash_flood(keys) -> None:
     plain values are counted: a handle's hash is a request, bounded by the call's time limit."""
     hashes = HashCount()
     for key in keys:
-        if type(key) in _PLAIN_KEYS:
+        if key is None or isinstance(key, _PLAIN_KEYS):  # the classes made for "vs" values too
             hashes.add(key)
 
 
-_PLAIN_KEYS = frozenset((int, float, complex, bool, str, bytes, type(None), tuple, frozenset))
+_PLAIN_KEYS = (int, float, complex, str, bytes, tuple, frozenset)
 
 
 def builtin_exception(name):
@@ -616,20 +632,24 @@ def builtin_exception(name):
     return cls if isinstance(cls, type) and issubclass(cls, Exception) else None
 
 
-_NAMED_TUPLES: dict[tuple, type] = {}  # (name, field names) -> the class made for them
+_MADE: dict[tuple, type] = {}  # ("nt", name, fields) or ("vs", base, name) -> the class made for it
+
+
+def _made(key: tuple, make, plain: type) -> type:
+    """The class made for ``key`` (one per key, kept); past MADE_CLASSES, ``plain``."""
+    cls = _MADE.get(key)
+    if cls is None:
+        if len(_MADE) >= MADE_CLASSES:
+            return plain
+        cls = _MADE[key] = make()
+    return cls
 
 
 def _named_tuple(name: str, names: tuple) -> type:
-    """A named tuple class of this name and fields (one per pair); past NAMED_TUPLE_TYPES, ``tuple``."""
-    cls = _NAMED_TUPLES.get((name, names))
-    if cls is None:
-        if len(_NAMED_TUPLES) >= NAMED_TUPLE_TYPES:
-            return tuple
-        try:  # namedtuple refuses keywords, names starting with "_" and repeated names
-            cls = _NAMED_TUPLES[name, names] = collections.namedtuple(name, names)
-        except ValueError:
-            raise ProtocolError("a named tuple with malformed names") from None
-    return cls
+    try:  # namedtuple refuses keywords, names starting with "_" and repeated names
+        return collections.namedtuple(name, names)
+    except ValueError:
+        raise ProtocolError("a named tuple with malformed names") from None
 
 
 class Record:
@@ -682,8 +702,13 @@ class Record:
         return f"{self._name}({', '.join(f'{k}={v!r}' for k, v in self._fields.items())})"
 
 
+def _nameable(name) -> bool:
+    """Whether ``name`` may name a class or field made on the far side (:func:`_identifier`)."""
+    return type(name) is str and len(name) <= MAX_NAME and name.isidentifier() and not name.startswith("__")
+
+
 def _identifier(name):
-    if type(name) is not str or len(name) > MAX_NAME or not name.isidentifier() or name.startswith("__"):
+    if not _nameable(name):
         raise ProtocolError("malformed name")
     return name
 

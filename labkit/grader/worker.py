@@ -80,14 +80,26 @@ GIVEN_DIR = Path(__file__).resolve().parents[2] / "given"  # the graded lab's gi
 
 def import_file(file: Path):
     """Import the student's ``file``; modules next to it (their own helpers) import too, after the lab's
-    given modules (``_checks.py``...), which come from the course, whatever the student's folder holds."""
+    given modules (``_checks.py``...), which come from the course, whatever the student's folder holds.
+    Then, as the labs' loader does under pytest (``labkit.testing.loader.exec_file``), those folders
+    leave ``sys.path`` and the modules imported from them leave ``sys.modules``: an import of one at
+    call time fails here as it does there."""
     spec = importlib.util.spec_from_file_location("submission", file)
     module = importlib.util.module_from_spec(spec)
     sys.modules["submission"] = module
-    sys.path.insert(0, str(file.parent))
-    if GIVEN_DIR.is_dir():
-        sys.path.insert(0, str(GIVEN_DIR))
-    spec.loader.exec_module(module)
+    folders = ([str(GIVEN_DIR)] if GIVEN_DIR.is_dir() else []) + [str(file.parent)]  # the course's first
+    before = set(sys.modules)
+    sys.path[:0] = folders
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        for folder in folders:
+            sys.path.remove(folder)
+        roots = {Path(folder).resolve() for folder in folders}
+        for name in set(sys.modules) - before:
+            origin = getattr(sys.modules[name], "__file__", None) or ""
+            if origin and not roots.isdisjoint(Path(origin).resolve().parents):
+                del sys.modules[name]
     return module
 
 
