@@ -342,9 +342,11 @@ def main(argv: list[str]) -> int:
     if mode == "serve":
         read_fd, write_fd, file, backend, api = int(rest[0]), int(rest[1]), Path(rest[2]), rest[3], rest[4]
         return serve(read_fd, write_fd, file, backend, dict(json.loads(api)))
-    if mode == "script":
+    if mode == "script":  # a lab's child script, which under pytest runs from the lab's folder
         sys.argv = rest
         sys.path.insert(0, str(Path(rest[0]).parent))
+        if GIVEN_DIR.is_dir():  # the lab's given modules, its siblings there (04-06's imports _host)
+            sys.path.insert(1, str(GIVEN_DIR))
         runpy.run_path(rest[0], run_name="__main__")
         return 0
     print(f"labkit.grader.worker: unknown mode {mode!r}", file=sys.stderr)
