@@ -166,6 +166,25 @@ def test_records_and_named_tuples_keep_their_fields():
             values.decode(bad)
 
 
+def test_a_results_array_or_tensor_subclass_crosses_as_the_base_class():
+    """The worker's results (``plain_subclasses``): a student's subclass of ``np.ndarray`` or of
+    ``torch.Tensor`` crosses as an array or tensor, values and dtype kept, even empty."""
+    torch = pytest.importorskip("torch")
+
+    class Table(np.ndarray):
+        pass
+
+    class Scores(torch.Tensor):
+        pass
+
+    for value, kind in ((np.zeros((0, 3), dtype=np.int64).view(Table), np.ndarray),
+                        (np.arange(4.0).view(Table), np.ndarray),
+                        (torch.arange(4.0).as_subclass(Scores), torch.Tensor)):
+        back = values.decode(wire.unpack(wire.pack(values.encode(value, plain_subclasses=True))))
+        assert type(back) is kind and back.shape == value.shape and back.dtype == value.dtype
+        assert back.tolist() == value.tolist()
+
+
 def test_keys_that_hash_alike_are_refused_before_a_table_is_built():
     """Python's hash of an int is not random: ``k * (2**61 - 1)`` hashes to 0 for every k, and a dict or
     set of n such keys takes time quadratic in n to build (60,000 held a call 44 s past a 10 s limit).
