@@ -63,11 +63,12 @@ METHODS = ("all_gather", "all_reduce")
 ranks_script = child.script_module(HERE / "_ranks.py")
 
 
-def expect_value_error(call, word: str, what: str) -> None:
-    """``call()`` must raise a ValueError whose message names ``word`` (the given checks of
-    ``_checks.py``, called first)."""
+def expect_value_error(call, *words_and_what: str) -> None:
+    """``call()`` must raise a ValueError whose message names each word (the given checks of
+    ``_checks.py``, called first); the last argument says what was called."""
     __tracebackhide__ = True
-    labkit.assert_refused(call, word, what=what, hint="the given checks of _checks.py are called first")
+    *words, what = words_and_what
+    labkit.assert_refused(call, *words, what=what, hint="the given checks of _checks.py are called first")
 
 
 def looks_like(got, candidates: dict[str, object], expected) -> str:
@@ -277,6 +278,7 @@ def test_local_seq_lens_count_each_ranks_tokens(lab, world_size, stripe):
     pytest.param(2, 3, 4, 0, id="stripe 3, blocks of 4"),
     pytest.param(2, 24, 8, 1, id="contiguous"),
     pytest.param(3, 6, 4, 1, id="stripe 6, blocks of 4"),
+    pytest.param(1, 4, 4, 1, id="1 rank"),
 ])
 def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, block_size, spare_columns):
     """Each token's (rank, slot) in a 45-token sequence: the rank from the dealt hands, the slot
@@ -317,12 +319,29 @@ def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, b
                         "block_size, plus the local offset)", dtype=I64)
 
 
-def test_layout_rejects_bad_input(lab):
-    """Clear ValueErrors naming the argument: no ranks, an empty stripe, negative or fractional
-    positions, negative (-1 included) or fractional lengths, a table too narrow for a rank's tokens,
-    in every function that takes them. (The checks are given.)
+def test_shard_slot_mapping_of_no_token(lab):
+    """No token to place (an empty sequence): empty int64 ranks and slots, with tables of no column
+    too (a sequence of no token holds no block on any rank).
 
-    Catches: local_seq_lens without its check of world_size (0 ranks answer an empty array), a
+    Catches: a tables check that refuses tables of no column, or a world of one rank."""
+    for width in (0, 3):
+        for world_size in (1, 2):
+            tables = np.zeros((world_size, width), dtype=np.int32)
+            tables.flags.writeable = False
+            where = f"shard_slot_mapping of no token, tables of {world_size} rank(s) x {width} columns"
+            ranks, slots = lab.shard_slot_mapping(np.arange(0), tables, 4, 4)
+            labkit.assert_equal(ranks, np.zeros(0, I64), what=f"{where}: ranks", dtype=I64)
+            labkit.assert_equal(slots, np.zeros(0, I64), what=f"{where}: slots", dtype=I64)
+
+
+def test_layout_rejects_bad_input(lab):
+    """Clear ValueErrors naming the argument: no ranks, an empty stripe or block, negative or
+    fractional positions, negative (-1 included) or fractional lengths, tables that are not a 2-D
+    integer array of at least one rank, a table too narrow for a rank's tokens (naming the local block
+    a token needs), in every function that takes them. (The checks are given.)
+
+    Catches: local_seq_lens without its check of world_size (0 ranks answer an empty array) or of the
+    stripe (numpy divides by 0 with a warning), shard_slot_mapping without its check of block_size, a
     lengths check off by one or with its conditions joined by ``and``."""
     expect_value_error(lambda: lab.token_owner(np.arange(4), 0, 4), "world_size", "token_owner(.., world_size=0, ..)")
     expect_value_error(lambda: lab.token_owner(np.arange(4), 2, 0), "stripe", "token_owner(.., stripe=0)")
@@ -334,9 +353,19 @@ def test_layout_rejects_bad_input(lab):
                        "local_seq_lens([4.0, 2.0], ..) (lengths that are not integers)")
     expect_value_error(lambda: lab.local_seq_lens(np.array([4]), 0, 4), "world_size",
                        "local_seq_lens(.., world_size=0)")
+    expect_value_error(lambda: lab.local_seq_lens(np.array([4]), 2, 0), "stripe", "local_seq_lens(.., stripe=0)")
+    # Rank 0 holds tokens 0-3, 8-11 and 16-19: its local blocks 0, 1 and 2, past a table of 2 columns.
     expect_value_error(lambda: lab.shard_slot_mapping(np.arange(20), np.zeros((2, 2), dtype=np.int32), 4, 4),
-                       "rank_block_tables", "shard_slot_mapping of 20 tokens, 2 ranks, tables of 2 columns, blocks of "
+                       "rank_block_tables", "local block 2 of rank 0",
+                       "shard_slot_mapping of 20 tokens, 2 ranks, tables of 2 columns, blocks of "
                        "4, stripe 4 (rank 0 needs 3 blocks)")
+    tables = np.zeros((2, 4), dtype=np.int32)
+    expect_value_error(lambda: lab.shard_slot_mapping(np.arange(8), tables, 0, 4), "block_size",
+                       "shard_slot_mapping(.., block_size=0, ..)")
+    for bad, what in [(tables[0], "a 1-D table"), (tables.astype(np.float64), "tables of floats"),
+                      (tables[:0], "tables of 0 ranks")]:
+        expect_value_error(lambda bad=bad: lab.shard_slot_mapping(np.arange(8), bad, 4, 4), "rank_block_tables",
+                           f"shard_slot_mapping with {what}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -414,6 +443,9 @@ def test_rank_summaries_reject_bad_input(lab):
     length past the table's capacity or of -1, a block id outside the pool, head sizes that differ
     in a shard of no token. (The checks are given.)
 
+    Also the caches' shapes, their KV heads (0 would divide by 0), the tables' and lengths' dtypes and
+    shapes, each condition alone.
+
     Catches: a lengths check off by one, the head sizes never compared (with no token, nothing
     else notices)."""
     q, k_cache, v_cache, tables, lens = rank_case(5, [6, 3])
@@ -430,12 +462,27 @@ def test_rank_summaries_reject_bad_input(lab):
     # No token to read: only the check, not the attention, can see that the head sizes differ.
     expect_value_error(lambda: lab.rank_summaries(q[..., :4], k_cache, v_cache, tables, np.array([0, 0])), "head_dim",
                        "rank_summaries with q of head_dim 4 on caches of head_dim 8 (no token in the shard)")
+    # Each condition of a check alone (a check whose conditions are joined by `and` lets these through).
+    caches = [(k_cache, v_cache[:, :2], "v_cache of another shape than k_cache"),
+              (k_cache[:, :, 0], v_cache[:, :, 0], "caches of 3 axes (no KV-head axis)")]
+    for k, v, what in caches:
+        expect_value_error(lambda k=k, v=v: lab.rank_summaries(q, k, v, tables, lens), "k_cache",
+                           f"rank_summaries with {what}")
+    expect_value_error(lambda: lab.rank_summaries(q, k_cache[:, :, :0], v_cache[:, :, :0], tables, lens),
+                       "num_kv_heads", "rank_summaries with caches of 0 KV heads")
+    for bad, what in [(tables.astype(np.float64), "tables of floats"), (tables[0], "a 1-D table"),
+                      (tables[:1], "a table of 1 row for a batch of 2")]:
+        expect_value_error(lambda bad=bad: lab.rank_summaries(q, k_cache, v_cache, bad, lens), "block_tables",
+                           f"rank_summaries with {what}")
+    for bad, what in [(lens.astype(np.float64), "lengths of floats"), (lens[:1], "1 length for a batch of 2")]:
+        expect_value_error(lambda bad=bad: lab.rank_summaries(q, k_cache, v_cache, tables, bad), "seq_lens",
+                           f"rank_summaries with {what}")
 
 
 def test_rank_summaries_take_torch_tensors_of_any_floating_dtype(lab):
     """q and the caches as torch tensors (what an engine holds), in bfloat16, q still attached to an
-    autograd graph: the summaries of the numbers they hold, in float64 (the given checks convert
-    any tensor, on any device, through ``.detach().cpu().double()``).
+    autograd graph, the tables and lengths int32 tensors: the summaries of the numbers they hold, in
+    float64 (the given checks convert any tensor, on any device, through ``.detach().cpu().double()``).
 
     Catches: tensors converted through numpy directly (numpy has no bfloat16, and refuses a tensor
     that requires grad)."""
@@ -443,8 +490,9 @@ def test_rank_summaries_take_torch_tensors_of_any_floating_dtype(lab):
     tensors = [torch.from_numpy(np.array(x)).to(torch.bfloat16) for x in (q, k_cache, v_cache)]
     expected = expected_summaries(*(t.double().numpy() for t in tensors), tables, lens)
     q_t = tensors[0].clone().requires_grad_(True)
-    assert_summaries_close(lab.rank_summaries(q_t, tensors[1], tensors[2], tables, lens), expected,
-                           what="rank_summaries of bfloat16 tensors (q requiring grad)")
+    tables_t, lens_t = (torch.from_numpy(np.array(x, dtype=np.int32)) for x in (tables, lens))
+    assert_summaries_close(lab.rank_summaries(q_t, tensors[1], tensors[2], tables_t, lens_t), expected,
+                           what="rank_summaries of bfloat16 tensors (q requiring grad), int32 tables and lengths")
 
 
 # The contract (labkit.testing.contract): one layout at a time, the others contiguous.
@@ -554,6 +602,27 @@ def test_to_out_lse_is_the_output_and_the_log_sum_exp(lab):
                         what="to_out_lse: lse (m + log(denom), scores near 0, +1000 and -1000)")
     for name, a, b in zip(("m", "denom", "acc"), before, summaries, strict=True):
         require(torch.equal(a, b), f"to_out_lse modified its input {name}: compute new tensors, never in place")
+
+
+def test_to_out_lse_rejects_bad_input(lab):
+    """Clear ValueErrors naming the problem: numpy summaries, summaries of two dtypes or of integers,
+    shapes that do not fit, tensors on two devices (a ``meta`` tensor stands in for a GPU's). (The
+    checks are given.)
+
+    Catches: to_out_lse without its given check (torch's own TypeError, a broadcast, or a device error
+    from deep inside)."""
+    (m, denom, acc), _, _ = truth_batch(torch.float64)
+    cases = [
+        ((m.numpy(), denom, acc), ("torch.Tensor",), "m a numpy array"),
+        ((m, denom.float(), acc), ("dtype",), "denom float32, m and acc float64"),
+        ((m, denom, acc.float()), ("dtype",), "acc float32, m and denom float64"),
+        ((m.long(), denom.long(), acc.long()), ("dtype",), "summaries of int64"),
+        ((m, denom[:1], acc), ("denom",), "denom of another shape than m"),
+        ((m, denom, acc[:, :2]), ("acc",), "acc of 2 heads, m of 3"),
+        ((m, denom, acc.to("meta")), ("device",), "acc on another device than m and denom"),
+    ]
+    for args, words, what in cases:
+        expect_value_error(lambda args=args: lab.to_out_lse(*args), *words, f"to_out_lse with {what}")
 
 
 FLOAT_DTYPES = [pytest.param(getattr(torch, d), id=d) for d in ("float32", "float16", "bfloat16")]
@@ -682,6 +751,9 @@ def test_from_out_lse_rejects_bad_input(lab):
     expect_value_error(lambda: lab.from_out_lse(out, lse[:, :2]), "lse",
                        "from_out_lse with lse [2, 2] for out [2, 3, 16]")
     expect_value_error(lambda: lab.from_out_lse(out[0, 0, 0], lse[0, 0]), "out must be", "from_out_lse of a 0-d out")
+    expect_value_error(lambda: lab.from_out_lse(out, lse.float()), "dtype",
+                       "from_out_lse with out float64, lse float32")
+    expect_value_error(lambda: lab.from_out_lse(out.long(), lse.long()), "dtype", "from_out_lse of int64 tensors")
 
 
 def conversion_inputs(function: str, empty: bool):
@@ -735,13 +807,17 @@ def test_conversions_return_new_tensors(lab, function, empty):
 @pytest.mark.parametrize("combine", ["combine_all_reduce", "combine_all_gather"])
 def test_combine_explains_what_is_missing(lab, combine):
     """Without a process group, or with summaries of the wrong kind, a combine raises a
-    ValueError that says what to do. (The checks are given; this process has no process group.)"""
+    ValueError that says what to do, and names the combine (its given checks are its first lines).
+    (This process has no process group.)
+
+    Catches: combine_all_reduce without its check of the group (torch's own message names no
+    function of the lab)."""
     m, denom = torch.zeros(2, 3, dtype=torch.float64), torch.ones(2, 3, dtype=torch.float64)
     acc = torch.zeros(2, 3, 8, dtype=torch.float64)
     fn = getattr(lab, combine)
-    expect_value_error(lambda: fn(m, denom, acc), "init_process_group", f"{combine} without a process group")
-    expect_value_error(lambda: fn(m.numpy(), denom, acc), "torch.Tensor", f"{combine} with m a numpy array")
-    expect_value_error(lambda: fn(m, denom, acc[:, :2]), "acc", f"{combine} with acc of another shape")
+    expect_value_error(lambda: fn(m, denom, acc), "init_process_group", combine, f"{combine} without a process group")
+    expect_value_error(lambda: fn(m.numpy(), denom, acc), "torch.Tensor", combine, f"{combine} with m a numpy array")
+    expect_value_error(lambda: fn(m, denom, acc[:, :2]), "acc", combine, f"{combine} with acc of another shape")
 
 
 # ------------------------------------------------------------------------------------------
@@ -825,13 +901,17 @@ def test_combine_bytes_readme_numbers(lab):
 
 
 def test_combine_bytes_rejects_bad_input(lab):
-    """An unknown method or a world of no rank is a ValueError naming it. (The checks are given.)"""
+    """An unknown method, a world of no rank, a negative batch, no head, a head of no number or a
+    number of no byte is a ValueError naming it. (The checks are given.)"""
     expect_value_error(lambda: lab.combine_bytes("broadcast", 2, 1, 32, 128), "method",
                        "combine_bytes('broadcast', ..)")
     expect_value_error(lambda: lab.combine_bytes("all_gather", 0, 1, 32, 128), "world_size",
                        "combine_bytes('all_gather', world_size=0, ..)")
     expect_value_error(lambda: lab.combine_bytes("all_reduce", 2, -1, 32, 128), "batch",
                        "combine_bytes('all_reduce', 2, batch=-1, ..)")
+    for name, args in [("num_heads", (1, 0, 128, 4)), ("head_dim", (1, 32, 0, 4)), ("itemsize", (1, 32, 128, 0))]:
+        expect_value_error(lambda args=args: lab.combine_bytes("all_gather", 2, *args), name,
+                           f"combine_bytes('all_gather', 2, {name}=0, ..)")
 
 
 # ------------------------------------------------------------------------------------------
