@@ -417,7 +417,7 @@ BAD_INPUTS = {
     "negative-block-id": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
         p[0], p[1], p[2], np.array([3, -1, 4]), 9, 4), "block_table"),
     "seq-len-past-the-table": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
-        p[0], p[1], p[2], p[3][:2], 9, 4), "block_table"),
+        p[0], p[1], p[2], p[3][:2], 9, 4), "needs 3 blocks of 4; block_table has 2"),
     "block-size-disagrees": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
         p[0], p[1], p[2], p[3], 9, 8), "block_size"),
     "negative-seq-len": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
@@ -448,7 +448,8 @@ def test_bad_input_gets_a_clear_message(lab, name):
     Catches: a negative block id accepted (numpy reads block -1 from the end of the cache,
     another sequence's data), checks dropped from a function, a check of the cache's shape that
     looks at k_cache only, block ids compared with ``>`` instead of ``>=`` the number of blocks
-    (id 6 of a 6-block cache is past its end), a block_size of 0 let through to a division."""
+    (id 6 of a 6-block cache is past its end), a block_size of 0 let through to a division, a table
+    too short for seq_len reported with a fractional count of blocks (a true division)."""
     dense, paged = _case()
     function, bad_call, word = BAD_INPUTS[name]
     if function == "dense_attention":
