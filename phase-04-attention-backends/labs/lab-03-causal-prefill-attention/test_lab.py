@@ -370,6 +370,10 @@ NUMPY_BAD_INPUTS = {
     "head_dim mismatch": ("head_dim", lambda a: {**a, "q": a["q"][..., :8]}),
     "no kv heads": ("num_kv_heads", lambda a: {**a, "k_cache": a["k_cache"][:, :, :0],
                                                "v_cache": a["v_cache"][:, :, :0]}),
+    "caches 3-D": ("k_cache", lambda a: {**a, "k_cache": a["k_cache"][:, 0], "v_cache": a["v_cache"][:, 0]}),
+    "v_cache of another shape": ("v_cache", lambda a: {**a, "v_cache": a["v_cache"][..., :8]}),
+    "block_table of floats": ("block_table", lambda a: {**a, "block_table": a["block_table"].astype(np.float64)}),
+    "block_table 2-D": ("block_table", lambda a: {**a, "block_table": a["block_table"][:, None]}),
 }
 
 
@@ -391,6 +395,80 @@ def test_bad_input_gets_a_clear_error(lab, name):
     word, change = NUMPY_BAD_INPUTS[name]
     with pytest.raises(ValueError, match=word):
         lab.paged_prefill_attention(**change(args))
+
+
+@pytest.mark.parametrize("name", ["table too short", "block_size disagrees with the cache",
+                                  "block id outside the cache", "block_table of floats", "negative start"])
+def test_prefill_chunk_checks_everything_before_writing(lab, name):
+    """prefill_chunk refuses each bad argument of paged_prefill_attention with the same ValueError,
+    and before it writes a single slot: the caches are as they were.
+
+    Catches: prefill_chunk checking only the chunk's new keys and values, leaving the rest to the
+    attention it calls after the write (a table too short, a wrong block size or a float table
+    then writes the chunk into the wrong slots, or half of it, before the error)."""
+    rng, q, k, v = random_prompt(3, 12)
+    k_cache, v_cache, table = paged_cache(rng, k, v, 4, 4)
+    args = {"q": q[4:], "k_cache": k_cache, "v_cache": v_cache, "block_table": table, "start": 4, "block_size": 4}
+    word, change = NUMPY_BAD_INPUTS[name]
+    bad = change(args)
+    before_k, before_v = k_cache.copy(), v_cache.copy()
+    labkit.assert_refused(lambda: lab.prefill_chunk(bad["q"], k[4:], v[4:], bad["k_cache"], bad["v_cache"],
+                                                    bad["block_table"], bad["start"], bad["block_size"]),
+                          word, what=f"prefill_chunk with {name}")
+    labkit.assert_close(k_cache, before_k, atol=0, what=f"k_cache after prefill_chunk refused {name}")
+    labkit.assert_close(v_cache, before_v, atol=0, what=f"v_cache after prefill_chunk refused {name}")
+
+
+def test_takes_lists_as_arrays(lab):
+    """q and the block table may be any array-like (nested lists here), as np.asarray takes them: the
+    given checks convert them, and the answer is the one of arrays, for paged_prefill_attention and
+    prefill_chunk alike.
+
+    Catches: q or the table used as it came (a list has no ``.ndim`` and cannot be indexed by a
+    block id), the given ``_as_block_table`` not called first."""
+    block_size, start, chunk = 4, 6, 5
+    rng, q, k, v = random_prompt(12, start + chunk)
+    k_cache, v_cache, table = paged_cache(rng, k, v, start, block_size, kind="nan")
+    expected = causal_prefill_f64(q[start:], k, v, start)
+    q_list, table_list = q[start:].tolist(), table.tolist()
+    out = lab.prefill_chunk(q_list, k[start:], v[start:], k_cache, v_cache, table_list, start, block_size)
+    check(out, expected, "prefill_chunk with q and block_table as lists")
+    out = lab.paged_prefill_attention(q_list, k_cache, v_cache, table_list, start, block_size)
+    check(out, expected, "paged_prefill_attention with q and block_table as lists")
+
+
+MASK_BAD_INPUTS = {  # (start, num_queries, key_positions), the argument the error must name
+    "negative start": ((-1, 3, [0, 1]), "start"),
+    "start not an int": ((1.5, 3, [0, 1]), "start"),
+    "negative num_queries": ((2, -1, [0, 1]), "num_queries"),
+    "num_queries not an int": ((2, 2.5, [0, 1]), "num_queries"),
+    "key positions of floats": ((2, 3, [0.0, 1.0]), "key_positions"),
+    "key positions 2-D": ((2, 3, [[0, 1], [2, 3]]), "key_positions"),
+    "a key position of -1 among others": ((2, 3, [4, -1, 0]), "key_positions"),
+}
+
+
+@pytest.mark.parametrize("name", MASK_BAD_INPUTS)
+def test_causal_mask_refuses_bad_arguments(lab, name):
+    """causal_mask takes an int start >= 0, an int num_queries >= 0 and a 1-D sequence of integer
+    positions >= 0; anything else is a ValueError naming the argument. Each condition alone: a 2-D
+    integer array, a 1-D float one, one negative position among non-negative ones (exactly -1).
+
+    Catches: the given checks not called (a negative start shifts every row, a negative num_queries
+    gives an empty mask, float or 2-D positions broadcast into a wrong shape)."""
+    (start, num_queries, keys), word = MASK_BAD_INPUTS[name]
+    labkit.assert_refused(lambda: lab.causal_mask(start, num_queries, keys), word, what=f"causal_mask with {name}")
+
+
+@pytest.mark.parametrize("keys", [[], np.zeros((0, 3)), np.zeros(0, dtype=np.float32)], ids=["list", "0x3", "float32"])
+def test_causal_mask_takes_any_empty_keys(lab, keys):
+    """No key positions, in any shape or dtype (an empty list is float64 to numpy): a
+    ``[num_queries, 0]`` mask, never an error.
+
+    Catches: an empty array held to the 1-D integer rule."""
+    got = np.asarray(lab.causal_mask(3, 2, keys))
+    labkit.assert_equal(got, np.zeros((2, 0), dtype=bool), axes=("query", "key index"), dtype=np.bool_,
+                        what=f"causal_mask(3, 2, an empty {np.asarray(keys).dtype} array of shape {np.shape(keys)})")
 
 
 # --------------------------------------------------------------------------------------------
@@ -550,14 +628,18 @@ def test_kernel_one_prompt_from_scratch(lab, torch, dtype):
 
 
 @triton_test
-@pytest.mark.parametrize("context, query_len", [(32, 16), (37, 20), (16, 1), (50, 3)],
-                         ids=["on-block-boundaries", "inside-blocks", "decode-on-boundary", "short-chunk"])
+@pytest.mark.parametrize("context, query_len", [(32, 16), (37, 20), (16, 1), (50, 3), (300, 5)],
+                         ids=["on-block-boundaries", "inside-blocks", "decode-on-boundary", "short-chunk",
+                              "long-prefix"])
 def test_kernel_chunk_after_a_cached_prefix(lab, torch, context, query_len):
     """A chunk after a cached prefix, starting on a block boundary and inside a block: query row
-    j sits at position context + j and sees the prefix and the chunk up to itself.
+    j sits at position context + j and sees the prefix and the chunk up to itself. After 300 tokens,
+    the keys every row sees run to 288, past 256 = 16 key tiles of 16.
 
     Catches: ignoring the prefix (positions counted from the chunk's start), the prefix length
-    taken as seq_lens itself, the key range stopping at the chunk's end."""
+    taken as seq_lens itself, the key range stopping at the chunk's end, an end of the unmasked
+    range that is not a whole number of key tiles (a float: the interpreter then folds the key at
+    the split into both calls, once past 256 keys)."""
     batch = make_batch(torch, [(context, query_len)], seed=context + query_len)
     check_kernel(lab, torch, batch, f"paged_prefill, {query_len} tokens after a prefix of {context}")
 
@@ -612,8 +694,9 @@ def test_kernel_one_token_chunks_are_decode_steps(lab, torch, contexts):
 
 
 @triton_test
-@pytest.mark.parametrize("num_heads, num_kv_heads", [(4, 4), (8, 2), (6, 2), (8, 1), (24, 2), (32, 1), (64, 1)],
-                         ids=["mha", "gqa4", "gqa3", "gqa8", "gqa12", "mqa32", "mqa64"])
+@pytest.mark.parametrize("num_heads, num_kv_heads",
+                         [(1, 1), (4, 4), (8, 2), (6, 2), (8, 1), (24, 2), (32, 1), (64, 1)],
+                         ids=["one-head", "mha", "gqa4", "gqa3", "gqa8", "gqa12", "mqa32", "mqa64"])
 def test_kernel_grouped_query_heads(lab, torch, num_heads, num_kv_heads):
     """The query heads of a group share a K/V tile: query head h reads KV head
     h // (num_heads // num_kv_heads). Groups of 1, 4, 3 (rows of a 16-row tile left over:
@@ -633,10 +716,12 @@ def test_kernel_grouped_query_heads(lab, torch, num_heads, num_kv_heads):
 
 
 @triton_test
-@pytest.mark.parametrize("block_size, head_dim", [(1, 16), (5, 32), (8, 32), (64, 16), (16, 64), (16, 128)])
+# head_dim 256, the largest the checks take, runs in the interpreter: its GPU tiles have not been measured.
+@pytest.mark.parametrize("block_size, head_dim", [(1, 16), (5, 32), (8, 32), (64, 16), (16, 64), (16, 128)]
+                         + ([] if ON_GPU else [(16, 256)]))
 def test_kernel_block_sizes_and_head_dims(lab, torch, block_size, head_dim):
     """Blocks of 1, 5 (not a power of two), 8 (a key tile spans several blocks) and 64 (a block
-    spans several key tiles), head_dim 16, 32, 64 and 128.
+    spans several key tiles), head_dim 16, 32, 64 and 128 (and 256 in the interpreter).
 
     Catches: one block per key tile assumed, the slot stride confused with the block stride,
     block ids looked up per tile instead of per key, a head_dim the check should take refused."""
@@ -680,12 +765,13 @@ def test_kernel_long_float16_context(lab, torch):
 @triton_test
 def test_kernel_max_query_len_given_or_found(lab, torch):
     """``max_query_len`` may be given (as vLLM's metadata carries it) or left to the function:
-    the same answer either way, and a larger value than needed is harmless.
+    the same answer either way, given exactly the longest chunk (26) or more than needed.
 
     Catches: a grid sized from the first chunk's length instead of the longest."""
     batch = make_batch(torch, [(4, 3), (0, 26), (11, 9)], seed=7)
     check_kernel(lab, torch, batch, "paged_prefill(max_query_len=None)")
     check_kernel(lab, torch, batch, "paged_prefill(max_query_len=40)", max_query_len=40)
+    check_kernel(lab, torch, batch, "paged_prefill(max_query_len=26), exactly the longest chunk", max_query_len=26)
 
 
 # The contract (labkit.contract): the views engines pass, lengths at every edge, score patterns.
@@ -792,6 +878,180 @@ def test_kernel_bad_input_gets_a_clear_error(lab, torch, name):
         lab.paged_prefill(**args)
 
 
+def _strided(torch, t, dim):
+    """``t``'s values in a tensor whose dimension ``dim`` steps by 2 (every other element of a buffer
+    twice as wide there, the rest poison)."""
+    shape = list(t.shape)
+    shape[dim] *= 2
+    fill = -1 if not t.is_floating_point() else float("nan")
+    wide = torch.full(shape, fill, dtype=t.dtype, device=t.device)
+    view = wide[(slice(None),) * (dim % t.dim()) + (slice(None, None, 2),)]
+    view.copy_(t)
+    return view
+
+
+def _with_room(torch, t, before=1, after=1):
+    """``t`` as a view of a buffer with ``before`` spare rows in front and ``after`` behind (zeros): a
+    row read or written just outside ``t`` lands in memory the test owns."""
+    wide = torch.zeros((before + t.shape[0] + after, *t.shape[1:]), dtype=t.dtype, device=t.device)
+    wide[before : before + t.shape[0]] = t
+    return wide[before : before + t.shape[0]]
+
+
+def _ids(torch, values, like):
+    """``values`` as an int32 tensor on ``like``'s device."""
+    return torch.tensor(values, dtype=torch.int32, device=like.device)
+
+
+def _meta_like(torch, like):
+    """An empty tensor like ``like`` on the meta device."""
+    return torch.empty(like.shape, dtype=like.dtype, device="meta")
+
+
+def _zeros_like(t):
+    """Zeros shaped, typed and placed like ``t``, contiguous (``t`` may be a view)."""
+    return t.new_zeros(t.shape)
+
+
+def _block_past_the_cache(torch, a):
+    """Sequence 0's block replaced by the id one past the cache's blocks; the caches are views of pools
+    one block longer, so that a version that lets the id through reads memory the test owns."""
+    tables = a["block_tables"].clone()
+    tables[0, 0] = a["k_cache"].shape[0]
+    k, v = (_with_room(torch, a[n], before=0, after=1) for n in ("k_cache", "v_cache"))
+    return {"block_tables": tables, "k_cache": k, "v_cache": v}
+
+
+# (how the arguments change, the words the error must hold). The batch: chunks of 6 and 8 tokens after
+# prefixes of 5 and 0 (seq_lens [11, 8]), 14 rows of q and 16 padding rows, tables [2, 2] of blocks of 16.
+KERNEL_REFUSED_FOR_A_REASON = {
+    "out a numpy array": (lambda t, a: {**a, "out": a["q"].cpu().numpy()}, ["out must be a torch.Tensor"]),
+    "out on another device": (lambda t, a: {**a, "out": _meta_like(t, a["q"])}, ["one device"]),
+    "block_tables a numpy array": (lambda t, a: {**a, "block_tables": a["block_tables"].cpu().numpy()},
+                                   ["block_tables must be a torch.Tensor"]),
+    "caches 3-D": (lambda t, a: {**a, "k_cache": a["k_cache"][:, 0], "v_cache": a["v_cache"][:, 0]},
+                   ["k_cache and v_cache must both be"]),
+    "v_cache of another shape": (lambda t, a: {**a, "v_cache": a["v_cache"][..., :16].contiguous()},
+                                 ["k_cache and v_cache must both be"]),
+    "q's head_dim not the caches'": (lambda t, a: {**a, "q": a["q"][..., :16].contiguous()},
+                                     ["q has head_dim 16, the caches 32"]),
+    "head_dim 512": (lambda t, a: {**a, **{n: a[n].repeat(1, 1, 16) if n == "q" else a[n].repeat(1, 1, 1, 16)
+                                          for n in ("q", "k_cache", "v_cache")}}, ["head_dim must be"]),
+    "blocks of 0 tokens": (lambda t, a: {**a, "k_cache": a["k_cache"][:, :0], "v_cache": a["v_cache"][:, :0]},
+                           ["block_size (k_cache.shape[1]) must be >= 1"]),
+    "max_query_len a float": (lambda t, a: {**a, "max_query_len": 40.0}, ["max_query_len must be None or an int"]),
+    "max_query_len below the longest chunk": (lambda t, a: {**a, "max_query_len": 7},
+                                              ["max_query_len=7 but a chunk has 8"]),
+    "q's last dimension strided": (lambda t, a: {**a, "q": _strided(t, a["q"], -1)}, ["q must have its last"]),
+    "out's last dimension strided": (lambda t, a: {**a, "out": _strided(t, _zeros_like(a["q"]), -1)},
+                                     ["out must have its last"]),
+    "caches' last dimension strided": (lambda t, a: {**a, "k_cache": _strided(t, a["k_cache"], -1),
+                                                     "v_cache": _strided(t, a["v_cache"], -1)},
+                                       ["k_cache must have its last"]),
+    "v_cache heads-outside-slots, k_cache not": (
+        lambda t, a: {**a, "v_cache": a["v_cache"].transpose(1, 2).contiguous().transpose(1, 2)},
+        ["same strides"]),
+    "block_tables rows strided": (lambda t, a: {**a, "block_tables": _strided(t, a["block_tables"], -1)},
+                                  ["must be contiguous"]),
+    "query_start_loc strided": (lambda t, a: {**a, "query_start_loc": _strided(t, a["query_start_loc"], 0)},
+                                ["must be contiguous"]),
+    "seq_lens strided": (lambda t, a: {**a, "seq_lens": _strided(t, a["seq_lens"], 0)}, ["must be contiguous"]),
+    # The values, checked on the CPU only. q and out get a spare row on each side: a version that lets
+    # the bad value through then reads and writes that row, not memory outside the test's tensors.
+    "query_start_loc from -1": (lambda t, a: {**a, "query_start_loc": _ids(t, [-1, 6, 14], a["seq_lens"])},
+                                ["query_start_loc must be non-decreasing"]),
+    "query_start_loc one step back": (lambda t, a: {**a, "query_start_loc": _ids(t, [0, 7, 6], a["seq_lens"])},
+                                      ["query_start_loc must be non-decreasing"]),
+    "query_start_loc past q only at its end": (
+        lambda t, a: {**a, "q": a["q"][:14], "out": _with_room(t, _zeros_like(a["q"][:14])),
+                      "query_start_loc": _ids(t, [0, 6, 15], a["seq_lens"]),
+                      "seq_lens": _ids(t, [11, 9], a["seq_lens"])},
+        ["query_start_loc must be non-decreasing"]),
+    "the second chunk longer than its seq_len": (lambda t, a: {**a, "seq_lens": a["seq_lens"] - 5},  # [6, 3]
+                                                 ["sequence 1 has a chunk of 8 tokens but seq_lens[1] = 3"]),
+    "both chunks longer than their seq_len": (lambda t, a: {**a, "seq_lens": _ids(t, [5, 3], a["seq_lens"])},
+                                              ["sequence 0 has a chunk of 6 tokens but seq_lens[0] = 5"]),
+    "the first seq_len past the table": (lambda t, a: {**a, "seq_lens": _ids(t, [40, 8], a["seq_lens"])},
+                                         ["seq_lens must be <= max_blocks * block_size = 32, got 40"]),
+    "a block id one past the cache": (lambda t, a: {**a, **_block_past_the_cache(t, a)}, ["block ids outside"]),
+}
+CPU_ONLY = {"query_start_loc from -1", "query_start_loc one step back", "query_start_loc past q only at its end",
+            "the second chunk longer than its seq_len", "both chunks longer than their seq_len",
+            "the first seq_len past the table", "a block id one past the cache",
+            "max_query_len below the longest chunk"}
+
+
+@triton_test
+@pytest.mark.parametrize("name", [n for n in KERNEL_REFUSED_FOR_A_REASON if not (ON_GPU and n in CPU_ONLY)])
+def test_kernel_refuses_each_bad_input_for_its_reason(lab, torch, name):
+    """Each condition of paged_prefill's checks alone, and the error says which: a tensor of another
+    type, device or shape, a head_dim or block size the kernel cannot take, strides it cannot follow
+    (a last dimension that is not contiguous, K and V laid out differently, index tensors that are
+    views with gaps), a max_query_len that is not an int or, on the CPU, shorter than a chunk; and on
+    the CPU the index values: query_start_loc below 0, stepping back by one, past q only at its end,
+    the first sequence whose chunk is longer than its seq_len named, one seq_len past its table, a
+    block id just outside the cache.
+
+    Catches: a check that tests only one of its conditions (``or`` read as ``and``), one that misses
+    a value by one, one that looks at the wrong element (the first start and not the last, the
+    shortest length and not the longest), ``out`` left out of the tensor checks, a check dropped
+    (the kernel then reads with the wrong strides, or past a tensor, without a word)."""
+    batch = make_batch(torch, [(5, 6), (0, 8)], seed=8)
+    args = dict(zip(["q", "k_cache", "v_cache", "block_tables", "query_start_loc", "seq_lens"], batch.args,
+                    strict=True))
+    args["q"], args["out"] = _with_room(torch, args["q"]), _with_room(torch, _zeros_like(args["q"]))
+    change, words = KERNEL_REFUSED_FOR_A_REASON[name]
+    bad = change(torch, args)
+    labkit.assert_refused(lambda: lab.paged_prefill(**bad), "paged_prefill", *words, errors=(ValueError, TypeError),
+                          what=f"paged_prefill with {name}")
+
+
+@triton_test
+@pytest.mark.skipif(ON_GPU, reason="the interpreter's own checks: CPU only")
+@pytest.mark.parametrize("case", ["bfloat16", "not interpreted"])
+def test_kernel_refuses_what_the_interpreter_cannot_run(lab, torch, monkeypatch, case):
+    """On the CPU the kernel runs only through Triton's interpreter, and the interpreter computes
+    bfloat16 wrongly: bfloat16 tensors, and CPU tensors in a process where TRITON_INTERPRET is not 1,
+    are refused with a ValueError saying so.
+
+    Catches: either check dropped (a wrong bfloat16 answer without a word; a launch that needs a
+    GPU), the device test turned around."""
+    batch = make_batch(torch, [(5, 6), (0, 8)], seed=8)
+    args = batch.args
+    if case == "bfloat16":
+        args = (args[0].bfloat16(), args[1].bfloat16(), args[2].bfloat16(), *args[3:])
+        word = "bfloat16"
+    else:
+        monkeypatch.setenv("TRITON_INTERPRET", "0")
+        word = "interpreter"
+    labkit.assert_refused(lambda: lab.paged_prefill(*args), "paged_prefill", word, what=f"paged_prefill, {case}")
+
+
+@triton_test
+@pytest.mark.parametrize("case", ["no sequences", "every chunk empty", "every chunk empty, max_query_len 0",
+                                  "no query heads"])
+def test_kernel_batches_with_nothing_to_compute(lab, torch, case):
+    """A batch with no sequence, one whose chunks are all empty (max_query_len found or given as 0,
+    the smallest value allowed), q with no query head: nothing to compute, and paged_prefill returns
+    the ``out`` it was given with every row as it was (their sentinel), without an error.
+
+    Catches: ``out`` not returned on the early exit, an empty batch's lengths reduced (the max of an
+    empty tensor raises), max_query_len 0 refused, a group of 0 heads divided by."""
+    kwargs = {"max_query_len": 0} if case.endswith("max_query_len 0") else {}
+    if case == "no sequences":
+        batch = make_batch(torch, [], seed=15)
+        # An empty table made by torch (numpy's empty [0, 1] array has strides of 0, which the check refuses).
+        table = torch.zeros((0, 1), dtype=torch.int32, device=DEVICE)
+        batch = Batch(*batch.args[:3], table, *batch.args[4:], batch.expected)
+    elif case == "no query heads":
+        batch = make_batch(torch, [(5, 6), (0, 8)], num_heads=2, num_kv_heads=2, seed=15)
+        batch = Batch(batch.q[:, :0], batch.k_cache[:, :, :1], batch.v_cache[:, :, :1], *batch.args[3:],
+                      batch.expected[:, :0])
+    else:
+        batch = make_batch(torch, [(5, 0), (0, 0), (9, 0)], seed=15)
+    check_kernel(lab, torch, batch, f"paged_prefill, {case}", **kwargs)
+
+
 @triton_test
 def test_kernel_table_padding_is_never_checked(lab, torch):
     """Table entries past a sequence's blocks are padding, whatever they hold (-1 here, as some
@@ -808,6 +1068,47 @@ def test_kernel_table_padding_is_never_checked(lab, torch):
                   batch.expected)
     check_kernel(lab, torch, batch, "paged_prefill, the tables' padding entries -1 (sequences of 21, 9 and 34 "
                                     "tokens in blocks of 16)")
+
+
+@triton_test
+def test_kernel_rows_of_q_past_2_24(lab, torch):
+    """A one-token chunk at row 2**24 + 1 of q (the rows before it are padding), a prompt of 3 tokens:
+    float32 holds no odd integer past 2**24, so a row index that goes through float32 lands on the
+    row next to it. q and out are views whose rows overlap, one element apart (any strides with the
+    last dimension contiguous), so that 2**24 rows cost 32 MB; only one row is written.
+
+    Catches: the tile's token index computed with ``/`` (``r / GROUP``, a float) instead of ``//``,
+    which puts the chunk's row offset through float32: the row next to it is read and written."""
+    head_dim, row, block_size = 16, 2**24 + 1, 4
+    rng = np.random.default_rng(24)
+    num_tokens = row + 1
+    q_base = torch.zeros(num_tokens + 2 * head_dim, dtype=torch.float16)  # random around the chunk's row, the rest 0
+    q_base[row - 2 * head_dim : row + 2 * head_dim] = torch.from_numpy(rng.standard_normal(4 * head_dim))
+    q = q_base.as_strided((num_tokens, 1, head_dim), (1, head_dim, 1))
+    k_np, v_np = rng.standard_normal((2, block_size, 1, head_dim)), rng.standard_normal((2, block_size, 1, head_dim))
+    k_cache, v_cache = torch.from_numpy(k_np).to(torch.float16), torch.from_numpy(v_np).to(torch.float16)
+    table = torch.tensor([[1, 0]], dtype=torch.int32)
+    starts, lens = torch.tensor([row, row + 1], dtype=torch.int32), torch.tensor([3], dtype=torch.int32)
+    labkit.poison_unused_slots(k_cache, table.numpy(), [3], kind="nan")
+    labkit.poison_unused_slots(v_cache, table.numpy(), [3], kind="nan")
+    expected = causal_prefill_f64(q[row : row + 1], labkit.gather_f64(k_cache, table[0], 3),
+                                  labkit.gather_f64(v_cache, table[0], 3), 2)
+    out_base = torch.full((num_tokens + head_dim,), SENTINEL, dtype=torch.float16)
+    out = out_base.as_strided(q.shape, q.stride())
+    args = [t.to(DEVICE) for t in (q, k_cache, v_cache, table, starts, lens)]
+    if ON_GPU:  # the views, rebuilt over the device's copies of their buffers
+        args[0] = q_base.to(DEVICE).as_strided(q.shape, q.stride())
+        out_base = out_base.to(DEVICE)
+        out = out_base.as_strided(q.shape, q.stride())
+    lab.paged_prefill(*args, out=out)
+    labkit.assert_close(out[row : row + 1], expected, atol=KERNEL_ATOL["float16"], axes=("token", "head", "dim"),
+                        what=f"paged_prefill, the chunk at row {row} of q (read or written at row {row - 1}?)",
+                        dtype=torch.float16)
+    written = torch.nonzero(out_base != SENTINEL).flatten().cpu().numpy()
+    if written.size and (written.min() < row or written.max() >= row + head_dim):
+        raise AssertionError(f"paged_prefill wrote out's buffer at elements {written.min()} .. {written.max()}, "
+                             f"outside row {row} (elements {row} .. {row + head_dim - 1}): the row index went "
+                             "through float32?")
 
 
 # The check of a cache of more than 2**31 elements runs in a child process (_big_cache_child.py,
