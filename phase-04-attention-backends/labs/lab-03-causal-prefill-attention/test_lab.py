@@ -1008,7 +1008,9 @@ def test_kernel_refuses_each_bad_input_for_its_reason(lab, torch, name):
 
 @triton_test
 @pytest.mark.skipif(ON_GPU, reason="the interpreter's own checks: CPU only")
-@pytest.mark.parametrize("case", ["bfloat16", "not interpreted"])
+# The environment a test sets stays in its own process: under labs grade the submission runs in another,
+# so the second case checks the given check there only (ungraded).
+@pytest.mark.parametrize("case", ["bfloat16", pytest.param("not interpreted", marks=pytest.mark.ungraded)])
 def test_kernel_refuses_what_the_interpreter_cannot_run(lab, torch, monkeypatch, case):
     """On the CPU the kernel runs only through Triton's interpreter, and the interpreter computes
     bfloat16 wrongly: bfloat16 tensors, and CPU tensors in a process where TRITON_INTERPRET is not 1,
@@ -1071,6 +1073,9 @@ def test_kernel_table_padding_is_never_checked(lab, torch):
 
 
 @triton_test
+# q and out are views whose rows overlap: under labs grade such a view crosses to the submission as a copy
+# (its elements overlap in memory), so the kernel's writes would not reach this out. Run by pytest only.
+@pytest.mark.ungraded
 def test_kernel_rows_of_q_past_2_24(lab, torch):
     """A one-token chunk at row 2**24 + 1 of q (the rows before it are padding), a prompt of 3 tokens:
     float32 holds no odd integer past 2**24, so a row index that goes through float32 lands on the
