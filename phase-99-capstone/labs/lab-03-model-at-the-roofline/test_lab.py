@@ -787,8 +787,10 @@ def test_each_check_alone_names_the_argument(lab, model):
     position at the table's end or below 0, a vocabulary of 0, a sampled tensor of the wrong length or
     strided, logits of the wrong width, a logits index of -1, warps no GPU runs, q or the tables not
     contiguous, a norm weight that is no tensor; a tensor on another device, the meta device standing in
-    for a GPU). And the values at the edges that are valid: a vocabulary of 1, 1 and 8 warps, one row's
-    ``out`` as a one-element view with a stride of 2 (contiguous, as torch counts it), against float64.
+    for a GPU); ``sample_greedy``'s in its own name, before its norm runs (``argmax_rows`` would refuse
+    some of them later, in its name). And the values at the edges that are valid: a vocabulary of 1, 1
+    and 8 warps, one row's ``out`` as a one-element view with a stride of 2 (contiguous, as torch
+    counts it), against float64.
 
     Catches: a check joined with ``and`` where each condition alone must refuse, a bound off by one,
     an argument left out of the device check: each would run a kernel on what it cannot read."""
@@ -835,11 +837,12 @@ def test_each_check_alone_names_the_argument(lab, model):
         ("cos_sin", rotary(cos_sin=torch.zeros(256, D + 2, device=DEVICE))),
         ("cos_sin", rotary(cos_sin=torch.zeros(256, 2 * D, device=DEVICE)[:, ::2])),
         ("q_out", rotary(q_out=torch.empty(3, H, 2 * D, device=DEVICE)[..., ::2])),
-        ("vocab_size", sample(vocab_size=0)),
-        ("vocab_size", sample(vocab_size=17)),
-        ("sampled", sample(sampled=torch.empty(3, dtype=torch.int64, device=DEVICE))),
-        ("sampled", sample(sampled=torch.empty(4, dtype=torch.int64, device=DEVICE)[::2])),
-        ("logits", sample(logits=torch.empty(2, 17, device=DEVICE))),
+        # sample_greedy's own check, before its norm runs (argmax_rows would refuse later, in its own name)
+        ("sample_greedy: vocab_size", sample(vocab_size=0)),
+        ("sample_greedy: vocab_size", sample(vocab_size=17)),
+        ("sample_greedy: sampled", sample(sampled=torch.empty(3, dtype=torch.int64, device=DEVICE))),
+        ("sample_greedy: sampled", sample(sampled=torch.empty(4, dtype=torch.int64, device=DEVICE)[::2])),
+        ("sample_greedy: logits", sample(logits=torch.empty(2, 17, device=DEVICE))),
         ("num_warps", decode(warps=3)),
         ("contiguous", decode(q=wide_q)),
         ("contiguous", decode(tables=wide_tables)),
@@ -848,14 +851,15 @@ def test_each_check_alone_names_the_argument(lab, model):
         ("one device", lambda: lab.fused_add_rms_norm(x, torch.zeros(4, 8, device=meta), w, EPS)),
         ("one device", lambda: lab.fused_add_rms_norm(x, x.clone(), w, EPS, out=torch.empty(4, 8, device=meta))),
         ("one device", lambda: lab.silu_and_mul(x, out=torch.empty(4, 4, device=meta))),
-        ("one device", sample(sampled=torch.empty(2, dtype=torch.int64, device=meta))),
+        ("sample_greedy: all tensors must be on one device",
+         sample(sampled=torch.empty(2, dtype=torch.int64, device=meta))),
         ("one device", decode(out=torch.empty(case.q.shape, device=meta))),
     ]
     if DEVICE == "cpu":  # values are checked in CPU tensors only
         calls += [
             ("positions", rotary(positions=torch.tensor([0, 256, 1]))),
             ("positions", rotary(positions=torch.tensor([0, -1, 1]))),
-            ("logits_indices", sample(logits_indices=torch.tensor([-1, 0]))),
+            ("sample_greedy: logits_indices", sample(logits_indices=torch.tensor([-1, 0]))),
         ]
     for word, call in calls:
         with pytest.raises(ValueError, match=word):
