@@ -19,8 +19,10 @@ engine also runs through real CUDA graphs, and the kernels are checked in bfloat
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 import random
+import types
 
 import numpy as np
 import pytest
@@ -365,7 +367,8 @@ def test_rotary_and_cache_matches_float64(lab, dtype):
 
     Catches: the interleaved pairing (GPT-J's) instead of the two halves, the rotation turned the wrong
     way, keys written before their rotation, values rotated too, a padding token written into slot 0,
-    the angle of the token's row instead of its position, key heads read at the query heads' offset."""
+    the angle of the token's row instead of its position, key heads read at the query heads' offset,
+    ``q_out`` written but not returned (``q_out_not_returned``: the docstring returns it)."""
     gen = np.random.default_rng(5)
     num_tokens, num_blocks, width = 13, 7, (H + 2 * KV) * D
     positions = gen.permutation(np.arange(1, 255))[:num_tokens]
@@ -391,9 +394,10 @@ def test_rotary_and_cache_matches_float64(lab, dtype):
     want_k = rotate_f64(qkv64[:, H * D : (H + KV) * D].reshape(num_tokens, KV, D), positions, table)
     want_v = qkv64[:, (H + KV) * D :].reshape(num_tokens, KV, D)
     k_before, v_before, q_before = k_whole.clone(), v_whole.clone(), q_whole.clone()
-    lab.rotary_and_cache(qkv, tensor(positions, torch.int64), cos_sin, k_cache, v_cache,
-                         tensor(slots, torch.int64), q_out, H, KV)
+    returned = lab.rotary_and_cache(qkv, tensor(positions, torch.int64), cos_sin, k_cache, v_cache,
+                                    tensor(slots, torch.int64), q_out, H, KV)
 
+    assert returned is q_out, f"rotary_and_cache returned {type(returned).__name__}, not the q_out it was given"
     close(q_out[valid], want_q[valid], dtype, "q_out (rotated queries) of the valid tokens", ("token", "head", "dim"))
     unchanged(q_whole[num_tokens:], q_before[num_tokens:], "q_out's rows past the tokens")
     rest = check_slot_writes(k_cache, v_cache, slots, valid, want_k, want_v, num_blocks, dtype,
@@ -638,11 +642,14 @@ def test_argmax_rows_contract_scores(lab, pattern, dtype):
 def test_kernels_at_the_api_limits(lab):
     """Sizes at the edges of what the checks accept: ``rms_norm`` and ``fused_add_rms_norm`` of rows of
     ``MAX_HIDDEN`` (32768) values and of a single value, and of no rows at all; ``silu_and_mul`` of an
-    intermediate size of 1 and of no rows; ``argmax_rows`` over a vocabulary of one column and over a
-    row with no padding column. float64 brute force each.
+    intermediate size of 1, of 0 and of no rows; ``argmax_rows`` over a vocabulary of one column, over a
+    row with no padding column, over 4097 columns whose largest is the last (alone in the second
+    block of 4096), and of no rows (an empty int64 tensor returned). float64 brute force each.
 
     Catches: a norm's block of columns capped (``norm_block_capped``: the columns past it never
-    counted), a launch over an empty grid."""
+    counted), a launch over an empty grid, the loop over the vocabulary stopping one column short
+    (``last_column_alone_skipped``: a block holding only the last column never read), nothing
+    returned for a batch of no rows."""
     gen = np.random.default_rng(23)
     for rows, hidden in [(2, 32768), (3, 1), (0, 72)]:
         x = tensor(gen.standard_normal((rows, hidden)))
@@ -659,10 +666,18 @@ def test_kernels_at_the_api_limits(lab):
         g, u = f64(gate_up[:, :width]), f64(gate_up[:, width:])
         close(lab.silu_and_mul(gate_up), g / (1 + np.exp(-g)) * u, torch.float32,
               f"silu_and_mul, {rows} rows of {width}")
-    for vocab, width in [(1, 3), (600, 600)]:
-        logits = tensor(gen.standard_normal((3, width)))
+    none = lab.silu_and_mul(tensor(np.zeros((3, 0))))  # an intermediate of no column: a grid of none
+    assert none.shape == (3, 0) and none.dtype == torch.float32, f"silu_and_mul of [3, 0]: {none!r}"
+    for vocab, width in [(1, 3), (600, 600), (4097, 4100)]:
+        values = gen.standard_normal((3, width))
+        if vocab > 4096:
+            values[:, vocab - 1] = 10.0  # the row's largest in its last real column, alone in its block
+        logits = tensor(values)
         labkit.assert_equal(lab.argmax_rows(logits, vocab), f64(logits)[:, :vocab].argmax(axis=1),
                             what=f"argmax_rows over {vocab} of {width} columns", axes=("row",), dtype=torch.int64)
+    empty = lab.argmax_rows(tensor(np.zeros((0, 8))), 8)
+    assert isinstance(empty, torch.Tensor) and empty.shape == (0,) and empty.dtype == torch.int64, \
+        f"argmax_rows of no rows returned {empty!r}, not an empty int64 tensor"
 
 
 # (cache layout, splits, tile): three splits that do not divide the table, one split in tiles of 16 (each
@@ -763,6 +778,114 @@ def test_bad_input_names_the_argument(lab, model):
     biased.self_attn.q_proj = torch.nn.Linear(HIDDEN, H * D, bias=True)
     with pytest.raises(ValueError, match="bias"):
         lab.merge_layer_weights(biased)
+
+
+def test_each_check_alone_names_the_argument(lab, model):
+    """Each condition of the input checks on its own, the rest of the call valid: a ValueError naming the
+    argument (a last dimension that is not contiguous, a cache that is no tensor, a cache of the wrong
+    head count or of an odd head size, a rotary table of the wrong width or with strided columns, a
+    position at the table's end or below 0, a vocabulary of 0, a sampled tensor of the wrong length or
+    strided, logits of the wrong width, a logits index of -1, warps no GPU runs, q or the tables not
+    contiguous, a norm weight that is no tensor; a tensor on another device, the meta device standing in
+    for a GPU); ``sample_greedy``'s in its own name, before its norm runs (``argmax_rows`` would refuse
+    some of them later, in its name). And the values at the edges that are valid: a vocabulary of 1, 1
+    and 8 warps, one row's ``out`` as a one-element view with a stride of 2 (contiguous, as torch
+    counts it), against float64.
+
+    Catches: a check joined with ``and`` where each condition alone must refuse, a bound off by one,
+    an argument left out of the device check: each would run a kernel on what it cannot read."""
+    meta = "meta"  # a device no kernel here can read: another device, on any machine
+    x, w = torch.randn(4, 8, device=DEVICE), torch.ones(8, device=DEVICE)
+    strided = torch.zeros(4, 16, device=DEVICE)[:, ::2]  # [4, 8], its last dimension of stride 2
+    qkv = torch.randn(3, (H + 2 * KV) * D, device=DEVICE)
+    cache = torch.zeros(4, BS, KV, D, device=DEVICE)
+    cos_sin = torch.zeros(256, D, device=DEVICE)
+    pos, slots = torch.zeros(3, dtype=torch.int64, device=DEVICE), torch.zeros(3, dtype=torch.int64, device=DEVICE)
+    q_out = torch.empty(3, H, D, device=DEVICE)
+    head = torch.zeros(16, 8, device=DEVICE)
+    rows = torch.tensor([0, 3], device=DEVICE)
+
+    def rotary(**change):
+        args = dict(qkv=qkv, positions=pos, cos_sin=cos_sin, k_cache=cache, v_cache=cache.clone(),
+                    slot_mapping=slots, q_out=q_out, num_heads=H, num_kv_heads=KV)
+        return lambda: lab.rotary_and_cache(**{**args, **change})
+
+    def sample(**change):
+        args = dict(hidden=x, residual=x.clone(), logits_indices=rows, norm_weight=w, eps=EPS, lm_head_weight=head,
+                    vocab_size=16, sampled=torch.empty(2, dtype=torch.int64, device=DEVICE))
+        return lambda: lab.sample_greedy(**{**args, **change})
+
+    case = labkit.cases.decode_case([5, 9], num_heads=H, num_kv_heads=KV, head_dim=D, block_size=BS,
+                                    dtype=torch.float32, device=DEVICE)
+    wide_q = torch.zeros(2, H + 1, D, device=DEVICE)[:, :H]  # q's heads in a wider buffer: not contiguous
+    wide_q.copy_(case.q)
+    wide_tables = torch.cat([case.block_tables, case.block_tables], dim=1)[:, : case.block_tables.shape[1]]
+
+    def decode(q=case.q, tables=case.block_tables, out=None, warps=4):
+        out = torch.empty_like(case.q) if out is None else out
+        config = lab.DecodeConfig(1, 16, warps, 2)
+        return lambda: lab.decode_attention(q, case.k_cache, case.v_cache, tables, case.seq_lens, out, config)
+
+    weightless = copy.deepcopy(model.model.layers[0])  # a layer of its own: the model's stays as it is
+    weightless.input_layernorm.weight = None
+    calls = [
+        ("residual", lambda: lab.fused_add_rms_norm(x, strided, w, EPS)),
+        ("gate_up", lambda: lab.silu_and_mul(strided)),
+        ("k_cache", rotary(k_cache=None)),
+        ("k_cache", rotary(k_cache=torch.zeros(4, BS, KV + 1, D), v_cache=torch.zeros(4, BS, KV + 1, D))),
+        ("k_cache", rotary(k_cache=torch.zeros(4, BS, KV, D - 1), v_cache=torch.zeros(4, BS, KV, D - 1))),
+        ("cos_sin", rotary(cos_sin=torch.zeros(256, D + 2, device=DEVICE))),
+        ("cos_sin", rotary(cos_sin=torch.zeros(256, 2 * D, device=DEVICE)[:, ::2])),
+        ("q_out", rotary(q_out=torch.empty(3, H, 2 * D, device=DEVICE)[..., ::2])),
+        # sample_greedy's own check, before its norm runs (argmax_rows would refuse later, in its own name)
+        ("sample_greedy: vocab_size", sample(vocab_size=0)),
+        ("sample_greedy: vocab_size", sample(vocab_size=17)),
+        ("sample_greedy: sampled", sample(sampled=torch.empty(3, dtype=torch.int64, device=DEVICE))),
+        ("sample_greedy: sampled", sample(sampled=torch.empty(4, dtype=torch.int64, device=DEVICE)[::2])),
+        ("sample_greedy: logits", sample(logits=torch.empty(2, 17, device=DEVICE))),
+        ("num_warps", decode(warps=3)),
+        ("contiguous", decode(q=wide_q)),
+        ("contiguous", decode(tables=wide_tables)),
+        ("input_layernorm.weight", lambda: lab.merge_layer_weights(weightless)),
+        ("one device", lambda: lab.rms_norm(x, w, EPS, out=torch.empty(4, 8, device=meta))),
+        ("one device", lambda: lab.fused_add_rms_norm(x, torch.zeros(4, 8, device=meta), w, EPS)),
+        ("one device", lambda: lab.fused_add_rms_norm(x, x.clone(), w, EPS, out=torch.empty(4, 8, device=meta))),
+        ("one device", lambda: lab.silu_and_mul(x, out=torch.empty(4, 4, device=meta))),
+        ("sample_greedy: all tensors must be on one device",
+         sample(sampled=torch.empty(2, dtype=torch.int64, device=meta))),
+        ("one device", decode(out=torch.empty(case.q.shape, device=meta))),
+    ]
+    if DEVICE == "cpu":  # values are checked in CPU tensors only
+        calls += [
+            ("positions", rotary(positions=torch.tensor([0, 256, 1]))),
+            ("positions", rotary(positions=torch.tensor([0, -1, 1]))),
+            ("sample_greedy: logits_indices", sample(logits_indices=torch.tensor([-1, 0]))),
+        ]
+    for word, call in calls:
+        with pytest.raises(ValueError, match=word):
+            call()
+
+    # The valid edges: each runs, and gives the float64 answer.
+    gen = np.random.default_rng(29)
+    h, r, norm_weight = gen.standard_normal((4, 8)), gen.standard_normal((4, 8)), gen.uniform(0.5, 1.5, 8)
+    sampled = torch.full((2,), -1, dtype=torch.int64, device=DEVICE)
+    lab.sample_greedy(tensor(h), tensor(r), rows, tensor(norm_weight), EPS, tensor(gen.standard_normal((16, 8))), 1,
+                      sampled)
+    labkit.assert_equal(sampled, [0, 0], what="sample_greedy over a vocabulary of 1", axes=("row",),
+                        dtype=torch.int64)
+    logits = tensor(gen.standard_normal((1, 40)))
+    buffer = torch.full((2,), -1, dtype=torch.int64, device=DEVICE)
+    lab.argmax_rows(logits, 40, out=buffer[::2])
+    labkit.assert_equal(buffer, [int(f64(logits)[0].argmax()), -1], what="argmax_rows of one row into a view of "
+                        "stride 2 (its second element not written)", axes=("element",), dtype=torch.int64)
+    want = np.stack([labkit.paged_attention_f64(case.q[b], case.k_cache, case.v_cache,
+                                                f64(case.block_tables[b]).astype(np.int64), n)
+                     for b, n in enumerate([5, 9])])
+    for warps in (1, 8):
+        out = torch.full_like(case.q, float("nan"))
+        decode(out=out, warps=warps)()
+        labkit.assert_close(out, want, atol=1e-5, axes=("sequence", "head", "dim"), dtype=torch.float32,
+                            what=f"decode_attention with {warps} warps")
 
 
 # --------------------------------------------------------------------------------------------
@@ -957,6 +1080,98 @@ def test_triton_attention_in_the_engine(lab, served, truth):
         assert attention["triton"] == want and attention["torch"] == {}, \
             f"a decode step of {entry['num_reqs']} rows ({config}): attention launched {attention}, expected " \
             f"{want} and no torch operator"
+
+
+def test_triton_attention_before_step_5(lab, engine_model, truth):
+    """Steps 1 to 4 through the Triton kernels, one request (a 9-token prompt, then two decode steps), no
+    graphs: the decode steps' attention is lab 99-02's (lab 04-06's ``paged_decode`` with its defaults,
+    into a new tensor, copied into the layer's output), the prefill lab 04-03's: ``generate``'s tokens
+    and logits.
+
+    Pins the given runner's attention before step 5 replaces it: the decode row's output copied, the
+    decode kernel of lab 04-06 found."""
+    engine = lab.Engine(engine_model, num_gpu_blocks=8, block_size=BS, max_num_seqs=2, max_num_batched_tokens=16,
+                        backend="triton", keep_logits=True, cudagraph_mode="none", fused_steps=4)
+    engine.runner.fill_kv_caches(float("nan"))
+    engine.add_request("b", BETA, 3)
+    while engine.has_unfinished_requests():
+        engine.step()
+    tokens, logits = truth(BETA, 3)
+    request = engine.requests["b"]
+    assert list(request.output_token_ids) == tokens, f"the engine generated {list(request.output_token_ids)}, " \
+                                                     f"generate {tokens}"
+    labkit.assert_close(torch.stack([row.cpu() for row in request.logits]), logits, atol=ENGINE_ATOL,
+                        what="the logits behind each token", axes=("token", "vocab"))
+
+
+@pytest.mark.ungraded  # it checks the given runner's checks and the given engine's settings
+def test_the_given_runner_refuses_what_it_cannot_run(lab, model):
+    """The given code's own checks, each condition alone: ``fused_steps`` outside 1..5 (0 and 6, the
+    edges), a bool or a float; a model whose rotary embedding does not repeat its cosines, or its sines,
+    across the head (each alone: not transformers' ``rotate_half`` convention); a model without a
+    rotary embedding. Each a ValueError that says what is wrong, before any kernel. And the engine's
+    settings default to lab 99-02's (``FusedEngine``'s docstring), ``fused_steps`` to every step.
+
+    Catches: a check joined with ``and`` (it refuses only when every condition holds), a default that
+    is not lab 99-02's."""
+    def engine(m=model, **settings):
+        return lambda: lab.Engine(m, num_gpu_blocks=8, block_size=BS, max_num_seqs=2, max_num_batched_tokens=16,
+                                  cudagraph_mode="none", **settings)
+
+    calls = [("fused_steps", engine(fused_steps=steps)) for steps in (0, 6, True, 2.0)]
+
+    def twisted(which: str):
+        """A stand-in model whose rotary embedding gives its cosines or its sines two different halves."""
+        def rotary_emb(x, positions):
+            cos, sin = model.model.rotary_emb(x, positions)
+            half = cos.shape[-1] // 2
+            twist = torch.cat([torch.zeros_like(cos[..., :half]), torch.ones_like(cos[..., half:])], dim=-1)
+            return (cos + twist, sin) if which == "cos" else (cos, sin + twist)
+
+        return types.SimpleNamespace(model=types.SimpleNamespace(rotary_emb=rotary_emb), config=model.config,
+                                     parameters=model.parameters)
+
+    calls += [("rotate_half", lambda which=which: lab.rotary_cos_sin(twisted(which))) for which in ("cos", "sin")]
+    no_rotary = copy.deepcopy(model)  # a model of its own: the fixture's stays as it is
+    del no_rotary.model.rotary_emb
+    calls.append(("Llama-shaped", engine(no_rotary)))
+    for word, call in calls:
+        with pytest.raises(ValueError, match=word):
+            call()
+    # float32 angles of up to 255 radians, each within 255 * 2**-24 ~ 1.5e-5 of the float64 one.
+    labkit.assert_close(lab.rotary_cos_sin(model), rotary_table(CONFIG["max_position_embeddings"], D), atol=3e-5,
+                        what="rotary_cos_sin of the test's model", axes=("position", "column"))
+
+    ours = inspect.signature(lab.Engine.__init__).parameters
+    theirs = inspect.signature(labkit.load_reference("99-02").Engine.__init__).parameters
+    for name, parameter in theirs.items():
+        assert ours[name].default == parameter.default, \
+            f"Engine's {name} defaults to {ours[name].default!r}, lab 99-02's engine to {parameter.default!r}"
+    assert ours["fused_steps"].default == lab.FUSED_STEPS and ours["count_launches"].default is False
+
+
+def test_counting_leaves_triton_as_it_was(lab):
+    """A ``LaunchCounter`` (what ``count_launches`` runs each forward pass under) counts a kernel's launch
+    once, and on leaving puts Triton's own launch back: a second counter counts the same, and a launch
+    after both is counted by neither.
+
+    Pins the given counter that the launch tests read: a counter that left its wrapper in place would
+    count every later launch of the session into counters that have finished."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    before = (JITFunction.run, InterpretedFunction.run)
+    counter_class = lab.FusedModelRunnerBase._forward.__globals__["LaunchCounter"]  # the runner's own
+    x, w = tensor(np.ones((2, 8))), tensor(np.ones(8))
+    counters = []
+    for _ in range(2):
+        with counter_class() as counter:
+            lab.rms_norm(x, w, EPS)
+        counters.append(counter)
+        assert (JITFunction.run, InterpretedFunction.run) == before, "a LaunchCounter left Triton's launch patched"
+    lab.rms_norm(x, w, EPS)
+    for counter in counters:
+        assert dict(counter.triton) == {"_rms_norm_kernel": 1}, f"one rms_norm counted as {dict(counter.triton)}"
 
 
 # --------------------------------------------------------------------------------------------
