@@ -716,17 +716,27 @@ def test_kernel_grouped_query_heads(lab, torch, num_heads, num_kv_heads):
 
 
 @triton_test
-# head_dim 256, the largest the checks take, runs in the interpreter: its GPU tiles have not been measured.
-@pytest.mark.parametrize("block_size, head_dim", [(1, 16), (5, 32), (8, 32), (64, 16), (16, 64), (16, 128)]
-                         + ([] if ON_GPU else [(16, 256)]))
+@pytest.mark.parametrize("block_size, head_dim", [(1, 16), (5, 32), (8, 32), (64, 16), (16, 64), (16, 128), (16, 256)])
 def test_kernel_block_sizes_and_head_dims(lab, torch, block_size, head_dim):
     """Blocks of 1, 5 (not a power of two), 8 (a key tile spans several blocks) and 64 (a block
-    spans several key tiles), head_dim 16, 32, 64 and 128 (and 256 in the interpreter).
+    spans several key tiles), head_dim 16, 32, 64, 128 and 256.
 
     Catches: one block per key tile assumed, the slot stride confused with the block stride,
     block ids looked up per tile instead of per key, a head_dim the check should take refused."""
     batch = make_batch(torch, [(13, 9), (0, 20)], block_size=block_size, head_dim=head_dim, seed=block_size)
     check_kernel(lab, torch, batch, f"paged_prefill, blocks of {block_size}, head_dim {head_dim}")
+
+
+@triton_test
+@pytest.mark.parametrize("dtype", ["float16", "float32", *(["bfloat16"] if ON_GPU else [])])
+def test_kernel_widest_rows_in_each_dtype(lab, torch, dtype):
+    """head_dim 256, the largest the checks take, in each dtype the kernel takes here: a float32 row of
+    q is 1 KiB, and on a GPU the tiles that suit narrower rows need more shared memory than it has.
+
+    Catches: one set of GPU tiles for every row width (on an H100, float32 at head_dim 256 and
+    GPU_TILES asks for 289 KiB of shared memory: Triton's OutOfResources)."""
+    batch = make_batch(torch, [(37, 20), (0, 9)], head_dim=256, dtype=dtype, seed=256)
+    check_kernel(lab, torch, batch, f"paged_prefill, head_dim 256, {dtype}")
 
 
 @triton_test
