@@ -1118,6 +1118,7 @@ def test_the_given_runner_refuses_what_it_cannot_run(lab, model):
         return lambda: lab.Engine(m, num_gpu_blocks=8, block_size=BS, max_num_seqs=2, max_num_batched_tokens=16,
                                   cudagraph_mode="none", **settings)
 
+    engine(fused_steps=1)()  # a check that refuses everything is no check: the smallest valid setting is built
     calls = [("fused_steps", engine(fused_steps=steps)) for steps in (0, 6, True, 2.0)]
 
     def twisted(which: str):
