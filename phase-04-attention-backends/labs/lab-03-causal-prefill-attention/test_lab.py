@@ -959,7 +959,7 @@ KERNEL_REFUSED_FOR_A_REASON = {
                                                      "v_cache": _strided(t, a["v_cache"], -1)},
                                        ["k_cache must have its last"]),
     "v_cache heads-outside-slots, k_cache not": (
-        lambda t, a: {**a, "v_cache": a["v_cache"].transpose(1, 2).contiguous().transpose(1, 2)},
+        lambda t, a: {**a, "v_cache": contract.heads_outside_slots(a["k_cache"], a["v_cache"])[1]},
         ["same strides"]),
     "block_tables rows strided": (lambda t, a: {**a, "block_tables": _strided(t, a["block_tables"], -1)},
                                   ["must be contiguous"]),
