@@ -4,6 +4,7 @@ CPU). Their timings need a GPU; whether they run and compute the right thing doe
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import subprocess
 import sys
@@ -55,16 +56,30 @@ MODEL_BENCHES = [lab for lab in registry.LABS if (lab.path / "bench.py").is_file
                  and "model_options(" in (lab.path / "bench.py").read_text()]  # those with --smoke
 
 
-@pytest.mark.maintainer
-@pytest.mark.parametrize("lab", MODEL_BENCHES, ids=lambda lab: lab.id)
-def test_a_model_benchmark_runs_every_path_on_the_cpu(lab):
-    """``bench.py --smoke``: every engine, trace and table of the benchmark on a tiny model, on the CPU
-    (the timings mean nothing; that it runs to the end and prints its report is what is checked)."""
+@pytest.fixture(scope="module")
+def smoke_runs(request):
+    """``bench.py --smoke`` of each model benchmark this session checks, two at a time (CI's machine has
+    two cores; each run uses one): {lab id: CompletedProcess}."""
     if not triton_env.has_torch_and_triton():
         pytest.skip(f"needs torch and triton: {triton_env.INSTALL_HINT}")
     pytest.importorskip("transformers", reason='needs transformers: pip install -e ".[model]"')
+    labs = [item.callspec.params["lab"] for item in request.session.items
+            if getattr(item, "originalname", "") == "test_a_model_benchmark_runs_every_path_on_the_cpu"]
     env = {name: value for name, value in os.environ.items() if name != "LAB_IMPL"}  # the course's own engine
-    run = subprocess.run([sys.executable, str(lab.path / "bench.py"), "--smoke"], capture_output=True, text=True,
-                         timeout=600, cwd=registry.ROOT, env=env)
+
+    def smoke(lab):
+        return subprocess.run([sys.executable, str(lab.path / "bench.py"), "--smoke"], capture_output=True,
+                              text=True, timeout=600, cwd=registry.ROOT, env=env)
+
+    with concurrent.futures.ThreadPoolExecutor(2) as threads:
+        return dict(zip((lab.id for lab in labs), threads.map(smoke, labs), strict=True))
+
+
+@pytest.mark.maintainer
+@pytest.mark.parametrize("lab", MODEL_BENCHES, ids=lambda lab: lab.id)
+def test_a_model_benchmark_runs_every_path_on_the_cpu(smoke_runs, lab):
+    """``bench.py --smoke``: every engine, trace and table of the benchmark on a tiny model, on the CPU
+    (the timings mean nothing; that it runs to the end and prints its report is what is checked)."""
+    run = smoke_runs[lab.id]
     assert run.returncode == 0, f"bench.py --smoke of {lab.id} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     assert "total" in run.stdout.splitlines()[-1], run.stdout[-2000:]
