@@ -138,7 +138,7 @@ def graded(tmp_path_factory):
         pass  # the server is up: an attacker that reaches the host's loopback would get the solution
     repo_before, env_before = _tree_hashes(registry.ROOT), _environment_state()
     start = time.monotonic()
-    # Three at a time on CI's two cores: a third of the class's time is spent by attackers that wait,
+    # Three at a time on CI's two cores: over a third of the class's time is spent by attackers that wait,
     # not compute (the slow walk and the lying tensors until the lab's time limit, a hanging repr until
     # the call's), and an honest student's slowest lab (02-01) takes some 35 s of the lab's 90.
     run = _grade(work / "class", out, "--labs", *LABS, jobs=3)

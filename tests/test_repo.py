@@ -110,8 +110,12 @@ def test_committed_starters_fail_every_test(tmp_path):
                               *folders[half::2]], cwd=tmp_path / "repo", env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for half, report in enumerate(reports)]
-    for run in runs:
-        run.wait(timeout=900)
+    try:
+        for run in runs:
+            run.wait(timeout=900)
+    finally:
+        for run in runs:  # a run past its time is stopped, not left behind
+            run.kill()
     cases = [case for report in reports for case in ET.parse(report).getroot().iter("testcase")]
     wrong = []
     ran = 0
