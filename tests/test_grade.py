@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import copy
 import csv
 import gc
 import importlib.util
@@ -584,6 +585,31 @@ def test_a_reply_names_at_most_64_returned_containers():
     with pytest.raises(wire.ProtocolError, match="more than 64"):
         containers.adopt_returned(decoded, [("k", (i,), 0) for i in range(1000)], {})
     assert containers.adopt_returned(decoded, named, {}) is decoded
+
+
+def test_a_containers_key_tells_apart_what_equality_confuses():
+    """The worker compares the containers a test passed, and those it was returned, before and after
+    each call by a key (a flat one, of plain items, is compared in C): contents that ``==`` calls
+    equal must still differ, and the same contents must have the same key, however the container is
+    nested."""
+    from labkit.grader.containers import container_key
+
+    def key(value):
+        return container_key(value, [])
+
+    confused = [([1, 2], [True, 2]), ([0], [False]), (["a"], [b"a"]), ([1], [1.0]), ([0.0], [-0.0]),
+                ({1: 2}, {True: 2}), ({1: 2}, {1: True}), ({1: 2, 3: 4}, {3: 4, 1: 2}), ((1, [2]), (1, [True])),
+                ([1, 2], [1, [2]]), ([[1]], [[True]]), ([None], [0]), ({"a": [1]}, {"a": [True]})]
+    for a, b in confused:
+        assert key(a) != key(b), (a, b)
+    for value in ([1, 2, "x", b"y", None, True], [[1, 2], (3, "a")], {"a": 1, 2: None}, {"a": [1, {2: 3}]},
+                  [0.5, -0.0], list(range(5000))):
+        assert key(value) == key(copy.deepcopy(value)), value
+    a, b = object(), object()
+    assert key([a, None]) == key([a, None]) and key([a]) != key([b]), "objects by identity"
+    for one, other in (([a, b], [b, a]), ([a, None], [a, False]), ([a, 1], [a, True]), ([a], [a, a]),
+                       ([a, [1]], [a, [True]]), ([a], [[a]])):
+        assert key(one) != key(other), (one, other)
 
 
 RETURNS_ITS_OWN = """
@@ -1967,6 +1993,63 @@ def test_a_class_changed_while_an_object_was_not_compared_is_seen_when_it_is():
     changed = snapshots.updates([nb])[1]
     assert [n for n, _ in changed] == [nb] and all(name != "size" for name, _ in changed[0][1]), changed
 
+
+
+class _Sized:
+    """A descriptor of the student's that only reads (no ``__set__``): a field of the same name wins."""
+
+    def __get__(self, obj, owner=None):
+        return 99
+
+
+def test_a_classs_layout_is_looked_up_again_only_when_what_it_reads_changed(monkeypatch):
+    """The worker looks up each class's data descriptors after every call that ran the student's code,
+    but in full only where a class's namespaces, its MRO or the classes of its attributes changed
+    (looking up all of them took 99-02's worker 40% of its time). Each change that makes a field read
+    differently is still seen: a descriptor class of the student's that gains a ``__set__``, a
+    descriptor given such a class, new bases that bring a property, a name bound to a property, a
+    slot's name bound to another class's member."""
+    from labkit.grader import snapshots as snapshots_module
+    from labkit.grader.handles import ObjectTable
+    from labkit.grader.snapshots import Snapshots
+
+    lookups = []
+    layout = snapshots_module._layout
+    monkeypatch.setattr(snapshots_module, "_layout", lambda cls: lookups.append(cls) or layout(cls))
+    descriptor = type("Sized", (_Sized,), {})
+    cls = type("Block", (_Watched,), {"size": descriptor()})
+    snapshots = Snapshots(ObjectTable(), lambda obj: None)
+    block = cls(1)
+    n = snapshots.reference(block, hold=True)[1]
+    assert snapshots.updates()[1] == [(n, [("size", ("v", 1))])], "the field wins over a reading descriptor"
+    lookups.clear()
+    assert snapshots.updates([n])[1] == [] and lookups == [], "nothing changed: no class is looked up again"
+    descriptor.__set__ = lambda self, obj, value: None  # now a data descriptor: reads of .size give 99
+    assert snapshots.updates([n])[1] == [(n, [])] and lookups == [cls], "a descriptor that gains __set__"
+    del descriptor.__set__
+    assert snapshots.updates([n])[1] == [(n, [("size", ("v", 1))])]
+    vars(cls)["size"].__class__ = type("Setting", (_Sized,), {"__set__": lambda self, obj, value: None})
+    assert snapshots.updates([n])[1] == [(n, [])], "a descriptor whose class becomes a data descriptor's"
+    vars(cls)["size"].__class__ = descriptor
+    assert snapshots.updates([n])[1] == [(n, [("size", ("v", 1))])]
+    del cls.size
+    assert snapshots.updates([n])[1] == []
+    cls.__bases__ = (type("Base", (_Watched,), {"size": property(lambda self: 99)}),)  # its property answers
+    assert snapshots.updates([n])[1] == [(n, [])], "new bases that bring a property"
+    cls.__bases__ = (_Watched,)
+    assert snapshots.updates([n])[1] == [(n, [("size", ("v", 1))])]
+    cls.size = property(lambda self: 99)
+    assert snapshots.updates([n])[1] == [(n, [])], "a name bound to a property"
+    # A name bound again to another object of the same class: a slot's own member, then another class's.
+    slotted = type("Block", (_SlottedBlock,), {"__slots__": ()})
+    block = slotted()
+    block.block_id = 3
+    m = snapshots.reference(block, hold=True)[1]
+    assert snapshots.updates()[1] == [(m, [("block_id", ("v", 3))])]
+    slotted.block_id = vars(_SlottedBlock)["block_id"]  # still read as the slot
+    assert snapshots.updates([m])[1] == []
+    slotted.block_id = vars(type("Other", (), {"__slots__": ("block_id",)}))["block_id"]
+    assert snapshots.updates([m])[1] == [(m, [])], "a member of another class is asked for"
 
 
 class _SlottedBlock:

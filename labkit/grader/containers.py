@@ -66,11 +66,22 @@ def outer_containers(value) -> list[tuple[tuple, object]]:
     return found
 
 
+_NESTING = frozenset((list, tuple, set, frozenset, collections.deque, dict))
+# Items of a container compared in one C-level pass: plain ones by type and value (a list of token ids,
+# a dict of str to int), objects by identity (a list of blocks): none of their classes is one of
+# _NOT_BY_IDENTITY, whose objects are compared by value or item by item.
+_ATOMIC = frozenset((type(None), bool, int, str, bytes))
+_NOT_BY_IDENTITY = _NESTING | {int, str, bytes, float}
+
+
 def _small(value, budget: int) -> int:
     """``budget`` less the items of ``value`` (through nested containers); negative once past it."""
-    if type(value) in (list, tuple, set, frozenset, collections.deque, dict):
+    if type(value) in _NESTING:
         budget -= len(value)
-        for item in (value.values() if type(value) is dict else value):
+        items = value.values() if type(value) is dict else value
+        if budget < 0 or _NESTING.isdisjoint(map(type, items)):  # nothing nested: counted
+            return budget
+        for item in items:
             if budget < 0:
                 break
             budget = _small(item, budget)
@@ -140,8 +151,21 @@ def container_key(value, keep: list, depth: int = 0):
         return (float, value, math.copysign(1.0, value))
     if depth < MAX_DEPTH:
         if kind in (list, tuple, collections.deque):
-            return (kind, tuple(container_key(item, keep, depth + 1) for item in value))
+            # Plain items only, or objects only (the usual cases): their types, and their values or
+            # identities, each as one tuple, compared in C; keys of other shapes than the item-by-item one.
+            items = tuple(value)
+            types = tuple(map(type, items))
+            if _ATOMIC.issuperset(types):
+                return (kind, types, items)
+            if _NOT_BY_IDENTITY.isdisjoint(types):
+                keep.extend(items)
+                return (kind, types, tuple(map(id, items)))
+            return (kind, tuple(container_key(item, keep, depth + 1) for item in items))
         if kind is dict:
+            keys, values = tuple(value), tuple(value.values())
+            types = (tuple(map(type, keys)), tuple(map(type, values)))
+            if _ATOMIC.issuperset(types[0]) and _ATOMIC.issuperset(types[1]) and len(keys) == len(values):
+                return (dict, types, keys, values)
             return (dict, tuple((container_key(k, keep, depth + 1), container_key(v, keep, depth + 1))
                                 for k, v in value.items()))
         if kind in (set, frozenset):

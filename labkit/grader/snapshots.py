@@ -71,6 +71,7 @@ class Snapshots:
         self.dead: list[int] = []
         # class -> (the names its data descriptors answer, its slots read as fields: (name, member))
         self.layouts: dict[type, tuple] = {}
+        self.sources: dict[type, tuple] = {}  # class -> what its layout was computed from (_sources)
 
     def reference(self, obj, hold: bool) -> tuple:
         """``("h", number, type id)`` for ``obj``; it gets a snapshot with the next reply."""
@@ -214,6 +215,7 @@ class Snapshots:
         """(names whose reads ``cls``'s data descriptors answer, its public slots read as fields)."""
         found = self.layouts.get(cls)
         if found is None:
+            self.sources[cls] = _sources(cls)
             found = self.layouts[cls] = _layout(cls)
         return found
 
@@ -223,8 +225,12 @@ class Snapshots:
 
     def _reshadow(self) -> None:
         """Look up again each class's data descriptors (a property set on a class at run time): a class
-        whose layout changed gets a new tuple, so its objects' quick check fails."""
+        whose layout changed gets a new tuple, so its objects' quick check fails. Only a class whose
+        namespaces changed (:func:`_sources`) is looked up in full."""
         for cls, found in list(self.layouts.items()):
+            if _same_sources(cls, self.sources[cls]):
+                continue
+            self.sources[cls] = _sources(cls)
             now = _layout(cls)
             if now != found:
                 self.layouts[cls] = now
@@ -318,6 +324,43 @@ def _layout(cls) -> tuple[frozenset, tuple]:
                 and any(klass is member.__objclass__ for klass in mro):  # `in` would run a metaclass's __eq__
             members.append((name, member))
     return frozenset(names.difference(name for name, _ in members)), tuple(members)
+
+
+def _namespaces(cls) -> tuple:
+    """``cls``'s MRO; the sizes, names and values of the namespaces of its classes that can change (a
+    built-in one cannot); the values' classes."""
+    mro = cls.__mro__
+    sizes, held, kinds = [], [], []
+    for klass in mro:
+        if not klass.__flags__ & _IMMUTABLE:
+            namespace = vars(klass)
+            sizes.append(len(namespace))
+            held += namespace.keys()
+            held += namespace.values()
+            kinds += map(type, namespace.values())
+    return mro, sizes, held, kinds
+
+
+def _sources(cls) -> tuple:
+    """What :func:`_layout` reads of ``cls``: :func:`_namespaces`, and whether each of the values' classes
+    that can change is a data descriptor now (a class of the student's may gain a ``__set__``). Held, so
+    that no id is reused while :func:`_same_sources` compares them by identity."""
+    found = _namespaces(cls)
+    changeable = {id(kind): kind for kind in found[3] if not kind.__flags__ & _IMMUTABLE}.values()
+    return (*found, [(kind, _is_data_descriptor(kind)) for kind in changeable])
+
+
+def _same_sources(cls, then: tuple) -> bool:
+    """Whether :func:`_sources` of ``cls`` is still ``then``: the same MRO, the same names bound to the same
+    objects of the same classes (compared in C by identity: an ``==`` could run a metaclass's code), the
+    same of those classes data descriptors."""
+    mro, sizes, held, kinds = _namespaces(cls)
+    return mro is then[0] and sizes == then[1] and _identical(held, then[2]) and _identical(kinds, then[3]) \
+        and all(_is_data_descriptor(kind) is was for kind, was in then[4])
+
+
+def _identical(now: list, then: list) -> bool:
+    return len(now) == len(then) and all(map(operator.is_, now, then))
 
 
 def _own_shadowed(klass) -> list[str]:
