@@ -49,11 +49,11 @@ class Stream:
     """The device's work queue. ``device``: a torch device; ``cpu_timing``: ``"lazy"`` or ``"eager"``
     (ignored on CUDA, where the GPU decides).
 
-    Counters for the benchmark and the tests: ``num_launched`` (launches so far), ``wait_s`` (host
-    seconds spent in ``Event.synchronize``), and on a CPU ``num_pending`` (launched, not yet run).
-    ``log``: ``("launch", p)`` for the launch that took position ``p`` (1, 2, ...), ``("wait", p)`` for
-    a wait until the work up to position ``p`` has run (``Event.synchronize``, ``synchronize``), in the
-    order the host made them."""
+    Counters for the benchmark and the tests: ``num_launched`` (launches so far), ``num_waits`` (waits
+    so far), ``wait_s`` (host seconds spent in ``Event.synchronize``), and on a CPU ``num_pending``
+    (launched, not yet run). ``log``: ``("launch", p)`` for the launch that took position ``p`` (1, 2,
+    ...), ``("wait", p)`` for a wait until the work up to position ``p`` has run (``Event.synchronize``,
+    ``synchronize``), in the order the host made them: ``num_launched + num_waits`` entries."""
 
     def __init__(self, device, cpu_timing: str = "lazy") -> None:
         if cpu_timing not in CPU_TIMINGS:
@@ -63,6 +63,7 @@ class Stream:
         self.cpu_timing = cpu_timing
         self._queue: deque = deque()
         self.num_launched = 0
+        self.num_waits = 0
         self._num_run = 0
         self.wait_s = 0.0
         self.log: list[tuple[str, int]] = []
@@ -112,6 +113,7 @@ class Event:
 
     def synchronize(self) -> None:
         """Block the host until the work before this event has run."""
+        self.stream.num_waits += 1
         self.stream.log.append(("wait", self.position))
         start = time.perf_counter()
         if self._cuda is not None:

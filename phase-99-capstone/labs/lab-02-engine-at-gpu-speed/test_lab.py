@@ -156,7 +156,7 @@ def drive(engine, workload=None, arrivals=None, max_steps=400, record_inputs=Fal
     """Add ``workload`` ({id: (prompt, n)}) now and ``arrivals`` ({call: workload}) before those calls of
     ``engine.step()``; call it until every request is finished (failing, instead of hanging, after
     ``max_steps`` calls). ``record_log``: note where each call's entries of the stream's log begin and
-    end (the log grows by every launch: under ``labs grade`` each read of its length copies it whole)."""
+    end (:func:`log_length`)."""
     for rid, (prompt, n) in (workload or {}).items():
         engine.add_request(rid, prompt, n)
     arrivals = dict(arrivals or {})
@@ -169,7 +169,7 @@ def drive(engine, workload=None, arrivals=None, max_steps=400, record_inputs=Fal
                                  f"{len(engine.running)} running"
         before = {rid: (r.num_computed_tokens, list(r.all_token_ids), len(r.output_token_ids), r.status.name,
                         r.num_output_placeholders) for rid, r in engine.requests.items()}
-        log_start = len(engine.runner.stream.log) if record_log else None
+        log_start = log_length(engine.runner.stream) if record_log else None
         output = engine.step()
         runner, mgr = engine.runner, engine.kv_manager
         rows = list(runner.input_batch.req_ids)
@@ -187,9 +187,16 @@ def drive(engine, workload=None, arrivals=None, max_steps=400, record_inputs=Fal
             {b.block_id for b in mgr.block_pool.blocks if b.ref_cnt > 1},
             [r.request_id for r in engine.waiting], [r.request_id for r in engine.running], list(engine.finished),
             rows, inputs, runner.stream.num_pending, engine.in_flight is not None,
-            (log_start, len(runner.stream.log)) if record_log else None, run_plan,
+            (log_start, log_length(runner.stream)) if record_log else None, run_plan,
         ))
     return records
+
+
+def log_length(stream) -> int:
+    """The entries of the stream's log, one per launch and one per wait, from its counters: the log
+    itself grows at every launch, and under ``labs grade`` each read of it copies it whole.
+    :func:`launched_steps` checks that the two agree."""
+    return stream.num_launched + stream.num_waits
 
 
 def outputs(engine) -> dict[str, list[int]]:
@@ -891,6 +898,9 @@ def launched_steps(engine, records) -> dict:
     waiting for the step's output."""
     log = list(engine.runner.stream.log)
     assert all(r.log is not None for r in records), "a test bug: drive the engine with record_log=True"
+    assert len(log) == log_length(engine.runner.stream), \
+        f"the stream's log has {len(log)} entries, its counters {log_length(engine.runner.stream)}: " \
+        "only the stream (_device.py) writes its log and its counters"
     steps = {}
     for r in records:
         launches = [p for kind, p in log[r.log[0] : r.log[1]] if kind == "launch"]
