@@ -1788,7 +1788,8 @@ def references_and_bugs(tmp_path_factory):
     student "reference", and bugs from every lab's gallery (:func:`_agreement_cases`), each by a student
     of its own; beside it, pytest's own counts of the same files. One grading, not one for the
     references and one for the bugs: a lab's wave then holds its reference and its bugs together, so
-    that the slowest labs (99-02's take over two minutes each under the grader) share the cores.
+    that the slowest labs (99-02's take one and a half to two minutes each under the grader) share the
+    cores.
 
     {"graded": {(student, lab id): Verdict}, "counted": {(student, lab id): LabRun}, "labs", "cases",
     "warnings"}."""
@@ -1815,10 +1816,10 @@ def references_and_bugs(tmp_path_factory):
     # without them. They run while the class is graded: the grader's waves leave a core idle at times (in
     # 99-02's wave, one of its two students takes twice as long as the other).
     # The grader's limits are ones no lab reaches: these tests compare counts, not speed. The slowest lab,
-    # 99-02, takes over two minutes under the grader on an idle 2-core machine (its reference and
-    # add_request_returns_nothing alike; 7.5 minutes when the worker compared every watched object after
-    # each request, 2.5 when a read after a call waited for a comparison of its own), and longer beside
-    # other work.
+    # 99-02, takes one and a half to two minutes under the grader on an idle 2-core machine (its
+    # reference and add_request_returns_nothing alike; 7.5 minutes when the worker compared every watched
+    # object after each request, 2.5 when a read after a call waited for a comparison of its own, or when
+    # its tests read the stream's whole log at every step), and longer beside other work.
     runs = [(REFERENCE, lab, "solution") for lab in labs] + [(f"{lab.id}-{bug.name}", lab, f"bugs/{bug.name}")
                                                              for lab, bug in cases]
     with contextlib.ExitStack() as stack:
