@@ -628,11 +628,19 @@ def test_default_graph_sizes_end_at_the_budget(lab, model, truth, timing):
     max_num_batched_tokens)``, and that cut itself when it is the budget. 16 seats and a budget of 20:
     full graphs of 1, 2, 4, 8 and 16 rows, piecewise graphs of those and of 20 tokens; every step of the
     workload (prompts cut in chunks of 20) replays a graph, none runs eagerly, and the tokens are
-    ``generate``'s.
+    ``generate``'s. Past 256 the sizes go by 16: 136 seats and a budget of 271 (built, not run) end at
+    256, then 271.
 
     Catches: the budget left out of the default sizes when it is the cut (a step of 17 to 20 tokens then
-    runs eagerly)."""
+    runs eagerly); sizes past 256 by 8, as below it."""
     expected = expected_outputs(truth, WORKLOAD)
+    # top = min(2 * 136, 512, 271) = 271: the multiples of 8 below 256, 256, then the budget itself.
+    sizes = [1, 2, 4, *range(8, 256, 8), 256, 271]
+    big = new_engine(lab, model, max_num_seqs=136, max_num_batched_tokens=271, cudagraph_capture_sizes=None,
+                     cpu_timing=timing)
+    got = (big.runner.full_sizes, big.runner.piecewise_sizes)
+    assert got == ([s for s in sizes if s <= 136], sizes), \
+        f"default graph sizes (full, piecewise) {got} for 136 seats and a budget of 271"
     # top = min(2 * 16, 512, 20) = 20: 1, 2, 4, 8, 16 below it, then the budget 20 itself.
     want = ([1, 2, 4, 8, 16], [1, 2, 4, 8, 16, 20])
     engine = new_engine(lab, model, max_num_seqs=16, max_num_batched_tokens=20, cudagraph_capture_sizes=None,
