@@ -164,7 +164,7 @@ def container_key(value, keep: list, depth: int = 0):
         if kind is dict:
             keys, values = tuple(value), tuple(value.values())
             types = (tuple(map(type, keys)), tuple(map(type, values)))
-            if _ATOMIC.issuperset(types[0]) and _ATOMIC.issuperset(types[1]) and len(keys) == len(values):
+            if _ATOMIC.issuperset(types[0]) and _ATOMIC.issuperset(types[1]):
                 return (dict, types, keys, values)
             return (dict, tuple((container_key(k, keep, depth + 1), container_key(v, keep, depth + 1))
                                 for k, v in value.items()))
