@@ -1764,17 +1764,28 @@ def _standalone(lab, bug) -> str | None:
     return (lab.path / "solution.py").read_text() + "\n\n# the classic mistake\n" + text
 
 
+# Labs whose gallery's first bug is graded by default as well: one whose arrays cross and are written
+# in place (02-06), one whose engine stays in the worker behind handles (99-01). With
+# LABS_AGREEMENT=all, every lab's first bug is (CONTRIBUTING.md, "Continuous integration").
+FIRST_BUG_LABS = ("02-06", "99-01")
+
+
 def _agreement_cases():
+    """The bugs graded beside the references: the special ones, and the first bug of FIRST_BUG_LABS
+    (of every lab under LABS_AGREEMENT=all). How the grader counts a failed test does not depend on
+    the lab; what crosses between test and submission does, and the special bugs are those that a
+    wrong crossing would hide. Every lab's reference is graded too, by
+    test_every_labs_reference_solution_grades_ok_with_pytests_count."""
     from labkit.course import bugs as gallery
 
+    every_lab = os.environ.get("LABS_AGREEMENT", "").strip().lower() == "all"
     cases = []
     for lab in registry.LABS:
         if not (lab.path / "test_lab.py").is_file():
             continue
         bugs = [b for b in gallery.bugs_of(lab.path) if _standalone(lab, b) is not None]
-        # One bug a lab (and the special ones): every lab's reference solution is graded as well, by
-        # test_every_labs_reference_solution_grades_ok_with_pytests_count.
-        chosen = bugs[:1] + [b for b in bugs[1:] if b.name in SPECIAL_BUGS.get(lab.id, ())]
+        first = bugs[:1] if every_lab or lab.id in FIRST_BUG_LABS else []
+        chosen = first + [b for b in bugs if b.name in SPECIAL_BUGS.get(lab.id, ()) and b not in first]
         cases += [(lab, bug) for bug in chosen]
     return cases
 
@@ -1785,8 +1796,8 @@ REFERENCE = "reference"  # the student whose files are the reference solutions (
 @pytest.fixture(scope="module")
 def references_and_bugs(tmp_path_factory):
     """One class, graded once as an instructor would: every lab's ``solution.py`` handed in by the
-    student "reference", and bugs from every lab's gallery (:func:`_agreement_cases`), each by a student
-    of its own; beside it, pytest's own counts of the same files. One grading, not one for the
+    student "reference", and bugs from the galleries (:func:`_agreement_cases`), each by a student of
+    its own; beside it, pytest's own counts of the same files. One grading, not one for the
     references and one for the bugs: a lab's wave then holds its reference and its bugs together, so
     that the slowest labs (99-02's take one and a half to two minutes each under the grader) share the
     cores.
@@ -1834,8 +1845,8 @@ def references_and_bugs(tmp_path_factory):
 
 
 def test_the_grader_agrees_with_pytest_on_the_bug_galleries(references_and_bugs):
-    """Bugs from every lab's gallery, handed in as students' files: the grader's count of passed
-    tests is pytest's count under LAB_IMPL=bugs/<name>."""
+    """Bugs from the galleries (:func:`_agreement_cases`), handed in as students' files: the grader's
+    count of passed tests is pytest's count under LAB_IMPL=bugs/<name>."""
     graded, counted = references_and_bugs["graded"], references_and_bugs["counted"]
     wrong = []
     for lab, bug in references_and_bugs["cases"]:

@@ -29,7 +29,7 @@ from labkit.course import mutants, mutate, registry, runner, survivors
 from labkit.testing import loader, triton_env
 
 # Mutants per lab in CI (CONTRIBUTING.md, "Continuous integration", has the stage's time on 2 cores).
-DEFAULT_SAMPLE = 8
+DEFAULT_SAMPLE = 4
 SEED = 0
 JOBS = min(8, max(2, os.cpu_count() or 2))
 
