@@ -163,6 +163,15 @@ def test_a_sample_is_the_same_on_every_machine():
     assert mutate.sample(made, None) == made == mutate.sample(made, 500)
 
 
+@pytest.mark.maintainer
+@pytest.mark.parametrize("lab", WRITTEN, ids=lambda lab: lab.id)
+def test_cis_sample_is_within_the_larger_one_it_replaced(lab):
+    """CI's sample of DEFAULT_SAMPLE mutants is among the 8 it used to draw (CONTRIBUTING.md, "Mutation
+    testing"): the smaller sample cannot meet a survivor that the larger one did not list."""
+    made = mutants.lab_mutants(lab.path)
+    assert set(mutate.sample(made, DEFAULT_SAMPLE, SEED)) <= set(mutate.sample(made, 8, SEED))
+
+
 def test_a_survivors_entry_reads_back_as_written(tmp_path):
     """An entry written by ``labs mutate --record`` (its why then filled in) reads back to the same
     edit, whatever characters it holds; an entry without a reason is refused."""
