@@ -1821,11 +1821,14 @@ def references_and_bugs(tmp_path_factory):
         (folder / "starter.py").write_text(_standalone(lab, bug))
         for helper in lab.path.glob("_*.py"):  # the lab's given modules (99-01's _runner.py), as a student has them
             shutil.copy(helper, folder / helper.name)
-    # pytest's counts, two runs at a time, each forked from an interpreter that imported pytest, numpy and
+    # pytest's counts, one run at a time, each forked from an interpreter that imported pytest, numpy and
     # torch once, where the system can. Tests marked ungraded (the course's given code, a subclass of the
     # learner's class) are left out by the grader for everyone: the count to agree with is pytest's
-    # without them. They run while the class is graded: the grader's waves leave a core idle at times (in
-    # 99-02's wave, one of its two students takes twice as long as the other).
+    # without them. They run while the class is graded, on a core the grader's waves leave idle at times
+    # (99-02's wave holds one student, whose worker and test take turns). One at a time (some 150 s in
+    # all on an idle machine), they leave the grader more of the cores in its first waves and go on into
+    # the later ones; two at a time, they took half the cores from the first waves and were done before
+    # 99-02's wave began.
     # The grader's limits are ones no lab reaches: these tests compare counts, not speed. The slowest lab,
     # 99-02, takes one and a half to two minutes under the grader on an idle 2-core machine (its
     # reference and add_request_returns_nothing alike; 7.5 minutes when the worker compared every watched
@@ -1834,8 +1837,8 @@ def references_and_bugs(tmp_path_factory):
     runs = [(REFERENCE, lab, "solution") for lab in labs] + [(f"{lab.id}-{bug.name}", lab, f"bugs/{bug.name}")
                                                              for lab, bug in cases]
     with contextlib.ExitStack() as stack:
-        pool = stack.enter_context(warm.WarmPool(2, registry.ROOT, clean_env(None))) if warm.available() else None
-        threads = stack.enter_context(concurrent.futures.ThreadPoolExecutor(2))
+        pool = stack.enter_context(warm.WarmPool(1, registry.ROOT, clean_env(None))) if warm.available() else None
+        threads = stack.enter_context(concurrent.futures.ThreadPoolExecutor(1))
         plain = threads.map(lambda run: run_lab_tests(run[1].path, impl=run[2], warm=pool, timeout=1800,
                                                       pytest_args=("-m", "not ungraded")), runs)
         result = grade.grade(klass, labs, grade.Limits(call=120, lab=1800, imports=300), jobs=2)
