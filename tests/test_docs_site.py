@@ -959,7 +959,8 @@ def _title_query(lab: registry.Lab) -> str:
 
 def _search(page, server: str, query: str) -> list[str]:
     """The pages search lists for ``query``, best first (one entry per page), from a fresh home page
-    (Material searches on the box's first input; a second one, after emptying it, can go unseen)."""
+    (Material searches on the box's first input; a second one, after emptying it or in its place,
+    renders no new results: each search pays for a page load and the index it builds)."""
     _open(page, server, "index.html")
     box = page.locator("input.md-search__input")
     box.click()
