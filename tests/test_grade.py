@@ -2065,6 +2065,15 @@ def test_a_classs_layout_is_looked_up_again_only_when_what_it_reads_changed(monk
     assert snapshots.updates([m])[1] == []
     slotted.block_id = vars(type("Other", (), {"__slots__": ("block_id",)}))["block_id"]
     assert snapshots.updates([m])[1] == [(m, [])], "a member of another class is asked for"
+    # A class is checked when it is used after the student's code may have run, compared or not: what a
+    # read of a field runs is decided from a checked layout (the worker calls code_ran at each request).
+    quiet = type("Block", (_Watched,), {})
+    snapshots.reference(quiet(2), hold=True)
+    snapshots.updates()
+    assert "size" not in snapshots.shadowed(quiet)
+    quiet.size = property(lambda self: 99)
+    snapshots.code_ran()
+    assert "size" in snapshots.shadowed(quiet), "a class not compared since it changed"
 
 
 class _SlottedBlock:
