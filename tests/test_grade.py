@@ -1799,8 +1799,8 @@ def references_and_bugs(tmp_path_factory):
     student "reference", and bugs from the galleries (:func:`_agreement_cases`), each by a student of
     its own; beside it, pytest's own counts of the same files. One grading, not one for the
     references and one for the bugs: a lab's wave then holds its reference and its bugs together, so
-    that the slowest labs (99-02's take one and a half to two minutes each under the grader) share the
-    cores.
+    that they share the cores (under ``LABS_AGREEMENT=all``, 99-02's reference and bug, one and a half
+    to two minutes each under the grader; by default its wave holds its reference alone).
 
     {"graded": {(student, lab id): Verdict}, "counted": {(student, lab id): LabRun}, "labs", "cases",
     "warnings"}."""
