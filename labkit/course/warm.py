@@ -6,9 +6,11 @@ gallery's check starts hundreds of runs. A :class:`WarmPool` keeps a few servers
 have imported those once; each run is a ``fork`` of one of them, so it begins with them imported
 and is otherwise the fresh process :func:`labkit.course.runner.run_lab_tests` starts: its own
 session and working folder, the environment it is given, its output into the run's log, the
-results pipe's write end its only copy. Nothing else is imported before the fork (Triton must be
-imported after the root ``conftest.py`` has chosen its backend), and nothing of one run reaches the
-next: every run is forked from the same untouched server.
+results pipe's write end its only copy. Besides those, the server imports only what every run's
+start imports and what does not depend on the run (pytest's own plugins, the course's helpers; Triton
+only where no GPU can be seen: elsewhere it must be imported after the root ``conftest.py`` has
+chosen its backend), and nothing of one run reaches the next: every run is forked from the same
+untouched server.
 
 Linux only (``fork`` after importing numpy and torch, which macOS's system libraries do not
 survive; file descriptors passed over a Unix socket); elsewhere :func:`available` is False and the
@@ -32,6 +34,13 @@ from pathlib import Path
 
 # What every run imports anyway, before its first test.
 PRELOAD = ("pytest", "numpy", "torch")
+# And what every run's start imports once torch is there: pytest's own plugins (and what they import:
+# pdb), the course's plugin, and what the root conftest.py and the labs' tests import from labkit. Half
+# of an empty run's start (0.1 of 0.2 s on an idle machine). None of them reads the run's environment
+# (LAB_IMPL...) or imports Triton when imported.
+PRELOAD_RUN = ("pdb", "labkit.course.pytest_plugin", "labkit.course.edition", "labkit.testing.loader",
+               "labkit.testing.triton_env", "labkit.testing.checks", "labkit.testing.cases",
+               "labkit.testing.contract", "labkit.testing.bench")
 # With a CPU build of torch, where every run runs Triton through its interpreter: Triton, and the
 # transformer the model labs build (whose import brings Triton in).
 PRELOAD_INTERPRETED = ("triton", "triton.language", "transformers.models.llama.modeling_llama")
@@ -150,6 +159,7 @@ def serve(sock: socket.socket) -> None:
         # imports Triton (labkit.triton_env.select_backend). The server does it first, for every run.
         os.environ[_INTERPRET] = "1"
         _import(PRELOAD_INTERPRETED)
+    _import([f"_pytest.{name}" for name in _pytest_plugins()] + list(PRELOAD_RUN))
     # What is imported lives as long as the process: the garbage collector of each run need not walk
     # it (pytest collects five times at its end), and pages not touched stay shared with the server.
     gc.freeze()
@@ -180,6 +190,15 @@ def _import(names) -> None:
             __import__(name)
         except ImportError:  # not installed here: the runs that need it skip, or say so
             pass
+
+
+def _pytest_plugins() -> tuple[str, ...]:
+    """The names of pytest's built-in plugins, which every run loads (``_pytest.<name>``)."""
+    try:
+        from _pytest.config import default_plugins
+    except ImportError:  # another pytest's layout: each run imports them itself
+        return ()
+    return tuple(default_plugins)
 
 
 def _read_exactly(sock: socket.socket, n: int) -> bytes:
