@@ -1647,10 +1647,11 @@ EXPECTED = {
     ("grace", "02-06"): ("ok", "all"),
 }
 # Each limit is reached by one student, so each costs the test its length: dave's hang costs a call's
-# limit at each of the 16 tests of 02-06 that hand in an empty sequence, his import loop the import
-# limit. They are a few times what an honest student needs on a busy 2-core machine: 02-04's slowest
-# call (a kernel through Triton's interpreter, offsets past 2**31) takes 2 s, an import of torch and
-# Triton a few, the slowest lab (02-04's 152 tests) some 20 s under the grader.
+# limit at each of the 4 tests of 02-06 that hand in an empty block table (when it hung on every empty
+# sequence, 16 of them, that was most of the test's 110 s), his import loop the import limit. They are
+# a few times what an honest student needs on a busy 2-core machine: 02-04's slowest call (a kernel
+# through Triton's interpreter, offsets past 2**31) takes 2 s, an import of torch and Triton a few, the
+# slowest lab (02-04's 152 tests) some 20 s under the grader.
 LIMITS = grade.Limits(call=5.0, lab=120.0, imports=20.0)
 
 
