@@ -6,7 +6,8 @@ a student's copy (``LAB_IMPL=alice`` for ``alice.py``) or a bug of the gallery
 (``LAB_IMPL=bugs/no_correction``).
 Tests receive it as the ``lab`` fixture: ``lab.paged_attention(...)``.
 
-Read top to bottom: where Triton runs (decided before any test imports it), the
+Read top to bottom: the record each run keeps of a lab's whole suite on its reference (for the
+maintainers' checks), where Triton runs (decided before any test imports it), the
 run's header (in a class edition, with the labs that build on a reference not released yet), then
 one hook per job at collection (an unknown ``LAB_IMPL``, the maintainers' checks, GPU tests
 without a GPU), a write into a read-only input named as such, then the fixture.
@@ -18,6 +19,10 @@ import pytest
 
 from labkit.course import edition, registry
 from labkit.testing import loader, triton_env
+
+# Each lab's suite, when a run goes through all of it on the reference, is kept for the maintainers'
+# checks that need that run again (labkit/course/suite_record.py).
+pytest_plugins = ["labkit.course.suite_record"]
 
 # Where Triton runs, and whether CUDA is there: decided once, at start-up.
 _TRITON_LINE = pytest.StashKey[str]()

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from labkit.course import registry
+from labkit.course import registry, suite_record
 from labkit.grader import grade, report, sandbox, standin, values, wire
 
 pytestmark = pytest.mark.maintainer
@@ -1795,7 +1795,7 @@ REFERENCE = "reference"  # the student whose files are the reference solutions (
 
 
 @pytest.fixture(scope="module")
-def references_and_bugs(tmp_path_factory):
+def references_and_bugs(tmp_path_factory, request):
     """One class, graded once as an instructor would: every lab's ``solution.py`` handed in by the
     student "reference", and bugs from the galleries (:func:`_agreement_cases`), each by a student of
     its own; beside it, pytest's own counts of the same files. One grading, not one for the
@@ -1822,28 +1822,30 @@ def references_and_bugs(tmp_path_factory):
         (folder / "starter.py").write_text(_standalone(lab, bug))
         for helper in lab.path.glob("_*.py"):  # the lab's given modules (99-01's _runner.py), as a student has them
             shutil.copy(helper, folder / helper.name)
-    # pytest's counts, one run at a time, each forked from an interpreter that imported pytest, numpy and
-    # torch once, where the system can. Tests marked ungraded (the course's given code, a subclass of the
-    # learner's class) are left out by the grader for everyone: the count to agree with is pytest's
-    # without them. They run while the class is graded, on a core the grader's waves leave idle at times
-    # (99-02's wave holds one student, whose worker and test take turns). One at a time (some 150 s in
-    # all on an idle machine), they leave the grader more of the cores in its first waves and go on into
-    # the later ones; two at a time, they took half the cores from the first waves and were done before
-    # 99-02's wave began.
+    # pytest's counts. Tests marked ungraded (the course's given code, a subclass of the learner's class) are
+    # left out by the grader for everyone: the count to agree with is pytest's without them. A reference's
+    # count is the one this checkout's plain `pytest` kept, while nothing it depends on has changed
+    # (labkit/course/suite_record.py; CI runs the README's `pytest` first), less the ungraded tests. The
+    # others run one at a time, each forked from an interpreter that imported pytest, numpy and torch once
+    # where the system can, while the class is graded, on a core the grader's waves leave idle at times
+    # (99-02's wave holds one student, whose worker and test take turns). Two at a time, they took half
+    # the cores from the grader's first waves.
     # The grader's limits are ones no lab reaches: these tests compare counts, not speed. The slowest lab,
     # 99-02, takes one and a half to two minutes under the grader on an idle 2-core machine (its
     # reference and add_request_returns_nothing alike; 7.5 minutes when the worker compared every watched
     # object after each request, 2.5 when a read after a call waited for a comparison of its own, or when
     # its tests read the stream's whole log at every step), and longer beside other work.
-    runs = [(REFERENCE, lab, "solution") for lab in labs] + [(f"{lab.id}-{bug.name}", lab, f"bugs/{bug.name}")
-                                                             for lab, bug in cases]
+    cache = getattr(request.config, "cache", None)
+    counted = {(REFERENCE, lab.id): suite_record.recorded(cache, lab, graded_only=True) for lab in labs}
+    runs = [(REFERENCE, lab, "solution") for lab in labs if counted[REFERENCE, lab.id] is None]
+    runs += [(f"{lab.id}-{bug.name}", lab, f"bugs/{bug.name}") for lab, bug in cases]
     with contextlib.ExitStack() as stack:
         pool = stack.enter_context(warm.WarmPool(1, registry.ROOT, clean_env(None))) if warm.available() else None
         threads = stack.enter_context(concurrent.futures.ThreadPoolExecutor(1))
         plain = threads.map(lambda run: run_lab_tests(run[1].path, impl=run[2], warm=pool, timeout=1800,
                                                       pytest_args=("-m", "not ungraded")), runs)
         result = grade.grade(klass, labs, grade.Limits(call=120, lab=1800, imports=300), jobs=2)
-        counted = {(student, lab.id): run for (student, lab, _), run in zip(runs, plain, strict=True)}
+        counted |= {(student, lab.id): run for (student, lab, _), run in zip(runs, plain, strict=True)}
     graded = {(v.student, v.lab): v for v in result.verdicts if v.status != "missing"}
     return {"graded": graded, "counted": counted, "labs": labs, "cases": cases, "warnings": result.warnings}
 

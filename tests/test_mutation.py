@@ -25,7 +25,7 @@ import textwrap
 
 import pytest
 
-from labkit.course import mutants, mutate, registry, runner, survivors
+from labkit.course import mutants, mutate, registry, runner, suite_record, survivors
 from labkit.testing import loader, triton_env
 
 # Mutants per lab in CI (CONTRIBUTING.md, "Continuous integration", has the stage's time on 2 cores).
@@ -273,11 +273,17 @@ def sampled_runs(request):
     labs = [lab for lab in labs if survivors.path(lab.path).is_file()]
     made = {lab.id: mutants.lab_mutants(lab.path) for lab in labs}
     chosen = {lab.id: mutate.sample(made[lab.id], _sample_size(), SEED) for lab in labs}
+    # The baselines: the default run's, where this checkout's `pytest` kept it (labkit/course/suite_record.py;
+    # CI runs the README's `pytest` first), else a run of the lab's suite now.
+    kept = {lab.id: suite_record.recorded(getattr(request.config, "cache", None), lab) for lab in labs}
     with (mutate.warm_pool(JOBS) or _no_pool()) as pool:
-        bases = runner.run_in_parallel(lambda lab: mutate.baseline(lab.path, pool), labs, JOBS)
-        limits = {lab.id: mutate.time_limit(base.seconds) for lab, base in zip(labs, bases, strict=True)}
-        for lab, base in zip(labs, bases, strict=True):
-            assert base.all_passed, f"lab {lab.id}: the solution's tests fail: {base.first_problem()}"
+        missing = [lab for lab in labs if kept[lab.id] is None]
+        bases = kept | dict(zip((lab.id for lab in missing),
+                                runner.run_in_parallel(lambda lab: mutate.baseline(lab.path, pool), missing, JOBS),
+                                strict=True))
+        limits = {lab.id: mutate.time_limit(bases[lab.id].seconds) for lab in labs}
+        for lab in labs:
+            assert bases[lab.id].all_passed, f"lab {lab.id}: the solution's tests fail: {bases[lab.id].first_problem()}"
         todo = [(lab, m) for lab in labs for m in chosen[lab.id]]
         verdicts = runner.run_in_parallel(lambda job: mutate.run_mutant(job[0].path, job[1], limits[job[0].id], pool),
                                           todo, JOBS)

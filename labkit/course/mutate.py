@@ -56,9 +56,8 @@ def sample(mutants: list[Mutant], n: int | None, seed: int = 0) -> list[Mutant]:
 
 def baseline(lab_dir: Path, pool: warm.WarmPool | None = None, timeout: float = 900) -> LabRun:
     """The lab's tests on its solution, as each mutant's run makes them: they must all pass, and
-    their time sets the mutants' time limit. With warm servers, a server's first run also waits for it
-    to start (a few seconds): that lab's limit is only the longer, which costs time only if a mutant
-    hangs (running each lab twice, to time a second run, cost CI's mutation stage a minute)."""
+    their time sets the mutants' time limit (a warm run's time starts at its fork, not while it waits
+    for its server to start: :func:`labkit.course.runner.run_lab_tests`)."""
     return run_lab_tests(lab_dir, impl="solution", timeout=timeout, warm=pool, pytest_args=("-x",))
 
 

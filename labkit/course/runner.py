@@ -128,7 +128,8 @@ def run_lab_tests(
 ) -> LabRun:
     """Run ``pytest <lab_dir>`` with ``LAB_IMPL=impl`` in a subprocess.
 
-    ``timeout`` (seconds) kills the run; what finished by then is kept.
+    ``timeout`` (seconds from the run's start: a warm one's fork, not its wait for a server) kills the
+    run; what finished by then is kept; ``seconds`` of the result is timed from there too.
     ``on_progress(done, total)`` is called as tests finish.
     ``warm``: fork the run from a server of that pool (:mod:`labkit.course.warm`) instead of starting
     an interpreter, when the pool runs in ``cwd``.
@@ -136,7 +137,6 @@ def run_lab_tests(
     extra = dict(env or {})
     if impl is not None:
         extra["LAB_IMPL"] = impl
-    start = time.monotonic()
     run = LabRun()
     read_fd, write_fd, token, inherit = _results_pipe()
     extra["LABS_RESULTS_FD"] = token
@@ -158,6 +158,7 @@ def run_lab_tests(
                                             start_new_session=True, **inherit)
             finally:
                 os.close(write_fd)  # pytest holds the only write end now: end of file when it exits
+            start = time.monotonic()  # not before: a warm run may have waited for its server to start
             try:
                 while True:
                     try:
