@@ -24,15 +24,19 @@ from labkit.testing import loader, triton_env
 # checks that need that run again (labkit/course/suite_record.py).
 pytest_plugins = ["labkit.course.suite_record"]
 
-# Where Triton runs, and whether CUDA is there: decided once, at start-up.
+# Where Triton runs: decided once, before the first test module that may import it (Triton reads
+# TRITON_INTERPRET when it is imported). Deciding imports torch, seconds on a small machine, so the
+# test modules of the labs that need neither torch nor Triton (tagged python or cpu) do not decide:
+# a run of those labs alone never imports torch.
 _TRITON_LINE = pytest.StashKey[str]()
 _HAS_CUDA = pytest.StashKey[bool]()
 
 
-def pytest_configure(config):
-    # Triton reads TRITON_INTERPRET when it is imported: decide before any test module imports it.
-    config.stash[_TRITON_LINE] = triton_env.describe()
-    config.stash[_HAS_CUDA] = triton_env.cuda_available()
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    lab = registry.lab_for_path(module_path)
+    if _TRITON_LINE not in parent.config.stash and (lab is None or not set(lab.tags) <= {"python", "cpu"}):
+        parent.config.stash[_TRITON_LINE] = triton_env.describe()
 
 
 def pytest_report_header(config):
@@ -43,14 +47,15 @@ def pytest_report_header(config):
         note = f" ({mode}; reference solutions released: {released})"
     else:
         note = " (the reference solutions; LAB_IMPL=starter tests your own work)" if impl == "solution" else ""
-    return [f"labs: LAB_IMPL={impl}{note}", config.stash[_TRITON_LINE]]
+    return [f"labs: LAB_IMPL={impl}{note}"]
 
 
 def pytest_report_collectionfinish(config, items):
     """In a class edition, the labs of this run that build on a reference not released yet, and what
     they run on instead (:mod:`labkit.course.edition`)."""
     labs = [registry.lab_for_path(folder) for folder in sorted({item.path.parent for item in items})]
-    return [f"labs: {line}" for line in edition.notes([lab for lab in labs if lab is not None])]
+    triton = [config.stash[_TRITON_LINE]] if _TRITON_LINE in config.stash else []
+    return triton + [f"labs: {line}" for line in edition.notes([lab for lab in labs if lab is not None])]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -83,7 +88,7 @@ class _MaintainerChecks:
 def pytest_runtest_setup(item):
     """GPU tests skip, with the reason, on a machine without CUDA; in a class edition, so do those of a
     lab whose given module comes with an earlier lab's reference, not released yet."""
-    if item.get_closest_marker("gpu") and not item.config.stash[_HAS_CUDA]:
+    if item.get_closest_marker("gpu") and not item.config.stash.setdefault(_HAS_CUDA, triton_env.cuda_available()):
         pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)")
     lab = registry.lab_for_path(item.path) if edition.current() is not None else None
     for name, owner in edition.held_back(lab) if lab is not None else ():
