@@ -38,7 +38,8 @@ PRELOAD = ("pytest", "numpy", "torch")
 # pdb), the course's plugin, and what the root conftest.py and the labs' tests import from labkit. Half
 # of an empty run's start (0.1 of 0.2 s on an idle machine). None of them reads the run's environment
 # (LAB_IMPL...) or imports Triton when imported.
-PRELOAD_RUN = ("pdb", "labkit.course.pytest_plugin", "labkit.course.edition", "labkit.testing.loader",
+PRELOAD_RUN = ("pdb", "labkit.course.pytest_plugin", "labkit.course.suite_record", "labkit.course.edition",
+               "labkit.testing.loader",
                "labkit.testing.triton_env", "labkit.testing.checks", "labkit.testing.cases",
                "labkit.testing.contract", "labkit.testing.bench")
 # With a CPU build of torch, where every run runs Triton through its interpreter: Triton, and the
