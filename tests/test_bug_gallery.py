@@ -15,6 +15,7 @@ machinery keeps the verdicts of a plain run of the whole suite.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 
 import pytest
@@ -49,9 +50,16 @@ def test_bug_is_documented(entry, bug):
     assert not bug.problem, f"{where}: {bug.problem}"
     assert bug.doc and bug.doc.strip(), f"{where}: no docstring saying what is wrong and its symptom"
     assert bug.caught_by, f"{where}: no CAUGHT_BY = [<test names>] list"
-    tests = set(gallery.test_functions(lab.path))
+    tests = _test_functions(lab.path)
     unknown = [t for t in bug.caught_by if t not in tests]
     assert not unknown, f"{where}: CAUGHT_BY names tests that {lab.folder}/test_lab.py does not define: {unknown}"
+
+
+@functools.cache
+def _test_functions(lab_dir) -> set[str]:
+    """A lab's test functions, read once (parsing a large test_lab.py for each of its bugs was a minute
+    of the galleries' stage on CI's machine)."""
+    return set(gallery.test_functions(lab_dir))
 
 
 @pytest.fixture(scope="module")
