@@ -39,8 +39,7 @@ PRELOAD = ("pytest", "numpy", "torch")
 # of an empty run's start (0.1 of 0.2 s on an idle machine). None of them reads the run's environment
 # (LAB_IMPL...) or imports Triton when imported.
 PRELOAD_RUN = ("pdb", "labkit.course.pytest_plugin", "labkit.course.suite_record", "labkit.course.edition",
-               "labkit.testing.loader",
-               "labkit.testing.triton_env", "labkit.testing.checks", "labkit.testing.cases",
+               "labkit.testing.loader", "labkit.testing.triton_env", "labkit.testing.checks", "labkit.testing.cases",
                "labkit.testing.contract", "labkit.testing.bench")
 # With a CPU build of torch, where every run runs Triton through its interpreter: Triton, and the
 # transformer the model labs build (whose import brings Triton in).
