@@ -19,6 +19,7 @@ The first tests need no test run: the operators on small sources of their own.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import textwrap
@@ -47,6 +48,12 @@ def _id(lab):
     return lab.id
 
 
+@functools.cache
+def _lab_mutants(lab_dir) -> tuple[mutants.Mutant, ...]:
+    """A lab's mutants, made once a session (four checks read them; all labs' take some 5 s to make)."""
+    return tuple(mutants.lab_mutants(lab_dir))
+
+
 def _mutants_of(text: str) -> list[mutants.Mutant]:
     return mutants.file_mutants(textwrap.dedent(text), "solution.py")
 
@@ -62,14 +69,32 @@ def test_each_mutant_is_one_edit_of_whole_lines_that_occur_once(entry):
     maintainers' checks. Catches an edit the gallery's loader would refuse, or two mutants the
     survivors list could not tell apart."""
     for lab in [entry]:
-        made = mutants.lab_mutants(lab.path)
+        made = _lab_mutants(lab.path)
         assert len({m.key for m in made}) == len(made), f"lab {lab.id}: two mutants make the same edit"
         for m in made:
             text = (lab.path / m.source).read_text(encoding="utf-8")
             assert text.count(m.old) == 1 and m.old.endswith("\n"), (lab.id, m)
             start = text.index(m.old)
             assert start == 0 or text[start - 1] == "\n", (lab.id, m)
-            ast.parse(text.replace(m.old, m.new))
+            ast.parse(_statement_around(text, start, start + len(m.old)).replace(m.old, m.new))
+
+
+def _statement_around(text: str, start: int, end: int) -> str:
+    """The top-level statement of ``text`` (decorators included) that holds characters ``start`` to
+    ``end``, whole lines; all of ``text`` when none holds them all. Whether an edit parses is decided
+    there: the grammar reads each top-level statement apart, and parsing a large file once per mutant
+    was most of this check's time."""
+    first, last = text.count("\n", 0, start) + 1, text.count("\n", 0, end - 1) + 1
+    for node in _top_level(text):
+        begin = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        if begin <= first and last <= node.end_lineno:
+            return "".join(text.splitlines(keepends=True)[begin - 1:node.end_lineno])
+    return text
+
+
+@functools.cache
+def _top_level(text: str) -> list[ast.stmt]:
+    return ast.parse(text).body
 
 
 def test_the_operators_make_the_classic_mistakes():
@@ -168,7 +193,7 @@ def test_a_sample_is_the_same_on_every_machine():
 def test_cis_sample_is_within_the_larger_one_it_replaced(lab):
     """CI's sample of DEFAULT_SAMPLE mutants is among the 8 it used to draw (CONTRIBUTING.md, "Mutation
     testing"): the smaller sample cannot meet a survivor that the larger one did not list."""
-    made = mutants.lab_mutants(lab.path)
+    made = _lab_mutants(lab.path)
     assert set(mutate.sample(made, DEFAULT_SAMPLE, SEED)) <= set(mutate.sample(made, 8, SEED))
 
 
@@ -258,7 +283,7 @@ def test_survivors_list_names_mutants_that_exist(entry):
     that changed or went."""
     lab = entry
     listed = _listed(lab)
-    made = {m.key for m in mutants.lab_mutants(lab.path)}
+    made = {m.key for m in _lab_mutants(lab.path)}
     stale = [s for s in listed if s.key not in made]
     assert not stale, f"{lab.folder}/survivors.toml: entries whose edit no mutant makes any more: " + "; ".join(
         f"{s.source}: {s.old.strip()!r} -> {s.new.strip()!r}" for s in stale)
@@ -271,7 +296,7 @@ def sampled_runs(request):
     labs = [item.callspec.params["entry"] for item in request.session.items
             if getattr(item, "originalname", "") == "test_no_unlisted_survivor"]
     labs = [lab for lab in labs if survivors.path(lab.path).is_file()]
-    made = {lab.id: mutants.lab_mutants(lab.path) for lab in labs}
+    made = {lab.id: _lab_mutants(lab.path) for lab in labs}
     chosen = {lab.id: mutate.sample(made[lab.id], _sample_size(), SEED) for lab in labs}
     # The baselines: the default run's, where this checkout's `pytest` kept it (labkit/course/suite_record.py;
     # CI runs the README's `pytest` first), else a run of the lab's suite now.
