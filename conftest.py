@@ -35,7 +35,7 @@ _HAS_CUDA = pytest.StashKey[bool]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makemodule(module_path, parent):
     lab = registry.lab_for_path(module_path)
-    if _TRITON_LINE not in parent.config.stash and (lab is None or not set(lab.tags) <= {"python", "cpu"}):
+    if _TRITON_LINE not in parent.config.stash and (lab is None or lab.uses_torch):
         parent.config.stash[_TRITON_LINE] = triton_env.describe()
 
 

@@ -301,7 +301,7 @@ def sampled_runs(request):
     # The baselines: the default run's, where this checkout's `pytest` kept it (labkit/course/suite_record.py;
     # CI runs the README's `pytest` first), else a run of the lab's suite now.
     kept = {lab.id: suite_record.recorded(getattr(request.config, "cache", None), lab) for lab in labs}
-    with (mutate.warm_pool(JOBS) or _no_pool()) as pool:
+    with (mutate.warm_pool(JOBS, labs) or _no_pool()) as pool:
         missing = [lab for lab in labs if kept[lab.id] is None]
         bases = kept | dict(zip((lab.id for lab in missing),
                                 runner.run_in_parallel(lambda lab: mutate.baseline(lab.path, pool), missing, JOBS),

@@ -58,7 +58,7 @@ def cmd_mutate(args) -> int:
         return 0
 
     start = time.monotonic()
-    with (mutate.warm_pool(args.jobs) or contextlib.nullcontext()) as pool:
+    with (mutate.warm_pool(args.jobs, [lab]) or contextlib.nullcontext()) as pool:
         base = mutate.baseline(lab.path, pool)
         if not base.all_passed:
             raise UsageError(f"the solution's own tests do not pass ({base.first_problem()}): "

@@ -101,9 +101,12 @@ def run_mutants(lab_dir: Path, mutants: list[Mutant], timeout: float, jobs: int 
     return run_in_parallel(one, mutants, jobs)
 
 
-def warm_pool(jobs: int) -> warm.WarmPool | None:
-    """Warm servers for ``jobs`` runs at a time, where the system has them (use as a context manager)."""
-    return warm.WarmPool(jobs, ROOT, clean_env(None)) if warm.available() else None
+def warm_pool(jobs: int, labs) -> warm.WarmPool | None:
+    """Warm servers for ``jobs`` runs at a time of ``labs``' mutants, where the system has them (use as
+    a context manager)."""
+    if not warm.available():
+        return None
+    return warm.WarmPool(jobs, ROOT, clean_env(None), torch=any(lab.uses_torch for lab in labs))
 
 
 # --------------------------------------------------------------------------- against the list

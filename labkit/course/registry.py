@@ -38,6 +38,11 @@ class Lab:
         return ROOT / self.folder
 
     @property
+    def uses_torch(self) -> bool:
+        """Whether its tests may import torch or Triton: every lab but the Python and numpy ones."""
+        return not set(self.tags) <= {"python", "cpu"}
+
+    @property
     def runs_on(self) -> str:
         """Where the lab runs, for the README's map and ``labs list``."""
         if "model" in self.tags:

@@ -32,7 +32,7 @@ import sys
 import threading
 from pathlib import Path
 
-# What every run imports anyway, before its first test.
+# What every run imports anyway, before its first test (a pool for labs that use no torch: the first two).
 PRELOAD = ("pytest", "numpy", "torch")
 # And what every run's start imports once torch is there: pytest's own plugins (and what they import:
 # pdb), the course's plugin, and what the root conftest.py and the labs' tests import from labkit. Half
@@ -52,13 +52,15 @@ def available() -> bool:
 
 class WarmPool:
     """``size`` servers, started in ``cwd`` with ``env`` (what only an interpreter's start reads, such
-    as ``PYTHONPATH``, comes from here; a run's own environment replaces the rest). Use as a context
+    as ``PYTHONPATH``, comes from here; a run's own environment replaces the rest). ``torch=False``
+    (runs of labs that use no torch, :attr:`labkit.course.registry.Lab.uses_torch`): the servers do
+    not import torch, Triton or transformers, seconds each on a small machine. Use as a context
     manager; :meth:`popen` starts a run on an idle server, waiting for one when all are busy."""
 
-    def __init__(self, size: int, cwd: Path, env: dict[str, str]):
+    def __init__(self, size: int, cwd: Path, env: dict[str, str], *, torch: bool = True):
         self.cwd = Path(cwd)
         self._idle: queue.Queue = queue.Queue()
-        self._servers = [_Server(self.cwd, env) for _ in range(max(1, size))]
+        self._servers = [_Server(self.cwd, env, torch) for _ in range(max(1, size))]
         for server in self._servers:
             self._idle.put(server)
 
@@ -107,10 +109,11 @@ class WarmRun:
 class _Server:
     """One warm interpreter (``python -m labkit.course.warm``) and the socket to it."""
 
-    def __init__(self, cwd: Path, env: dict[str, str]):
+    def __init__(self, cwd: Path, env: dict[str, str], torch: bool):
         self._sock, theirs = socket.socketpair()
+        light = [] if torch else ["--no-torch"]
         with theirs:
-            self._proc = subprocess.Popen([sys.executable, "-m", "labkit.course.warm", str(theirs.fileno())],
+            self._proc = subprocess.Popen([sys.executable, "-m", "labkit.course.warm", str(theirs.fileno()), *light],
                                           cwd=cwd, env=env, stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),))
         self._pending = b""
 
@@ -149,10 +152,10 @@ class _Server:
 # --------------------------------------------------------------------------- the server
 
 
-def serve(sock: socket.socket) -> None:
+def serve(sock: socket.socket, with_torch: bool = True) -> None:
     """Import what every run needs, then fork one run per request, one at a time. The run sends its
     pid when it has started; the server sends its return code (``-signal`` when killed) when it ends."""
-    _import(PRELOAD)
+    _import(PRELOAD if with_torch else PRELOAD[:2])
     torch = sys.modules.get("torch")
     if torch is not None and torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
         # No run can see a GPU: the root conftest.py would turn Triton's interpreter on before anything
@@ -264,5 +267,5 @@ def _leave(code: int) -> None:
 
 
 if __name__ == "__main__":
-    serve(socket.socket(fileno=int(sys.argv[1])))
+    serve(socket.socket(fileno=int(sys.argv[1])), with_torch="--no-torch" not in sys.argv[2:])
     os._exit(0)  # nothing to tear down (and Triton's bindings complain at a full teardown)
