@@ -906,48 +906,68 @@ def _smallest_text_px(svg: str, rendered_width: float) -> float:
     return figures.smallest_font(svg) * rendered_width / viewbox_width
 
 
-@pytest.mark.parametrize("viewport,scheme", [((1280, 900), "default"), ((390, 844), "default"), ((1280, 900), "slate")],
-                         ids=["desktop", "mobile", "dark"])
-def test_every_figure_reads_at_its_size(browser, server, site, viewport, scheme):
-    """Every figure of every page, on a desktop, on a phone and in dark mode: an SVG whose smallest text
-    is at least MIN_TEXT_PX high as drawn (on a phone it scrolls sideways rather than shrink), a link
-    that opens it full size, and in dark mode its dark twin, not a white box. The page never scrolls
-    sideways as a whole."""
+# The views a figure is checked in: a desktop, dark mode on it, a phone. Each page is loaded once and
+# seen in each of them (a viewport or a colour scheme set on a loaded page lays it out again): loading
+# every page with a figure once a view was a minute of CI.
+FIGURE_VIEWS = {"desktop": ((1280, 900), "default"), "dark": ((1280, 900), "slate"), "mobile": ((390, 844), "default")}
+
+
+@pytest.fixture(scope="module")
+def figures_seen(browser, server, site) -> dict[str, tuple[int, list[str]]]:
+    """Every figure of every page, in each of FIGURE_VIEWS: {view: (figures seen, problems)}."""
     page, _ = browser
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
                    if "<img" in p.read_text() and p.name != "print.html")
     assert pages, "no page of the site shows a figure"
-    page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
-    problems, seen, shot = [], 0, False
+    seen = {view: [0, []] for view in FIGURE_VIEWS}
+    shot = False
     try:
         for path in pages:
             _open(page, server, path)
-            _scheme(page, scheme)
-            page.evaluate("() => Promise.all([...document.images].map(i => i.decode().catch(() => null)))")
-            for figure in page.locator("article").evaluate(_FIGURES_JS):
-                seen += 1
-                where = f"{path}: {figure['src']}"
-                source = figure["src"].split("#")[0]
-                if not source.endswith(".svg"):
-                    problems.append(f"{where}: not an SVG")
-                    continue
-                folder = Path(path).parent
-                svg = (site / folder / source).read_text(encoding="utf-8")
-                px = _smallest_text_px(svg, figure["width"])
-                if px < MIN_TEXT_PX:
-                    problems.append(f"{where}: smallest text {px:.1f} px at {figure['width']:.0f} px wide")
-                if figure["link"] != "/" + posixpath.normpath((folder / source).as_posix()):
-                    problems.append(f"{where}: a click does not open it (link: {figure['link']})")
-                if (scheme == "slate") != source.endswith(".dark.svg"):
-                    problems.append(f"{where}: the {'dark' if scheme == 'slate' else 'light'} page shows this twin")
-            overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-            if overflow > 1:
-                problems.append(f"{path}: the page scrolls sideways by {overflow} px")
-            if scheme == "slate" and "/tutorials/" in path and not shot:  # a chapter's figure, in dark mode
-                shot = _shoot(page, "docs-figure.png", page.locator("article a.figure--dark").first) or True
+            for view, (viewport, scheme) in FIGURE_VIEWS.items():
+                page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+                _scheme(page, scheme)
+                seen[view][0] += _check_figures(page, site, path, scheme, seen[view][1])
+                if scheme == "slate" and "/tutorials/" in path and not shot:  # a chapter's figure, in dark mode
+                    shot = _shoot(page, "docs-figure.png", page.locator("article a.figure--dark").first) or True
     finally:
         page.set_viewport_size({"width": 1280, "height": 900})
         _scheme(page, "default")
+    return {view: (count, problems) for view, (count, problems) in seen.items()}
+
+
+def _check_figures(page, site: Path, path: str, scheme: str, problems: list[str]) -> int:
+    """The visible figures of the page as it is laid out now, checked; returns how many there were."""
+    page.evaluate("() => Promise.all([...document.images].map(i => i.decode().catch(() => null)))")
+    figures = page.locator("article").evaluate(_FIGURES_JS)
+    for figure in figures:
+        where = f"{path}: {figure['src']}"
+        source = figure["src"].split("#")[0]
+        if not source.endswith(".svg"):
+            problems.append(f"{where}: not an SVG")
+            continue
+        folder = Path(path).parent
+        svg = (site / folder / source).read_text(encoding="utf-8")
+        px = _smallest_text_px(svg, figure["width"])
+        if px < MIN_TEXT_PX:
+            problems.append(f"{where}: smallest text {px:.1f} px at {figure['width']:.0f} px wide")
+        if figure["link"] != "/" + posixpath.normpath((folder / source).as_posix()):
+            problems.append(f"{where}: a click does not open it (link: {figure['link']})")
+        if (scheme == "slate") != source.endswith(".dark.svg"):
+            problems.append(f"{where}: the {'dark' if scheme == 'slate' else 'light'} page shows this twin")
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    if overflow > 1:
+        problems.append(f"{path}: the page scrolls sideways by {overflow} px")
+    return len(figures)
+
+
+@pytest.mark.parametrize("view", FIGURE_VIEWS)
+def test_every_figure_reads_at_its_size(figures_seen, view):
+    """Every figure of every page, on a desktop, on a phone and in dark mode: an SVG whose smallest text
+    is at least MIN_TEXT_PX high as drawn (on a phone it scrolls sideways rather than shrink), a link
+    that opens it full size, and in dark mode its dark twin, not a white box. The page never scrolls
+    sideways as a whole."""
+    seen, problems = figures_seen[view]
     assert seen, "no figure was seen"
     assert not problems, "\n".join(problems)
 
