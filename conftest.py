@@ -7,10 +7,11 @@ a student's copy (``LAB_IMPL=alice`` for ``alice.py``) or a bug of the gallery
 Tests receive it as the ``lab`` fixture: ``lab.paged_attention(...)``.
 
 Read top to bottom: the record each run keeps of a lab's whole suite on its reference (for the
-maintainers' checks), where Triton runs (decided before any test imports it), the
-run's header (in a class edition, with the labs that build on a reference not released yet), then
-one hook per job at collection (an unknown ``LAB_IMPL``, the maintainers' checks, GPU tests
-without a GPU), a write into a read-only input named as such, then the fixture.
+maintainers' checks), where Triton runs (decided before the first test module that may import it,
+and said after the collection), the run's header (in a class edition, with the labs that build on
+a reference not released yet), then one hook per job at collection (an unknown ``LAB_IMPL``, the
+maintainers' checks, GPU tests without a GPU), a write into a read-only input named as such, then
+the fixture.
 """
 
 from __future__ import annotations
