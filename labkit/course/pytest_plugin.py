@@ -50,7 +50,7 @@ class _Recorder:
 
     def pytest_collectreport(self, report):
         if report.failed:
-            self._write(event="error", nodeid=report.nodeid, message=_message(report))
+            self._write(event="error", nodeid=report.nodeid, message=message(report))
 
     def pytest_runtest_logreport(self, report):
         # One record per test: the call, or the setup when it did not pass (an error, a skip).
@@ -61,18 +61,19 @@ class _Recorder:
                 name=report.nodeid.split("::")[-1],
                 outcome=report.outcome,
                 when=report.when,
-                message=_message(report) if not report.passed else "",
+                message=message(report) if not report.passed else "",
                 detail=_detail(report) if report.failed else "",
                 incidents=self._incidents(),
             )
         elif report.when == "teardown" and report.failed:
-            self._write(event="teardown-error", nodeid=report.nodeid, message=_message(report))
+            self._write(event="teardown-error", nodeid=report.nodeid, message=message(report))
 
     def pytest_unconfigure(self):
         self._file.close()
 
 
-def _message(report) -> str:
+def message(report) -> str:
+    """One line: why a test failed or skipped (what a run's record says; a kept suite says the same)."""
     longrepr = report.longrepr
     if isinstance(longrepr, tuple):  # a skip: (path, line, reason)
         return one_line(longrepr[-1])

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.course import registry
+from labkit.course import pytest_plugin, registry
 from labkit.course.runner import LabRun, TestResult
 from labkit.testing import loader
 
@@ -124,8 +124,8 @@ class _Keeper:
             return
         self.seconds[lab] = self.seconds.get(lab, 0.0) + report.duration
         tests = self.tests.setdefault(lab, {})
-        message = str(report.longrepr[-1]) if report.skipped and isinstance(report.longrepr, tuple) else ""
-        if report.when == "call" or (report.when == "setup" and not report.passed):
+        if report.when == "call" or (report.when == "setup" and not report.passed):  # as the runs' recorder does
+            message = pytest_plugin.message(report) if not report.passed else ""
             tests[report.nodeid] = [report.outcome, report.when, message, report.nodeid in self.ungraded]
         elif report.when == "teardown" and report.failed and report.nodeid in tests:
             tests[report.nodeid][0] = "failed"
