@@ -34,10 +34,10 @@ from pathlib import Path
 
 # What every run imports anyway, before its first test (a pool for labs that use no torch: the first two).
 PRELOAD = ("pytest", "numpy", "torch")
-# And what every run's start imports once torch is there: pytest's own plugins (and what they import:
-# pdb), the course's plugin, and what the root conftest.py and the labs' tests import from labkit. Half
-# of an empty run's start (0.1 of 0.2 s on an idle machine). None of them reads the run's environment
-# (LAB_IMPL...) or imports Triton when imported.
+# And, in every server, what every run's start imports besides: pytest's own plugins (and what they
+# import: pdb), the course's plugin, and what the root conftest.py and the labs' tests import from
+# labkit. Half of an empty run's start (0.1 of 0.2 s on an idle machine). None of them reads the run's
+# environment (LAB_IMPL...) or imports torch or Triton when imported.
 PRELOAD_RUN = ("pdb", "labkit.course.pytest_plugin", "labkit.course.suite_record", "labkit.course.edition",
                "labkit.testing.loader", "labkit.testing.triton_env", "labkit.testing.checks", "labkit.testing.cases",
                "labkit.testing.contract", "labkit.testing.bench")
