@@ -237,9 +237,11 @@ class BlockPool:
                              f"{len(block_hashes)} full-block hashes: only full blocks are cached")
         new_full_blocks = blocks[num_cached_blocks:num_full_blocks]
         new_hashes = block_hashes[num_cached_blocks:num_full_blocks]
+        listed = set()  # a block twice in the range would be indexed under two keys and evicted from one
         for block in new_full_blocks:
-            if block.is_null or block.block_hash is not None:
-                raise ValueError(f"blocks: block {block.block_id} is the null block or already cached")
+            if block.is_null or block.block_hash is not None or id(block) in listed:
+                raise ValueError(f"blocks: block {block.block_id} is the null block, already cached, or listed twice")
+            listed.add(id(block))
         if not self.enable_caching:
             return
         for block, block_hash in zip(new_full_blocks, new_hashes, strict=True):

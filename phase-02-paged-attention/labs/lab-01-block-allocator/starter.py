@@ -215,7 +215,8 @@ class BlockPool:
         ``blocks`` is the sequence's block table (never modified), ``block_hashes`` the keys of its
         full blocks (``hash_request_tokens``). ValueError, before any change, unless
         ``0 <= num_cached_blocks <= num_full_blocks <= min(len(blocks), len(block_hashes))``, or if
-        one of the blocks is the null block or already has a hash. Does nothing else when
+        one of the blocks is the null block, already has a hash, or appears twice in that range. Does nothing
+        else when
         ``enable_caching`` is False.
         """
         raise NotImplementedError(

@@ -647,10 +647,12 @@ def test_a_refusal_mid_list_changes_nothing(lab):
     wherever the bad element is: here it sits in the middle, after elements the call would accept.
     touch with the null block between two good blocks; free_blocks with a double free or the null
     block between two held blocks; cache_full_blocks with an already cached block, or the null
-    block, between two blocks that could be cached; get_new_blocks for one block more than free.
+    block, between two blocks that could be cached, or with one block listed twice; get_new_blocks
+    for one block more than free.
 
     Catches: a loop that checks each element as it goes (the elements before the bad one are
-    already touched, freed, cached or handed out when the ValueError comes)."""
+    already touched, freed, cached or handed out when the ValueError comes), and a check of each
+    block against the pool alone (a block listed twice is uncached at both places)."""
     pool = lab.BlockPool(10)
     keys = lab.hash_request_tokens(list(range(12)), 4)
     held = pool.get_new_blocks(5)  # 1..5, ref_cnt 1
@@ -667,6 +669,10 @@ def test_a_refusal_mid_list_changes_nothing(lab):
             lambda: pool.cache_full_blocks([one, two, three], keys, 0, 3),
         "cache_full_blocks([block 1, null block, block 3], keys, 0, 3)":
             lambda: pool.cache_full_blocks([one, pool.null_block, three], keys, 0, 3),
+        # Checked one by one against the pool, block 1 is uncached both times: indexed under keys 0 and 2,
+        # evicted later from one of them, and the other key would name a block that holds other tokens.
+        "cache_full_blocks([block 1, block 3, block 1], keys, 0, 3) (block 1 twice)":
+            lambda: pool.cache_full_blocks([one, three, one], keys, 0, 3),
         "get_new_blocks(6) with 5 free": lambda: pool.get_new_blocks(6),
     }
     for what, call in bad_calls.items():

@@ -9,9 +9,12 @@ a refused call, a block is hashed and indexed.
 CAUGHT_BY = ["test_a_refusal_mid_list_changes_nothing"]
 
 EDITS = [
-    ("        for block in new_full_blocks:\n"
-     "            if block.is_null or block.block_hash is not None:\n"
-     "                raise ValueError(f\"blocks: block {block.block_id} is the null block or already cached\")\n",
+    ("        listed = set()  # a block twice in the range would be indexed under two keys and evicted from one\n"
+     "        for block in new_full_blocks:\n"
+     "            if block.is_null or block.block_hash is not None or id(block) in listed:\n"
+     "                raise ValueError(f\"blocks: block {block.block_id} is the null block, already cached, or listed "
+     "twice\")\n"
+     "            listed.add(id(block))\n",
      ""),
     ("        for block, block_hash in zip(new_full_blocks, new_hashes, strict=True):\n",
      "        for block, block_hash in zip(new_full_blocks, new_hashes, strict=True):\n"
