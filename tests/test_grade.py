@@ -352,7 +352,7 @@ def test_decoding_trusts_no_name_shape_or_size():
 
 
 def _buffer(kind, size):
-    return [(kind, "cpu", 0, bytes(size))]
+    return [(kind, "cpu", 0, bytes(size), False)]
 
 
 VIEW_BOMBS = {  # views the bytes that crossed cannot back
@@ -407,21 +407,25 @@ def test_views_of_one_storage_cross_as_one_buffer_and_in_place_changes_come_back
     base = np.arange(24.0).reshape(4, 6)
     a, frozen = base[:, :2], base[:, 2:4]
     frozen.flags.writeable = False
+    sealed = np.frombuffer(np.arange(3.0).tobytes())  # over read-only bytes: no flag makes it writeable
     layouts = values.Layouts(whole=True)
     buffers = []
-    k2, v2, a2, frozen2 = values.decode(wire.unpack(wire.pack(values.encode((k, v, a, frozen), layouts=layouts))),
-                                        buffers=buffers)
-    assert len(buffers) == 2, "one buffer per storage"
+    k2, v2, a2, frozen2, sealed2 = values.decode(
+        wire.unpack(wire.pack(values.encode((k, v, a, frozen, sealed), layouts=layouts))), buffers=buffers)
+    assert len(buffers) == 3, "one buffer per storage"
     assert k2.stride() == k.stride() and v2.data_ptr() - k2.data_ptr() == v.data_ptr() - k.data_ptr()
-    assert a2.strides == a.strides and not frozen2.flags.writeable
+    assert a2.strides == a.strides and not frozen2.flags.writeable and not sealed2.flags.writeable
     k2.fill_(-1.0)
     a2[...] = -2.0
-    frozen2.flags.writeable = True  # possible on the far side, which owns its copy: never written back
+    frozen2.flags.writeable = True  # possible in one process too (its base is writeable): written back
     frozen2[...] = -3.0
+    with pytest.raises(ValueError, match="WRITEABLE"):
+        sealed2.flags.writeable = True  # impossible in one process: impossible here
     for index, buffer in enumerate(buffers):
         raw = buffer.numpy().tobytes() if isinstance(buffer, torch.Tensor) else buffer.tobytes()
         layouts.copy_back(index, raw)
-    assert (k == -1).all() and (v >= 0).all() and (a == -2).all() and (frozen >= 0).all()
+    assert (k == -1).all() and (v >= 0).all() and (a == -2).all() and (frozen == -3).all()
+    assert (base[:, 4:] >= 0).all() and np.array_equal(sealed, [0.0, 1.0, 2.0])
     with pytest.raises(wire.ProtocolError):
         layouts.copy_back(0, b"short")
     with pytest.raises(wire.ProtocolError):
@@ -898,9 +902,13 @@ def np_tail(a):
 
 def np_tail_copy(a):
     return a[1:].copy()
+
+def np_unlock_fill(a, value):
+    a.flags.writeable = True  # "assignment destination is read-only", unlocked: the caller's array is written
+    a[...] = value
 """
 VIEWS_API = {name: "callable" for name in ("layout", "read_as_if_contiguous", "write_k", "write_past_the_end", "head",
-                                           "np_layout", "np_fill", "np_tail", "np_tail_copy")}
+                                           "np_layout", "np_fill", "np_tail", "np_tail_copy", "np_unlock_fill")}
 
 
 @needs_bwrap
@@ -951,6 +959,21 @@ def test_arrays_cross_as_the_views_a_test_made_and_writes_come_back_through_them
     assert np.shares_memory(tail, base) and tail.ctypes.data == base[1:].ctypes.data and tail.flags.writeable
     assert not np.shares_memory(copy, base) and np.array_equal(copy, base[1:])
     assert np.shares_memory(sub.np_tail(frozen), base) and not sub.np_tail(frozen).flags.writeable
+
+    # A read-only argument made writeable again and written: in one process the test's array changes (it
+    # owns its memory, or its base is writeable), unless no flag can make it writeable (over read-only bytes).
+    own = np.zeros(3)
+    own.flags.writeable = False
+    sub.np_unlock_fill(own, 4.0)
+    assert (own == 4).all(), "a read-only array the submission made writeable and wrote: written, as in one process"
+    sub.np_unlock_fill(frozen, 5.0)
+    assert (base[:, 4:] == 5).all() and (base[:, :4] != 5).all(), "a read-only view of a writeable base, unlocked"
+    sealed = np.frombuffer(np.arange(3.0).tobytes())
+    with pytest.raises(ValueError, match="WRITEABLE"):
+        sub.np_unlock_fill(sealed, 6.0)
+    sealed_tail = sub.np_tail(sealed)
+    assert np.array_equal(sealed_tail, [1.0, 2.0]) and not sealed_tail.flags.writeable
+    assert np.shares_memory(sealed_tail, sealed), "a returned view of a sealed argument is still a view of it"
 
 
 @needs_bwrap
@@ -1743,7 +1766,9 @@ def test_a_kernel_that_assumes_contiguity_fails_the_layout_tests_under_labs_grad
 SPECIAL_BUGS = {"04-01": ["two_pass_gather"],
                 # hands out one list that later calls change: caught only if the test's result changes too
                 "02-01": ["remove_walks_the_queue", "get_new_blocks_reuses_one_list"],
-                "04-04": ["merge_in_place", "drops_remainder_keys"],
+                "04-04": ["merge_in_place", "drops_remainder_keys", "merge_unlocks_acc_in_place"],
+                # makes a read-only argument writeable again and writes it: caught only if the write reaches the test
+                "02-06": ["query_scaled_in_place"],
                 # writes into a dict the test passed: caught only if those writes reach the test
                 "02-03": ["config_filled_in_place"], "04-02": ["unmeasured_popped_from_the_matrix"]}
 

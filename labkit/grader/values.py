@@ -243,6 +243,8 @@ class Layouts:
             if buffer is memory or (type(memory) is int and hasattr(buffer, "untyped_storage")
                                     and buffer.untyped_storage().data_ptr() == memory):
                 return i
+            if isinstance(getattr(memory, "base", None), _Memory) and memory.base.base is buffer:
+                return i  # the read-only memory made over a buffer that no flag may write (see _decode)
         return None
 
     def _group(self, key, kind: str, device: str, owner, origin: int, total: int, shared=None) -> _Group:
@@ -254,8 +256,8 @@ class Layouts:
 
     def memory(self, index) -> tuple:
         """For a reply's view of the call's buffer ``index``: (kind, a uint8 array or tensor over the whole
-        memory of that group, the offset of byte 0 of the buffer that crossed, negated): its views are
-        made over the caller's own memory, as views of an argument are in one process."""
+        memory of that group, the offset of byte 0 of the buffer that crossed, negated, False): its views
+        are made over the caller's own memory, as views of an argument are in one process."""
         if type(index) is not int or not 0 <= index < len(self.groups):
             raise ProtocolError("a view of an unknown argument's memory")
         group = self.groups[index]
@@ -268,7 +270,7 @@ class Layouts:
             import numpy as np
 
             base = np.asarray(_Memory(group.origin, group.total, group.owner, group.owner.flags.writeable))
-        return (group.kind, base, -group.start)
+        return (group.kind, base, -group.start, False)
 
     def _keep_as_view(self, logical: int, first: int, last: int) -> bool:
         span = last - first
@@ -308,6 +310,8 @@ class Layouts:
         if shared is None and not self._keep_as_view(a.size * a.itemsize, low, high):
             return None
         group = self._group(("nd", id(root)), "nd", "cpu", root, root_low, root_high - root_low, shared)
+        if self.whole and group.locked is None:
+            group.locked = not _may_be_written(root)
         group.cover(low - root_low, high - root_low)
         group.views.append(a)
         return ("ndv", group.index, _dtype_wire(a.dtype), tuple(int(n) for n in a.shape),
@@ -318,8 +322,11 @@ class Layouts:
 
     def copy_back(self, index, raw) -> None:
         """Write ``raw``, group ``index``'s buffer as the far side left it, into the memory it came from:
-        a torch storage's range whole (torch has no read-only tensors), a numpy base through its
-        writeable views only (a read-only array stays unchanged, as in one process)."""
+        a torch storage's range whole (torch has no read-only tensors), a numpy base through the
+        call's views of it, read-only ones included: in one process a submission may make a read-only
+        array writeable again (``flags.writeable = True``) and write through it, unless no flag can make
+        its memory writeable (a view of read-only bytes: the group is ``locked``, and so are its views
+        in the worker). What comes for a locked group is not written."""
         if type(index) is not int or not 0 <= index < len(self.groups) or type(raw) is not bytes:
             raise ProtocolError("an in-place update of an unknown buffer")
         group = self.groups[index]
@@ -333,11 +340,12 @@ class Layouts:
             return
         import numpy as np
 
+        if group.locked:
+            return
         far = np.frombuffer(raw, dtype=np.uint8)
         for view in group.views:
-            if view.flags.writeable:
-                offset = view.ctypes.data - group.origin - group.start
-                view[...] = np.ndarray(view.shape, view.dtype, buffer=far, offset=offset, strides=view.strides)
+            offset = view.ctypes.data - group.origin - group.start
+            _writer(view)[...] = np.ndarray(view.shape, view.dtype, buffer=far, offset=offset, strides=view.strides)
 
 
 class _Group:
@@ -350,7 +358,9 @@ class _Group:
         self.origin, self.total = origin, total
         self.shared = shared  # the index of the call's buffer it is (a reply's view of an argument), or None
         self.low, self.high, self.start, self.end = total, 0, 0, 0
-        self.views: list = []  # numpy: the arrays of this base in the message (the writeable ones get copies back)
+        self.views: list = []  # numpy: the arrays of this base in the message (they get copies back)
+        # numpy, the grader's arguments: whether no flag can make this memory writeable (Layouts.copy_back)
+        self.locked: bool | None = None
 
     def cover(self, first: int, last: int) -> None:
         self.low, self.high = min(self.low, first), max(self.high, last)
@@ -364,7 +374,7 @@ class _Group:
             self.start, self.end = self.low - self.low % BUFFER_ALIGN, self.high
         view = self.bytes_view()
         raw = view.cpu().numpy().tobytes() if self.kind == "pt" else view.tobytes()
-        return (self.kind, self.device, self.start, raw)
+        return (self.kind, self.device, self.start, raw, bool(self.locked))
 
     def bytes_view(self):
         """The bytes ``[start, end)`` of the storage, as a uint8 tensor (torch) or array (numpy) over them."""
@@ -399,6 +409,33 @@ def _numpy_bounds(a) -> tuple[int, int]:
     return low, high + a.itemsize
 
 
+def _may_be_written(root) -> bool:
+    """Whether code handed a view of numpy array ``root`` (its base, or the array itself) could write its
+    memory in one process: it is writeable, or a flag can make it so (it owns its data, or its base is
+    writeable). Tried on ``root`` and put back as it was; a view of read-only bytes says no."""
+    import warnings
+
+    if root.flags.writeable:
+        return True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy warns about some arrays made writeable; the answer is the same
+        try:
+            root.flags.writeable = True
+        except ValueError:
+            return False
+    root.flags.writeable = False
+    return True
+
+
+def _writer(view):
+    """An array over ``view``'s memory, writeable whatever ``view``'s flag says (for copying back)."""
+    import numpy as np
+
+    low, high = _numpy_bounds(view)
+    memory = np.asarray(_Memory(low, high - low, view, writeable=True))
+    return np.ndarray(view.shape, view.dtype, buffer=memory, offset=view.ctypes.data - low, strides=view.strides)
+
+
 def _torch_dtype_name(dtype) -> str:
     name = str(dtype).removeprefix("torch.")
     if name not in _TORCH_DTYPES:
@@ -422,7 +459,7 @@ def decode(data, hooks: dict | None = None, buffers: list | None = None, max_vie
             _, wired, inner = data
             made = _buffers(_checked(wired, list, "buffers"), shared)
             if buffers is not None:
-                buffers.extend(base for _, base, _ in made)
+                buffers.extend(base for _, base, _, _ in made)
             return _decode(inner, hooks or {}, 0, _Views(made, max_view_bytes))
         return _decode(data, hooks or {}, 0, _Views([], max_view_bytes))
     except ProtocolError:
@@ -432,17 +469,19 @@ def decode(data, hooks: dict | None = None, buffers: list | None = None, max_vie
 
 
 def _buffers(wired: list, shared: Layouts | None = None) -> list:
-    """(kind, uint8 tensor or array holding the bytes, offset of its first byte in the sender's storage);
-    ``("argument", index)``: the memory of the call's buffer ``index`` itself (:meth:`Layouts.memory`)."""
+    """(kind, uint8 tensor or array holding the bytes, offset of its first byte in the sender's storage,
+    locked: whether numpy views of it must stay read-only whatever a flag says); ``("argument", index)``:
+    the memory of the call's buffer ``index`` itself (:meth:`Layouts.memory`)."""
     made = []
     for item in wired:
         if type(item) is tuple and len(item) == 2 and item[0] == "argument" and shared is not None:
             made.append(shared.memory(item[1]))
             continue
-        if type(item) is not tuple or len(item) != 4:
+        if type(item) is not tuple or len(item) != 5:
             raise ProtocolError("a malformed buffer")
-        kind, device, start, raw = item
-        if kind not in ("pt", "nd") or type(start) is not int or start < 0 or type(raw) is not bytes:
+        kind, device, start, raw, locked = item
+        if kind not in ("pt", "nd") or type(start) is not int or start < 0 or type(raw) is not bytes \
+                or type(locked) is not bool:
             raise ProtocolError("a malformed buffer")
         import numpy as np
 
@@ -452,7 +491,7 @@ def _buffers(wired: list, shared: Layouts | None = None) -> list:
             import torch
 
             base = torch.from_numpy(base).to(_device(device))
-        made.append((kind, base, start))
+        made.append((kind, base, start, locked))
     return made
 
 
@@ -504,7 +543,7 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         import torch
 
         index, name, shape, strides, offset = rest
-        base, start = views.buffer(index, "pt")
+        base, start, _ = views.buffer(index, "pt")
         dtype, shape = _torch_dtype(name), _shape(shape)
         itemsize = torch.empty(0, dtype=dtype).element_size()
         if type(offset) is not int or (offset - start) % itemsize:
@@ -518,10 +557,12 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         import numpy as np
 
         index, wired_dtype, shape, strides, offset, writeable = rest
-        base, start = views.buffer(index, "nd")
+        base, start, locked = views.buffer(index, "nd")
         dtype, shape = _numpy_dtype(wired_dtype), _shape(shape)
         offset = views.check(shape, strides, offset - start if type(offset) is int else None, dtype.itemsize,
                              base.size)
+        if locked:  # the test's memory cannot be made writeable: neither can this (over read-only bytes, not base)
+            base = np.asarray(_Memory(base.ctypes.data, base.size, base))
         array = np.ndarray(shape, dtype, buffer=base, offset=offset, strides=strides)
         array.flags.writeable = bool(writeable)
         return array
