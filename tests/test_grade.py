@@ -524,6 +524,9 @@ def fill_in(config):
     config.setdefault("num_key_value_heads", config["num_attention_heads"])   # the caller's dict, written
     return config["num_key_value_heads"]
 
+def sort_pair(pair):
+    pair.ids.sort()   # a list inside a named tuple the test passed
+
 def sort_times(matrix):
     for entry in matrix["entries"]:
         entry["times_us"] = dict(sorted(entry["times_us"].items(), key=lambda kv: kv[1]))
@@ -552,7 +555,8 @@ def test_a_container_the_call_writes_into_is_written_for_the_caller(submission):
     as in one process: the writes come back into the test's own objects (nested ones kept), whether
     the call returns or raises; arrays inside stay the caller's. (Containers cross by value: without
     this, a solution that fills in the caller's config passed a test that exists to catch it.)"""
-    sub = submission(WRITERS, {name: "callable" for name in ("fill_in", "sort_times", "take", "refuse", "keep")})
+    sub = submission(WRITERS, {name: "callable" for name in ("fill_in", "sort_times", "sort_pair", "take", "refuse",
+                                                            "keep")})
     config = {"num_attention_heads": 8}
     assert sub.fill_in(config) == 8
     assert config == {"num_attention_heads": 8, "num_key_value_heads": 8}
@@ -564,6 +568,9 @@ def test_a_container_the_call_writes_into_is_written_for_the_caller(submission):
     ids, seen, queue, extra = [3, 1, 2], {0}, collections.deque([5], maxlen=2), ([],)
     sub.take(ids, seen, queue, extra=extra)
     assert (ids, seen, list(queue), queue.maxlen, extra) == ([1, 2, 3], {0, 3}, [-1, 5], 2, ([3],))
+    pair = collections.namedtuple("Pair", "ids tag")([2, 1], "x")
+    sub.sort_pair(pair)
+    assert pair.ids == [1, 2], "a list inside a named tuple, written"
     ids, out = [1], np.zeros(2)
     with pytest.raises(ValueError, match="refused after writing"):
         sub.refuse(ids, out)
@@ -682,6 +689,70 @@ def test_a_container_a_call_returns_is_the_same_object_when_returned_again_and_c
     pool.spoil()
     assert first == [3, 4, 5] and stats["ids"] == list(range(6)), "forgotten, never an error in a later call"
     assert pool.fresh(1) == [0]
+
+
+RETURNS_ITS_BUFFER = """
+import numpy as np
+import torch
+
+_OUT = None
+_T = torch.zeros(3)
+
+
+def merge(a, b):
+    global _OUT
+    if _OUT is None:
+        _OUT = np.empty(3)
+    np.add(a, b, out=_OUT)  # one output buffer for every call: a classic mistake
+    return 1.0, _OUT
+
+
+def scaled(x):
+    _T.copy_(x * 2)  # the same for a tensor
+    return _T
+
+
+def fresh(a):
+    return np.array(a)
+
+
+def big(n):
+    global _OUT
+    _OUT = np.zeros(n)
+    return _OUT
+
+
+def rebuild():
+    _OUT.shape = (_OUT.size, 1)  # the same object, another shape: it can no longer be followed
+    _OUT[:] = 7.0
+    return None
+"""
+
+
+@needs_bwrap
+def test_an_array_a_call_returns_is_the_same_object_when_returned_again_and_changes_with_it(submission):
+    """In one process a result may be the submission's own output buffer, which a later call writes
+    again: the test's earlier result changes under it. Under grading too, for numpy arrays and torch
+    tensors reached through the result's tuples: the same object each time, given the new values
+    after each call; fresh results stay apart, and an array too large to be followed is a copy."""
+    torch = pytest.importorskip("torch")
+    sub = submission(RETURNS_ITS_BUFFER, {name: "callable" for name in ("merge", "scaled", "fresh", "big",
+                                                                        "rebuild")}, call_timeout=10)
+    _, first = sub.merge(np.ones(3), np.ones(3))
+    first.flags.writeable = False  # the test's own look at it: the submission's writes still reach it
+    _, second = sub.merge(np.zeros(3), np.full(3, 5.0))
+    assert second is first and (first == 5).all(), "the same buffer, as the second call wrote it"
+    t = sub.scaled(torch.ones(3))
+    assert sub.scaled(torch.full((3,), 4.0)) is t and torch.equal(t, torch.full((3,), 8.0))
+    one, two = sub.fresh([1.0, 2.0]), sub.fresh([1.0, 2.0])
+    assert one is not two and (one == two).all()
+    large = sub.big((1 << 20) // 8 + 1)  # one element past what is followed
+    sub.rebuild()
+    assert (large == 0).all(), "too large to follow: the test's copy stays as it was sent"
+    small = sub.big(4)
+    sub.rebuild()
+    assert small.shape == (4,) and (small == 0).all(), "another shape: forgotten, never an error"
+    assert sub.fresh([3.0]).tolist() == [3.0]
 
 
 HONEST_STYLES = """
@@ -1766,7 +1837,9 @@ def test_a_kernel_that_assumes_contiguity_fails_the_layout_tests_under_labs_grad
 SPECIAL_BUGS = {"04-01": ["two_pass_gather"],
                 # hands out one list that later calls change: caught only if the test's result changes too
                 "02-01": ["remove_walks_the_queue", "get_new_blocks_reuses_one_list"],
-                "04-04": ["merge_in_place", "drops_remainder_keys", "merge_unlocks_acc_in_place"],
+                # returns one output buffer that later calls write again: caught only if the test's result changes too
+                "04-04": ["merge_in_place", "drops_remainder_keys", "merge_unlocks_acc_in_place",
+                          "merge_reuses_one_output_buffer"],
                 # makes a read-only argument writeable again and writes it: caught only if the write reaches the test
                 "02-06": ["query_scaled_in_place"],
                 # writes into a dict the test passed: caught only if those writes reach the test

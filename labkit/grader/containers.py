@@ -10,8 +10,9 @@ The containers a call *returns* are kept too, by number, on both sides (:class:`
 process a result may be the submission's own list, which a later call changes (a pool that hands out
 one list, cleared at each call, hands out the same list twice). The worker sends the number of each
 container it returns, the grader gives back the same object for the same number, and after each call
-the worker sends those whose contents changed, which the grader refills in place. Both sides; staged
-into the sandbox.
+the worker sends those whose contents changed, which the grader refills in place. So are the numpy
+arrays and torch tensors a call returns (an output buffer the submission reuses, written again by
+the next call): their bytes are compared, not their items. Both sides; staged into the sandbox.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ MUTABLE = (list, dict, set, collections.deque)  # what the worker decodes a test
 MAX_DEPTH = 32  # values.MAX_NESTING: no value that crossed is deeper
 KEPT_RETURNED = 64  # returned containers each side keeps, the latest returned: older ones keep no identity
 RETURNED_ITEMS = 4096  # items (counted through nested containers) past which a returned container is not kept
+RETURNED_BYTES = 1 << 20  # bytes past which a returned array is not kept (its later changes are not followed)
 
 
 # --------------------------------------------------------------------------- the worker's side
@@ -32,14 +34,14 @@ RETURNED_ITEMS = 4096  # items (counted through nested containers) past which a 
 
 def mutable_arguments(call_args: tuple) -> list[tuple[tuple, object]]:
     """``[(path, container)]``: the mutable containers of ``(args, kwargs)``, reached through tuples
-    only (a container inside a container is the outer one's business). A path is the indices and
-    keyword names from ``(args, kwargs)`` down to the container."""
+    only, named tuples included (a container inside a container is the outer one's business). A path
+    is the indices and keyword names from ``(args, kwargs)`` down to the container."""
     found: list = []
 
     def walk(value, path, depth):
         if type(value) in MUTABLE:
             found.append((path, value))
-        elif type(value) is tuple and depth < MAX_DEPTH:
+        elif isinstance(value, tuple) and depth < MAX_DEPTH:  # a named tuple too (its class made by decoding)
             for i, item in enumerate(value):
                 walk(item, (*path, i), depth + 1)
 
@@ -50,13 +52,20 @@ def mutable_arguments(call_args: tuple) -> list[tuple[tuple, object]]:
     return found
 
 
+def is_array(value) -> bool:
+    """Whether ``value`` is a numpy array or a torch tensor itself (a subclass crosses as its plain value)."""
+    kind = type(value)
+    return (kind.__module__, kind.__name__) in (("numpy", "ndarray"), ("torch", "Tensor"))
+
+
 def outer_containers(value) -> list[tuple[tuple, object]]:
-    """``[(path, container)]``: the mutable containers of a result, reached through tuples only, as
-    :func:`mutable_arguments` finds them in arguments (a path of tuple indices; ``()``: the result)."""
+    """``[(path, container)]``: the mutable containers and the arrays of a result, reached through
+    tuples only, as :func:`mutable_arguments` finds containers in arguments (a path of tuple indices;
+    ``()``: the result)."""
     found: list = []
 
     def walk(v, path):
-        if type(v) in MUTABLE:
+        if type(v) in MUTABLE or is_array(v):
             found.append((path, v))
         elif type(v) is tuple and len(path) < MAX_DEPTH:
             for i, item in enumerate(v):
@@ -97,18 +106,19 @@ class Returned:
         self.next = 0
 
     def changes(self, encode) -> list:
-        """``("r", number, encoded)`` for each kept container whose contents changed since last sent. One
-        that grew past :data:`RETURNED_ITEMS`, or now holds what cannot cross, is forgotten (the test's
-        copy stays as last sent): never an error in a call that did not return it."""
+        """``("r", number, encoded)`` for each kept container or array whose contents changed since last
+        sent. One that grew past :data:`RETURNED_ITEMS`, now holds what cannot cross, or (an array) has
+        another shape, dtype or strides, is forgotten (the test's copy stays as last sent): never an
+        error in a call that did not return it."""
         changed = []
         for number, (container, key, _) in list(self.kept.items()):
             keep: list = []
             try:
-                if _small(container, RETURNED_ITEMS) < 0:
-                    raise TypeError("grown past what is kept")
-                now = container_key(container, keep)
+                now = _returned_key(container, keep)
                 if now == key:
                     continue
+                if is_array(container) and now[:-1] != key[:-1]:
+                    raise TypeError("another shape, dtype or layout: the test's array cannot follow it")
                 changed.append(("r", number, encode(container)))
             except Exception:
                 del self.numbers[id(self.kept.pop(number)[0])]
@@ -117,12 +127,16 @@ class Returned:
         return changed
 
     def keep(self, result) -> list:
-        """``("k", path, number)`` for each container ``result`` returns (the same number for one returned
-        before); the latest :data:`KEPT_RETURNED` are kept, none of more than :data:`RETURNED_ITEMS` items,
-        and at most that many of one result (a tuple of a thousand lists: the first 64)."""
+        """``("k", path, number)`` for each container or array ``result`` returns (the same number for one
+        returned before); the latest :data:`KEPT_RETURNED` are kept, none of more than :data:`RETURNED_ITEMS`
+        items or :data:`RETURNED_BYTES` bytes, and at most that many of one result (a tuple of a thousand
+        lists: the first 64)."""
         named = []
         for path, container in outer_containers(result)[:KEPT_RETURNED]:
-            if _small(container, RETURNED_ITEMS) < 0:
+            keep: list = []
+            try:
+                key = _returned_key(container, keep)
+            except TypeError:  # too large to follow
                 continue
             number = self.numbers.get(id(container))
             if number is None:
@@ -130,13 +144,41 @@ class Returned:
                 self.numbers[id(container)] = number
             else:
                 del self.kept[number]  # kept again, as the latest
-            keep: list = []
-            self.kept[number] = (container, container_key(container, keep), keep)
+            self.kept[number] = (container, key, keep)
             named.append(("k", path, number))
         while len(self.kept) > KEPT_RETURNED:
             number = next(iter(self.kept))
             del self.numbers[id(self.kept.pop(number)[0])]
         return named
+
+
+def _returned_key(value, keep: list):
+    """What a returned container or array holds, to tell later whether it changed; TypeError for one
+    too large to follow (past :data:`RETURNED_ITEMS` items or :data:`RETURNED_BYTES` bytes)."""
+    if is_array(value):
+        return _array_key(value)
+    if _small(value, RETURNED_ITEMS) < 0:
+        raise TypeError("grown past what is kept")
+    return container_key(value, keep)
+
+
+def _array_key(a) -> tuple:
+    """An array's layout and a digest of its bytes (computed in C: no code of the submission runs)."""
+    import hashlib
+
+    if type(a).__module__ == "numpy":
+        if a.nbytes > RETURNED_BYTES:
+            raise TypeError("too large to follow")
+        import numpy as np
+
+        raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8) if a.size else b""
+        return ("nd", a.dtype.str, a.shape, a.strides, hashlib.blake2b(raw).digest())
+    from labkit.grader.values import tensor_bytes
+
+    if a.numel() * a.element_size() > RETURNED_BYTES or a.device.type == "meta":
+        raise TypeError("too large to follow")
+    flat = tensor_bytes(a) if a.numel() else b""
+    return ("pt", str(a.dtype), tuple(a.shape), tuple(a.stride()), a.device.type, hashlib.blake2b(flat).digest())
 
 
 def container_key(value, keep: list, depth: int = 0):
@@ -227,8 +269,8 @@ def _at(value, path: tuple):
         if type(value) is not tuple or not 0 <= i < len(value):
             raise ProtocolError("a path to a container the result does not hold")
         value = value[i]
-    if type(value) not in MUTABLE:
-        raise ProtocolError("a path to something that is not a mutable container")
+    if type(value) not in MUTABLE and not is_array(value):
+        raise ProtocolError("a path to something that is not a mutable container or an array")
     return value
 
 
@@ -243,9 +285,12 @@ def _replaced(value, path: tuple, new):
 def refill(old, new, depth: int = 0) -> None:
     """Make the test's container ``old`` hold what the worker's copy ``new`` holds now, in place. A
     container inside both, at the same index or key and of one type, is refilled in turn rather than
-    replaced, so that what the test holds of it stays current."""
+    replaced, so that what the test holds of it stays current. An array gets the new one's values."""
     if type(new) is not type(old) or depth > MAX_DEPTH:
         raise ProtocolError("a container came back as something else")
+    if is_array(old):
+        _refill_array(old, new)
+        return
     if type(old) is set:
         old.clear()
         old.update(new)
@@ -268,6 +313,23 @@ def refill(old, new, depth: int = 0) -> None:
     else:  # a deque keeps its maxlen
         old.clear()
         old.extend(items)
+
+
+def _refill_array(old, new) -> None:
+    """``old``, an array the test holds, given ``new``'s values (one object in one process: its layout
+    cannot have changed). A read-only numpy array is written too: the submission's writes reach it."""
+    if new.shape != old.shape or new.dtype != old.dtype:
+        raise ProtocolError("a returned array came back with another shape or dtype")
+    if type(old).__module__ == "numpy":
+        from labkit.grader.values import writable_alias
+
+        if old.size:
+            writable_alias(old)[...] = new
+        return
+    import torch
+
+    with torch.no_grad():
+        old.copy_(new.to(old.device))
 
 
 def _same_container(a, b) -> bool:
