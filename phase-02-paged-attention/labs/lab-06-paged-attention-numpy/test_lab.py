@@ -490,6 +490,13 @@ def _rows(case, n):
     return np.zeros((n, *case.k_cache.shape[2:]))
 
 
+def _v_cache_unlike_k(case, axis, size):
+    """A value cache whose dimension ``axis`` is ``size`` where the key cache's is something else."""
+    shape = list(case.k_cache.shape)
+    shape[axis] = size
+    return np.zeros(shape)
+
+
 # name: (function, the bad call, a word the ValueError's message must contain)
 BAD_INPUTS = {
     "tokens-past-the-table": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(c.table[:1], 4, 0, 9),
@@ -531,6 +538,21 @@ BAD_INPUTS = {
         c.q[:, :-1], c.k_cache, c.v_cache, c.table, 9, 4), "head_dim"),
     "last-block-id-past-the-cache": ("paged_attention", lambda lab, c: lab.paged_attention(
         c.q, c.k_cache, c.v_cache, np.array([c.table[0], c.table[1], c.k_cache.shape[0]]), 9, 4), "block_table"),
+    # A value cache unlike the key cache: blocks of 8 read at the key cache's offsets (silently the
+    # wrong rows), twice the KV heads (silently accepted), one block (numpy's IndexError), another
+    # head size (an answer of the wrong width).
+    "v-cache-other-block-size": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, _v_cache_unlike_k(c, 1, 8), c.table, 9, 4), "v_cache has shape"),
+    "v-cache-more-kv-heads": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, _v_cache_unlike_k(c, 2, 4), c.table, 9, 4), "v_cache has shape"),
+    "v-cache-one-block": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, _v_cache_unlike_k(c, 0, 1), c.table, 9, 4), "v_cache has shape"),
+    "v-cache-other-head-dim": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, _v_cache_unlike_k(c, 3, 8), c.table, 9, 4), "v_cache has shape"),
+    "write-v-cache-other-block-size": ("write_kv", lambda lab, c: lab.write_kv(
+        c.k_cache.copy(), _v_cache_unlike_k(c, 1, 8), _rows(c, 1), _rows(c, 1), np.array([5])), "v_cache has shape"),
+    "write-v-cache-one-block": ("write_kv", lambda lab, c: lab.write_kv(
+        c.k_cache.copy(), _v_cache_unlike_k(c, 0, 1), _rows(c, 1), _rows(c, 1), np.array([5])), "v_cache has shape"),
 }
 
 
@@ -544,7 +566,8 @@ def test_bad_input_gets_a_clear_message(lab, name):
     answer from another sequence's data), checks dropped from a function, checks joined with
     ``and`` where each condition alone is an error, bounds compared with ``>`` instead of ``>=``
     the number of blocks or slots (id ``num_blocks`` is one past the end), the largest slot or
-    block id not the one compared (only the smallest)."""
+    block id not the one compared (only the smallest), a value cache checked for its rank but not
+    held to the key cache's shape (read or written at the key cache's rows, or past its end)."""
     case = _problem(9, 9, 4, num_heads=4, num_kv_heads=2)
     function, bad_call, word = BAD_INPUTS[name]
     _good_call(lab, function, case)
