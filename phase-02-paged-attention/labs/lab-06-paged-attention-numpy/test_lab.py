@@ -160,17 +160,38 @@ def test_write_kv_scatters_in_place(lab):
                         what="v_cache after write_kv (must change in place)")
 
 
-def test_write_kv_skips_padding_slots(lab):
-    """A negative slot (vLLM's PAD_SLOT_ID = -1: a padding row of the batch) writes nothing. In
-    numpy, index -1 means "the last slot of the cache", which belongs to some other sequence.
+# Padding slots, each in a slot mapping of the given dtype: vLLM's -1, and the other negative values
+# the docstring makes padding too (down to the most negative value of the dtype).
+PADDING_SLOTS = {
+    "minus-one": (-1, np.int64),
+    "minus-two": (-2, np.int64),
+    "minus-seven-int32": (-7, np.int32),
+    "most-negative-int64": (np.iinfo(np.int64).min, np.int64),
+    "most-negative-int32": (np.iinfo(np.int32).min, np.int32),
+}
 
-    Catches: writing every row, so the padding rows overwrite the cache's last slot."""
-    slots = read_only(np.array([5, -1, 2, -1, 20], dtype=np.int64))
+
+@pytest.mark.parametrize("padding", list(PADDING_SLOTS))
+def test_write_kv_skips_padding_slots(lab, padding):
+    """Every negative slot (vLLM's PAD_SLOT_ID = -1: a padding row of the batch) writes nothing,
+    whatever its value and the mapping's integer type. In numpy, index -1 means "the last slot of
+    the cache", which belongs to some other sequence; -2 and -7 name other slots near the end.
+
+    Catches: writing every row, so the padding rows overwrite the cache's last slot; taking only
+    -1 for padding (``slot_mapping != -1``), so -2 overwrites a slot near the end of the cache and
+    the most negative value is an index far outside it."""
+    pad, dtype = PADDING_SLOTS[padding]
+    slots = read_only(np.array([5, pad, 2, pad, 20], dtype=dtype))
     k_cache, v_cache, new_k, new_v = _caches_and_rows(2, len(slots))
     expected_k, expected_v = _scattered_by_loop(k_cache, new_k, slots), _scattered_by_loop(v_cache, new_v, slots)
 
-    lab.write_kv(k_cache, v_cache, new_k, new_v, slots)
-    what = "after write_kv with padding slots (-1 must write nothing; the last slot is another sequence's)"
+    rule = f"slot {pad} is padding (every negative slot is, not -1 alone) and must write nothing"
+    try:
+        lab.write_kv(k_cache, v_cache, new_k, new_v, slots)
+    except IndexError as err:  # a padding slot used as an index, far outside the cache
+        raise AssertionError(f"write_kv with slot_mapping {slots.tolist()} ({np.dtype(dtype)}) raised "
+                             f"IndexError: {err}; {rule}") from None
+    what = f"after write_kv with slot_mapping {slots.tolist()} ({np.dtype(dtype)}): {rule}"
     labkit.assert_close(k_cache, expected_k, atol=0, axes=CACHE_AXES, what=f"k_cache {what}")
     labkit.assert_close(v_cache, expected_v, atol=0, axes=CACHE_AXES, what=f"v_cache {what}")
 
