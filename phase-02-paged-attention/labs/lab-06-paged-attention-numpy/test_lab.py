@@ -544,6 +544,9 @@ BAD_INPUTS = {
                             "num_tokens"),
     "cache-not-4d": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy()[:, 0], c.v_cache.copy(), _rows(c, 1),
                                                              _rows(c, 1), np.array([0])), "k_cache"),
+    "caches-3d": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy()[:, 0], c.v_cache.copy()[:, 0],
+                                                          _rows(c, 1)[:, 0], _rows(c, 1)[:, 0], np.array([0])),
+                  "k_cache"),
     "slot-mapping-2d": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy(), c.v_cache.copy(), _rows(c, 1),
                                                                 _rows(c, 1), np.array([[0]])), "slot_mapping"),
     "slot-mapping-floats": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy(), c.v_cache.copy(), _rows(c, 1),
@@ -555,6 +558,8 @@ BAD_INPUTS = {
         c.q[0], c.k_cache, c.v_cache, c.table, 9, 4), "q must"),
     "v-cache-not-4d": ("paged_attention", lambda lab, c: lab.paged_attention(
         c.q, c.k_cache, c.v_cache[:, 0], c.table, 9, 4), "v_cache"),
+    "caches-3d-in-attention": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache[:, 0], c.v_cache[:, 0], c.table, 9, 4), "k_cache"),
     "q-wrong-head-dim": ("paged_attention", lambda lab, c: lab.paged_attention(
         c.q[:, :-1], c.k_cache, c.v_cache, c.table, 9, 4), "head_dim"),
     "last-block-id-past-the-cache": ("paged_attention", lambda lab, c: lab.paged_attention(
