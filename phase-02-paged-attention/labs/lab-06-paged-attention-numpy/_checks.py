@@ -37,6 +37,23 @@ def _check_token_range(block_table, block_size, start, num_tokens):
         )
 
 
+def _check_slot_blocks(block_table, block_size, start, num_tokens):
+    # The table entries that tokens start .. start + num_tokens - 1 use (the caller has checked that
+    # the table is long enough): a negative id would make negative slots, which write_kv skips as
+    # padding, and an id whose slots pass int64 would wrap around to some other slot.
+    if int(num_tokens) == 0:
+        return
+    last_token = int(start) + int(num_tokens) - 1
+    ids = block_table[int(start) // int(block_size): last_token // int(block_size) + 1]
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0:
+        raise ValueError(f"block_table holds block id {low} for tokens {start}..{last_token}: a block id is never "
+                         "negative (its slots would be taken for padding)")
+    if (high + 1) * int(block_size) - 1 > np.iinfo(np.int64).max:
+        raise ValueError(f"block_table holds block id {high} for tokens {start}..{last_token}: with block_size "
+                         f"{block_size} its slots pass the largest int64")
+
+
 def _check_same_shape(k_cache, v_cache):
     # The value of a token sits at the same (block, offset, head) as its key, and has its size: a
     # value cache of another shape is read at the wrong rows, or past its end.

@@ -109,12 +109,18 @@ def test_slot_mapping_formula(lab, block_size):
 
 def test_slot_mapping_accepts_int64_tables(lab):
     """Any 1-D integer array is a block table (vLLM's are int32; numpy's default is int64), and so
-    is a plain list."""
+    is a plain list. The given check of the block ids refuses nothing valid: the largest block id
+    whose slots fit in int64, and padding (-1) past the entries the tokens use."""
     table = read_only(np.array([7, 0, 12, 3], dtype=np.int64))
     expected = _slots_by_loop(table, 8, 5, 20)
     labkit.assert_equal(lab.build_slot_mapping(table, 8, 5, 20), expected, what="slot_mapping", dtype=np.int64)
     labkit.assert_equal(lab.build_slot_mapping(table.tolist(), 8, 5, 20), expected, what="slot_mapping of a list",
                         dtype=np.int64)
+    # Block 2**61 - 1 of blocks of 4: its last slot is 2**63 - 1, the largest int64.
+    table = read_only(np.array([7, 2**61 - 1, -1, -1], dtype=np.int64))
+    expected = _slots_by_loop(table, 4, 3, 5)
+    labkit.assert_equal(lab.build_slot_mapping(table, 4, 3, 5), expected, dtype=np.int64,
+                        what=f"build_slot_mapping({table.tolist()}, block_size=4, start=3, num_tokens=5)")
 
 
 # --- step 2: the scatter ---
@@ -542,6 +548,14 @@ BAD_INPUTS = {
     "negative-start": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(c.table, 4, -1, 2), "start"),
     "negative-num-tokens": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(c.table, 4, 0, -1),
                             "num_tokens"),
+    # A negative id would give negative slots (padding: the tokens written nowhere). Block
+    # (2**63 - 2) // 3 of blocks of 3 starts at slot 2**63 - 2, so its third token's slot is 2**63,
+    # one past the largest int64, which wraps to -2**63: the smallest id whose slots do not fit (here
+    # beside a small id, so that the largest id is the one checked).
+    "negative-block-id-for-slots": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(
+        np.array([c.table[0], -1, c.table[2]]), 4, 2, 5), "block id -1"),
+    "block-id-slots-past-int64": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(
+        np.array([c.table[0], (2**63 - 2) // 3]), 3, 2, 4), f"block id {(2**63 - 2) // 3}"),
     "cache-not-4d": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy()[:, 0], c.v_cache.copy(), _rows(c, 1),
                                                              _rows(c, 1), np.array([0])), "k_cache"),
     "caches-3d": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy()[:, 0], c.v_cache.copy()[:, 0],
@@ -593,7 +607,9 @@ def test_bad_input_gets_a_clear_message(lab, name):
     ``and`` where each condition alone is an error, bounds compared with ``>`` instead of ``>=``
     the number of blocks or slots (id ``num_blocks`` is one past the end), the largest slot or
     block id not the one compared (only the smallest), a value cache checked for its rank but not
-    held to the key cache's shape (read or written at the key cache's rows, or past its end)."""
+    held to the key cache's shape (read or written at the key cache's rows, or past its end),
+    build_slot_mapping's block ids taken as they are (a negative id turns the tokens into padding,
+    an id too large wraps its slots around int64)."""
     case = _problem(9, 9, 4, num_heads=4, num_kv_heads=2)
     function, bad_call, word = BAD_INPUTS[name]
     _good_call(lab, function, case)
