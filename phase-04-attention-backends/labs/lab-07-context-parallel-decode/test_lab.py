@@ -271,6 +271,17 @@ def test_local_seq_lens_count_each_ranks_tokens(lab, world_size, stripe):
                         "(the sequence's length is its index)")
 
 
+# The tables' integer type and the range of their block ids: any integer type is a table, and a block
+# id times block_size may not fit in it (255 * 4 in uint8), while the slot, int64, must be exact.
+TABLE_IDS = {
+    "int32, ids from 0": (np.int32, 0),
+    "uint8, ids up to 255": (np.uint8, 255),
+    "int16, ids up to 2**15 - 1": (np.int16, 2**15 - 1),
+    "int32, ids up to 2**31 - 1": (np.int32, 2**31 - 1),
+}
+
+
+@pytest.mark.parametrize("table_ids", list(TABLE_IDS))
 @pytest.mark.parametrize(("world_size", "stripe", "block_size", "spare_columns"), [
     pytest.param(2, 4, 4, 0, id="block-interleaved"),
     pytest.param(4, 4, 4, 2, id="block-interleaved, padded tables"),
@@ -280,26 +291,33 @@ def test_local_seq_lens_count_each_ranks_tokens(lab, world_size, stripe):
     pytest.param(3, 6, 4, 1, id="stripe 6, blocks of 4"),
     pytest.param(1, 4, 4, 1, id="1 rank"),
 ])
-def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, block_size, spare_columns):
+def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, block_size, spare_columns, table_ids):
     """Each token's (rank, slot) in a 45-token sequence: the rank from the dealt hands, the slot
     from that rank's own table at the token's local block and offset. Every rank's table is its
-    own shuffled pool, padded with -1 when ``spare_columns`` > 0.
+    own shuffled pool, padded with -1 (the largest id of an unsigned type) when ``spare_columns`` >
+    0, its ids from 0 or up to the largest of a narrow integer type (uint8, int16, int32), so that
+    ``block * block_size`` does not fit in the table's type.
 
     Catches: the table indexed with the global block number ``t // block_size``, the offset taken
     from the global position (right only when the stripe is a multiple of the block size), one
-    rank's table used for every rank."""
+    rank's table used for every rank, slots computed in the table's own type (a uint8 block 200
+    of blocks of 16 gives slot 128, not 3200)."""
     seq_len = 45
+    dtype, top = TABLE_IDS[table_ids]
     rng = np.random.default_rng(stripe + block_size)
     owners = dealt(seq_len, world_size, stripe)
     counts = [sum(r == rank for r, _ in owners) for rank in range(world_size)]
     width = -(-max(counts) // block_size) + spare_columns
-    tables = np.full((world_size, width), -1, dtype=np.int32)
+    padding = -1 if np.issubdtype(dtype, np.signedinteger) else np.iinfo(dtype).max
+    tables = np.full((world_size, width), padding, dtype=dtype)
     for rank, n in enumerate(counts):
         need = -(-n // block_size)
-        tables[rank, :need] = rng.permutation(3 * need + 5)[:need]  # rank r's own pool of block ids
+        pool = rng.permutation(3 * need + 5)[:need]  # rank r's own pool of block ids
+        tables[rank, :need] = top - pool if top else pool
     tables.flags.writeable = False
-    expected_slots = np.array([tables[r, local // block_size] * block_size + local % block_size for r, local in owners])
-    where = (f"shard_slot_mapping(0..{seq_len - 1}, tables of {world_size} ranks x {width} columns, "
+    ids = tables.astype(np.int64)  # the truth's block ids, in int64 before any product
+    expected_slots = np.array([ids[r, local // block_size] * block_size + local % block_size for r, local in owners])
+    where = (f"shard_slot_mapping(0..{seq_len - 1}, tables of {world_size} ranks x {width} columns ({table_ids}), "
              f"block_size={block_size}, stripe={stripe})")
     try:
         ranks, slots = lab.shard_slot_mapping(np.arange(seq_len), tables, block_size, stripe)
@@ -312,11 +330,15 @@ def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, b
     assert_equal_naming(ranks, np.array([r for r, _ in owners]), wrong_ranks, what=f"{where}: ranks", dtype=I64)
     rank_of = np.array([r for r, _ in owners])
     local_of = np.array([local for _, local in owners])
-    wrong = {"the rank's table at the global block t // block_size":
-             tables[rank_of, np.minimum(t // block_size, width - 1)] * block_size + local_of % block_size,
-             "the offset of the global position": tables[rank_of, local_of // block_size] * block_size + t % block_size}
+    with np.errstate(over="ignore"):  # the last mistake overflows the table's type on purpose
+        wrong = {"the rank's table at the global block t // block_size":
+                 ids[rank_of, np.minimum(t // block_size, width - 1)] * block_size + local_of % block_size,
+                 "the offset of the global position":
+                 ids[rank_of, local_of // block_size] * block_size + t % block_size,
+                 f"block * block_size computed in the table's {np.dtype(dtype)} (it wraps around)":
+                 tables[rank_of, local_of // block_size] * dtype(block_size) + local_of % block_size}
     assert_equal_naming(slots, expected_slots, wrong, what=f"{where}: slots (rank's table at the local block, times "
-                        "block_size, plus the local offset)", dtype=I64)
+                        "block_size, plus the local offset, in int64)", dtype=I64)
 
 
 def test_shard_slot_mapping_of_no_token(lab):
