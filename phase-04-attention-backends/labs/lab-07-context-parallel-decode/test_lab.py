@@ -358,13 +358,15 @@ def test_shard_slot_mapping_of_no_token(lab):
 
 def test_layout_rejects_bad_input(lab):
     """Clear ValueErrors naming the argument: no ranks, an empty stripe or block, negative or
-    fractional positions, negative (-1 included) or fractional lengths, tables that are not a 2-D
+    fractional positions, negative (-1 included) or fractional lengths, counts, positions, lengths
+    and a round of dealing past int64, tables that are not a 2-D
     integer array of at least one rank, a table too narrow for a rank's tokens (naming the local block
     a token needs), in every function that takes them. (The checks are given.)
 
     Catches: local_seq_lens without its check of world_size (0 ranks answer an empty array) or of the
     stripe (numpy divides by 0 with a warning), shard_slot_mapping without its check of block_size, a
-    lengths check off by one or with its conditions joined by ``and``."""
+    lengths check off by one or with its conditions joined by ``and``, counts, positions and lengths
+    let past int64 (numpy's OverflowError, or a uint64 wrapped around to a negative number)."""
     expect_value_error(lambda: lab.token_owner(np.arange(4), 0, 4), "world_size", "token_owner(.., world_size=0, ..)")
     expect_value_error(lambda: lab.token_owner(np.arange(4), 2, 0), "stripe", "token_owner(.., stripe=0)")
     expect_value_error(lambda: lab.token_owner(np.array([3, -1]), 2, 4), "positions", "token_owner([3, -1], ..)")
@@ -388,6 +390,42 @@ def test_layout_rejects_bad_input(lab):
                       (tables[:0], "tables of 0 ranks")]:
         expect_value_error(lambda bad=bad: lab.shard_slot_mapping(np.arange(8), bad, 4, 4), "rank_block_tables",
                            f"shard_slot_mapping with {what}")
+    # Past int64, where the layout computes: numpy's OverflowError for a Python int, a uint64 that
+    # wraps around to a negative position or length.
+    big = 2**63
+    expect_value_error(lambda: lab.token_owner(np.arange(4), 2, big), "stripe", "token_owner(.., stripe=2**63)")
+    expect_value_error(lambda: lab.token_owner(np.arange(4), big, 4), "world_size",
+                       "token_owner(.., world_size=2**63, ..)")
+    expect_value_error(lambda: lab.token_owner(np.array([3, big], dtype=np.uint64), 2, 4), "positions",
+                       "token_owner([3, 2**63] as uint64, ..)")
+    expect_value_error(lambda: lab.local_seq_lens(np.array([5, big], dtype=np.uint64), 2, 4), "seq_lens",
+                       "local_seq_lens([5, 2**63] as uint64, ..)")
+    expect_value_error(lambda: lab.local_seq_lens(np.array([5]), 4, 2**62), "stripe * world_size",
+                       "local_seq_lens([5], world_size=4, stripe=2**62) (a round of 2**64 tokens)")
+    expect_value_error(lambda: lab.shard_slot_mapping(np.arange(8), tables, big, 4), "block_size",
+                       "shard_slot_mapping(.., block_size=2**63, ..)")
+
+
+def test_layout_takes_counts_up_to_the_largest_int64(lab):
+    """The largest values int64 holds are refused by none of the layout's checks: a stripe, a world
+    size, a round of dealing, a position and a length of 2**63 - 1 (the last two as uint64), each
+    answer computed here by hand.
+
+    Catches: a bound of the given checks off by one (2**63 - 1 refused)."""
+    top = 2**63 - 1
+    ranks, local = lab.token_owner(np.array([5, top], dtype=np.uint64), 2, 1)
+    where = "token_owner([5, 2**63 - 1] as uint64, 2 ranks, stripe 1)"
+    labkit.assert_equal(ranks, np.array([1, 1]), what=f"{where}: ranks", dtype=I64)
+    labkit.assert_equal(local, np.array([2, top // 2]), what=f"{where}: local_positions", dtype=I64)
+    ranks, local = lab.token_owner(np.arange(3), 1, top)
+    labkit.assert_equal(local, np.arange(3), what="token_owner(0..2, 1 rank, stripe 2**63 - 1): local_positions",
+                        dtype=I64)
+    ranks, local = lab.token_owner(np.arange(3), top, 1)
+    labkit.assert_equal(ranks, np.arange(3), what="token_owner(0..2, 2**63 - 1 ranks, stripe 1): ranks", dtype=I64)
+    labkit.assert_equal(lab.local_seq_lens(np.array([5, 0]), 1, top), np.array([[5, 0]]), dtype=I64,
+                        what="local_seq_lens([5, 0], 1 rank, stripe 2**63 - 1) (a round of 2**63 - 1 tokens)")
+    labkit.assert_equal(lab.local_seq_lens(np.array([top], dtype=np.uint64), 1, 1), np.array([[top]]), dtype=I64,
+                        what="local_seq_lens([2**63 - 1] as uint64, 1 rank, stripe 1)")
 
 
 # ------------------------------------------------------------------------------------------
