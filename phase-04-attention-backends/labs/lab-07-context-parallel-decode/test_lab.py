@@ -960,6 +960,31 @@ def test_combine_bytes_readme_numbers(lab):
                 + bytes_mistake(got, expected, method, world_size, 32, 128, 4))
 
 
+def test_combine_bytes_counts_past_int64(lab):
+    """combine_bytes counts in Python's exact integers, so a count past int64 (2**64 for each
+    argument in turn) is no error: the README's formulas, worked out here with Python integers,
+    ``W (W - 1) B H (D + 1) s`` for the all-gather and ``2 (W - 1) B H (D + 2) s`` for the all-reduce.
+
+    Catches: the int64 bound of the layout's counts applied to combine_bytes too (a valid count
+    refused)."""
+    big = 2**64
+    for method in ("all_gather", "all_reduce"):
+        for name in ("world_size", "batch", "num_heads", "head_dim", "itemsize"):
+            args = {"world_size": 4, "batch": 3, "num_heads": 2, "head_dim": 8, "itemsize": 2, name: big}
+            w, b, h, d, s = (args[k] for k in ("world_size", "batch", "num_heads", "head_dim", "itemsize"))
+            if method == "all_gather":
+                expected = w * (w - 1) * b * h * (d + 1) * s
+            else:
+                expected = 2 * (w - 1) * b * h * (d + 2) * s
+            call = f"combine_bytes({method!r}, {name}=2**64, the others small)"
+            try:
+                got = lab.combine_bytes(method, **args)
+            except ValueError as err:
+                raise AssertionError(f"{call} refused a valid count: {err}; combine_bytes counts in exact Python "
+                                     "integers, with no int64 bound") from None
+            require(got == expected, f"{call} = {got!r}, expected {expected}")
+
+
 def test_combine_bytes_rejects_bad_input(lab):
     """An unknown method, a world of no rank, a negative batch, no head, a head of no number or a
     number of no byte is a ValueError naming it. (The checks are given.)"""
