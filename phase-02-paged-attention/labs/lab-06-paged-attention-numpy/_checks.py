@@ -37,10 +37,36 @@ def _check_token_range(block_table, block_size, start, num_tokens):
         )
 
 
+def _check_slot_blocks(block_table, block_size, start, num_tokens):
+    # The table entries that tokens start .. start + num_tokens - 1 use (the caller has checked that
+    # the table is long enough): a negative id would make negative slots, which write_kv skips as
+    # padding, and an id whose slots pass int64 would wrap around to some other slot.
+    if int(num_tokens) == 0:
+        return
+    last_token = int(start) + int(num_tokens) - 1
+    ids = block_table[int(start) // int(block_size): last_token // int(block_size) + 1]
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0:
+        raise ValueError(f"block_table holds block id {low} for tokens {start}..{last_token}: a block id is never "
+                         "negative (its slots would be taken for padding)")
+    if (high + 1) * int(block_size) - 1 > np.iinfo(np.int64).max:
+        raise ValueError(f"block_table holds block id {high} for tokens {start}..{last_token}: with block_size "
+                         f"{block_size} its slots pass the largest int64")
+
+
+def _check_same_shape(k_cache, v_cache):
+    # The value of a token sits at the same (block, offset, head) as its key, and has its size: a
+    # value cache of another shape is read at the wrong rows, or past its end.
+    if np.shape(v_cache) != np.shape(k_cache):
+        raise ValueError(f"v_cache has shape {np.shape(v_cache)} but k_cache {np.shape(k_cache)}: the two caches "
+                         "must have one shape [num_blocks, block_size, num_kv_heads, head_dim]")
+
+
 def _check_write(k_cache, v_cache, new_k, new_v, slot_mapping):
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         if not isinstance(cache, np.ndarray) or cache.ndim != 4:
             raise ValueError(f"{name} must be a numpy array [num_blocks, block_size, num_kv_heads, head_dim]")
+    _check_same_shape(k_cache, v_cache)
     slots = np.asarray(slot_mapping)
     if slots.ndim != 1 or (slots.size and not np.issubdtype(slots.dtype, np.integer)):
         raise ValueError(f"slot_mapping must be a 1-D integer array, got shape {slots.shape} dtype {slots.dtype}")
@@ -60,6 +86,7 @@ def _check_attention(q, k_cache, v_cache, block_table, seq_len, block_size):
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         if np.ndim(cache) != 4:
             raise ValueError(f"{name} must be [num_blocks, block_size, num_kv_heads, head_dim]")
+    _check_same_shape(k_cache, v_cache)
     if k_cache.shape[1] != block_size:
         raise ValueError(f"block_size={block_size} but the caches hold blocks of {k_cache.shape[1]} tokens")
     num_heads, num_kv_heads = q.shape[0], k_cache.shape[2]

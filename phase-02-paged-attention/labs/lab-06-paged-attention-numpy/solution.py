@@ -16,7 +16,7 @@ axes, that is row ``slot(t) = block_table[t // block_size] * block_size + t % bl
 from __future__ import annotations
 
 import numpy as np
-from _checks import _as_block_table, _check_attention, _check_token_range, _check_write
+from _checks import _as_block_table, _check_attention, _check_slot_blocks, _check_token_range, _check_write
 
 
 def build_slot_mapping(block_table, block_size, start, num_tokens):
@@ -24,10 +24,12 @@ def build_slot_mapping(block_table, block_size, start, num_tokens):
 
     ``block_table`` is any 1-D integer array (or list) of physical block ids. Returns an int64
     array ``[num_tokens]``: a decode step is ``start = seq_len, num_tokens = 1``; a prefill chunk
-    is its whole range, starting mid-sequence (often mid-block).
+    is its whole range, starting mid-sequence (often mid-block). The entries those tokens use are
+    ids >= 0 whose slots fit in int64 (ValueError otherwise).
     """
     block_table = _as_block_table(block_table)
     _check_token_range(block_table, block_size, start, num_tokens)
+    _check_slot_blocks(block_table, block_size, start, num_tokens)
     t = np.arange(start, start + num_tokens, dtype=np.int64)
     # Which block (t // block_size) and where inside it (t % block_size).
     return block_table[t // block_size] * block_size + t % block_size

@@ -21,9 +21,10 @@ import numpy as np
 # Given in _checks.py (read it, do not edit it), already called at the top of each function below:
 #   _as_block_table(block_table)   the table as a 1-D int64 array (ValueError otherwise)
 #   _check_token_range(...)        the tokens' blocks exist in the table
+#   _check_slot_blocks(...)        those blocks' ids are >= 0 and their slots fit in int64
 #   _check_write(...)              caches, rows and slots that write_kv can take; the slots as int64
 #   _check_attention(...)          shapes, heads and table entries that paged_attention can take
-from _checks import _as_block_table, _check_attention, _check_token_range, _check_write
+from _checks import _as_block_table, _check_attention, _check_slot_blocks, _check_token_range, _check_write
 
 
 def build_slot_mapping(block_table, block_size, start, num_tokens):
@@ -33,10 +34,13 @@ def build_slot_mapping(block_table, block_size, start, num_tokens):
     int64). Returns a numpy int64 array ``[num_tokens]`` whose entry ``i`` is ``slot(start + i)``
     (the formula above); an empty array when ``num_tokens`` is 0. ``start`` can be anywhere in the
     sequence, mid-block included (a decode step writes one token at ``start = seq_len``). The
-    table is only read.
+    table is only read. The entries those tokens use must be block ids >= 0 whose slots fit in
+    int64 (the given ``_check_slot_blocks`` raises a ValueError otherwise); entries past them are
+    not looked at.
     """
     block_table = _as_block_table(block_table)
     _check_token_range(block_table, block_size, start, num_tokens)
+    _check_slot_blocks(block_table, block_size, start, num_tokens)
     raise NotImplementedError(
         "build_slot_mapping: not implemented yet (README step 1: the slot of each token "
         "t = start .. start + num_tokens - 1, as an int64 array)"

@@ -109,12 +109,18 @@ def test_slot_mapping_formula(lab, block_size):
 
 def test_slot_mapping_accepts_int64_tables(lab):
     """Any 1-D integer array is a block table (vLLM's are int32; numpy's default is int64), and so
-    is a plain list."""
+    is a plain list. The given check of the block ids refuses nothing valid: the largest block id
+    whose slots fit in int64, and padding (-1) past the entries the tokens use."""
     table = read_only(np.array([7, 0, 12, 3], dtype=np.int64))
     expected = _slots_by_loop(table, 8, 5, 20)
     labkit.assert_equal(lab.build_slot_mapping(table, 8, 5, 20), expected, what="slot_mapping", dtype=np.int64)
     labkit.assert_equal(lab.build_slot_mapping(table.tolist(), 8, 5, 20), expected, what="slot_mapping of a list",
                         dtype=np.int64)
+    # Block 2**61 - 1 of blocks of 4: its last slot is 2**63 - 1, the largest int64.
+    table = read_only(np.array([7, 2**61 - 1, -1, -1], dtype=np.int64))
+    expected = _slots_by_loop(table, 4, 3, 5)
+    labkit.assert_equal(lab.build_slot_mapping(table, 4, 3, 5), expected, dtype=np.int64,
+                        what=f"build_slot_mapping({table.tolist()}, block_size=4, start=3, num_tokens=5)")
 
 
 # --- step 2: the scatter ---
@@ -160,17 +166,38 @@ def test_write_kv_scatters_in_place(lab):
                         what="v_cache after write_kv (must change in place)")
 
 
-def test_write_kv_skips_padding_slots(lab):
-    """A negative slot (vLLM's PAD_SLOT_ID = -1: a padding row of the batch) writes nothing. In
-    numpy, index -1 means "the last slot of the cache", which belongs to some other sequence.
+# Padding slots, each in a slot mapping of the given dtype: vLLM's -1, and the other negative values
+# the docstring makes padding too (down to the most negative value of the dtype).
+PADDING_SLOTS = {
+    "minus-one": (-1, np.int64),
+    "minus-two": (-2, np.int64),
+    "minus-seven-int32": (-7, np.int32),
+    "most-negative-int64": (np.iinfo(np.int64).min, np.int64),
+    "most-negative-int32": (np.iinfo(np.int32).min, np.int32),
+}
 
-    Catches: writing every row, so the padding rows overwrite the cache's last slot."""
-    slots = read_only(np.array([5, -1, 2, -1, 20], dtype=np.int64))
+
+@pytest.mark.parametrize("padding", list(PADDING_SLOTS))
+def test_write_kv_skips_padding_slots(lab, padding):
+    """Every negative slot (vLLM's PAD_SLOT_ID = -1: a padding row of the batch) writes nothing,
+    whatever its value and the mapping's integer type. In numpy, index -1 means "the last slot of
+    the cache", which belongs to some other sequence; -2 and -7 name other slots near the end.
+
+    Catches: writing every row, so the padding rows overwrite the cache's last slot; taking only
+    -1 for padding (``slot_mapping != -1``), so -2 overwrites a slot near the end of the cache and
+    the most negative value is an index far outside it."""
+    pad, dtype = PADDING_SLOTS[padding]
+    slots = read_only(np.array([5, pad, 2, pad, 20], dtype=dtype))
     k_cache, v_cache, new_k, new_v = _caches_and_rows(2, len(slots))
     expected_k, expected_v = _scattered_by_loop(k_cache, new_k, slots), _scattered_by_loop(v_cache, new_v, slots)
 
-    lab.write_kv(k_cache, v_cache, new_k, new_v, slots)
-    what = "after write_kv with padding slots (-1 must write nothing; the last slot is another sequence's)"
+    rule = f"slot {pad} is padding (every negative slot is, not -1 alone) and must write nothing"
+    try:
+        lab.write_kv(k_cache, v_cache, new_k, new_v, slots)
+    except IndexError as err:  # a padding slot used as an index, far outside the cache
+        raise AssertionError(f"write_kv with slot_mapping {slots.tolist()} ({np.dtype(dtype)}) raised "
+                             f"IndexError: {err}; {rule}") from None
+    what = f"after write_kv with slot_mapping {slots.tolist()} ({np.dtype(dtype)}): {rule}"
     labkit.assert_close(k_cache, expected_k, atol=0, axes=CACHE_AXES, what=f"k_cache {what}")
     labkit.assert_close(v_cache, expected_v, atol=0, axes=CACHE_AXES, what=f"v_cache {what}")
 
@@ -490,6 +517,13 @@ def _rows(case, n):
     return np.zeros((n, *case.k_cache.shape[2:]))
 
 
+def _v_cache_unlike_k(case, axis, size):
+    """A value cache whose dimension ``axis`` is ``size`` where the key cache's is something else."""
+    shape = list(case.k_cache.shape)
+    shape[axis] = size
+    return np.zeros(shape)
+
+
 # name: (function, the bad call, a word the ValueError's message must contain)
 BAD_INPUTS = {
     "tokens-past-the-table": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(c.table[:1], 4, 0, 9),
@@ -514,8 +548,19 @@ BAD_INPUTS = {
     "negative-start": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(c.table, 4, -1, 2), "start"),
     "negative-num-tokens": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(c.table, 4, 0, -1),
                             "num_tokens"),
+    # A negative id would give negative slots (padding: the tokens written nowhere). Block
+    # (2**63 - 2) // 3 of blocks of 3 starts at slot 2**63 - 2, so its third token's slot is 2**63,
+    # one past the largest int64, which wraps to -2**63: the smallest id whose slots do not fit (here
+    # beside a small id, so that the largest id is the one checked).
+    "negative-block-id-for-slots": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(
+        np.array([c.table[0], -1, c.table[2]]), 4, 2, 5), "block id -1"),
+    "block-id-slots-past-int64": ("build_slot_mapping", lambda lab, c: lab.build_slot_mapping(
+        np.array([c.table[0], (2**63 - 2) // 3]), 3, 2, 4), f"block id {(2**63 - 2) // 3}"),
     "cache-not-4d": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy()[:, 0], c.v_cache.copy(), _rows(c, 1),
                                                              _rows(c, 1), np.array([0])), "k_cache"),
+    "caches-3d": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy()[:, 0], c.v_cache.copy()[:, 0],
+                                                          _rows(c, 1)[:, 0], _rows(c, 1)[:, 0], np.array([0])),
+                  "k_cache"),
     "slot-mapping-2d": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy(), c.v_cache.copy(), _rows(c, 1),
                                                                 _rows(c, 1), np.array([[0]])), "slot_mapping"),
     "slot-mapping-floats": ("write_kv", lambda lab, c: lab.write_kv(c.k_cache.copy(), c.v_cache.copy(), _rows(c, 1),
@@ -527,10 +572,27 @@ BAD_INPUTS = {
         c.q[0], c.k_cache, c.v_cache, c.table, 9, 4), "q must"),
     "v-cache-not-4d": ("paged_attention", lambda lab, c: lab.paged_attention(
         c.q, c.k_cache, c.v_cache[:, 0], c.table, 9, 4), "v_cache"),
+    "caches-3d-in-attention": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache[:, 0], c.v_cache[:, 0], c.table, 9, 4), "k_cache"),
     "q-wrong-head-dim": ("paged_attention", lambda lab, c: lab.paged_attention(
         c.q[:, :-1], c.k_cache, c.v_cache, c.table, 9, 4), "head_dim"),
     "last-block-id-past-the-cache": ("paged_attention", lambda lab, c: lab.paged_attention(
         c.q, c.k_cache, c.v_cache, np.array([c.table[0], c.table[1], c.k_cache.shape[0]]), 9, 4), "block_table"),
+    # A value cache unlike the key cache: blocks of 8 read at the key cache's offsets (silently the
+    # wrong rows), twice the KV heads (silently accepted), one block (numpy's IndexError), another
+    # head size (an answer of the wrong width).
+    "v-cache-other-block-size": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, _v_cache_unlike_k(c, 1, 8), c.table, 9, 4), "v_cache has shape"),
+    "v-cache-more-kv-heads": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, _v_cache_unlike_k(c, 2, 4), c.table, 9, 4), "v_cache has shape"),
+    "v-cache-one-block": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, _v_cache_unlike_k(c, 0, 1), c.table, 9, 4), "v_cache has shape"),
+    "v-cache-other-head-dim": ("paged_attention", lambda lab, c: lab.paged_attention(
+        c.q, c.k_cache, _v_cache_unlike_k(c, 3, 8), c.table, 9, 4), "v_cache has shape"),
+    "write-v-cache-other-block-size": ("write_kv", lambda lab, c: lab.write_kv(
+        c.k_cache.copy(), _v_cache_unlike_k(c, 1, 8), _rows(c, 1), _rows(c, 1), np.array([5])), "v_cache has shape"),
+    "write-v-cache-one-block": ("write_kv", lambda lab, c: lab.write_kv(
+        c.k_cache.copy(), _v_cache_unlike_k(c, 0, 1), _rows(c, 1), _rows(c, 1), np.array([5])), "v_cache has shape"),
 }
 
 
@@ -544,7 +606,10 @@ def test_bad_input_gets_a_clear_message(lab, name):
     answer from another sequence's data), checks dropped from a function, checks joined with
     ``and`` where each condition alone is an error, bounds compared with ``>`` instead of ``>=``
     the number of blocks or slots (id ``num_blocks`` is one past the end), the largest slot or
-    block id not the one compared (only the smallest)."""
+    block id not the one compared (only the smallest), a value cache checked for its rank but not
+    held to the key cache's shape (read or written at the key cache's rows, or past its end),
+    build_slot_mapping's block ids taken as they are (a negative id turns the tokens into padding,
+    an id too large wraps its slots around int64)."""
     case = _problem(9, 9, 4, num_heads=4, num_kv_heads=2)
     function, bad_call, word = BAD_INPUTS[name]
     _good_call(lab, function, case)

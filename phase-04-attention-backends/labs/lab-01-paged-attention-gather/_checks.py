@@ -5,9 +5,10 @@ gives a clear ValueError instead of an IndexError from inside numpy or, worse, a
 (numpy reads a negative block id from the end of the cache).
 
 - ``_check_dense(q, k, v)``: ``q [d]``, ``k [n, d]``, ``v [n, d]``.
-- ``_check_paged(q, k_cache, v_cache, block_table, seq_len, block_size)``: the caches' shapes and
-  block size, a 1-D integer table long enough for ``seq_len`` tokens, whose used ids name blocks
-  of the cache (``labkit.block_table.check_block_ids``, the check every paged lab shares).
+- ``_check_paged(q, k_cache, v_cache, block_table, seq_len, block_size)``: the caches' shapes (one
+  shape for both) and block size, a 1-D integer table long enough for ``seq_len`` tokens, whose
+  used ids name blocks of the cache (``labkit.block_table.check_block_ids``, the check every paged
+  lab shares).
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ def _check_paged(q, k_cache, v_cache, block_table, seq_len, block_size):
         raise ValueError(f"q has d={q.shape[0]}, the key cache d={k_cache.shape[2]}")
     if int(block_size) < 1 or k_cache.shape[1] != block_size:
         raise ValueError(f"block_size={block_size} but the caches hold blocks of {k_cache.shape[1]} tokens")
+    # The key cache is right. A token's value sits at the same (block, offset) as its key and has
+    # the same size d: a value cache of another shape is read at the wrong rows, or past its end.
+    if v_cache.shape != k_cache.shape:
+        raise ValueError(f"v_cache has shape {v_cache.shape} but k_cache {k_cache.shape}: the two caches must have "
+                         "one shape [num_blocks, block_size, d]")
     if int(seq_len) < 0:
         raise ValueError(f"seq_len must be >= 0, got {seq_len}")
     needed = -(-int(seq_len) // int(block_size))

@@ -424,6 +424,8 @@ BAD_INPUTS = {
         p[0], p[1], p[2], p[3], -1, 4), "seq_len"),
     "dense-q-not-a-vector": ("dense_attention", lambda lab, d, p: lab.dense_attention(
         np.stack([d[0], d[0]]), d[1], d[2]), "q must"),
+    "k-cache-not-3d": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1][:, 0], p[2], p[3], 9, 4), "k_cache"),
     "v-cache-not-3d": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
         p[0], p[1], p[2][:, 0], p[3], 9, 4), "v_cache"),
     "q-wrong-d": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
@@ -436,6 +438,17 @@ BAD_INPUTS = {
         p[0], p[1], p[2], p[3] * 1.0, 9, 4), "block_table"),
     "last-block-id-past-the-cache": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
         p[0], p[1], p[2], np.array([3, 1, 6]), 9, 4), "block_table"),
+    # A value cache unlike the key cache ([6, 4, 8]): blocks of 8 read at the key cache's offsets
+    # (silently the wrong rows), another size d (an answer of the wrong width), fewer blocks
+    # (numpy's IndexError), blocks of 1 (numpy's matmul error).
+    "v-cache-other-block-size": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], np.zeros((6, 8, 8)), p[3], 9, 4), "v_cache has shape"),
+    "v-cache-other-d": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], np.zeros((6, 4, 6)), p[3], 9, 4), "v_cache has shape"),
+    "v-cache-fewer-blocks": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2][:4], p[3], 9, 4), "v_cache has shape"),
+    "v-cache-blocks-of-one": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2][:, :1], p[3], 9, 4), "v_cache has shape"),
 }
 
 
@@ -446,10 +459,13 @@ def test_bad_input_gets_a_clear_message(lab, name):
     called at the top of each function; each function must first work on good input.
 
     Catches: a negative block id accepted (numpy reads block -1 from the end of the cache,
-    another sequence's data), checks dropped from a function, a check of the cache's shape that
-    looks at k_cache only, block ids compared with ``>`` instead of ``>=`` the number of blocks
-    (id 6 of a 6-block cache is past its end), a block_size of 0 let through to a division, a table
-    too short for seq_len reported with a fractional count of blocks (a true division)."""
+    another sequence's data), checks dropped from a function, a rank check of the caches that
+    refuses them only when both are wrong (a 2-D key cache beside a right value cache), block ids
+    compared with ``>`` instead of ``>=`` the number of blocks (id 6 of a 6-block cache is past
+    its end), a block_size of 0 let through to a division, a table
+    too short for seq_len reported with a fractional count of blocks (a true division), a value
+    cache checked for its rank but not held to the key cache's shape (read at the key cache's rows,
+    or past its end)."""
     dense, paged = _case()
     function, bad_call, word = BAD_INPUTS[name]
     if function == "dense_attention":

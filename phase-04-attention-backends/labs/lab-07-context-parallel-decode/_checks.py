@@ -4,8 +4,8 @@ Each function that takes input calls its checks first, so that bad input gets a 
 naming the argument and what was expected, never a numpy or torch traceback from deep inside.
 You call them; you do not write them.
 
-- the layout (steps 1-3): ``_check_count``, ``_as_positions``, ``_as_lengths``, ``_as_rank_tables``,
-  ``_check_table_width``;
+- the layout (steps 1-3): ``_check_count``, ``_check_round``, ``_as_positions``, ``_as_lengths``,
+  ``_as_rank_tables``, ``_check_table_width`` (counts, positions and lengths fit in int64);
 - one rank's summaries (step 4): ``_check_rank_inputs`` (its block ids through
   ``labkit.block_table.check_block_ids``, the check every paged lab shares);
 - the summaries in torch (steps 5-6): ``_check_summaries``, ``_check_out_lse``, and ``_world_size``,
@@ -23,12 +23,26 @@ import torch.distributed as dist
 from labkit.block_table import check_block_ids
 
 METHODS = ("all_gather", "all_reduce")  # the two combines that combine_bytes counts
+# The layout computes in int64: a count, position or length past its largest value cannot be held there
+# (numpy raises OverflowError for a Python int, and a uint64 wraps around to a negative number).
+INT64_MAX = int(np.iinfo(np.int64).max)
 
 
-def _check_count(name, value, allow_zero=False) -> None:
+def _check_count(name, value, allow_zero=False, int64=True) -> None:
+    """An integer >= 1 (>= 0 with ``allow_zero``), and at most INT64_MAX unless ``int64`` is False
+    (combine_bytes counts in Python's exact integers)."""
     low = 0 if allow_zero else 1
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if int64 and value > INT64_MAX:
+        raise ValueError(f"{name} must fit in int64 (at most 2**63 - 1), got {value!r}")
+
+
+def _check_round(world_size, stripe) -> None:
+    """One round of dealing, ``stripe * world_size`` tokens, fits in int64 (local_seq_lens divides by it)."""
+    if int(stripe) * int(world_size) > INT64_MAX:
+        raise ValueError(f"stripe * world_size (a round of dealing) must fit in int64, got stripe={stripe!r} and "
+                         f"world_size={world_size!r}")
 
 
 def _as_positions(positions) -> np.ndarray:
@@ -37,6 +51,8 @@ def _as_positions(positions) -> np.ndarray:
         raise ValueError(f"positions must be integers, got dtype {array.dtype}")
     if array.size and array.min() < 0:
         raise ValueError(f"positions must be >= 0, got {int(array.min())}")
+    if array.size and array.max() > INT64_MAX:
+        raise ValueError(f"positions must fit in int64 (at most 2**63 - 1), got {int(array.max())}")
     return array.astype(np.int64)
 
 
@@ -46,6 +62,8 @@ def _as_lengths(seq_lens) -> np.ndarray:
         raise ValueError(f"seq_lens must be a 1-D integer array, got {array.dtype} of shape {array.shape}")
     if array.size and array.min() < 0:
         raise ValueError(f"seq_lens must be >= 0, got {int(array.min())}")
+    if array.size and array.max() > INT64_MAX:
+        raise ValueError(f"seq_lens must fit in int64 (at most 2**63 - 1), got {int(array.max())}")
     return array.astype(np.int64)
 
 
@@ -154,7 +172,7 @@ def _check_combine_bytes_args(method, world_size, batch, num_heads, head_dim, it
     """``combine_bytes``'s arguments: a method of METHODS and counts >= 1, except ``batch >= 0``."""
     if method not in METHODS:
         raise ValueError(f"combine_bytes: method must be one of {METHODS}, got {method!r}")
-    _check_count("world_size", world_size)
-    _check_count("batch", batch, allow_zero=True)
+    _check_count("world_size", world_size, int64=False)
+    _check_count("batch", batch, allow_zero=True, int64=False)
     for name, value in (("num_heads", num_heads), ("head_dim", head_dim), ("itemsize", itemsize)):
-        _check_count(name, value)
+        _check_count(name, value, int64=False)

@@ -36,6 +36,7 @@ from _checks import (  # the given input checks (_checks.py), shared with the st
     _check_count,
     _check_out_lse,
     _check_rank_inputs,
+    _check_round,
     _check_summaries,
     _check_table_width,
     _world_size,
@@ -79,6 +80,7 @@ def local_seq_lens(seq_lens, world_size, stripe):
     seq_lens = _as_lengths(seq_lens)
     _check_count("world_size", world_size)
     _check_count("stripe", stripe)
+    _check_round(world_size, stripe)
     round_tokens = stripe * world_size  # one round of dealing: one stripe for every rank
     full_rounds = seq_lens // round_tokens
     rest = seq_lens - full_rounds * round_tokens  # the last, partial round goes to the first ranks

@@ -31,6 +31,7 @@ from _checks import (  # noqa: F401  (given: the input checks, in _checks.py; ca
     _check_count,
     _check_out_lse,
     _check_rank_inputs,
+    _check_round,
     _check_summaries,
     _check_table_width,
     _world_size,
@@ -73,6 +74,7 @@ def local_seq_lens(seq_lens, world_size, stripe):
     # seq_lens = _as_lengths(seq_lens)
     # _check_count("world_size", world_size)
     # _check_count("stripe", stripe)
+    # _check_round(world_size, stripe)
     raise NotImplementedError(
         "local_seq_lens: not implemented yet (README step 2: whole rounds of world_size stripes, then "
         "the last partial round dealt to the first ranks; never negative, never more than a stripe)"

@@ -271,6 +271,17 @@ def test_local_seq_lens_count_each_ranks_tokens(lab, world_size, stripe):
                         "(the sequence's length is its index)")
 
 
+# The tables' integer type and the range of their block ids: any integer type is a table, and a block
+# id times block_size may not fit in it (255 * 4 in uint8), while the slot, int64, must be exact.
+TABLE_IDS = {
+    "int32, ids from 0": (np.int32, 0),
+    "uint8, ids up to 255": (np.uint8, 255),
+    "int16, ids up to 2**15 - 1": (np.int16, 2**15 - 1),
+    "int32, ids up to 2**31 - 1": (np.int32, 2**31 - 1),
+}
+
+
+@pytest.mark.parametrize("table_ids", list(TABLE_IDS))
 @pytest.mark.parametrize(("world_size", "stripe", "block_size", "spare_columns"), [
     pytest.param(2, 4, 4, 0, id="block-interleaved"),
     pytest.param(4, 4, 4, 2, id="block-interleaved, padded tables"),
@@ -280,26 +291,33 @@ def test_local_seq_lens_count_each_ranks_tokens(lab, world_size, stripe):
     pytest.param(3, 6, 4, 1, id="stripe 6, blocks of 4"),
     pytest.param(1, 4, 4, 1, id="1 rank"),
 ])
-def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, block_size, spare_columns):
+def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, block_size, spare_columns, table_ids):
     """Each token's (rank, slot) in a 45-token sequence: the rank from the dealt hands, the slot
     from that rank's own table at the token's local block and offset. Every rank's table is its
-    own shuffled pool, padded with -1 when ``spare_columns`` > 0.
+    own shuffled pool, padded with -1 (the largest id of an unsigned type) when ``spare_columns`` >
+    0, its ids from 0 or up to the largest of a narrow integer type (uint8, int16, int32), so that
+    ``block * block_size`` does not fit in the table's type.
 
     Catches: the table indexed with the global block number ``t // block_size``, the offset taken
     from the global position (right only when the stripe is a multiple of the block size), one
-    rank's table used for every rank."""
+    rank's table used for every rank, slots computed in the table's own type (a uint8 block 200
+    of blocks of 16 gives slot 128, not 3200)."""
     seq_len = 45
+    dtype, top = TABLE_IDS[table_ids]
     rng = np.random.default_rng(stripe + block_size)
     owners = dealt(seq_len, world_size, stripe)
     counts = [sum(r == rank for r, _ in owners) for rank in range(world_size)]
     width = -(-max(counts) // block_size) + spare_columns
-    tables = np.full((world_size, width), -1, dtype=np.int32)
+    padding = -1 if np.issubdtype(dtype, np.signedinteger) else np.iinfo(dtype).max
+    tables = np.full((world_size, width), padding, dtype=dtype)
     for rank, n in enumerate(counts):
         need = -(-n // block_size)
-        tables[rank, :need] = rng.permutation(3 * need + 5)[:need]  # rank r's own pool of block ids
+        pool = rng.permutation(3 * need + 5)[:need]  # rank r's own pool of block ids
+        tables[rank, :need] = top - pool if top else pool
     tables.flags.writeable = False
-    expected_slots = np.array([tables[r, local // block_size] * block_size + local % block_size for r, local in owners])
-    where = (f"shard_slot_mapping(0..{seq_len - 1}, tables of {world_size} ranks x {width} columns, "
+    ids = tables.astype(np.int64)  # the truth's block ids, in int64 before any product
+    expected_slots = np.array([ids[r, local // block_size] * block_size + local % block_size for r, local in owners])
+    where = (f"shard_slot_mapping(0..{seq_len - 1}, tables of {world_size} ranks x {width} columns ({table_ids}), "
              f"block_size={block_size}, stripe={stripe})")
     try:
         ranks, slots = lab.shard_slot_mapping(np.arange(seq_len), tables, block_size, stripe)
@@ -312,11 +330,15 @@ def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, b
     assert_equal_naming(ranks, np.array([r for r, _ in owners]), wrong_ranks, what=f"{where}: ranks", dtype=I64)
     rank_of = np.array([r for r, _ in owners])
     local_of = np.array([local for _, local in owners])
-    wrong = {"the rank's table at the global block t // block_size":
-             tables[rank_of, np.minimum(t // block_size, width - 1)] * block_size + local_of % block_size,
-             "the offset of the global position": tables[rank_of, local_of // block_size] * block_size + t % block_size}
+    with np.errstate(over="ignore"):  # the last mistake overflows the table's type on purpose
+        wrong = {"the rank's table at the global block t // block_size":
+                 ids[rank_of, np.minimum(t // block_size, width - 1)] * block_size + local_of % block_size,
+                 "the offset of the global position":
+                 ids[rank_of, local_of // block_size] * block_size + t % block_size,
+                 f"block * block_size computed in the table's {np.dtype(dtype)} (it wraps around)":
+                 tables[rank_of, local_of // block_size] * dtype(block_size) + local_of % block_size}
     assert_equal_naming(slots, expected_slots, wrong, what=f"{where}: slots (rank's table at the local block, times "
-                        "block_size, plus the local offset)", dtype=I64)
+                        "block_size, plus the local offset, in int64)", dtype=I64)
 
 
 def test_shard_slot_mapping_of_no_token(lab):
@@ -336,13 +358,15 @@ def test_shard_slot_mapping_of_no_token(lab):
 
 def test_layout_rejects_bad_input(lab):
     """Clear ValueErrors naming the argument: no ranks, an empty stripe or block, negative or
-    fractional positions, negative (-1 included) or fractional lengths, tables that are not a 2-D
+    fractional positions, negative (-1 included) or fractional lengths, counts, positions, lengths
+    and a round of dealing past int64, tables that are not a 2-D
     integer array of at least one rank, a table too narrow for a rank's tokens (naming the local block
     a token needs), in every function that takes them. (The checks are given.)
 
     Catches: local_seq_lens without its check of world_size (0 ranks answer an empty array) or of the
     stripe (numpy divides by 0 with a warning), shard_slot_mapping without its check of block_size, a
-    lengths check off by one or with its conditions joined by ``and``."""
+    lengths check off by one or with its conditions joined by ``and``, counts, positions and lengths
+    let past int64 (numpy's OverflowError, or a uint64 wrapped around to a negative number)."""
     expect_value_error(lambda: lab.token_owner(np.arange(4), 0, 4), "world_size", "token_owner(.., world_size=0, ..)")
     expect_value_error(lambda: lab.token_owner(np.arange(4), 2, 0), "stripe", "token_owner(.., stripe=0)")
     expect_value_error(lambda: lab.token_owner(np.array([3, -1]), 2, 4), "positions", "token_owner([3, -1], ..)")
@@ -366,6 +390,42 @@ def test_layout_rejects_bad_input(lab):
                       (tables[:0], "tables of 0 ranks")]:
         expect_value_error(lambda bad=bad: lab.shard_slot_mapping(np.arange(8), bad, 4, 4), "rank_block_tables",
                            f"shard_slot_mapping with {what}")
+    # Past int64, where the layout computes: numpy's OverflowError for a Python int, a uint64 that
+    # wraps around to a negative position or length.
+    big = 2**63
+    expect_value_error(lambda: lab.token_owner(np.arange(4), 2, big), "stripe", "token_owner(.., stripe=2**63)")
+    expect_value_error(lambda: lab.token_owner(np.arange(4), big, 4), "world_size",
+                       "token_owner(.., world_size=2**63, ..)")
+    expect_value_error(lambda: lab.token_owner(np.array([3, big], dtype=np.uint64), 2, 4), "positions",
+                       "token_owner([3, 2**63] as uint64, ..)")
+    expect_value_error(lambda: lab.local_seq_lens(np.array([5, big], dtype=np.uint64), 2, 4), "seq_lens",
+                       "local_seq_lens([5, 2**63] as uint64, ..)")
+    expect_value_error(lambda: lab.local_seq_lens(np.array([5]), 4, 2**62), "stripe * world_size",
+                       "local_seq_lens([5], world_size=4, stripe=2**62) (a round of 2**64 tokens)")
+    expect_value_error(lambda: lab.shard_slot_mapping(np.arange(8), tables, big, 4), "block_size",
+                       "shard_slot_mapping(.., block_size=2**63, ..)")
+
+
+def test_layout_takes_counts_up_to_the_largest_int64(lab):
+    """The largest values int64 holds are refused by none of the layout's checks: a stripe, a world
+    size, a round of dealing, a position and a length of 2**63 - 1 (the last two as uint64), each
+    answer computed here by hand.
+
+    Catches: a bound of the given checks off by one (2**63 - 1 refused)."""
+    top = 2**63 - 1
+    ranks, local = lab.token_owner(np.array([5, top], dtype=np.uint64), 2, 1)
+    where = "token_owner([5, 2**63 - 1] as uint64, 2 ranks, stripe 1)"
+    labkit.assert_equal(ranks, np.array([1, 1]), what=f"{where}: ranks", dtype=I64)
+    labkit.assert_equal(local, np.array([2, top // 2]), what=f"{where}: local_positions", dtype=I64)
+    ranks, local = lab.token_owner(np.arange(3), 1, top)
+    labkit.assert_equal(local, np.arange(3), what="token_owner(0..2, 1 rank, stripe 2**63 - 1): local_positions",
+                        dtype=I64)
+    ranks, local = lab.token_owner(np.arange(3), top, 1)
+    labkit.assert_equal(ranks, np.arange(3), what="token_owner(0..2, 2**63 - 1 ranks, stripe 1): ranks", dtype=I64)
+    labkit.assert_equal(lab.local_seq_lens(np.array([5, 0]), 1, top), np.array([[5, 0]]), dtype=I64,
+                        what="local_seq_lens([5, 0], 1 rank, stripe 2**63 - 1) (a round of 2**63 - 1 tokens)")
+    labkit.assert_equal(lab.local_seq_lens(np.array([top], dtype=np.uint64), 1, 1), np.array([[top]]), dtype=I64,
+                        what="local_seq_lens([2**63 - 1] as uint64, 1 rank, stripe 1)")
 
 
 # ------------------------------------------------------------------------------------------
@@ -898,6 +958,31 @@ def test_combine_bytes_readme_numbers(lab):
         require(got == expected, f"combine_bytes({method!r}, {world_size} ranks, batch 1, 32 heads of 128, float32) = "
                 f"{got!r}, the README's table says {expected:,}"
                 + bytes_mistake(got, expected, method, world_size, 32, 128, 4))
+
+
+def test_combine_bytes_counts_past_int64(lab):
+    """combine_bytes counts in Python's exact integers, so a count past int64 (2**64 for each
+    argument in turn) is no error: the README's formulas, worked out here with Python integers,
+    ``W (W - 1) B H (D + 1) s`` for the all-gather and ``2 (W - 1) B H (D + 2) s`` for the all-reduce.
+
+    Catches: the int64 bound of the layout's counts applied to combine_bytes too (a valid count
+    refused)."""
+    big = 2**64
+    for method in ("all_gather", "all_reduce"):
+        for name in ("world_size", "batch", "num_heads", "head_dim", "itemsize"):
+            args = {"world_size": 4, "batch": 3, "num_heads": 2, "head_dim": 8, "itemsize": 2, name: big}
+            w, b, h, d, s = (args[k] for k in ("world_size", "batch", "num_heads", "head_dim", "itemsize"))
+            if method == "all_gather":
+                expected = w * (w - 1) * b * h * (d + 1) * s
+            else:
+                expected = 2 * (w - 1) * b * h * (d + 2) * s
+            call = f"combine_bytes({method!r}, {name}=2**64, the others small)"
+            try:
+                got = lab.combine_bytes(method, **args)
+            except ValueError as err:
+                raise AssertionError(f"{call} refused a valid count: {err}; combine_bytes counts in exact Python "
+                                     "integers, with no int64 bound") from None
+            require(got == expected, f"{call} = {got!r}, expected {expected}")
 
 
 def test_combine_bytes_rejects_bad_input(lab):

@@ -1,7 +1,9 @@
-"""The caches' shape check needs both caches wrong before it refuses them.
+"""The caches' rank check needs both caches wrong before it refuses them.
 
-``or`` became ``and``: a value cache of the wrong rank goes through as long as the key cache is
-right. Symptom: an IndexError from deep inside the loop instead of a ValueError naming v_cache.
+``or`` became ``and``: a key cache of the wrong rank goes through as long as the value cache is
+right (a value cache of the wrong rank is still caught, by the comparison of the two shapes).
+Symptom: an IndexError ("tuple index out of range") from the next check, which reads the key
+cache's d, instead of a ValueError naming k_cache.
 """
 
 SOURCE = "_checks.py"  # the given input checks

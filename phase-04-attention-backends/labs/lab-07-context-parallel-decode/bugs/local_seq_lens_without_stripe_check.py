@@ -8,6 +8,6 @@ returns instead of raising a ValueError naming stripe.
 CAUGHT_BY = ["test_layout_rejects_bad_input"]
 
 EDIT = (
-    '    _check_count("world_size", world_size)\n    _check_count("stripe", stripe)\n    round_tokens',
-    '    _check_count("world_size", world_size)\n    round_tokens',
+    '    _check_count("stripe", stripe)\n    _check_round(',
+    '    _check_round(',
 )
