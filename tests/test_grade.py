@@ -352,7 +352,7 @@ def test_decoding_trusts_no_name_shape_or_size():
 
 
 def _buffer(kind, size):
-    return [(kind, "cpu", 0, bytes(size), False)]
+    return [(kind, "cpu", 0, bytes(size), "w")]
 
 
 VIEW_BOMBS = {  # views the bytes that crossed cannot back
@@ -408,11 +408,19 @@ def test_views_of_one_storage_cross_as_one_buffer_and_in_place_changes_come_back
     a, frozen = base[:, :2], base[:, 2:4]
     frozen.flags.writeable = False
     sealed = np.frombuffer(np.arange(3.0).tobytes())  # over read-only bytes: no flag makes it writeable
+    owned = np.arange(4.0)
+    owned.flags.writeable = False  # a read-only owner: a flag makes it writeable, never a view of it
     layouts = values.Layouts(whole=True)
     buffers = []
-    k2, v2, a2, frozen2, sealed2 = values.decode(
-        wire.unpack(wire.pack(values.encode((k, v, a, frozen, sealed), layouts=layouts))), buffers=buffers)
-    assert len(buffers) == 3, "one buffer per storage"
+    k2, v2, a2, frozen2, sealed2, owned2, owned_tail2 = values.decode(
+        wire.unpack(wire.pack(values.encode((k, v, a, frozen, sealed, owned, owned[1:]), layouts=layouts))),
+        buffers=buffers)
+    assert len(buffers) == 4, "one buffer per storage"
+    assert owned2.flags.owndata and np.shares_memory(owned2, owned_tail2) and not owned_tail2.flags.writeable
+    with pytest.raises(ValueError, match="WRITEABLE"):
+        owned_tail2.flags.writeable = True  # a view of a read-only owner: refused in one process, refused here
+    owned2.flags.writeable = True
+    owned2[0] = -4.0
     assert k2.stride() == k.stride() and v2.data_ptr() - k2.data_ptr() == v.data_ptr() - k.data_ptr()
     assert a2.strides == a.strides and not frozen2.flags.writeable and not sealed2.flags.writeable
     k2.fill_(-1.0)
@@ -426,6 +434,7 @@ def test_views_of_one_storage_cross_as_one_buffer_and_in_place_changes_come_back
         layouts.copy_back(index, raw)
     assert (k == -1).all() and (v >= 0).all() and (a == -2).all() and (frozen == -3).all()
     assert (base[:, 4:] >= 0).all() and np.array_equal(sealed, [0.0, 1.0, 2.0])
+    assert owned.tolist() == [-4.0, 1.0, 2.0, 3.0] and not owned.flags.writeable
     with pytest.raises(wire.ProtocolError):
         layouts.copy_back(0, b"short")
     with pytest.raises(wire.ProtocolError):
@@ -726,6 +735,14 @@ def rebuild():
     _OUT.shape = (_OUT.size, 1)  # the same object, another shape: it can no longer be followed
     _OUT[:] = 7.0
     return None
+
+
+_WORKSPACE = np.zeros(1 << 21)  # 16 MiB
+
+
+def step(i):
+    _WORKSPACE[...] = i  # every earlier result is a view of it, and changes
+    return _WORKSPACE[i * 32768:(i + 1) * 32768]  # 256 KiB, a new view each call
 """
 
 
@@ -737,7 +754,7 @@ def test_an_array_a_call_returns_is_the_same_object_when_returned_again_and_chan
     after each call; fresh results stay apart, and an array too large to be followed is a copy."""
     torch = pytest.importorskip("torch")
     sub = submission(RETURNS_ITS_BUFFER, {name: "callable" for name in ("merge", "scaled", "fresh", "big",
-                                                                        "rebuild")}, call_timeout=10)
+                                                                        "rebuild", "step")}, call_timeout=10)
     _, first = sub.merge(np.ones(3), np.ones(3))
     first.flags.writeable = False  # the test's own look at it: the submission's writes still reach it
     _, second = sub.merge(np.zeros(3), np.full(3, 5.0))
@@ -753,6 +770,26 @@ def test_an_array_a_call_returns_is_the_same_object_when_returned_again_and_chan
     sub.rebuild()
     assert small.shape == (4,) and (small == 0).all(), "another shape: forgotten, never an error"
     assert sub.fresh([3.0]).tolist() == [3.0]
+    # Results the test drops are kept as well, up to 4 MiB of arrays in all (the oldest forgotten past it):
+    # 40 results of 256 KiB, each changed by every later call, never make a reply too large.
+    steps = [sub.step(i) for i in range(40)]
+    assert all((result == 39).all() for result in steps[-16:]), "the latest 4 MiB of results are followed"
+    assert steps[0][0] < 39 and (steps[0] == steps[0][0]).all(), "the oldest forgotten: as last sent"
+
+
+def test_a_returned_array_over_memory_no_flag_can_write_never_changes():
+    """A worker that says a returned array over read-only bytes changed (an honest one cannot change it)
+    broke the protocol: the trusted side never writes such memory (a bytes object of the test's)."""
+    from labkit.grader import containers
+
+    sealed = np.frombuffer(b"\0" * 8, np.uint8)
+    with pytest.raises(wire.ProtocolError):
+        containers.refill(sealed, np.full(8, 65, np.uint8))
+    assert sealed.tobytes() == b"\0" * 8
+    frozen = np.zeros(8, np.uint8)
+    frozen.flags.writeable = False
+    containers.refill(frozen, np.full(8, 65, np.uint8))  # a flag could make it writeable: written, as it could be
+    assert (frozen == 65).all() and not frozen.flags.writeable
 
 
 HONEST_STYLES = """
@@ -977,9 +1014,19 @@ def np_tail_copy(a):
 def np_unlock_fill(a, value):
     a.flags.writeable = True  # "assignment destination is read-only", unlocked: the caller's array is written
     a[...] = value
+
+def np_fill_a_view_or_a_copy(a, value):
+    view = a[...]
+    try:
+        view.flags.writeable = True  # numpy refuses it for a view of a read-only array that owns its memory
+    except ValueError:
+        view = view.copy()
+    view[...] = value
+    return float(view.sum())
 """
 VIEWS_API = {name: "callable" for name in ("layout", "read_as_if_contiguous", "write_k", "write_past_the_end", "head",
-                                           "np_layout", "np_fill", "np_tail", "np_tail_copy", "np_unlock_fill")}
+                                           "np_layout", "np_fill", "np_tail", "np_tail_copy", "np_unlock_fill",
+                                           "np_fill_a_view_or_a_copy")}
 
 
 @needs_bwrap
@@ -1035,6 +1082,8 @@ def test_arrays_cross_as_the_views_a_test_made_and_writes_come_back_through_them
     # owns its memory, or its base is writeable), unless no flag can make it writeable (over read-only bytes).
     own = np.zeros(3)
     own.flags.writeable = False
+    assert sub.np_fill_a_view_or_a_copy(own, 2.0) == 6.0 and (own == 0).all(), \
+        "a view of a read-only owner cannot be made writeable: the submission wrote its own copy"
     sub.np_unlock_fill(own, 4.0)
     assert (own == 4).all(), "a read-only array the submission made writeable and wrote: written, as in one process"
     sub.np_unlock_fill(frozen, 5.0)

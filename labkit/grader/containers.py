@@ -26,7 +26,10 @@ MUTABLE = (list, dict, set, collections.deque)  # what the worker decodes a test
 MAX_DEPTH = 32  # values.MAX_NESTING: no value that crossed is deeper
 KEPT_RETURNED = 64  # returned containers each side keeps, the latest returned: older ones keep no identity
 RETURNED_ITEMS = 4096  # items (counted through nested containers) past which a returned container is not kept
-RETURNED_BYTES = 1 << 20  # bytes past which a returned array is not kept (its later changes are not followed)
+RETURNED_BYTES = 256 << 10  # bytes past which a returned array is not kept (its later changes are not followed)
+# Bytes of the returned arrays kept in all, the oldest forgotten past it: what each call that ran student code
+# hashes, and the most their changes add to a reply (results the test no longer holds are kept too).
+RETURNED_ARRAYS_BYTES = 4 << 20
 
 
 # --------------------------------------------------------------------------- the worker's side
@@ -129,8 +132,8 @@ class Returned:
     def keep(self, result) -> list:
         """``("k", path, number)`` for each container or array ``result`` returns (the same number for one
         returned before); the latest :data:`KEPT_RETURNED` are kept, none of more than :data:`RETURNED_ITEMS`
-        items or :data:`RETURNED_BYTES` bytes, and at most that many of one result (a tuple of a thousand
-        lists: the first 64)."""
+        items or :data:`RETURNED_BYTES` bytes, arrays of :data:`RETURNED_ARRAYS_BYTES` in all, and at most
+        that many of one result (a tuple of a thousand lists: the first 64)."""
         named = []
         for path, container in outer_containers(result)[:KEPT_RETURNED]:
             keep: list = []
@@ -149,6 +152,13 @@ class Returned:
         while len(self.kept) > KEPT_RETURNED:
             number = next(iter(self.kept))
             del self.numbers[id(self.kept.pop(number)[0])]
+        arrays = [number for number, (value, _, _) in self.kept.items() if is_array(value)]  # oldest first
+        total = sum(_nbytes(self.kept[number][0]) for number in arrays)
+        for number in arrays:
+            if total <= RETURNED_ARRAYS_BYTES:
+                break
+            total -= _nbytes(self.kept[number][0])
+            del self.numbers[id(self.kept.pop(number)[0])]
         return named
 
 
@@ -160,6 +170,10 @@ def _returned_key(value, keep: list):
     if _small(value, RETURNED_ITEMS) < 0:
         raise TypeError("grown past what is kept")
     return container_key(value, keep)
+
+
+def _nbytes(a) -> int:
+    return a.nbytes if type(a).__module__ == "numpy" else a.numel() * a.element_size()
 
 
 def _array_key(a) -> tuple:
@@ -317,11 +331,16 @@ def refill(old, new, depth: int = 0) -> None:
 
 def _refill_array(old, new) -> None:
     """``old``, an array the test holds, given ``new``'s values (one object in one process: its layout
-    cannot have changed). A read-only numpy array is written too: the submission's writes reach it."""
+    cannot have changed). A read-only numpy array is written too, as a submission may make it
+    writeable; one whose memory no flag can make writeable (the test's read-only bytes, returned as
+    a view) cannot have changed: a worker that says so broke the protocol."""
     if new.shape != old.shape or new.dtype != old.dtype:
         raise ProtocolError("a returned array came back with another shape or dtype")
     if type(old).__module__ == "numpy":
-        from labkit.grader.values import writable_alias
+        from labkit.grader.values import may_be_written, writable_alias
+
+        if not may_be_written(old):
+            raise ProtocolError("a returned array over memory no flag can make writeable came back changed")
 
         if old.size:
             writable_alias(old)[...] = new

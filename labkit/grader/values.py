@@ -265,7 +265,7 @@ class Layouts:
 
     def memory(self, index) -> tuple:
         """For a reply's view of the call's buffer ``index``: (kind, a uint8 array or tensor over the whole
-        memory of that group, the offset of byte 0 of the buffer that crossed, negated, False): its views
+        memory of that group, the offset of byte 0 of the buffer that crossed, negated, "w"): its views
         are made over the caller's own memory, as views of an argument are in one process."""
         if type(index) is not int or not 0 <= index < len(self.groups):
             raise ProtocolError("a view of an unknown argument's memory")
@@ -279,7 +279,7 @@ class Layouts:
             import numpy as np
 
             base = np.asarray(_Memory(group.origin, group.total, group.owner, group.owner.flags.writeable))
-        return (group.kind, base, -group.start, False)
+        return (group.kind, base, -group.start, "w")
 
     def _keep_as_view(self, logical: int, first: int, last: int) -> bool:
         span = last - first
@@ -319,8 +319,8 @@ class Layouts:
         if shared is None and not self._keep_as_view(a.size * a.itemsize, low, high):
             return None
         group = self._group(("nd", id(root)), "nd", "cpu", root, root_low, root_high - root_low, shared)
-        if self.whole and group.locked is None:
-            group.locked = not _may_be_written(root)
+        if self.whole and group.access is None:
+            group.access = _access(root)
         group.cover(low - root_low, high - root_low)
         group.views.append(a)
         return ("ndv", group.index, _dtype_wire(a.dtype), tuple(int(n) for n in a.shape),
@@ -334,8 +334,8 @@ class Layouts:
         a torch storage's range whole (torch has no read-only tensors), a numpy base through the
         call's views of it, read-only ones included: in one process a submission may make a read-only
         array writeable again (``flags.writeable = True``) and write through it, unless no flag can make
-        its memory writeable (a view of read-only bytes: the group is ``locked``, and so are its views
-        in the worker). What comes for a locked group is not written."""
+        its memory writeable (:func:`_access` "l": then neither can one in the worker, and what comes
+        for it is not written)."""
         if type(index) is not int or not 0 <= index < len(self.groups) or type(raw) is not bytes:
             raise ProtocolError("an in-place update of an unknown buffer")
         group = self.groups[index]
@@ -349,7 +349,7 @@ class Layouts:
             return
         import numpy as np
 
-        if group.locked:
+        if group.access == "l":
             return
         far = np.frombuffer(raw, dtype=np.uint8)
         for view in group.views:
@@ -369,8 +369,8 @@ class _Group:
         self.shared = shared  # the index of the call's buffer it is (a reply's view of an argument), or None
         self.low, self.high, self.start, self.end = total, 0, 0, 0
         self.views: list = []  # numpy: the arrays of this base in the message (they get copies back)
-        # numpy, the grader's arguments: whether no flag can make this memory writeable (Layouts.copy_back)
-        self.locked: bool | None = None
+        # numpy, the grader's arguments: how a flag may make this memory writeable in one process (_access)
+        self.access: str | tuple | None = None
 
     def cover(self, first: int, last: int) -> None:
         self.low, self.high = min(self.low, first), max(self.high, last)
@@ -384,7 +384,9 @@ class _Group:
             self.start, self.end = self.low - self.low % BUFFER_ALIGN, self.high
         view = self.bytes_view()
         raw = view.cpu().numpy().tobytes() if self.kind == "pt" else view.tobytes()
-        return (self.kind, self.device, self.start, raw, bool(self.locked))
+        if type(self.access) is tuple and (self.start, self.end) != (0, self.total):
+            self.access = "l"  # its span alone crossed: the far side cannot make the owner, so no flag may write
+        return (self.kind, self.device, self.start, raw, self.access or "w")
 
     def bytes_view(self):
         """The bytes ``[start, end)`` of the storage, as a uint8 tensor (torch) or array (numpy) over them."""
@@ -419,21 +421,34 @@ def _numpy_bounds(a) -> tuple[int, int]:
     return low, high + a.itemsize
 
 
-def _may_be_written(root) -> bool:
-    """Whether code handed a view of numpy array ``root`` (its base, or the array itself) could write its
-    memory in one process: it is writeable, or a flag can make it so (it owns its data, or its base is
-    writeable). Tried on ``root`` and put back as it was; a view of read-only bytes says no."""
+def _access(root):
+    """How code handed views of numpy array ``root`` (their last base, or the array itself) may write its
+    memory in one process, by numpy's rule for ``flags.writeable = True``: "w" where ``root`` is
+    writeable, or is not and a flag makes it and every view of it so (its memory is a writeable
+    buffer's); ``("o", dtype, shape)`` where it is a read-only array that owns its memory (a flag
+    makes it writeable, never a view of it); "l" where no flag can (read-only bytes). The worker makes
+    each so (:func:`_buffers`); an owner it cannot make (not C-contiguous) is "l"."""
+    if root.flags.writeable:
+        return "w"
+    if root.flags.owndata:
+        return ("o", _dtype_wire(root.dtype), tuple(int(n) for n in root.shape)) if root.flags.c_contiguous else "l"
+    return "w" if may_be_written(root) else "l"
+
+
+def may_be_written(array) -> bool:
+    """Whether numpy lets ``array`` be written, or be made writeable by its flag (numpy's own rule,
+    tried on ``array`` and put back as it was)."""
     import warnings
 
-    if root.flags.writeable:
+    if array.flags.writeable:
         return True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numpy warns about some arrays made writeable; the answer is the same
         try:
-            root.flags.writeable = True
+            array.flags.writeable = True
         except ValueError:
             return False
-    root.flags.writeable = False
+    array.flags.writeable = False
     return True
 
 
@@ -480,8 +495,9 @@ def decode(data, hooks: dict | None = None, buffers: list | None = None, max_vie
 
 def _buffers(wired: list, shared: Layouts | None = None) -> list:
     """(kind, uint8 tensor or array holding the bytes, offset of its first byte in the sender's storage,
-    locked: whether numpy views of it must stay read-only whatever a flag says); ``("argument", index)``:
-    the memory of the call's buffer ``index`` itself (:meth:`Layouts.memory`)."""
+    access: :func:`_access`'s answer for the memory it came from; for an owner the array holds the bytes
+    as that read-only owner); ``("argument", index)``: the memory of the call's buffer ``index`` itself
+    (:meth:`Layouts.memory`)."""
     made = []
     for item in wired:
         if type(item) is tuple and len(item) == 2 and item[0] == "argument" and shared is not None:
@@ -489,19 +505,26 @@ def _buffers(wired: list, shared: Layouts | None = None) -> list:
             continue
         if type(item) is not tuple or len(item) != 5:
             raise ProtocolError("a malformed buffer")
-        kind, device, start, raw, locked = item
-        if kind not in ("pt", "nd") or type(start) is not int or start < 0 or type(raw) is not bytes \
-                or type(locked) is not bool:
+        kind, device, start, raw, access = item
+        if kind not in ("pt", "nd") or type(start) is not int or start < 0 or type(raw) is not bytes:
             raise ProtocolError("a malformed buffer")
         import numpy as np
 
+        if type(access) is tuple and kind == "nd" and len(access) == 3 and access[0] == "o" and start == 0:
+            # The test's read-only owner, as one here: a flag makes it writeable, never a view of it.
+            base = np.frombuffer(raw, dtype=_numpy_dtype(access[1])).reshape(_shape(access[2])).copy()
+            base.flags.writeable = False
+            made.append((kind, base, start, "o"))
+            continue
+        if access not in ("w", "l"):
+            raise ProtocolError("a malformed buffer")
         base = np.empty(len(raw), dtype=np.uint8)  # aligned, writeable, owned: what an allocation gives
         base[:] = np.frombuffer(raw, dtype=np.uint8)
         if kind == "pt":
             import torch
 
             base = torch.from_numpy(base).to(_device(device))
-        made.append((kind, base, start, locked))
+        made.append((kind, base, start, access))
     return made
 
 
@@ -567,12 +590,14 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         import numpy as np
 
         index, wired_dtype, shape, strides, offset, writeable = rest
-        base, start, locked = views.buffer(index, "nd")
+        base, start, access = views.buffer(index, "nd")
         dtype, shape = _numpy_dtype(wired_dtype), _shape(shape)
         offset = views.check(shape, strides, offset - start if type(offset) is int else None, dtype.itemsize,
-                             base.size)
-        if locked:  # the test's memory cannot be made writeable: neither can this (over read-only bytes, not base)
-            base = np.asarray(_Memory(base.ctypes.data, base.size, base))
+                             base.nbytes)
+        if access == "o" and (shape, strides, offset, dtype) == (base.shape, base.strides, 0, base.dtype):
+            return base  # the owner itself, as the test passed it
+        if access == "l":  # the test's memory cannot be made writeable: neither can this (over read-only bytes)
+            base = np.asarray(_Memory(base.ctypes.data, base.nbytes, base))
         array = np.ndarray(shape, dtype, buffer=base, offset=offset, strides=strides)
         array.flags.writeable = bool(writeable)
         return array

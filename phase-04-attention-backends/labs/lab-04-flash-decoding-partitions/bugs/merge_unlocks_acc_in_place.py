@@ -8,12 +8,8 @@ a rescaled acc paired with its old m and denom. Symptom: the arguments differ af
 merges that reuse a summary give wrong outputs.
 """
 
-CAUGHT_BY = [
-    "test_merge_two_leaves_its_inputs_alone",
-    "test_merge_is_commutative",
-    "test_merge_is_order_invariant",
-    "test_merge_is_hierarchical",
-]
+# The tests that hand over summaries a later merge reuses (the symmetry tests fail on it as well).
+CAUGHT_BY = ["test_merge_two_leaves_its_inputs_alone", "test_merge_is_hierarchical"]
 
 EDIT = (
     "    return m, denom_a * scale_a + denom_b * scale_b, acc_a * scale_a + acc_b * scale_b\n",
