@@ -12,9 +12,9 @@ Without a GPU the Triton kernel runs on the CPU through Triton's interpreter (fp
 fp32); with one it runs on the GPU, bf16 included.
 
 Past these examples, the API's whole contract (``labkit.contract``): caches that are views of one
-pool, int64 tables, groups up to 32 query heads on one KV head, the reference in bf16 on any
-device, and scores placed against the blocks (a peak in the first or the last, a block far below
-the rest).
+pool, int64 tables and tables with a stride other than 1, groups up to 32 query heads on one KV
+head, the reference in bf16 on any device, and scores placed against the blocks (a peak in the
+first or the last, a block far below the rest).
 """
 
 from __future__ import annotations
@@ -343,6 +343,44 @@ def test_q_of_any_strides(lab, impl, view):
     case = make_case(45, num_heads=8, num_kv_heads=2, seed=46, poison="nan")
     case = dataclasses.replace(case, q=Q_VIEWS[view](case.q[0])[None])
     run(lab, impl, case, f"{impl} with q {view}")
+
+
+def _column_of_a_2d_table(table, filler):
+    """``table`` as column 0 of a ``[len, 3]`` tensor (stride 3) whose other columns hold ``filler``."""
+    wide = torch.full((table.numel(), 3), filler, dtype=table.dtype, device=table.device)
+    wide[:, 0] = table
+    return wide[:, 0]
+
+
+def _every_other_entry(table, filler):
+    """``table`` as ``long[::2]`` (stride 2) of a table twice as long, ``filler`` in between."""
+    long = torch.full((2 * table.numel(),), filler, dtype=table.dtype, device=table.device)
+    long[::2] = table
+    return long[::2]
+
+
+# The 1-D tables a caller can hand over without copying: a column of a 2-D tensor, a strided slice.
+TABLE_VIEWS = {"a column of a 2-D tensor": _column_of_a_2d_table,
+               "every other entry of a longer table": _every_other_entry}
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64], ids=["int32", "int64"])
+@pytest.mark.parametrize("view", TABLE_VIEWS)
+@pytest.mark.parametrize("impl", BOTH)
+def test_block_table_of_any_strides(lab, impl, view, index_dtype):
+    """``block_table`` may be any 1-D int tensor, a view with a stride other than 1 included: a column
+    of a 2-D tensor, every other entry of a longer table. What lies between its entries is the id of a
+    block the sequence does not use, poisoned with NaN, so reading the table as if it were contiguous
+    reads that block. Catches a kernel handed the table without making it contiguous first
+    (``block_table_assumed_contiguous``): ``block_table_ptr + logical`` walks past the view's entries."""
+    case = make_case(45, seed=47, poison="nan")
+    table = case.block_tables[0]
+    used = set(table[: blocks_needed(45, 16)].tolist())
+    filler = next(b for b in range(case.k_cache.shape[0]) if b not in used)  # a poisoned block
+    strided = TABLE_VIEWS[view](table.to(index_dtype), filler)
+    labkit.require(strided.stride(0) != 1, f"the table {view} must have a stride other than 1 (a test bug)")
+    case = dataclasses.replace(case, block_tables=strided[None])
+    run(lab, impl, case, f"{impl} with a block_table that is {view} ({index_dtype}, stride {strided.stride(0)})")
 
 
 @pytest.mark.parametrize("impl", BOTH)

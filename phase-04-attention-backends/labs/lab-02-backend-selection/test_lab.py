@@ -221,6 +221,9 @@ def test_device_capability_rejects_impossible_gpus(lab, gpu):
     ("FLASHMLA", "B200", ("bfloat16", 576, 64, "auto", MLA), ["hopper"]),  # 10.x passes the first check only
     ("CUTLASS_MLA", "H100", ("bfloat16", 576, 128, "auto", MLA), ["10.x"]),
     ("FLASHINFER_MLA", (12, 0), ("bfloat16", 576, 32, "auto", MLA), ["10.x"]),
+    ("FLASHINFER_MLA", (11, 0), ("bfloat16", 576, 32, "auto", MLA), ["10.x"]),  # the major is 10, not 10 and up
+    ("CUTLASS_MLA", (11, 0), ("bfloat16", 576, 128, "auto", MLA), ["10.x"]),
+    ("CUTLASS_MLA", (12, 0), ("bfloat16", 576, 128, "auto", MLA), ["10.x"]),
 ])
 def test_backend_problems_name_the_limit(lab, backend, gpu, layer, words):
     """Pins each backend's head sizes, dtypes, block-size rule and GPUs, and that the reason names
@@ -276,6 +279,7 @@ def test_backend_problems_empty_when_it_can_run(lab, backend, gpu, layer):
     ("FLASH_ATTN", "H100", "fp8_e5m2", False),
     ("FLASH_ATTN", "A100", "fp8", False),
     ("FLASH_ATTN", "B200", "fp8", False),  # Blackwell runs FlashAttention 4, which reads no fp8 here
+    ("FLASH_ATTN", (11, 0), "fp8", False),  # FlashAttention 2 there: only version 3 reads fp8
     # supported_kv_cache_dtypes
     ("FLASHINFER", "B200", "fp8_e5m2", True),
     ("FLASHINFER", "A100", "fp8", True),
@@ -302,10 +306,12 @@ def test_fp8_cache_per_backend(lab, backend, gpu, kv, ok):
     ("FLASH_ATTN", "H100", True),  # flash_attn_supports_sinks: FlashAttention 3 or 4
     ("FLASH_ATTN", "B200", True),
     ("FLASH_ATTN", "A100", False),  # FlashAttention 2 (and supports_combination: below 9.0)
+    ("FLASH_ATTN", (11, 0), False),  # get_flash_attn_version: 4 on major 10 only, so 11.x runs FlashAttention 2
     ("FLASH_ATTN", (12, 0), False),  # 12.x runs FlashAttention 2
     ("FLASHINFER", "B200", True),  # TRT-LLM attention: a 10.x GPU
     ("FLASHINFER", (10, 3), True),
     ("FLASHINFER", "H100", False),
+    ("FLASHINFER", (11, 0), False),
     ("FLASHINFER", (12, 0), False),
     ("TRITON_ATTN", "A100", True),
     ("FLEX_ATTENTION", "A100", False),  # the base class's supports_sink
@@ -527,6 +533,7 @@ def test_fp8_cache_with_no_backend(lab, gpu, dtype, head, kv):
     ("H100", 64, "FLASH_ATTN", {"TRITON_ATTN": ["lower priority"]}),  # FlashAttention 3 takes sinks
     ("B200", 64, "FLASHINFER", {"FLASH_ATTN": ["lower priority"]}),  # TRT-LLM attention on 10.x
     ("B200", 96, "FLASH_ATTN", {"FLASHINFER": ["96"]}),  # FlashAttention 4 takes sinks
+    ((11, 0), 64, "TRITON_ATTN", {"FLASH_ATTN": ["sinks"], "FLASHINFER": ["sinks"]}),  # FlashAttention 2 on 11.x
     ((12, 0), 64, "TRITON_ATTN", {"FLASH_ATTN": ["sinks"], "FLASHINFER": ["sinks"]}),
 ])
 def test_sinks_choices(lab, gpu, head, expected, reasons):
@@ -549,6 +556,9 @@ def test_sinks_choices(lab, gpu, head, expected, reasons):
     ((10, 3), None, "auto", "FLASHINFER_MLA", 32, {}),
     ("A100", None, "auto", "TRITON_MLA", 16, {"FLASH_ATTN_MLA": ["hopper"], "FLASHINFER_MLA": ["10.x"]}),
     ("L4", 64, "fp8", "TRITON_MLA", 64, {}),
+    # FlashInfer MLA and CUTLASS MLA test major == 10: 11.x and 12.x are not Blackwell for them
+    ((11, 0), None, "fp8", "TRITON_MLA", 16, {"FLASHINFER_MLA": ["10.x"], "CUTLASS_MLA": ["10.x"]}),
+    ((12, 0), None, "auto", "TRITON_MLA", 16, {"FLASHINFER_MLA": ["10.x"], "CUTLASS_MLA": ["10.x"]}),
 ])
 def test_mla_choices(lab, gpu, block, kv, expected, expected_block, reasons):
     """Pins the MLA choices: FlashAttention MLA first on Hopper (FlashMLA for an fp8 cache),

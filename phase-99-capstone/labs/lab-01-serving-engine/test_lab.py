@@ -448,7 +448,8 @@ def schedule_difference(step: int, want: Planned, got: Planned, before: dict) ->
         return f"{where}: running after the step {got.running}, planned {want.running}"
     if got.waiting != want.waiting:
         behind = [rid for rid in got.preempted if rid in got.waiting[len(got.preempted):]]
-        named = f": a preempted request ({behind}) goes back to the head of the queue, not its back" if behind else ""
+        named = (f": a preempted request ({behind}) goes back to the very head of the queue, ahead of everyone "
+                 f"waiting, the requests preempted before it too (README step 1)") if behind else ""
         return f"{where}: waiting queue after the step (head first) {got.waiting}, planned {want.waiting}{named}"
     return None
 
@@ -480,14 +481,20 @@ def test_schedule_matches_brute_force_under_preemption(lab, model, truth):
 
 
 def assert_schedule_as_planned(engine, records, plan):
-    """Each recorded step against the planned one, then the step count and each request's preemptions."""
+    """Each recorded step against the planned one, with the status of every waiting request, then the step
+    count and each request's preemptions."""
     __tracebackhide__ = True
+    victims = set()  # the requests the plan preempted so far
     for r, want in zip(records, plan, strict=False):
         scheduled = [(q.request_id, r.output.num_scheduled_tokens[q.request_id]) for q in r.output.scheduled_requests]
         got = Planned(scheduled, list(r.output.preempted_req_ids), r.running, r.waiting)
         problem = schedule_difference(r.step, want, got, {rid: before[3] for rid, before in r.before.items()})
         if problem:
             pytest.fail(problem)
+        victims.update(want.preempted)
+        status_problem = waiting_status_difference(r, victims)
+        if status_problem:
+            pytest.fail(status_problem)
     assert len(records) == len(plan), f"the engine took {len(records)} steps, the planned schedule {len(plan)}"
     want_counts = {rid: sum(p.preempted.count(rid) for p in plan) for rid in engine.requests}
     got_counts = {rid: request.num_preemptions for rid, request in engine.requests.items()}
@@ -496,6 +503,21 @@ def assert_schedule_as_planned(engine, records, plan):
         want = {rid: want_counts[rid] for rid in wrong}
         pytest.fail(f"num_preemptions {wrong}, expected {want}: the run preempted as planned, and _preempt counts "
                     f"every preemption on the request (README step 1)")
+
+
+def waiting_status_difference(record, victims) -> str | None:
+    """The waiting requests of ``record`` whose status is not the one the README gives, in words; None when
+    all agree. Only a preemption sends a request that ran back to the queue, so a waiting request preempted
+    at least once (``victims``, from the plan or the run's record) is PREEMPTED and any other is WAITING."""
+    want = {rid: "PREEMPTED" if rid in victims else "WAITING" for rid in record.waiting}
+    got = {rid: record.after[rid][0] for rid in record.waiting}
+    if got == want:
+        return None
+    wrong = {rid: got[rid] for rid in got if got[rid] != want[rid]}
+    expected = {rid: want[rid] for rid in wrong}
+    return (f"step {record.step}: waiting requests with status {wrong}, expected {expected}: "
+            f"_preempt sets a preempted request's status to PREEMPTED (README step 1), as vLLM does; a request "
+            f"that never ran is WAITING")
 
 
 # A pool of 5 blocks (4 usable): "big0" takes 3 of them; "big1", next in the queue, needs 3 and waits until
@@ -559,6 +581,36 @@ def test_a_request_that_preempts_itself_ends_the_running_part(lab, model, truth)
     assert_schedule_as_planned(engine, records, plan)
     assert_tokens_equal(engine, expected)
 
+
+# Three requests in a pool of 6 blocks (5 usable) with a budget of 32 tokens. Step 0: a's 30 prompt tokens
+# (2 blocks), b's first 2 (1 block). Step 1: a's decode token, b's last 28 (its 2nd block), c's first 3 (the
+# 5th block). Step 2: c's other 14 tokens need a 2nd block and none is free: c, the newest, preempts itself.
+# Step 3: a's 33rd token takes the free block; c (2 blocks) does not fit and waits. Step 4: b's 33rd token
+# needs a 3rd block and none is free: b preempts itself while c, the earlier victim, still waits.
+SECOND_VICTIM = {rid: (p, n) for rid, p, n in zip(("a", "b", "c"), prompts_of(8, (30, 30, 17)), (6, 6, 1),
+                                                   strict=True)}
+SECOND_VICTIM_RUN = dict(num_gpu_blocks=6, max_num_seqs=8, max_num_batched_tokens=32, enable_prefix_caching=False)
+
+
+def test_a_new_victim_goes_ahead_of_an_earlier_one_still_waiting(lab, model, truth):
+    """A request preempted while an earlier victim still waits goes to the very head of the queue, ahead of
+    that victim (README step 1: "back at the head of self.waiting"; it ran more recently than anyone in
+    the queue). Every step against ``planned_schedule``, which puts each victim at the head: b preempted in
+    step 4 leaves the queue [b, c], and b, not c, is admitted next, once a finishes. Then ``generate``'s tokens.
+
+    Catches: a victim put behind the victims already waiting (in front of the requests that never ran), an
+    order that only a queue holding two victims at once can show."""
+    settings = SECOND_VICTIM_RUN
+    plan = planned_schedule(SECOND_VICTIM, None, settings["num_gpu_blocks"], settings["max_num_seqs"],
+                            settings["max_num_batched_tokens"])
+    # c preempted in step 2, still waiting when b is preempted in step 4 (a test bug otherwise).
+    assert plan[2].preempted == ["c"] and plan[3].waiting == ["c"] and plan[4].preempted == ["b"], \
+        f"b must be preempted in step 4 while c, preempted in step 2, still waits (a test bug): {plan[:5]}"
+    assert plan[4].waiting == ["b", "c"], f"the plan must put b ahead of c (a test bug): {plan[4]}"
+    engine = new_engine(lab, model, **settings)
+    records = drive(engine, SECOND_VICTIM, max_steps=len(plan) + 20)
+    assert_schedule_as_planned(engine, records, plan)
+    assert_tokens_equal(engine, expected_outputs(truth, SECOND_VICTIM))
 
 
 # Two 3-token prompts and a budget of 2 tokens. Step 1: t0's last prompt token, then t1 admitted with the
@@ -769,18 +821,21 @@ def test_scheduling_invariants_hold_every_step(lab, model, truth):
 
     - the step computed at most ``max_num_batched_tokens`` tokens, at least one per scheduled request,
       and at most ``max_num_seqs`` requests run; a step that preempted admitted nobody;
-    - every request added is in exactly one of waiting, running, finished, with the matching status;
+    - every request added is in exactly one of waiting, running, finished, with the matching status (a
+      waiting request is PREEMPTED once it has been preempted, WAITING before it first runs);
     - a waiting request has computed nothing and holds no block; a running one's block table (the
       runner's copy) is the KV-cache manager's;
     - a running request advanced by exactly its scheduled tokens, and every scheduled request emitted a
       token exactly when its chunk reached its last token.
 
     Catches: the budget exceeded, the seat limit ignored, a finished request left running, a preempted
-    request that keeps its progress or blocks, a block table not extended, a token sampled from a partial
-    prefill chunk or not sampled at all. (Admission in a step that preempted is checked here too, but
-    this run seldom offers the chance: ``test_schedule_matches_brute_force_under_preemption`` does.)"""
+    request that keeps its progress or blocks or is left WAITING, a block table not extended, a token
+    sampled from a partial prefill chunk or not sampled at all. (Admission in a step that preempted is
+    checked here too, but this run seldom offers the chance:
+    ``test_schedule_matches_brute_force_under_preemption`` does.)"""
     engine, records = busy_run(lab, model)
     queue_status = {"waiting": {"WAITING", "PREEMPTED"}, "running": {"RUNNING"}, "finished": {"FINISHED"}}
+    victims = set()  # the requests the run preempted so far
     for r in records:
         where = f"step {r.step}"
         sched = r.output.num_scheduled_tokens
@@ -806,6 +861,9 @@ def test_scheduling_invariants_hold_every_step(lab, model, truth):
                 if queue == "running":
                     assert runner_table == r.tables_after[rid], \
                         f"{where}: {rid!r}'s block table {runner_table} is not the manager's {r.tables_after[rid]}"
+        victims.update(r.output.preempted_req_ids)
+        status_problem = waiting_status_difference(r, victims)
+        assert status_problem is None, status_problem
         for req in r.output.scheduled_requests:
             rid, n = req.request_id, sched[req.request_id]
             computed, tokens, emitted, _ = r.before[rid]
