@@ -1086,8 +1086,10 @@ def test_arrays_cross_as_the_views_a_test_made_and_writes_come_back_through_them
         "a view of a read-only owner cannot be made writeable: the submission wrote its own copy"
     sub.np_unlock_fill(own, 4.0)
     assert (own == 4).all(), "a read-only array the submission made writeable and wrote: written, as in one process"
+    assert own.flags.writeable, "the flag is the test's array's in one process: it stays set after the call"
     sub.np_unlock_fill(frozen, 5.0)
     assert (base[:, 4:] == 5).all() and (base[:, :4] != 5).all(), "a read-only view of a writeable base, unlocked"
+    assert frozen.flags.writeable
     sealed = np.frombuffer(np.arange(3.0).tobytes())
     with pytest.raises(ValueError, match="WRITEABLE"):
         sub.np_unlock_fill(sealed, 6.0)

@@ -313,7 +313,9 @@ class Submission(types.ModuleType):
             raise ProtocolError("malformed in-place updates")
         named = []
         for item in written:
-            if type(item) is tuple and len(item) == 2:
+            if type(item) is tuple and len(item) == 2 and item[0] in ("w", "W"):
+                layouts.made_writeable(*item, leaves)
+            elif type(item) is tuple and len(item) == 2:
                 layouts.copy_back(*item)
             elif type(item) is tuple and len(item) == 3 and item[0] == "c":
                 refill(container_at(call_args, item[1]), self._decode(item[2], leaves))

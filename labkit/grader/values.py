@@ -358,6 +358,24 @@ class Layouts:
             writable_alias(view)[...] = written
 
 
+    def made_writeable(self, tag: str, index, leaves: list) -> None:
+        """The call made a read-only numpy array of its arguments writeable (``"w"``: the argument array
+        ``index``; ``"W"``: the read-only owner of buffer ``index``, reached through a view's ``base``):
+        the test's array is made so too, as the flag is the test's own array's in one process. An array
+        numpy would not let be made writeable is a broken protocol (the worker could not either)."""
+        if type(index) is not int:
+            raise ProtocolError("a malformed flag update")
+        if tag == "w" and 0 <= index < len(leaves) and type(leaves[index]).__module__ == "numpy":
+            array = leaves[index]
+        elif tag == "W" and 0 <= index < len(self.groups) and type(self.groups[index].access) is tuple:
+            array = self.groups[index].owner
+        else:
+            raise ProtocolError("a flag update of an unknown array")
+        if not may_be_written(array):
+            raise ProtocolError("a flag update of an array no flag can make writeable")
+        array.flags.writeable = True
+
+
 class _Group:
     """One storage (or numpy base) of a message: ``origin`` its first byte's address (numpy; 0 for a
     torch storage, addressed by offset), ``total`` its size, ``[low, high)`` the bytes its views cover,

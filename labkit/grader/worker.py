@@ -106,20 +106,25 @@ def import_file(file: Path):
 class _Writes:
     """What one call writes into its arguments: the memory of their arrays (``buffers``, as decoded)
     and the plain containers among them, each remembered as it was before the call; ``changes()``:
-    those that differ after it, ``(buffer index, bytes)`` and ``("c", path, encoded container)``."""
+    those that differ after it, ``(buffer index, bytes)`` and ``("c", path, encoded container)``, and
+    the read-only numpy arrays the call made writeable, ``("w", argument array index)`` and ``("W",
+    buffer index)`` for a read-only owner made writeable through a view's ``base``: in one process the
+    flag is the test's array's, and stays set after the call."""
 
     def __init__(self, buffers: list, call_args: tuple, encode):
         self.arrays, self.encode = BufferWrites(buffers), encode
         self.containers = mutable_arguments(call_args)
         self.keep: list = []  # what the keys name by identity, alive until they are compared
         self.keys = [container_key(value, self.keep) for _, value in self.containers]
+        self.read_only = [(tag, i, a) for tag, arrays in (("w", array_leaves(call_args)), ("W", buffers))
+                          for i, a in enumerate(arrays) if type(a).__module__ == "numpy" and not a.flags.writeable]
 
     def changes(self) -> list:
         changed = self.arrays.changes()
         for (path, value), key in zip(self.containers, self.keys, strict=True):
             if container_key(value, []) != key:
                 changed.append(("c", path, self.encode(value)))
-        return changed
+        return changed + [(tag, i) for tag, i, a in self.read_only if a.flags.writeable]
 
 
 class _Session:
