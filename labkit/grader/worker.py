@@ -111,12 +111,13 @@ class _Writes:
     buffer index)`` for a read-only owner made writeable through a view's ``base``: in one process the
     flag is the test's array's, and stays set after the call."""
 
-    def __init__(self, buffers: list, call_args: tuple, encode):
+    def __init__(self, buffers: list, call_args: tuple, leaves: list, encode):
+        """``leaves``: the call's arrays, ``array_leaves(call_args)``, numbered as the grader numbers them."""
         self.arrays, self.encode = BufferWrites(buffers), encode
         self.containers = mutable_arguments(call_args)
         self.keep: list = []  # what the keys name by identity, alive until they are compared
         self.keys = [container_key(value, self.keep) for _, value in self.containers]
-        self.read_only = [(tag, i, a) for tag, arrays in (("w", array_leaves(call_args)), ("W", buffers))
+        self.read_only = [(tag, i, a) for tag, arrays in (("w", leaves), ("W", buffers))
                           for i, a in enumerate(arrays) if type(a).__module__ == "numpy" and not a.flags.writeable]
 
     def changes(self) -> list:
@@ -282,7 +283,7 @@ class _Session:
             if type(patches) is not tuple or len(patches) != 3:
                 raise wire.ProtocolError("bad patches")
             watched, names, deleted = patches
-            written = _Writes(buffers, (args, kwargs), lambda value: self.encode(value, arguments=aliases))
+            written = _Writes(buffers, (args, kwargs), leaves, lambda value: self.encode(value, arguments=aliases))
             with patched(watched), names_patched(self.module, names, deleted):
                 result = call()
             reply = ("ok", self.encode(result, arguments=aliases, shared=buffers),
