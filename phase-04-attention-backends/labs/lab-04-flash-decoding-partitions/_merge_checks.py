@@ -4,7 +4,8 @@
 input is a ``ValueError`` that says what is wrong instead of a numpy broadcast error or, worse, a
 silent answer:
 
-- ``_as_query_keys_values(q, k, v)``: ``q [d]``, ``k [n, d]``, ``v [n, dv]`` as float64, finite.
+- ``_as_query_keys_values(q, k, v)``: ``q [d]``, ``k [n, d]``, ``v [n, dv]`` as float64, finite, and small enough
+  that no score ``q . k_i`` and no ``acc`` overflows float64.
 - ``_as_summary(summary, what)``: a summary ``(m, denom, acc)`` as ``(float, float, float64 [d])``;
   an empty one (``denom == 0``) as the identity ``(-inf, 0.0, zeros(d))`` whatever its ``m`` says,
   and NaN, or numbers no set of keys can give, refused.
@@ -31,6 +32,17 @@ def _as_query_keys_values(q, k, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not np.isfinite(x).all():
             raise ValueError(f"{name} holds NaN or inf")
+    # Finite entries can still make an infinite score (1e200 * 1e200) or an infinite acc (the sum of many
+    # values near 1e308), and then the summary is NaN or inf, refused later far from its cause. The sums of
+    # |q_j k_ij| and of |v_i| bound every partial sum of a score and of acc (each weight is at most 1), in any
+    # order of summation: where they are finite, nothing overflows.
+    with np.errstate(over="ignore"):  # an overflow here is the answer, not an accident
+        score_bound, acc_bound = np.abs(k) @ np.abs(q), np.abs(v).sum(axis=0)
+    if not np.isfinite(score_bound).all():
+        raise ValueError("q and k are too large: a score q . k overflows float64 (the sum of |q_j k_ij| is inf)")
+    if not np.isfinite(acc_bound).all():
+        raise ValueError("v is too large: acc, a weighted sum of the values, may overflow float64 "
+                         "(the sum of |v_i| is inf)")
     return q, k, v
 
 

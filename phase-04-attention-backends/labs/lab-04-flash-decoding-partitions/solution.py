@@ -88,11 +88,14 @@ def merge_partials(partials) -> np.ndarray:
 def partitioned_attention(q, k, v, num_partitions: int) -> np.ndarray:
     """Attention of ``q [d]`` over ``k [n, d]``, ``v [n, dv]`` the flash-decoding way: split the
     keys into ``num_partitions`` contiguous chunks (``np.array_split``), summarize each on its
-    own (on a GPU: in parallel), merge the summaries. Empty chunks are skipped; zero keys give
-    ``zeros(dv)``."""
+    own (on a GPU: in parallel), merge the summaries. Any count is valid: only ``n`` chunks can be
+    non-empty, and empty chunks are skipped; zero keys give ``zeros(dv)``."""
     q, k, v = _as_query_keys_values(q, k, v)
     _check_num_partitions(num_partitions)
-    chunks = zip(np.array_split(k, num_partitions), np.array_split(v, num_partitions), strict=True)
+    # At most one chunk per key is non-empty: splitting into more would only list empty chunks (for a
+    # num_partitions of 10**12, more than memory holds). np.array_split cuts the same non-empty chunks.
+    num_chunks = min(num_partitions, max(k.shape[0], 1))
+    chunks = zip(np.array_split(k, num_chunks), np.array_split(v, num_chunks), strict=True)
     partials = [attend_partial(q, k_chunk, v_chunk) for k_chunk, v_chunk in chunks if len(k_chunk)]
     if not partials:  # zero keys: attention over nothing is zeros
         return np.zeros(v.shape[1])

@@ -86,12 +86,13 @@ def partitioned_attention(q, k, v, num_partitions: int) -> np.ndarray:
     called once on each non-empty chunk, the summaries merged.
 
     Returns a float64 array ``[dv]`` equal to dense attention (to rounding) for any partition count,
-    more partitions than keys included; ``zeros(dv)`` when ``n`` is 0. Modifies no input.
+    more partitions than keys included (any count: only ``n`` chunks can be non-empty, so cut no
+    more); ``zeros(dv)`` when ``n`` is 0. Modifies no input.
     """
     q, k, v = _as_query_keys_values(q, k, v)
     _check_num_partitions(num_partitions)
     raise NotImplementedError(
-        "partitioned_attention: not implemented yet (README step 4: np.array_split k and v, "
+        "partitioned_attention: not implemented yet (README step 4: np.array_split k and v into at most n chunks, "
         "attend_partial on each non-empty chunk, merge_partials; zero keys give zeros(dv), dv the values' width)"
     )
 

@@ -479,15 +479,20 @@ def test_any_partition_count_matches_dense(lab, num_partitions):
                         what=f"partitioned_attention, 257 keys in {num_partitions} partitions")
 
 
-@pytest.mark.parametrize(("n", "num_partitions"), [(1, 4), (5, 8), (6, 64), (40, 40), (40, 41)])
+@pytest.mark.parametrize(("n", "num_partitions"), [(1, 4), (5, 8), (6, 64), (40, 40), (40, 41), (3, 10**12)])
 def test_more_partitions_than_keys(lab, n, num_partitions):
-    """More partitions than keys: np.array_split hands out empty chunks, which are skipped
-    (a GPU grid sized for the longest sequence has the same empty partitions).
+    """More partitions than keys: at most one chunk per key can be non-empty, and the output is dense
+    attention. Any count is valid, 10**12 included: the extra chunks are empty, so they need not be
+    cut at all (np.array_split would first list 10**12 chunk sizes).
 
-    Catches: a crash or NaN on an empty chunk."""
+    Catches: a crash or NaN on an empty chunk; a list of 10**12 chunks (a MemoryError)."""
     q, k, v, expected = _dense_and_frozen(n, n)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = lab.partitioned_attention(q, k, v, num_partitions)
+        try:
+            out = lab.partitioned_attention(q, k, v, num_partitions)
+        except MemoryError:
+            pytest.fail(f"partitioned_attention({n} keys, num_partitions={num_partitions}) ran out of memory: "
+                        f"at most {n} chunks are non-empty, so split into min(num_partitions, n) chunks", pytrace=False)
     assert_output_close(out, expected, what=f"{n} keys, {num_partitions} partitions")
 
 
@@ -511,7 +516,7 @@ def test_zero_keys_gives_zeros(lab, num_partitions, dv):
     assert_output_close(out, expected, what=what, atol=0.0)
 
 
-@pytest.mark.parametrize(("n", "num_partitions"), [(10, 3), (5, 8), (257, 7)])
+@pytest.mark.parametrize(("n", "num_partitions"), [(10, 3), (5, 8), (257, 7), (40, 41), (20, 10**12)])
 def test_partitioned_attention_summarizes_each_chunk(lab, monkeypatch, n, num_partitions):
     """partitioned_attention really splits: it calls attend_partial once per non-empty chunk of
     np.array_split, in chunk sizes n // P + 1 (the first n % P) and n // P, and merges.
@@ -530,7 +535,8 @@ def test_partitioned_attention_summarizes_each_chunk(lab, monkeypatch, n, num_pa
     # partitioned_attention looks attend_partial up in its module when it runs: it finds this one.
     monkeypatch.setattr(lab, "attend_partial", recording_attend_partial)
     lab.partitioned_attention(q, k, v, num_partitions)
-    expected = [len(chunk) for chunk in np.array_split(np.arange(n), num_partitions) if len(chunk)]
+    # np.array_split's non-empty chunks; past n partitions only empty ones are added, so n stands for 10**12.
+    expected = [len(chunk) for chunk in np.array_split(np.arange(n), min(num_partitions, n)) if len(chunk)]
     non_empty = [size for size in sizes if size]  # calling it on empty chunks too is harmless
     labkit.assert_value(non_empty, expected, what=f"{n} keys in {num_partitions} partitions: the sizes of the "
                         f"non-empty chunks attend_partial saw (np.array_split's; all it saw: {sizes})")
@@ -661,6 +667,29 @@ def test_contract_score_patterns_at_every_key_count(lab, pattern):
                                 f"{num_partitions} partitions, scores {pattern} ({contract.SCORE_PATTERNS[pattern]})")
 
 
+@pytest.mark.parametrize("case", ["values near 1e308", "scores near 1e304"])
+def test_inputs_near_the_top_of_float64s_range(lab, case):
+    """Valid inputs as large as float64 allows: values of 1e307 to 2e307, whose sum over 16 values of
+    one key overflows but whose weighted sum over 6 keys (acc) does not; and entries of 1e152, whose
+    scores are 1e304 and finite. The output is still the brute force's, to rounding.
+
+    Catches: an overflow check that refuses more than overflows (the sum of all of v, or of a key's
+    values, in place of acc's bound: the sum of each value dimension over the keys)."""
+    rng = np.random.default_rng(7)
+    q, k, v = random_qkv(seed=7, n=6)
+    if case == "values near 1e308":
+        v = rng.uniform(1.0, 2.0, (6, D)) * 1e307
+    else:
+        q, k = q * 1e152, k * 1e152
+    expected_summary = summary_f64(q, k, v)
+    expected = labkit.attention_f64(q, k, v)
+    q, k, v = read_only(q, k, v)
+    assert_summary_close(lab.attend_partial(q, k, v), expected_summary, what=f"attend_partial, {case}")
+    assert_output_close(lab.partitioned_attention(q, k, v, 3), expected, what=f"partitioned_attention, {case}",
+                        atol=0.0)  # relative: the outputs are of order 1e307
+
+
+
 @pytest.mark.parametrize("dv", [1, 5, 40])
 def test_values_narrower_or_wider_than_the_keys(lab, dv):
     """Values of another width than the keys (v [n, dv], dv = 1, 5 or 40 with d = 16): the summary's
@@ -754,6 +783,14 @@ BAD_INPUTS = {
                  "k holds"),
     "inf-in-k": ("partitioned_attention", lambda lab, c: lab.partitioned_attention(
         c[0], read_only(_poisoned(c[1], math.inf)), c[2], 2), "k holds"),
+    # Finite entries whose products or sums overflow: the summary would be inf or NaN, refused far from its cause.
+    "score-overflows": ("attend_partial", lambda lab, c: lab.attend_partial(
+        read_only(c[0] * 1e200), read_only(c[1] * 1e200), c[2]), "overflow"),
+    # Each product finite (1e308), their sum over the head dimension not.
+    "score-sum-overflows": ("attend_partial", lambda lab, c: lab.attend_partial(
+        read_only(np.full(D, 1e154)), read_only(np.full((6, D), 1e154)), c[2]), "overflow"),
+    "acc-overflows": ("partitioned_attention", lambda lab, c: lab.partitioned_attention(
+        c[0], c[1], read_only(np.full_like(c[2], 1e308)), 2), "overflow"),
     "partials-not-a-list": ("merge_partials", lambda lab, c: lab.merge_partials(42), "partials"),
     "not-a-summary": ("merge_two", lambda lab, c: lab.merge_two(c[3], (0.0, 1.0)), "summary"),
     "acc-lengths-differ": ("merge_two", lambda lab, c: lab.merge_two(c[3], (0.0, 1.0, np.zeros(4))), "acc"),

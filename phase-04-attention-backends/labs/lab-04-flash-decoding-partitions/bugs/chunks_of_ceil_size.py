@@ -9,7 +9,7 @@ empty one. Symptom: only the chunk-size test fails.
 CAUGHT_BY = ["test_partitioned_attention_summarizes_each_chunk"]
 
 EDIT = (
-    "    chunks = zip(np.array_split(k, num_partitions), np.array_split(v, num_partitions), strict=True)\n",
-    "    size = -(-k.shape[0] // num_partitions)  # ceil(n / P) keys a chunk\n"
-    "    chunks = [(k[i * size:(i + 1) * size], v[i * size:(i + 1) * size]) for i in range(num_partitions)]\n",
+    "    chunks = zip(np.array_split(k, num_chunks), np.array_split(v, num_chunks), strict=True)\n",
+    "    size = -(-k.shape[0] // num_chunks)  # ceil(n / P) keys a chunk\n"
+    "    chunks = [(k[i * size:(i + 1) * size], v[i * size:(i + 1) * size]) for i in range(num_chunks)]\n",
 )

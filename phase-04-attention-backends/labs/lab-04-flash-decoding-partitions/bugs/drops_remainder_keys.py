@@ -9,12 +9,11 @@ the output is zeros.
 
 CAUGHT_BY = [
     "test_any_partition_count_matches_dense",
-    "test_more_partitions_than_keys",
     "test_partitioned_attention_summarizes_each_chunk",
 ]
 
 EDIT = (
-    "    chunks = zip(np.array_split(k, num_partitions), np.array_split(v, num_partitions), strict=True)\n",
-    "    size = k.shape[0] // num_partitions  # the remainder, n % num_partitions keys, is lost\n"
-    "    chunks = [(k[i * size : (i + 1) * size], v[i * size : (i + 1) * size]) for i in range(num_partitions)]\n",
+    "    chunks = zip(np.array_split(k, num_chunks), np.array_split(v, num_chunks), strict=True)\n",
+    "    size = k.shape[0] // num_chunks  # the remainder, n % num_chunks keys, is lost\n"
+    "    chunks = [(k[i * size : (i + 1) * size], v[i * size : (i + 1) * size]) for i in range(num_chunks)]\n",
 )

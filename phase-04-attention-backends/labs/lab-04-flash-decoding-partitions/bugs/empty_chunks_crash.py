@@ -3,16 +3,15 @@
 partitioned_attention hands every chunk of np.array_split to attend_partial, and attend_partial
 takes the max of the scores without a case for zero keys.
 
-np.array_split(k, P) with P > n returns P - n empty chunks, and numpy refuses the max of an empty
-array ("zero-size array to reduction operation maximum which has no identity"). Symptom: a
-ValueError from inside numpy as soon as there are more partitions than keys, or no keys at all.
+With zero keys, np.array_split still cuts one chunk, an empty one (and a kernel's partitions past
+a short sequence's end are empty the same way); numpy refuses the max of an empty array
+("zero-size array to reduction operation maximum which has no identity"). Symptom: a ValueError
+from inside numpy for attention over no keys, from attend_partial and from partitioned_attention.
 """
 
 CAUGHT_BY = [
     "test_attend_partial_of_zero_keys_is_the_identity",
-    "test_more_partitions_than_keys",
     "test_zero_keys_gives_zeros",
-    "test_partitioned_attention_summarizes_each_chunk",
 ]
 
 EDITS = [

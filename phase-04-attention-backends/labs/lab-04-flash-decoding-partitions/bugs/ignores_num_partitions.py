@@ -10,6 +10,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    "    chunks = zip(np.array_split(k, num_partitions), np.array_split(v, num_partitions), strict=True)\n",
+    "    chunks = zip(np.array_split(k, num_chunks), np.array_split(v, num_chunks), strict=True)\n",
     "    chunks = [(k, v)]  # one partition, whatever was asked\n",
 )
