@@ -3,6 +3,8 @@
 ``starter.py`` imports them; call them first, so that bad input is a ``ValueError`` naming the
 argument instead of a traceback from inside numpy or a kernel:
 
+- ``_check_integer(name, value)``: a whole number by type (``seq_len``, ``warp``, ``limit_bytes``,
+  ...): ``16.0`` and ``True`` are refused, numpy's integers accepted; the range is the caller's to check.
 - ``_check_positive(name, value)``: a positive integer (``block_size``, ``num_warps``, ...).
 - ``_as_seq_lens(seq_lens)``: a 1-D int64 array of lengths >= 0.
 - ``_check_qk_inputs(q, k, seq_lens, scale)``: exercise 3's tensors checked and made contiguous,
@@ -12,6 +14,7 @@ argument instead of a traceback from inside numpy or a kernel:
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -26,8 +29,16 @@ else:
 
 
 
+def _check_integer(name: str, value: int) -> None:
+    # By type, not by value: 16.0 == 16, yet a float size turns every count derived from it into a
+    # float and every index into a TypeError from numpy; a bool is an int to Python, never a size.
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name}={value!r} must be an integer")
+
+
 def _check_positive(name: str, value: int) -> None:
-    if int(value) != value or value < 1:
+    _check_integer(name, value)
+    if value < 1:
         raise ValueError(f"{name}={value} must be a positive integer")
 
 
@@ -58,6 +69,8 @@ def _check_qk_inputs(q, k, seq_lens, scale):
     lens = torch.as_tensor(seq_lens)
     if lens.ndim != 1 or lens.shape[0] != q.shape[0] or lens.is_floating_point():
         raise ValueError(f"seq_lens must be {q.shape[0]} integers; got shape {tuple(lens.shape)}, dtype {lens.dtype}")
+    if lens.dtype == torch.bool or lens.is_complex():  # a mask passed for the lengths would read as 0s and 1s
+        raise ValueError(f"seq_lens must be integers; got dtype {lens.dtype}")
     max_len = k.shape[1]
     if lens.numel() and (int(lens.min()) < 0 or int(lens.max()) > max_len):
         raise ValueError(f"seq_lens must lie in [0, max_len={max_len}]; got {lens.tolist()}")

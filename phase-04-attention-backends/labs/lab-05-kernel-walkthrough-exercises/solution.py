@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from _walkthrough_checks import (  # given: the input checks, in _walkthrough_checks.py
     _as_seq_lens,
+    _check_integer,
     _check_positive,
     _check_qk_inputs,
 )
@@ -110,10 +111,13 @@ def warp_blocks(seq_len: int, block_size: int, num_warps: int, warp: int,
     block_size`` blocks starting at ``p * partition_size / block_size``, cut at the
     sequence's last block. Warp ``w`` takes the owned blocks ``start + w, start + w +
     num_warps, ...``. A partition past the end of the sequence owns nothing (the kernel
-    returns early). Returns int64. A warp outside ``[0, num_warps)``, a partition size that
-    is not 0 or a positive multiple of ``block_size``, or a partition index without
-    partitioning raises ``ValueError`` naming the argument.
+    returns early). Returns int64. An argument that is not an integer (``100.5``, ``16.0``), a
+    warp outside ``[0, num_warps)``, a partition size that is not 0 or a positive multiple of
+    ``block_size``, or a partition index without partitioning raises ``ValueError`` naming the argument.
     """
+    for name, value in (("seq_len", seq_len), ("warp", warp), ("partition_size", partition_size),
+                        ("partition", partition)):
+        _check_integer(name, value)  # a fractional token or warp count would give fractional blocks
     _check_positive("block_size", block_size)
     _check_positive("num_warps", num_warps)
     if not 0 <= warp < num_warps:
@@ -188,6 +192,7 @@ def shared_memory_budget(head_size: int, partition_size: int, num_threads: int =
         _check_positive(name, value)
     if num_threads % WARP_SIZE:
         raise ValueError(f"num_threads={num_threads} must be a multiple of the warp size {WARP_SIZE}")
+    _check_integer("query_itemsize", query_itemsize)  # 2.0 is in (2, 4), and would make every byte count a float
     if query_itemsize not in (2, 4):
         raise ValueError(f"query_itemsize={query_itemsize}: expected 2 (an fp16 or bf16 query) or 4 (fp32); "
                          "the query is never fp8, even over an fp8 KV cache")
@@ -212,8 +217,10 @@ def largest_partition_size(head_size: int, block_size: int, limit_bytes: int = D
 
     The total is ``max(4 P, outputs) + static``: it fits iff ``4 P + static <= limit``
     and ``outputs + static <= limit``. The partition must hold whole blocks (vLLM's
-    kernel assumes ``PARTITION_SIZE % block_size == 0``, and its test asserts it).
+    kernel assumes ``PARTITION_SIZE % block_size == 0``, and its test asserts it). A limit that
+    is not an integer raises ``ValueError``.
     """
+    _check_integer("limit_bytes", limit_bytes)
     _check_positive("block_size", block_size)
     smallest = shared_memory_budget(head_size, block_size, num_threads, query_itemsize)
     if not smem_fits(smallest, limit_bytes):
@@ -227,8 +234,10 @@ def reduce_shared_memory_bytes(max_seq_len: int, partition_size: int, num_thread
 
     Dynamic: each partition's max logit and rescaled exp-sum, ``2 * max_num_partitions``
     fp32 with ``max_num_partitions = ceil(max_seq_len / partition_size)``; static: the
-    same ``2 * NUM_WARPS`` fp32 reduction scratch as the main kernel.
+    same ``2 * NUM_WARPS`` fp32 reduction scratch as the main kernel. Arguments that are not
+    integers, or out of range, raise ``ValueError`` naming the argument.
     """
+    _check_integer("max_seq_len", max_seq_len)
     if max_seq_len < 0:
         raise ValueError(f"max_seq_len={max_seq_len} is negative")
     _check_positive("partition_size", partition_size)

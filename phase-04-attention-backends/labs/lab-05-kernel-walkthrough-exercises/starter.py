@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from _walkthrough_checks import (  # noqa: F401  (given: the input checks, in _walkthrough_checks.py; call them first)
     _as_seq_lens,
+    _check_integer,
     _check_positive,
     _check_qk_inputs,
 )
@@ -88,9 +89,9 @@ def warp_blocks(seq_len: int, block_size: int, num_warps: int, warp: int,
     block_size`` blocks starting at ``p * partition_size / block_size``, cut at the
     sequence's last block. Warp ``w`` takes the owned blocks ``start + w, start + w +
     num_warps, ...``. A partition past the end of the sequence owns nothing (the kernel
-    returns early). Returns int64. A warp outside ``[0, num_warps)``, a partition size that
-    is not 0 or a positive multiple of ``block_size``, or a partition index without
-    partitioning raises ``ValueError`` naming the argument.
+    returns early). Returns int64. An argument that is not an integer (``100.5``, ``16.0``), a
+    warp outside ``[0, num_warps)``, a partition size that is not 0 or a positive multiple of
+    ``block_size``, or a partition index without partitioning raises ``ValueError`` naming the argument.
     """
     raise NotImplementedError("warp_blocks: not implemented yet (README step 3: the warp-stride loop)")
 
@@ -155,7 +156,8 @@ def largest_partition_size(head_size: int, block_size: int, limit_bytes: int = D
 
     The total is ``max(4 P, outputs) + static``: it fits iff ``4 P + static <= limit``
     and ``outputs + static <= limit``. The partition must hold whole blocks (vLLM's
-    kernel assumes ``PARTITION_SIZE % block_size == 0``, and its test asserts it).
+    kernel assumes ``PARTITION_SIZE % block_size == 0``, and its test asserts it). A limit that
+    is not an integer raises ``ValueError``.
     """
     raise NotImplementedError(
         "largest_partition_size: not implemented yet (README step 5: the largest partition that fits)"
@@ -167,7 +169,8 @@ def reduce_shared_memory_bytes(max_seq_len: int, partition_size: int, num_thread
 
     Dynamic: each partition's max logit and rescaled exp-sum, ``2 * max_num_partitions``
     fp32 with ``max_num_partitions = ceil(max_seq_len / partition_size)``; static: the
-    same ``2 * NUM_WARPS`` fp32 reduction scratch as the main kernel.
+    same ``2 * NUM_WARPS`` fp32 reduction scratch as the main kernel. Arguments that are not
+    integers, or out of range, raise ``ValueError`` naming the argument.
     """
     raise NotImplementedError(
         "reduce_shared_memory_bytes: not implemented yet (README step 5: the reduce kernel's budget)"

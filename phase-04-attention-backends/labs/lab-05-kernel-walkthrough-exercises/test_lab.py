@@ -170,7 +170,8 @@ def test_slot_mapping_rejects_the_source_tables(lab):
 
 def test_slot_mapping_rejects_bad_input(lab):
     """Clear ValueErrors that name the argument: a negative seq_len, block_size 0, tables and
-    lengths of different batch sizes, lengths in 2-D or as floats (each alone is refused)."""
+    lengths of different batch sizes, lengths in 2-D or as floats (each alone is refused), a
+    block_size of 16.0 or True (equal to an integer, but not one: ``sizes_checked_by_value``)."""
     with pytest.raises(ValueError, match="seq_lens"):
         lab.slot_mapping(np.zeros((1, 2), dtype=int), np.array([-1]), 16)
     with pytest.raises(ValueError, match="block_size"):
@@ -181,6 +182,14 @@ def test_slot_mapping_rejects_bad_input(lab):
         with pytest.raises(ValueError, match="seq_lens"):
             lab.blocks_per_seq(np.array(lens), 16)
             pytest.fail(f"blocks_per_seq({lens}, 16): no ValueError naming seq_lens (a 1-D array of integers)")
+    # 16.0 == 16 passes a check by value, then gives float block counts, and float indices to numpy.
+    for block_size in (16.0, True):
+        for what, args in (("blocks_per_seq", (np.array([17]),)),
+                           ("slot_mapping", (np.array([[1, 2]]), np.array([17])))):
+            with pytest.raises(ValueError, match="block_size"):
+                getattr(lab, what)(*args, block_size)
+                pytest.fail(f"{what} with block_size={block_size!r}: no ValueError naming block_size (an integer "
+                            "by type)")
 
 
 def brute_warp_blocks(seq_len, block_size, num_warps, warp, partition_size, partition):
@@ -246,9 +255,12 @@ def test_warp_zero_of_the_source_example(lab):
 def test_warp_blocks_reject_bad_input(lab):
     """ValueErrors naming the argument: a partition that is not whole blocks, a warp out of
     range (-1 included), a partition index without partitioning or below 0, block_size 0, a
-    fractional num_warps, a negative seq_len, a partition size of -1 (a multiple of block_size 1).
+    fractional num_warps, a negative seq_len, a partition size of -1 (a multiple of block_size 1);
+    a seq_len of 100.5 (whose last "token" would be 100), a warp of 1.5, a partition of 0.5, a
+    partition size of 32.0 (a float multiple of block_size).
 
-    Catches: a bound of -1 where 0 is the first valid value, a check dropped."""
+    Catches: a bound of -1 where 0 is the first valid value, a check dropped, arguments checked by
+    their range only (``warp_blocks_takes_fractions``)."""
     with pytest.raises(ValueError, match="partition_size"):
         lab.warp_blocks(100, 16, 4, 0, partition_size=100)
     with pytest.raises(ValueError, match="warp"):
@@ -260,7 +272,11 @@ def test_warp_blocks_reject_bad_input(lab):
                        (lambda: lab.warp_blocks(100, 16, 4, -1), "warp"),
                        (lambda: lab.warp_blocks(-1, 16, 4, 0), "seq_len"),
                        (lambda: lab.warp_blocks(100, 1, 4, 0, partition_size=-1), "partition_size"),
-                       (lambda: lab.warp_blocks(100, 16, 4, 0, partition_size=32, partition=-1), "partition")]:
+                       (lambda: lab.warp_blocks(100, 16, 4, 0, partition_size=32, partition=-1), "partition"),
+                       (lambda: lab.warp_tokens(100.5, 16, 4, 2), "seq_len"),
+                       (lambda: lab.warp_blocks(100, 16, 4, 1.5), "warp"),
+                       (lambda: lab.warp_blocks(100, 16, 4, 0, partition_size=32, partition=0.5), "partition"),
+                       (lambda: lab.warp_blocks(100, 16, 4, 0, partition_size=32.0, partition=1), "partition_size")]:
         with pytest.raises(ValueError, match=word):
             call()
             pytest.fail(f"warp_blocks with a bad {word}: no ValueError naming it")
@@ -415,7 +431,9 @@ def test_budget_rejects_bad_input(lab):
     size, a 3-byte query, and a 1-byte (fp8) query: the kernel's query is fp16, bf16 or fp32
     whatever the cache holds (``fp8_query_accepted``). The reduce kernel's and the largest
     partition's arguments too: a negative max_seq_len, a partition of 0, 0 or 100 threads, block_size 0
-    (named as such, not as the partition_size it becomes)."""
+    (named as such, not as the partition_size it becomes). Numbers equal to integers but not integers
+    (a head size of 128.0, a query_itemsize of 2.0, a limit of 49,152.5 bytes, a max_seq_len of 100.5),
+    which would make the byte counts floats: ``sizes_checked_by_value``, ``budget_takes_fractions``."""
     with pytest.raises(ValueError, match="num_threads"):
         lab.shared_memory_budget(128, 512, 100, 2)
     with pytest.raises(ValueError, match="head_size"):
@@ -427,7 +445,11 @@ def test_budget_rejects_bad_input(lab):
                        (lambda: lab.reduce_shared_memory_bytes(-1, 512, 128), "max_seq_len"),
                        (lambda: lab.reduce_shared_memory_bytes(100, 0, 128), "partition_size"),
                        (lambda: lab.reduce_shared_memory_bytes(100, 512, 0), "num_threads"),
-                       (lambda: lab.reduce_shared_memory_bytes(100, 512, 100), "num_threads")]:
+                       (lambda: lab.reduce_shared_memory_bytes(100, 512, 100), "num_threads"),
+                       (lambda: lab.shared_memory_budget(128.0, 512), "head_size"),
+                       (lambda: lab.shared_memory_budget(128, 512, 128, 2.0), "query_itemsize"),
+                       (lambda: lab.largest_partition_size(128, 16, 49152.5), "limit_bytes"),
+                       (lambda: lab.reduce_shared_memory_bytes(100.5, 16), "max_seq_len")]:
         with pytest.raises(ValueError, match=word):
             call()
             pytest.fail(f"a bad {word}: no ValueError naming it")
@@ -604,7 +626,8 @@ def test_qk_triton_empty_batch_and_empty_cache(lab, torch):
 
 @pytest.mark.triton
 def test_qk_rejects_bad_input(lab, torch):
-    """ValueErrors naming the argument: k of another head_dim, a seq_len longer than k, float seq_lens."""
+    """ValueErrors naming the argument: k of another head_dim, a seq_len longer than k, float seq_lens,
+    boolean seq_lens (a mask passed for the lengths: torch calls it no float)."""
     q, k, seq_lens = make_qk_inputs(torch, [4, 8], 16, torch.float32)
     with pytest.raises(ValueError, match="k"):
         lab.qk_scores_triton(q, k[..., :8], seq_lens)
@@ -616,6 +639,7 @@ def test_qk_rejects_bad_input(lab, torch):
     bad = {
         "a negative seq_len after a valid one": (lambda: lab.qk_scores_triton(q, k, torch.tensor([4, -1])), "seq_lens"),
         "seq_lens in 2-D": (lambda: lab.qk_scores_triton(q, k, torch.tensor([[4, 8]])), "seq_lens"),
+        "boolean seq_lens": (lambda: lab.qk_scores_triton(q, k, torch.tensor([True, False])), "seq_lens"),
         "q a numpy array": (lambda: lab.qk_scores_triton(q.cpu().numpy(), k, seq_lens), "torch tensors"),
         "float64 q and k": (lambda: lab.qk_scores_triton(q.double(), k.double(), seq_lens), "dtype"),
         "fp16 q, fp32 k": (lambda: lab.qk_scores_triton(q.half(), k, seq_lens), "dtype"),
