@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit import assert_close, assert_equal, assert_value, triton_env
+from labkit import assert_close, assert_equal, assert_value, contract, triton_env
 from labkit.testing import seam
 from labkit.testing.cases import random_block_tables
 
@@ -467,10 +467,11 @@ def torch():
     return torch
 
 
-def make_qk_inputs(torch, seq_lens, head_dim, dtype, seed=0, poison="nan"):
-    """Random q, k with every padding row of k (t >= seq_len) poisoned (``labkit.POISON_KINDS``)."""
+def make_qk_inputs(torch, seq_lens, head_dim, dtype, seed=0, poison="nan", max_len=None):
+    """Random q, k with every padding row of k (t >= seq_len) poisoned (``labkit.POISON_KINDS``);
+    k is ``max_len`` rows long, by default the longest sequence."""
     g = torch.Generator().manual_seed(seed)
-    num_seqs, max_len = len(seq_lens), max(seq_lens)
+    num_seqs, max_len = len(seq_lens), max(seq_lens) if max_len is None else max_len
     q = torch.randn(num_seqs, head_dim, generator=g)
     k = torch.randn(num_seqs, max_len, head_dim, generator=g)
     for s, n in enumerate(seq_lens):
@@ -564,6 +565,48 @@ def test_qk_triton_very_large_scores(lab, torch, sign):
     want = expected_scores(q, k, lens, 1.0 / math.sqrt(head_dim))
     got = lab.qk_scores_triton(q, k, lens)
     check_scores(got, want, lens, 1e-2, f"qk_scores_triton, scores near {sign * 1000:+.0f}", rtol=1e-5)
+
+
+@pytest.mark.triton
+def test_qk_triton_k_longer_than_every_sequence(lab, torch):
+    """k of 150 rows (a cache sized for its capacity) holding sequences of 3, 70 and 0 tokens: the
+    scores are 150 wide, as k is, -inf from each seq_len on; max_len is k's length, not the longest
+    sequence.
+
+    Catches: the kernel handed ``max(seq_lens)`` for ``max_len`` (``qk_loop_to_the_longest_sequence``:
+    it is the rows' stride as well as the loop's end, so sequence 1 reads sequence 0's padding, and
+    the scores past the longest sequence keep whatever torch.empty held)."""
+    q, k, lens = make_qk_inputs(torch, [3, 70, 0], 40, torch.float32, seed=12, max_len=150)
+    want = expected_scores(q, k, lens, 1.0 / math.sqrt(40))
+    got = lab.qk_scores_triton(q, k, lens)
+    check_scores(got, want, lens, 1e-4, "qk_scores_triton, seq_lens [3, 70, 0] in k of 150 rows")
+
+
+QK_VIEWS = {  # the views an engine passes: q a slice of a fused projection, k one half of a fused pool
+    f"{q_id}-{k_id}": (q_id, k_id) for q_id in contract.Q_LAYOUTS for k_id in contract.CACHE_LAYOUTS
+}
+
+
+@pytest.mark.triton
+@pytest.mark.parametrize("views", QK_VIEWS)
+def test_qk_triton_reads_strided_views(lab, torch, views):
+    """q and k as views with NaN beside them (``labkit.contract``'s layouts, one head, each sequence's
+    keys one block): q as ``qkv[:, :head_dim]`` of a fused projection, k as ``kv[:, 0]`` of a fused
+    K/V pool or of one stored heads outside the slots. The scores are the values', whatever the strides.
+
+    Catches: the kernel's contiguous offsets (``seq * head_dim``, ``(seq * max_len + t) * head_dim``)
+    applied to the caller's views without the copy the given check makes
+    (``qk_views_read_as_contiguous``): they read the K part of qkv and the V half of the pool, NaN."""
+    q_id, k_id = QK_VIEWS[views]
+    q_layout, k_layout = contract.Q_LAYOUTS[q_id], contract.CACHE_LAYOUTS[k_id]
+    q, k, lens = make_qk_inputs(torch, [0, 65, 7], 40, torch.float32, seed=11)
+    want = expected_scores(q, k, lens, 1.0 / math.sqrt(40))
+    k4 = k[:, :, None, :]  # [num_seqs as blocks, max_len as block_size, one KV head, head_dim]
+    q_view = q_layout.apply(q[:, None, :], 1)[:, 0]
+    k_view = k_layout.apply(k4, torch.full_like(k4, float("nan")))[0][:, :, 0]
+    got = lab.qk_scores_triton(q_view, k_view, lens)
+    check_scores(got, want, lens, 1e-4, f"qk_scores_triton, q: {q_layout.describe}; k (a sequence a block, one "
+                                        f"head) as the K of: {k_layout.describe}")
 
 
 @pytest.mark.triton
