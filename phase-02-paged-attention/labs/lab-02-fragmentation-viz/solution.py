@@ -47,7 +47,9 @@ def blocks_needed(num_tokens, block_size):
 
 def internal_fragmentation(num_tokens, block_size):
     """Slots a paged request holds but does not use: the unwritten end of its last block."""
-    return blocks_needed(num_tokens, block_size) * block_size - num_tokens
+    # In Python ints (blocks_needed has checked both): times a numpy block_size such as np.int32(16), the
+    # product would be a fixed-width integer, which overflows, or refuses a Python int it cannot hold.
+    return blocks_needed(num_tokens, block_size) * int(block_size) - int(num_tokens)
 
 
 # ----------------------------------------------------------------------------- steps 3-4: one instant

@@ -10,6 +10,8 @@ Units: a slot holds one token's keys and values; a block is ``block_size`` slots
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -118,19 +120,54 @@ def test_blocks_needed_is_a_ceiling(lab):
         assert got == want, f"blocks_needed({n}, {b}) = {got}, expected {want} (ceil(num_tokens / block_size), exactly)"
 
 
+# Counts in numpy's integer types (a length read out of an array is one): (num_tokens, block_size, blocks).
+NUMPY_COUNTS = [
+    (np.int64(17), np.int64(16), 2), (np.int32(2**31 - 1), np.int32(16), 2**27),
+    (np.uint64(17), 16, 2),  # -np.uint64(17) wraps around to 2**64 - 17: negate a Python int
+    (np.uint8(255), np.uint8(16), 16), (np.int64(2**60 + 1), 16, 2**56 + 1),
+]
+
+
+def test_blocks_needed_takes_numpy_integers(lab):
+    """Counts in numpy's integer types (int32, int64, uint8, uint64) give the same exact ceilings as
+    Python ints: the docstring accepts any integer, and the checks (``_check_positive``) accept them.
+
+    Catches a check of ``isinstance(num_tokens, int)`` alone (a numpy integer is no Python int) and a
+    ceiling negated in the count's own dtype: ``-np.uint64(17)`` is 2**64 - 17."""
+    for n, b, want in NUMPY_COUNTS:
+        call = f"blocks_needed({n!r}, {b!r})"
+        try:
+            got = lab.blocks_needed(n, b)
+        except ValueError as err:
+            raise AssertionError(f"{call} raised ValueError({err}): a numpy integer is an integer count too "
+                                 f"(isinstance(n, int | np.integer))") from None
+        assert got == want, (f"{call} = {got!r}, expected {want} (compute in Python ints, int(num_tokens): "
+                             f"numpy's fixed-width integers wrap around)")
+
+
 def test_internal_fragmentation_is_the_tail_of_the_last_block(lab):
     """The waste of one paged request: slots of its last block past its last token, always < block_size.
 
     Catches ``block_size - n % block_size`` (a whole wasted block when the tokens fill their blocks
-    exactly) and ``n % block_size`` (the used part of the last block, not the unused part)."""
+    exactly), ``n % block_size`` (the used part of the last block, not the unused part) and the product
+    taken in a numpy block size's int32 (an OverflowError for 2**40 tokens, a wrap-around for 2**31 - 1)."""
     cases = [  # (num_tokens, block_size, wasted slots)
         (0, 16, 0),  # no tokens, no block, no waste
         (1, 16, 15), (15, 16, 1), (16, 16, 0), (17, 16, 15), (31, 16, 1), (32, 16, 0), (33, 16, 15),
         (5, 1, 0), (100, 3, 2),  # 100 tokens in 34 blocks of 3: 102 slots
+        # A numpy block size: 2**36 blocks * 16 slots is no int32, 2**27 blocks * 16 overflows one.
+        (2**40 + 1, np.int32(16), 15), (2**40, np.int32(16), 0), (np.int32(2**31 - 1), np.int32(16), 1),
     ]
     for n, b, want in cases:
-        got = lab.internal_fragmentation(n, b)
-        assert got == want, f"internal_fragmentation({n}, {b}) = {got}, expected {want}"
+        call = f"internal_fragmentation({n!r}, {b!r})"
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # numpy's "overflow encountered" is a wrong answer
+            try:
+                got = lab.internal_fragmentation(n, b)
+            except (OverflowError, RuntimeWarning) as err:
+                raise AssertionError(f"{call}: {type(err).__name__}({err}): blocks * block_size in a numpy "
+                                     f"block size's dtype; compute in Python ints (int(block_size))") from None
+        assert got == want, f"{call} = {got}, expected {want}"
 
 
 # ----------------------------------------------------------------------------- step 2

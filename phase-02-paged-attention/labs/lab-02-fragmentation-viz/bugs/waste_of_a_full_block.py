@@ -11,6 +11,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    '    return blocks_needed(num_tokens, block_size) * block_size - num_tokens\n',
+    '    return blocks_needed(num_tokens, block_size) * int(block_size) - int(num_tokens)\n',
     '    return block_size - num_tokens % block_size\n',
 )
