@@ -70,6 +70,7 @@ def admit_paged(lengths, num_blocks, block_size):
     holding the blocks its length needs. The first request that does not fit stops the count."""
     lengths = _check_lengths(lengths)
     pool = BlockPool(_check_positive("num_blocks", num_blocks))
+    block_size = _check_positive("block_size", block_size)  # here, not only in blocks_needed: there may be no request
     admitted = 0
     for n in lengths:
         need = blocks_needed(n, block_size)
