@@ -243,11 +243,17 @@ def test_block_size_tradeoff_hand_computed(lab):
 
 def test_block_size_tradeoff_matches_brute_force(lab):
     """On 300 random lengths and block sizes 1 to 256, waste and table lengths equal a direct count,
-    and each request wastes fewer than ``block_size`` slots."""
+    and each request wastes fewer than ``block_size`` slots. The sizes come out of order and one of
+    them twice: the answer has one entry per size given, in the order given.
+
+    Catches block sizes sorted or deduplicated (``sorted(set(block_sizes))``): entry i no longer
+    answers for the i-th size asked."""
     rng = np.random.default_rng(2)
     lengths = rng.integers(1, 3000, size=300)
-    sizes = [1, 2, 8, 16, 32, 128, 256]
+    sizes = [16, 1, 256, 8, 2, 128, 32, 16]
     out = lab.block_size_tradeoff(read_only(lengths), read_only(sizes))
+    labkit.assert_equal(out["block_size"], np.array(sizes), what=f"block_size (one entry per size given: {sizes})",
+                        dtype="int64")
     for i, b in enumerate(sizes):
         tables = [ceil_div(int(n), b) for n in lengths]
         waste = sum(t * b - int(n) for t, n in zip(tables, lengths, strict=True))
