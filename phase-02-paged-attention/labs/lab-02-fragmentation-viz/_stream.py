@@ -36,6 +36,11 @@ def _check_stream(stream) -> np.ndarray:
     if stream.ndim != 2 or stream.shape[1] != 3 or stream.dtype.kind not in "iu":
         raise ValueError(f"stream must be integers of shape [num_requests, 3] (arrival, prompt_len, output_len), "
                          f"got shape {stream.shape} and dtype {stream.dtype}")
+    # Every value below 2**62 (asked before the cast, which wraps a uint64 of 2**63 around to a negative):
+    # then prompt_len + output_len fits in int64, where a longer request would wrap around to a small or
+    # negative sum and pass the max_len and peak checks. No request comes near 2**62 tokens.
+    if stream.max() >= 2**62:
+        raise ValueError(f"stream: arrival steps and lengths must be below 2**62, got {stream.max()}")
     stream = stream.astype(np.int64)
     if np.any(stream[:, 0] < 0) or np.any(stream[:, 1:] < 1):
         raise ValueError("stream: arrival steps must be >= 0, prompt_len and output_len >= 1")

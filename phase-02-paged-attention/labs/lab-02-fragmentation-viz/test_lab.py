@@ -446,6 +446,10 @@ BAD_ARGUMENTS = {
     "uint8 lengths that overflow": (lambda lab: lab.serve_contiguous(np.array([(0, 200, 100)], dtype=np.uint8),
                                                                      1024, 256), "stream",
                                     "200 + 100 = 300 tokens > max_len 256 (44 in uint8 arithmetic)"),
+    "int64 lengths whose sum overflows": (lambda lab: lab.serve_contiguous(np.array([(0, 2**63 - 1, 1)]), 64, 16),
+                                          "stream", "2**63 - 1 + 1 tokens > max_len 16 (-2**63 in int64 arithmetic)"),
+    "paged, int64 lengths whose sum overflows": (lambda lab: lab.serve_paged(np.array([(0, 2**63 - 1, 2)]), 64, 16),
+                                                 "stream", "it peaks at 2**63 tokens (-2**63 in int64 arithmetic)"),
     "contiguous, num_slots 64.0": (lambda lab: lab.serve_contiguous([(0, 2, 2)], 64.0, 16), "num_slots",
                                    "a float is no slot count"),
     "contiguous, max_len 16.0": (lambda lab: lab.serve_contiguous([(0, 2, 2)], 64, 16.0), "max_len",
@@ -466,7 +470,8 @@ def test_each_bad_argument_is_named(lab, name):
     Catches: a check dropped (the given ``_check_lengths``, ``_check_stream``, ``_check_positive``
     not called), conditions joined with ``and`` where each alone is an error, a bound of 0 where
     token counts start at 1, the max_len or peak check run on the smallest request instead of the
-    largest (or on output_len twice), a uint8 stream summed in uint8."""
+    largest (or on output_len twice), a uint8 stream summed in uint8, an int64 stream whose lengths sum
+    past 2**63 - 1 (the given check's bound on each value dropped)."""
     call, word, why = BAD_ARGUMENTS[name]
     try:
         call(lab)
