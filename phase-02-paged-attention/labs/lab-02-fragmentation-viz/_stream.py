@@ -29,7 +29,8 @@ def _check_lengths(lengths) -> list[int]:
 
 
 def _check_stream(stream) -> np.ndarray:
-    """The stream as an int64 array [num_requests, 3]: (arrival step, prompt_len, output_len)."""
+    """The stream as an int64 array [num_requests, 3]: (arrival step, prompt_len, output_len), each
+    value below 2**62."""
     stream = np.asarray(stream)
     if stream.size == 0:
         return np.zeros((0, 3), dtype=np.int64)

@@ -44,8 +44,9 @@ BlockPool = _stream.BlockPool
 def blocks_needed(num_tokens, block_size):
     """The number of blocks of ``block_size`` slots that hold ``num_tokens`` tokens (0 for 0 tokens).
 
-    Exact for any integer size (no float arithmetic). ValueError (naming the argument) for a
-    ``block_size`` below 1 or a negative ``num_tokens``: ``_check_positive`` does the first.
+    Exact for any integer size (no float arithmetic), Python int or numpy integer (np.int32,
+    np.uint64, ...). ValueError (naming the argument) for a ``block_size`` below 1 or a negative (or
+    bool) ``num_tokens``: ``_check_positive`` does the first.
     """
     raise NotImplementedError(
         "blocks_needed: not implemented yet (README step 1: ceil(num_tokens / block_size) in integers)"
@@ -54,7 +55,8 @@ def blocks_needed(num_tokens, block_size):
 
 def internal_fragmentation(num_tokens, block_size):
     """Slots a paged request of ``num_tokens`` tokens holds but does not use: the unwritten end of its
-    last block. Between 0 and ``block_size - 1``; 0 when the tokens fill their blocks exactly."""
+    last block. Between 0 and ``block_size - 1``; 0 when the tokens fill their blocks exactly. Any
+    integer sizes, as for ``blocks_needed`` (a numpy ``block_size`` too)."""
     raise NotImplementedError(
         "internal_fragmentation: not implemented yet (README step 2: the slots of the last block past the last token)"
     )
@@ -80,6 +82,7 @@ def admit_paged(lengths, num_blocks, block_size):
 
     First come, first served: the first request that does not fit stops the count, even if a later,
     smaller one would fit. Take the blocks from the pool (``get_num_free_blocks``, ``get_new_blocks``).
+    ValueError naming ``block_size`` when it is below 1, even with no request.
     """
     raise NotImplementedError(
         "admit_paged: not implemented yet (README step 3: take each request's blocks from a BlockPool until one "
@@ -91,7 +94,8 @@ def block_size_tradeoff(lengths, block_sizes):
     """For each block size of ``block_sizes``: the slots the requests waste in their last blocks and
     the length of their block tables.
 
-    Returns a dict of arrays with one entry per block size: ``block_size`` (int64), ``waste`` (int64:
+    Returns a dict of arrays with one entry per block size, in the order given (a size given twice has
+    two entries): ``block_size`` (int64), ``waste`` (int64:
     total slots past the requests' last tokens), ``waste_fraction`` (float64: waste over all the
     slots allocated), ``table_len`` (float64: mean blocks per request), ``max_table_len`` (int64).
     ValueError for an empty ``lengths``.
