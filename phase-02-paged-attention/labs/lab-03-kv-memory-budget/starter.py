@@ -75,9 +75,9 @@ def available_kv_memory(total_memory, free_memory, gpu_memory_utilization, weigh
     """Bytes left for the KV cache, the way vLLM's worker computes them (an int; may be negative).
 
     The engine may use ``gpu_memory_utilization`` (in (0, 1]) of the card's ``total_memory``, rounded
-    down to a whole byte; from that come the weights, the profiling forward's peak activation and
-    what grew outside torch. ValueError naming ``gpu_memory_utilization`` when it is outside (0, 1]
-    or asks for more than ``free_memory`` (the memory free when the engine started).
+    up to a whole byte (``math.ceil``, as vLLM's ``request_memory``); from that come the weights, the
+    profiling forward's peak activation and what grew outside torch. ValueError naming
+    ``gpu_memory_utilization`` when it is outside (0, 1] or asks for more than ``free_memory`` (the memory free when the engine started).
     """
     raise NotImplementedError(
         "available_kv_memory: not implemented yet (README step 4: ceil(total * utilization) - weights - peak "
