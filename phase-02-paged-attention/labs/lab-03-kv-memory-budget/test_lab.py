@@ -311,7 +311,8 @@ def test_num_gpu_blocks_llama_3_8b(lab):
     54.5 GiB / 2 MiB = 27904 blocks. With 1 MiB more: still 27904 (half a block is no block).
     With 1.5 MiB more, still 27904 (rounding to nearest gives 27905). With an fp8 cache, blocks of 1 MiB:
     55808. Catches rounding up or to nearest (27905), forgetting the layers
-    (892928 blocks of one layer), and a block counted without V (55808 for bf16)."""
+    (892928 blocks of one layer), a block counted without V (55808 for bf16), and a count taken
+    through a float (``int(available / page / layers)``), one block too many for 2**60 - 1 bytes."""
     available = 54 * GiB + 512 * MiB
     cases = [  # (available, config name, config, cache_dtype, blocks, why)
         (available, "Llama-3-8B", LLAMA_3_8B, "auto", 27904, "54.5 GiB // 2 MiB (64 KiB pages * 32 layers)"),
@@ -322,6 +323,9 @@ def test_num_gpu_blocks_llama_3_8b(lab):
         (available, "Llama-3-8B", LLAMA_3_8B, "fp8", 55808, "54.5 GiB // 1 MiB (the cache dtype's pages)"),
         # OPT-125m on 10 GiB with blocks of 16: a block is 48 KiB * 12 = 576 KiB; 10 GiB / 576 KiB = 18204.4
         (10 * GiB, "OPT-125m", OPT_125M, "auto", 18204, "10 GiB // 576 KiB (48 KiB pages * 12 layers)"),
+        # A byte count no float holds: 2**60 - 1 becomes the float 2**60, whose quotient is one block too many.
+        (2**60 - 1, "Llama-3-8B", LLAMA_3_8B, "auto", 2**39 - 1,
+         "(2**60 - 1) // 2 MiB is one short of 2**39: floor division of integers, never through a float"),
     ]
     for memory, name, config, cache_dtype, want, why in cases:
         got = lab.num_gpu_blocks(memory, config, 16, cache_dtype)
