@@ -35,6 +35,14 @@ def _check_bytes(name: str, value) -> int:
     return value
 
 
+def _check_utilization(value):
+    """A share of the card, as a number (an int or a float, never a bool): a string or None would fail
+    inside the caller's comparison with a TypeError. The range, (0, 1], is the caller's to check."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"gpu_memory_utilization must be a number in (0, 1], got {value!r}")
+    return value
+
+
 def _check_block_size(block_size) -> int:
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
@@ -43,6 +51,8 @@ def _check_block_size(block_size) -> int:
 
 def _model_dtype(config) -> str:
     """The model's dtype name: ``config.json`` calls it ``torch_dtype`` (``dtype`` in transformers 5)."""
+    if not isinstance(config, dict):  # cache_dtype_bytes reads nothing else of it
+        raise ValueError(f"config must be a dict of the model's config.json, got {type(config).__name__}")
     name = config.get("dtype") or config.get("torch_dtype")
     if name is None:
         raise ValueError("cache_dtype='auto' needs the model's dtype: config['torch_dtype'] (or 'dtype') is missing")

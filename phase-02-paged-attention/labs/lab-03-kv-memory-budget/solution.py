@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 import _config
-from _config import _check_block_size, _check_bytes, _config_int, _dtype_bytes, _model_dtype
+from _config import _check_block_size, _check_bytes, _check_utilization, _config_int, _dtype_bytes, _model_dtype
 
 # Given in _config.py: the bytes per element of each cache dtype ("auto": the model's own), reading
 # config.json (_config_int, _model_dtype, _dtype_bytes) and the input checks.
@@ -88,6 +88,7 @@ def available_kv_memory(total_memory, free_memory, gpu_memory_utilization, weigh
     weights_memory = _check_bytes("weights_memory", weights_memory)
     peak_activation = _check_bytes("peak_activation", peak_activation)
     non_torch_memory = _check_bytes("non_torch_memory", non_torch_memory)
+    gpu_memory_utilization = _check_utilization(gpu_memory_utilization)
     if not 0 < gpu_memory_utilization <= 1:
         raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization!r}")
     if free_memory > total_memory:

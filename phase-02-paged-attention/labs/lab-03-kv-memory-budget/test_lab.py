@@ -458,6 +458,7 @@ def _bad_calls(lab):
     """(words the ValueError must hold, the call in words, the call): every input the docstrings refuse."""
     return [
         ("config must be a dict", "kv_bytes_per_token(a list)", lambda: lab.kv_bytes_per_token([LLAMA_3_8B])),
+        ("config must be a dict", "cache_dtype_bytes(a list, 'auto')", lambda: lab.cache_dtype_bytes([LLAMA_3_8B])),
         ("is missing", "kv_bytes_per_token(no num_hidden_layers)",
          lambda: lab.kv_bytes_per_token(_without(LLAMA_3_8B, "num_hidden_layers"))),
         ("is None", "kv_bytes_per_token(num_hidden_layers None)",
@@ -479,6 +480,9 @@ def _bad_calls(lab):
           for value in (-1, 2.0 * GiB)],
         ("gpu_memory_utilization must be in", "available_kv_memory(gpu_memory_utilization=1.5)",
          lambda: lab.available_kv_memory(80 * GiB, 79 * GiB, 1.5, 16 * GiB, GiB)),
+        *[("gpu_memory_utilization", f"available_kv_memory(gpu_memory_utilization={value!r})",
+           lambda value=value: lab.available_kv_memory(80 * GiB, 79 * GiB, value, 16 * GiB, GiB))
+          for value in ("0.9", None, True)],  # a string or None fails in the comparison; True would be 1.0
         ("cannot exceed", "available_kv_memory(free_memory 81 GiB of a card of 80 GiB)",
          lambda: lab.available_kv_memory(80 * GiB, 81 * GiB, 0.9, 16 * GiB, GiB)),
         ("available_memory", "num_gpu_blocks(1.5 GiB as a float, ..)",
