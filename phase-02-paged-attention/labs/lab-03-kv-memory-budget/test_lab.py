@@ -467,6 +467,20 @@ def _bad_calls(lab):
          lambda: lab.kv_bytes_per_token({**LLAMA_3_8B, "num_hidden_layers": 0})),
         ("num_hidden_layers", "kv_bytes_per_token(num_hidden_layers '32')",
          lambda: lab.kv_bytes_per_token({**LLAMA_3_8B, "num_hidden_layers": "32"})),
+        # Every key the shape is read from, not only the layers: each through _config_int, never
+        # config[key] (a KeyError) or config.get(key) or default (a 0 or a negative count taken as given).
+        ("num_attention_heads", "kv_bytes_per_token(no num_attention_heads)",
+         lambda: lab.kv_bytes_per_token(_without(LLAMA_3_8B, "num_attention_heads"))),
+        ("num_attention_heads", "kv_bytes_per_token(num_attention_heads 0)",
+         lambda: lab.kv_bytes_per_token({**LLAMA_3_8B, "num_attention_heads": 0})),
+        ("num_key_value_heads", "kv_bytes_per_token(num_key_value_heads 0)",
+         lambda: lab.kv_bytes_per_token({**LLAMA_3_8B, "num_key_value_heads": 0})),
+        ("num_key_value_heads", "kv_bytes_per_token(num_key_value_heads -8)",
+         lambda: lab.kv_bytes_per_token({**LLAMA_3_8B, "num_key_value_heads": -8})),
+        ("hidden_size", "kv_bytes_per_token(no hidden_size, no head_dim)",
+         lambda: lab.kv_bytes_per_token(_without(LLAMA_3_8B, "hidden_size"))),
+        ("hidden_size", "kv_bytes_per_token(hidden_size '4096', no head_dim)",
+         lambda: lab.kv_bytes_per_token({**LLAMA_3_8B, "hidden_size": "4096"})),
         ("hidden_size", "kv_bytes_per_token(hidden_size 4100 for 32 heads, no head_dim)",
          lambda: lab.kv_bytes_per_token({**LLAMA_3_8B, "hidden_size": 4100})),
         ("head_dim", "kv_bytes_per_token(head_dim 0)", lambda: lab.kv_bytes_per_token({**GEMMA_7B, "head_dim": 0})),
@@ -497,14 +511,18 @@ def _bad_calls(lab):
 
 def test_every_bad_input_is_refused_by_name(lab):
     """Each input the docstrings refuse, one at a time, in every function that takes it: a config that
-    is no dict, a key missing or None (said which), a count of 0 or a string, a hidden_size the heads
-    do not divide, an explicit head_dim of 0 or a string, byte counts of -1 or a float, a utilization
-    above 1, free memory above the card's total, a float available_memory, a block size of 0, a
-    block count of -1 or 2.5, a max_model_len of 0 or 100.5: a ValueError whose message names it
-    (never a ZeroDivisionError or a silent number).
+    is no dict (to ``cache_dtype_bytes`` too), a key missing or None (said which), a count of 0 or a
+    string, of the layers, the query heads, the KV heads (-8 too) and hidden_size, a hidden_size the
+    heads do not divide, an explicit head_dim of 0 or a string, byte counts of -1 or a float, a
+    utilization above 1 or that is no number (a string, None, True), free memory above the card's
+    total, a float available_memory, a block size of 0, a block count of -1 or 2.5, a max_model_len
+    of 0 or 100.5: a ValueError whose message names it (never a ZeroDivisionError, a TypeError or a
+    silent number).
 
     Catches: any of the given checks dropped, joined with ``and`` or off by one; a head_dim taken as
-    given or truncated (hidden_size // num_heads of a hidden_size they do not divide)."""
+    given or truncated (hidden_size // num_heads of a hidden_size they do not divide); keys read with
+    ``config[key]`` (a KeyError) or ``config.get(key) or default`` (0 KV heads taken as "absent"); a
+    utilization compared before it is known to be a number."""
     for words, call, run in _bad_calls(lab):
         try:
             got = run()
