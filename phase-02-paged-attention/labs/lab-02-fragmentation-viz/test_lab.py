@@ -398,24 +398,27 @@ def test_bad_input_names_the_argument(lab):
                              f"before the replay starts ({why})") from err
     else:
         raise AssertionError(f"{call}: no ValueError naming stream ({why})")
-    # At the edge, a request that fits is served: its peak is prompt_len + output_len - 1 tokens, and a
-    # reservation may take the whole memory.
+    # At the edge, a request that fits is served: its peak is prompt_len + output_len - 1 tokens, a
+    # reservation may take the whole memory, and a length may reach the given check's bound, 2**62 - 1.
     peak = ("the last sampled token's KV is never written, so a request peaks at prompt_len + output_len - 1 "
             "tokens")
-    for call, got, why in (
+    for call, got, finished, why in (
             ("serve_paged([(0, 10, 7)], num_blocks=5, block_size=4) (peaks at 16 tokens: 4 blocks, 4 free)",
-             lambda: lab.serve_paged(read_only([(0, 10, 7)]), 5, 4), peak),
+             lambda: lab.serve_paged(read_only([(0, 10, 7)]), 5, 4), 6, peak),
             ("serve_contiguous([(0, 10, 6)], num_slots=64, max_len=16) (prompt_len + output_len = max_len)",
-             lambda: lab.serve_contiguous(read_only([(0, 10, 6)]), 64, 16), peak),
+             lambda: lab.serve_contiguous(read_only([(0, 10, 6)]), 64, 16), 5, peak),
             ("serve_contiguous([(0, 10, 6)], num_slots=16, max_len=16) (one reservation fills the memory exactly)",
-             lambda: lab.serve_contiguous(read_only([(0, 10, 6)]), 16, 16),
-             "max_len is refused only when it is larger than num_slots: 16 slots hold one reservation of 16")):
+             lambda: lab.serve_contiguous(read_only([(0, 10, 6)]), 16, 16), 5,
+             "max_len is refused only when it is larger than num_slots: 16 slots hold one reservation of 16"),
+            ("serve_contiguous([(0, 2**62 - 1, 1)], num_slots=2**62, max_len=2**62) (one step)",
+             lambda: lab.serve_contiguous(read_only([(0, 2**62 - 1, 1)]), 2**62, 2**62), 0,
+             "values below 2**62 are accepted: their sums fit in int64")):
         try:
             timeline = got()
         except ValueError as err:
             message = f"{call} raised ValueError({err}): the request fits, and must be served ({why})"
             raise AssertionError(message) from err
-        assert_timeline(timeline, {"finished_at": [6 if "paged" in call else 5]}, call)
+        assert_timeline(timeline, {"finished_at": [finished]}, call)
     with pytest.raises(ValueError, match="stream"):
         lab.serve_paged(read_only([(0, 10)]), 64, 4)  # not (arrival, prompt_len, output_len)
     with pytest.raises(ValueError, match="max_len"):
@@ -448,6 +451,8 @@ BAD_ARGUMENTS = {
                                     "200 + 100 = 300 tokens > max_len 256 (44 in uint8 arithmetic)"),
     "int64 lengths whose sum overflows": (lambda lab: lab.serve_contiguous(np.array([(0, 2**63 - 1, 1)]), 64, 16),
                                           "stream", "2**63 - 1 + 1 tokens > max_len 16 (-2**63 in int64 arithmetic)"),
+    "a prompt of 2**62 tokens": (lambda lab: lab.serve_contiguous(np.array([(0, 2**62, 1)]), 2**63, 2**63), "stream",
+                                 "values must be below 2**62, the given check's bound, whatever max_len"),
     "paged, int64 lengths whose sum overflows": (lambda lab: lab.serve_paged(np.array([(0, 2**63 - 1, 2)]), 64, 16),
                                                  "stream", "it peaks at 2**63 tokens (-2**63 in int64 arithmetic)"),
     "contiguous, num_slots 64.0": (lambda lab: lab.serve_contiguous([(0, 2, 2)], 64.0, 16), "num_slots",
