@@ -607,6 +607,39 @@ def test_a_reply_names_at_most_64_returned_containers():
     assert containers.adopt_returned(decoded, named, {}) is decoded
 
 
+def test_a_returned_container_that_holds_the_same_objects_is_unchanged_and_any_other_change_is_sent():
+    """After each call the worker compares the containers it returned: first whether a flat one holds the
+    very objects it held, in order (in C), then, where that fails, by its key. The quick check never hides
+    a change: an equal value that is another object is no change, and everything else is one."""
+    from labkit.grader import containers
+
+    big = 10**20  # past the small ints CPython shares: an equal value may be another object
+    flat, table, nested, queue, blocks = [1, big, "a", 0.0], {"a": 1, "b": big}, [[1], [2]], collections.deque([1, 2]), \
+        [object(), object()]
+    returned = containers.Returned()
+    numbers = {path: number for _, path, number in returned.keep((flat, table, nested, queue, blocks))}
+
+    def sent():
+        return sorted(next(path for path, n in numbers.items() if n == number)
+                      for _, number, _ in returned.changes(lambda value: value))
+
+    assert sent() == []
+    flat[1], table["b"] = int(str(big)), int(str(big))  # equal values, other objects
+    assert sent() == []
+    flat[0] = True  # equal to 1 and another type
+    assert sent() == [(0,)]
+    flat[3] = -0.0  # equal to 0.0 and another sign
+    table["b"] = table.pop("b")  # taken out and put back: the same items in the same order, no change
+    assert sent() == [(0,)]
+    table["a"] = 2
+    assert sent() == [(1,)]
+    nested[0].append(3)  # inside an item: the quick check is for flat containers only
+    queue.rotate()
+    blocks.reverse()
+    assert sent() == [(2,), (3,), (4,)]
+    assert sent() == []
+
+
 def test_a_containers_key_tells_apart_what_equality_confuses():
     """The worker compares the containers a test passed, and those it was returned, before and after
     each call by a key (a flat one, of plain items, is compared in C): contents that ``==`` calls
@@ -1855,32 +1888,19 @@ CONTIGUITY_BUGS = {  # lab -> (a gallery bug that is right only on contiguous ar
 }
 
 
-def test_a_kernel_that_assumes_contiguity_fails_the_layout_tests_under_labs_grade(tmp_path):
+def test_a_kernel_that_assumes_contiguity_fails_the_layout_tests_under_labs_grade(references_and_bugs):
     """Lab 02-04's layout tests hand the kernel K and V as views of one fused pool (torch), lab 02-06's
-    hand write_kv such views (numpy). Graded with ``labs grade``, the gallery's bugs that are right only
-    on contiguous arrays (offsets from the shape, not the strides; writes through a reshape, which of a
-    view is a copy) fail them, as they do under plain pytest, and the reference solutions pass every
-    test: the views reach the worker as views (when arrays crossed as contiguous copies, both bugs
-    graded ok)."""
-    from labkit.course import bugs as gallery
-
-    for lab_id, (bug_name, _) in CONTIGUITY_BUGS.items():
-        lab = registry.get(lab_id)
-        bug = next(b for b in gallery.bugs_of(lab.path) if b.name == bug_name)
-        for student, text in (("reference", (lab.path / "solution.py").read_text()), ("bug", _standalone(lab, bug))):
-            folder = tmp_path / "class" / student / lab.folder
-            folder.mkdir(parents=True)
-            (folder / "starter.py").write_text(text)
-    out = tmp_path / "report.json"
-    run = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(tmp_path / "class"), "--labs",
-                          *CONTIGUITY_BUGS, "--call-timeout", "120", "--lab-timeout", "1200", "--out", str(out)],
-                         capture_output=True, text=True, cwd=registry.ROOT, timeout=2400)
-    rows = {(r["student"], r["lab"]): r for r in json.loads(out.read_text())["results"]}
+    hand write_kv such views (numpy). Graded in the class of :func:`references_and_bugs`, the gallery's
+    bugs that are right only on contiguous arrays (offsets from the shape, not the strides; writes
+    through a reshape, which of a view is a copy) fail them, as they do under plain pytest, and the
+    reference solutions pass every test: the views reach the worker as views (when arrays crossed as
+    contiguous copies, both bugs graded ok)."""
+    graded = references_and_bugs["graded"]
     for lab_id, (bug_name, layout_test) in CONTIGUITY_BUGS.items():
-        reference, bug = rows["reference", lab_id], rows["bug", lab_id]
-        assert reference["status"] == "ok", (reference, run.stderr[-2000:])
-        assert bug["status"] == "failed" and bug["passed"] < bug["total"] == reference["total"], (bug_name, bug)
-        assert layout_test in bug["first_failure"], (bug_name, bug["first_failure"])
+        reference, bug = graded[REFERENCE, lab_id], graded[f"{lab_id}-{bug_name}", lab_id]
+        assert reference.status == "ok", reference
+        assert bug.status == "failed" and bug.passed < bug.total == reference.total, (bug_name, bug)
+        assert layout_test in bug.first_failure, (bug_name, bug.first_failure)
 
 
 # --------------------------------------------------------------------------- the grader agrees with pytest (slow)
@@ -1892,9 +1912,12 @@ SPECIAL_BUGS = {"04-01": ["two_pass_gather"],
                 "04-04": ["merge_in_place", "drops_remainder_keys", "merge_unlocks_acc_in_place",
                           "merge_reuses_one_output_buffer"],
                 # makes a read-only argument writeable again and writes it: caught only if the write reaches the test
-                "02-06": ["query_scaled_in_place"],
+                # (and, right only on contiguous arrays, the second: caught only if views reach the worker as views)
+                "02-06": ["query_scaled_in_place", CONTIGUITY_BUGS["02-06"][0]],
                 # writes into a dict the test passed: caught only if those writes reach the test
-                "02-03": ["config_filled_in_place"], "04-02": ["unmeasured_popped_from_the_matrix"]}
+                "02-03": ["config_filled_in_place"], "04-02": ["unmeasured_popped_from_the_matrix"],
+                # right only on contiguous arrays: caught only if the test's views reach the worker as views
+                "02-04": [CONTIGUITY_BUGS["02-04"][0]]}
 
 
 def _standalone(lab, bug) -> str | None:
