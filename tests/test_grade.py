@@ -614,8 +614,8 @@ def test_a_returned_container_that_holds_the_same_objects_is_unchanged_and_any_o
     from labkit.grader import containers
 
     big = 10**20  # past the small ints CPython shares: an equal value may be another object
-    flat, table, nested, queue, blocks = [1, big, "a", 0.0], {"a": 1, "b": big}, [[1], [2]], collections.deque([1, 2]), \
-        [object(), object()]
+    flat, table, nested = [1, big, "a", 0.0], {"a": 1, "b": big}, [[1], [2]]
+    queue, blocks = collections.deque([1, 2]), [object(), object()]
     returned = containers.Returned()
     numbers = {path: number for _, path, number in returned.keep((flat, table, nested, queue, blocks))}
 

@@ -107,11 +107,14 @@ def _shallow(value) -> tuple | None:
     items are immutable, objects are keyed by identity), a check made in C before the key is computed.
     None for any other value (a set, an array, a container with containers in it)."""
     kind = type(value)
-    if kind is dict:
-        items = (*value, *value.values())
-    elif kind is list or kind is collections.deque:
-        items = tuple(value)
-    else:
+    try:
+        if kind is dict:
+            items = (*value, *value.values())
+        elif kind is list or kind is collections.deque:
+            items = tuple(value)
+        else:
+            return None
+    except RuntimeError:  # changed while read (a thread of the submission's): no quick check for it
         return None
     return items if _NESTING.isdisjoint(map(type, items)) else None
 
@@ -134,12 +137,12 @@ class Returned:
         # Each call that ran the submission's code compares every kept container (64 of them, in a test that
         # holds many results): the quick check first, a key only where it fails.
         for number, (container, key, _, items) in list(self.kept.items()):
-            if items is not None:
-                now_items = (*container, *container.values()) if type(container) is dict else tuple(container)
-                if len(now_items) == len(items) and all(map(operator.is_, now_items, items)):
-                    continue
             keep: list = []
             try:
+                if items is not None:
+                    now_items = (*container, *container.values()) if type(container) is dict else tuple(container)
+                    if len(now_items) == len(items) and all(map(operator.is_, now_items, items)):
+                        continue
                 now = _returned_key(container, keep)
                 if now == key:
                     continue
