@@ -640,6 +640,33 @@ def test_a_returned_container_that_holds_the_same_objects_is_unchanged_and_any_o
     assert sent() == []
 
 
+def test_a_returned_container_whose_item_changed_class_is_sent():
+    """The quick check compares the items' classes too: an object's class may be assigned in place (the
+    same object, another type), and a named tuple or an int subclass crosses by value with its class's
+    name, so in one process the test sees the new class; the key tells it, and so must the quick check."""
+    from labkit.grader import containers
+
+    class BlockId(int):
+        __slots__ = ()
+
+    class PageId(int):
+        __slots__ = ()
+
+    first, second = collections.namedtuple("First", "a b"), collections.namedtuple("Second", "x y")
+    ids, pairs = [BlockId(1000), BlockId(1001)], [first(1, 2)]
+    returned = containers.Returned()
+    numbers = {number: path for _, path, number in returned.keep((ids, pairs))}
+
+    def sent():
+        return sorted(numbers[number] for _, number, _ in returned.changes(lambda value: value))
+
+    assert sent() == []
+    ids[0].__class__ = PageId
+    pairs[0].__class__ = second
+    assert sent() == [(0,), (1,)]
+    assert sent() == []
+
+
 def test_a_containers_key_tells_apart_what_equality_confuses():
     """The worker compares the containers a test passed, and those it was returned, before and after
     each call by a key (a flat one, of plain items, is compared in C): contents that ``==`` calls

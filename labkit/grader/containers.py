@@ -105,7 +105,9 @@ def _shallow(value) -> tuple | None:
     """The items of a list or deque, or a dict's keys then its values, as a tuple, if none of them is a
     container: then holding the very same objects in the same order means holding the same key (plain
     items are immutable, objects are keyed by identity), a check made in C before the key is computed.
-    None for any other value (a set, an array, a container with containers in it)."""
+    With them, their types: an object's class may be assigned (``x.__class__ = Other``), which its key
+    tells (a named tuple or an int subclass crosses by value, its class's name with it). None for any
+    other value (a set, an array, a container with containers in it)."""
     kind = type(value)
     try:
         if kind is dict:
@@ -116,14 +118,16 @@ def _shallow(value) -> tuple | None:
             return None
     except RuntimeError:  # changed while read (a thread of the submission's): no quick check for it
         return None
-    return items if _NESTING.isdisjoint(map(type, items)) else None
+    types = tuple(map(type, items))
+    return (items, types) if _NESTING.isdisjoint(types) else None
 
 
 class Returned:
     """The worker's side: the containers its replies returned, by number, each with its key as last sent."""
 
     def __init__(self):
-        # number -> (container, key, what the key keeps alive, its items for the quick check or None); oldest first
+        # number -> (container, key, what the key keeps alive, (its items, their types) for the quick check, or
+        # None); oldest first
         self.kept: dict[int, tuple] = {}
         self.numbers: dict[int, int] = {}  # id(container) -> number, while it is kept
         self.next = 0
@@ -141,7 +145,8 @@ class Returned:
             try:
                 if items is not None:
                     now_items = (*container, *container.values()) if type(container) is dict else tuple(container)
-                    if len(now_items) == len(items) and all(map(operator.is_, now_items, items)):
+                    if (len(now_items) == len(items[0]) and all(map(operator.is_, now_items, items[0]))
+                            and all(map(operator.is_, map(type, now_items), items[1]))):
                         continue
                 now = _returned_key(container, keep)
                 if now == key:
