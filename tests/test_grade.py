@@ -665,6 +665,13 @@ def test_a_returned_container_whose_item_changed_class_is_sent():
     pairs[0].__class__ = second
     assert sent() == [(0,), (1,)]
     assert sent() == []
+    mixed, table = [BlockId(1002), 7], {"id": BlockId(2000)}  # keyed item by item: the key tells it too
+    numbers.update({number: path for _, path, number in returned.keep((None, None, mixed, table))})
+    assert sent() == []
+    mixed[0].__class__ = PageId
+    table["id"].__class__ = PageId
+    assert sent() == [(2,), (3,)]
+    assert sent() == []
 
 
 def test_a_containers_key_tells_apart_what_equality_confuses():

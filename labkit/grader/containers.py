@@ -263,7 +263,7 @@ def container_key(value, keep: list, depth: int = 0):
             keep.extend(value)
             return (kind, frozenset(map(id, value)), len(value))
     keep.append(value)
-    return ("id", id(value))
+    return ("id", id(value), kind)  # its class too: one may be assigned in place, as in the C branch above
 
 
 # --------------------------------------------------------------------------- the grader's side
