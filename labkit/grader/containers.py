@@ -140,13 +140,14 @@ class Returned:
         changed = []
         # Each call that ran the submission's code compares every kept container (64 of them, in a test that
         # holds many results): the quick check first, a key only where it fails.
-        for number, (container, key, _, items) in list(self.kept.items()):
+        for number, (container, key, _, shallow) in list(self.kept.items()):
             keep: list = []
             try:
-                if items is not None:
+                if shallow is not None:
+                    items, types = shallow
                     now_items = (*container, *container.values()) if type(container) is dict else tuple(container)
-                    if (len(now_items) == len(items[0]) and all(map(operator.is_, now_items, items[0]))
-                            and all(map(operator.is_, map(type, now_items), items[1]))):
+                    if (len(now_items) == len(items) and all(map(operator.is_, now_items, items))
+                            and all(map(operator.is_, map(type, now_items), types))):
                         continue
                 now = _returned_key(container, keep)
                 if now == key:
