@@ -344,6 +344,46 @@ def test_memory_layouts_engines_pass(lab, layout, num_splits):
     check(lab, case, num_splits=num_splits, what=f"paged_decode(num_splits={num_splits}) with {described}")
 
 
+def seq_lens_every_other_entry(case):
+    """``seq_lens`` as entries 0, 2, 4... of a buffer twice as long (this step's sequences among a
+    persistent batch's); the entries between hold the table's capacity, so a kernel that reads the
+    lengths as contiguous walks whole rows, into their poisoned padding."""
+    q, k_cache, v_cache, tables, lens = case
+    buffer = torch.full((2 * lens.shape[0],), tables.shape[1] * k_cache.shape[1], dtype=lens.dtype, device=DEVICE)
+    buffer[::2] = lens
+    return q, k_cache, v_cache, tables, buffer[::2]
+
+
+def q_stored_heads_major(case):
+    """``q`` stored ``[num_heads, batch, head_dim]`` and viewed as ``[batch, num_heads, head_dim]``: dense
+    but not contiguous (``torch.empty_like`` keeps such strides; it makes a slice of qkv contiguous)."""
+    q, *rest = case
+    return (q.transpose(0, 1).contiguous().transpose(0, 1), *rest)
+
+
+# Views that LAYOUT_CASES leave out: seq_lens strided, and a q that is dense but permuted.
+OTHER_VIEWS = {
+    "seq_lens_every_other_entry": (seq_lens_every_other_entry, "seq_lens as buffer[::2], the entries between "
+                                   "holding the table's capacity (seq_lens handed to a kernel without .contiguous()?)"),
+    "q_stored_heads_major": (q_stored_heads_major, "q stored [num_heads, batch, head_dim] and transposed (an output "
+                             "made with torch.empty_like(q) keeps those strides: the kernel writes it as contiguous)"),
+}
+
+
+@pytest.mark.parametrize("num_splits", [1, 3], ids=["one_split", "three_splits"])
+@pytest.mark.parametrize("view", OTHER_VIEWS)
+def test_seq_lens_and_q_as_other_views(lab, view, num_splits):
+    """Steps 1 and 3. ``seq_lens`` may be a view too (every other entry of a longer buffer, whose
+    entries between hold the table's capacity), and ``q`` any strides, a dense permuted view included
+    (stored heads-major, then transposed). With one split and with three. Catches lengths read as if
+    contiguous (``seq_lens_assumed_contiguous``) and an output allocated with ``torch.empty_like(q)``,
+    which keeps q's permuted strides while the kernel writes contiguous rows
+    (``output_keeps_q_strides``)."""
+    make_view, described = OTHER_VIEWS[view]
+    case = make_view(make_case([37, 0, 70], num_heads=4, num_kv_heads=2, seed=33, poison="nan"))
+    check(lab, case, num_splits=num_splits, what=f"paged_decode(num_splits={num_splits}) with {described}")
+
+
 def named_lengths(named: dict) -> str:
     return ", ".join(f"[{b}] {n} ({name})" for b, (name, n) in enumerate(named.items()))
 
