@@ -269,7 +269,8 @@ def merge_splits(m, denom, acc, seq_lens, partition_size, out_dtype):
     """Merge each (sequence, query head)'s split summaries into its attention output.
 
     ``m``, ``denom`` float32 ``[batch, num_heads, max_splits]``, ``acc`` float32 ``[batch,
-    num_heads, max_splits, head_dim]`` as ``split_summaries`` returns them; sequence ``b``
+    num_heads, max_splits, head_dim]`` as ``split_summaries`` returns them, with any strides
+    (views of scratch buffers sized for more splits, say); sequence ``b``
     has ``ceil(seq_lens[b] / partition_size)`` splits that hold tokens (the others may hold
     anything and must not be read). Returns ``out`` ``[batch, num_heads, head_dim]`` of
     ``out_dtype``: ``sum_s exp(m_s - M) acc_s / sum_s exp(m_s - M) denom_s`` with ``M`` the

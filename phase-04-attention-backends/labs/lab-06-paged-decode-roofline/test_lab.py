@@ -721,6 +721,30 @@ def test_merge_splits_more_splits_than_one_tile(lab):
     check_merge(lab, summaries, seq_lens, partition, torch.float32, what="merge_splits, 150 splits")
 
 
+def summaries_as_views(summaries, extra_splits: int = 3):
+    """``m``, ``denom`` and ``acc`` as views ``[:, :, :max_splits]`` of scratch buffers ``extra_splits``
+    splits wider (sized for the most splits a step can have, cut to this call's), NaN past the cut."""
+    def cut(x):
+        scratch = torch.full((*x.shape[:2], x.shape[2] + extra_splits, *x.shape[3:]), float("nan"), dtype=x.dtype,
+                             device=x.device)
+        scratch[:, :, :x.shape[2]] = x
+        return scratch[:, :, :x.shape[2]]
+    m, denom, acc, expected = summaries
+    return cut(m), cut(denom), cut(acc), expected
+
+
+def test_merge_splits_summaries_as_views(lab):
+    """Step 3. The summaries may be views: the first ``max_splits`` splits of scratch buffers three
+    splits wider, NaN past the cut, so each (sequence, head)'s row lies further on than
+    ``max_splits``. Catches summaries read as if contiguous, handed to the reduce without
+    ``.contiguous()`` (``summaries_assumed_contiguous``)."""
+    seq_lens, partition = [0, 20, 40, 33], 16
+    summaries = summaries_as_views(make_summaries(seq_lens, partition, max_splits=3, seed=5, poison="nan"))
+    check_merge(lab, summaries, seq_lens, partition, torch.float32,
+                what="merge_splits on m, denom, acc as views scratch[:, :, :max_splits] of wider buffers, NaN past "
+                     "the cut (summaries handed to the reduce without .contiguous()?)")
+
+
 BAD_SUMMARIES = {
     "m float16": lambda s: (s[0].half(), *s[1:]),
     "acc 3-D": lambda s: (*s[:2], s[2][..., 0], *s[3:]),
