@@ -13,5 +13,5 @@ CAUGHT_BY = ["test_seq_lens_and_q_as_other_views"]
 
 EDIT = (
     "    out = q.new_empty(q.shape)\n",
-    "    out = torch.empty_like(q)\n",
+    "    out = torch.empty_like(q)  # shaped like q, and strided like it too\n",
 )
