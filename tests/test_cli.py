@@ -265,6 +265,41 @@ def test_a_bugs_summary_is_its_first_sentence_whole():
     assert summary(None) == "" and summary("  ") == ""
 
 
+def test_a_bug_that_shows_only_on_other_devices_is_not_run_here(tmp_path, monkeypatch):
+    """``SHOWS_ON = ["cuda"]`` (a mistake only a GPU's launch makes visible) is read without running the
+    file; on a machine whose labs run on the CPU the bug is not run and its check says why, and on a
+    GPU machine it runs as any bug does. A SHOWS_ON that names no device, or another word, is a
+    malformed bug, reported as such. Catches a gallery that fails a GPU-only mistake on every CPU."""
+    (tmp_path / "bugs").mkdir()
+
+    def bug(extra):
+        path = tmp_path / "bugs" / "b.py"
+        path.write_text(f'"""A mistake."""\n\nCAUGHT_BY = ["test_x"]\n{extra}\nEDIT = ("a", "b")\n')
+        return bugs_mod.read_bug(path)
+
+    assert bug("").shows_on == () and not bug("").problem
+    assert bug('SHOWS_ON = ["cuda"]').shows_on == ("cuda",)
+    for bad in ('SHOWS_ON = ["gpu"]', "SHOWS_ON = []", 'SHOWS_ON = "cpu"', "SHOWS_ON = [[1]]"):
+        assert "SHOWS_ON" in bug(bad).problem, bad
+
+    ran = []
+
+    def fake_run(lab_dir, impl, **kwargs):
+        ran.append(impl)
+        run = runner.LabRun(returncode=1)
+        run.tests = [runner.TestResult("t::test_x", "test_x", "failed", "boom")]
+        return run
+
+    monkeypatch.setattr(bugs_mod, "run_lab_tests", fake_run)
+    monkeypatch.setattr(bugs_mod, "_device_here", lambda: "cpu")
+    check = bugs_mod.check_bug(tmp_path, bug('SHOWS_ON = ["cuda"]'))
+    assert not ran and not check.caught and "only on cuda" in check.skip_reason and "cpu here" in check.skip_reason
+    check = bugs_mod.check_bug(tmp_path, bug('SHOWS_ON = ["cpu"]'))
+    assert ran == ["bugs/b"] and check.ok and not check.skip_reason
+    monkeypatch.setattr(bugs_mod, "_device_here", lambda: "cuda")
+    assert bugs_mod.check_bug(tmp_path, bug('SHOWS_ON = ["cuda"]')).ok and len(ran) == 2
+
+
 GALLERIES = [lab for lab in registry.LABS if bugs_mod.bugs_of(lab.path)]
 
 

@@ -14,6 +14,10 @@ A bug is a file ``bugs/<name>.py`` in a lab folder that holds no code, only data
         "        denom = denom + p.sum()  # forgot the correction\n",
     )
 
+``SHOWS_ON = ["cpu"]`` says on which devices the mistake changes what the code does (a row mask that a
+GPU's launch of one row per program never needs, a host check that runs for CPU tensors only); on
+any other, the gallery does not run it and says why. Without it, a bug shows everywhere.
+
 ``EDIT`` is one replacement ``(old, new)`` in the lab's ``solution.py`` (``SOURCE`` names another
 file; a private one, ``_checks.py``, is a given module the solution imports; ``labkit/<module>.py``
 is given code several labs share, such as ``labkit/block_table.py``, which the lab's given modules
@@ -41,6 +45,7 @@ from labkit.course.runner import LabRun, clean_env, run_in_parallel, run_lab_tes
 from labkit.course.warm import WarmPool
 
 DEFAULT_SOURCE = "solution.py"
+DEVICES = ("cpu", "cuda")  # what SHOWS_ON may name: where a lab's tensors live (labkit.testing.triton_env.device)
 SHARED_FOLDER = "labkit"  # SOURCE = "labkit/<module>.py": given code several labs share
 
 
@@ -57,6 +62,7 @@ class Bug:
     edits: list[tuple[str, str]] = field(default_factory=list)
     source: str = DEFAULT_SOURCE  # the file the edits apply to: of the lab folder, or labkit/<module>.py
     problem: str = ""  # why the file could not be read
+    shows_on: tuple[str, ...] = ()  # SHOWS_ON: the devices ("cpu", "cuda") where the mistake shows; () everywhere
 
     @property
     def shared(self) -> bool:
@@ -143,6 +149,10 @@ def read_bug(path: Path) -> Bug:
             raise BugEditError(f"SOURCE must name a .py file of the lab folder, its going-further/, or a module of "
                                f"{SHARED_FOLDER}/ that given code imports, got {source!r}")
         bug.source = source
+        shows_on = values.get("SHOWS_ON", DEVICES)
+        if not (isinstance(shows_on, (list, tuple)) and shows_on and all(d in DEVICES for d in shows_on)):
+            raise BugEditError(f"SHOWS_ON must list some of {list(DEVICES)}, got {shows_on!r}")
+        bug.shows_on = () if "SHOWS_ON" not in values else tuple(shows_on)
     except BugEditError as err:
         bug.problem = str(err)
     return bug
@@ -201,6 +211,7 @@ class BugCheck:
     bug: Bug
     run: LabRun
     catchers: list[str] = field(default_factory=list)  # test functions that failed on it
+    not_here: str = ""  # why it was not run on this machine (its SHOWS_ON names other devices)
 
     @property
     def caught(self) -> bool:
@@ -218,8 +229,10 @@ class BugCheck:
 
     @property
     def skip_reason(self) -> str:
-        """Why the bug could not be checked here: every CAUGHT_BY test skipped (a GPU-only test on a
-        CPU machine); "" otherwise."""
+        """Why the bug could not be checked here: its mistake shows only on other devices (SHOWS_ON), or
+        every CAUGHT_BY test skipped (a GPU-only test on a CPU machine); "" otherwise."""
+        if self.not_here:
+            return self.not_here
         declared = self.bug.caught_by or []
         if self.caught or not declared or not all(self._skipped_here(t) for t in declared):
             return ""
@@ -240,13 +253,25 @@ def check_bug(lab_dir: Path, bug: Bug, timeout: float | None = 300, named_first:
     every one of them fails, that is the verdict the whole suite would give: caught, and ``CAUGHT_BY``
     agrees. Anything else (a named test that passes or only skips, a bug that does not load, a time
     limit) is decided by the whole suite, as without ``named_first``, so that the verdict and the
-    failing tests it reports are the whole suite's."""
+    failing tests it reports are the whole suite's. A bug whose ``SHOWS_ON`` does not name this
+    machine's device is not run."""
+    if bug.shows_on and (here := _device_here()) not in bug.shows_on:
+        return BugCheck(bug, LabRun(), not_here=f"its mistake shows only on {' and '.join(bug.shows_on)} "
+                                                f"(SHOWS_ON), and the labs run on {here} here")
     if named_first and bug.caught_by and not bug.problem:
         named = _check(bug, run_lab_tests(lab_dir, impl=f"bugs/{bug.name}", timeout=timeout, warm=warm,
                                           env={"LABS_NAMED_TESTS": ",".join(bug.caught_by)}))
         if set(bug.caught_by) <= set(named.catchers):
             return named
     return _check(bug, run_lab_tests(lab_dir, impl=f"bugs/{bug.name}", timeout=timeout, warm=warm))
+
+
+def _device_here() -> str:
+    """Where the labs' tensors live on this machine: "cuda" with a GPU (unless Triton's interpreter is
+    forced), else "cpu"."""
+    from labkit.testing import triton_env
+
+    return triton_env.device()
 
 
 def _check(bug: Bug, run: LabRun) -> BugCheck:

@@ -6,6 +6,9 @@ that see no key at all, 0/0 = NaN in the output, and no error naming the argumen
 ``seq_lens`` (and this lab's) count the chunk too: the prefix is ``seq_len - query_len``.
 """
 
+# The value checks run for CPU tensors only: on a GPU they would cost a synchronization per call.
+SHOWS_ON = ["cpu"]
+
 CAUGHT_BY = ["test_kernel_bad_input_gets_a_clear_error"]
 
 SOURCE = "_prefill_checks.py"  # a given check, edited
