@@ -491,7 +491,12 @@ KERNEL_ATOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
 SENTINEL = 7.0  # what the padding rows of `out` hold before the call, and must hold after it
 SINK_QUERY, SINK_KEY, SINK_VALUE = 4.0, 11.5, 8.0  # make_batch(scores="sink"): an attention sink at token 0
 SPREAD = 120.0  # make_batch(scores="plus-minus"): rows scoring near +SPREAD and near -SPREAD
-PATTERN_SEGMENT = 16  # make_batch(scores=<a contract pattern>): the key tile the interpreter's kernel walks
+# The kernel's tiles are the starter's INTERPRETER_TILES in the interpreter (16 rows, 16 keys) and GPU_TILES
+# on a GPU (128 rows, 64 keys): a query tile holds 8 tokens of a group of 2 there, 64 here. The tests that
+# exist for a mistake at a tile's edge scale their lengths by TILE_SCALE, so that on a GPU too they cross
+# query and key tiles (lengths sized for the interpreter fit in one GPU tile, where such a mistake is harmless).
+TILE_SCALE = 4 if ON_GPU else 1
+PATTERN_SEGMENT = 16 * TILE_SCALE  # make_batch(scores=<a contract pattern>): the key tile the kernel walks
 triton_test = pytest.mark.triton
 
 
@@ -522,7 +527,8 @@ def make_batch(torch, specs, *, num_heads=4, num_kv_heads=2, head_dim=32, block_
     kernel storing a whole query tile past a chunk's end writes into padding the test checks,
     never past the tensor). ``scores``: ``"random"``; ``"sink"``, each sequence's first token an
     attention sink; ``"plus-minus"``, every other token's scores near +120, the rest near -120
-    (below); or a pattern of ``labkit.contract.SCORE_PATTERNS``, placed against key tiles of 16.
+    (below); or a pattern of ``labkit.contract.SCORE_PATTERNS``, placed against key tiles of
+    ``PATTERN_SEGMENT`` keys (16; 64 on a GPU).
     ``pad_columns``: the table's columns past the longest sequence's blocks (0: it fills its row).
     ``expected`` comes from the dtype-rounded values, computed here, before any call.
     """
@@ -619,13 +625,15 @@ def check_kernel(lab, torch, batch, what, out_view=False, **kwargs):
 @triton_test
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_kernel_one_prompt_from_scratch(lab, torch, dtype):
-    """One 45-token prompt from scratch (context 0): several query tiles and key tiles, the
-    causal diagonal crossing them, GQA 4/2, blocks of 16 in shuffled order.
+    """One 45-token prompt from scratch (context 0; 180 on a GPU, whose tiles are 4 times larger):
+    several query tiles and key tiles, the causal diagonal crossing them, GQA 4/2, blocks of 16 in
+    shuffled order.
 
     Catches: no causal mask, a mask off by one, no scale, a running max not corrected, the
     unmasked part of the key loop run up to the tile's last row instead of its first."""
-    batch = make_batch(torch, [(0, 45)], dtype=dtype, seed=1)
-    check_kernel(lab, torch, batch, f"paged_prefill, one prompt of 45 tokens ({dtype})")
+    n = 45 * TILE_SCALE
+    batch = make_batch(torch, [(0, n)], dtype=dtype, seed=1)
+    check_kernel(lab, torch, batch, f"paged_prefill, one prompt of {n} tokens ({dtype})")
 
 
 @triton_test
@@ -652,12 +660,14 @@ def test_kernel_ragged_batch(lab, torch, dtype):
     tokens, a sequence with no token this step, packed in ``q`` by ``query_start_loc``, with 17
     padding rows (NaN) after the last chunk whose output rows must stay as they were (every
     kernel test has such rows; this one has more than a tile's worth). The inputs are left
-    unchanged.
+    unchanged. Lengths are 4 times longer on a GPU (TILE_SCALE).
 
     Catches: rows of one chunk written into another's, padding rows of a query tile stored,
-    reading the table or the lengths of the wrong sequence, writing into the inputs."""
-    batch = make_batch(torch, [(0, 21), (19, 13), (40, 1), (5, 0), (33, 1), (3, 17)], dtype=dtype, seed=2,
-                       pad_rows=17)
+    reading the table or the lengths of the wrong sequence, writing into the inputs, a running max
+    not corrected, the unmasked part of the key loop run up to the tile's last row."""
+    t = TILE_SCALE
+    batch = make_batch(torch, [(0, 21 * t), (19 * t, 13 * t), (40 * t, 1), (5 * t, 0), (33 * t, 1), (3 * t, 17 * t)],
+                       dtype=dtype, seed=2, pad_rows=17 * t)
     before = [t.clone() for t in batch.args]
     check_kernel(lab, torch, batch, f"paged_prefill, a ragged batch ({dtype})")
     names = ["q", "k_cache", "v_cache", "block_tables", "query_start_loc", "seq_lens"]
@@ -776,13 +786,16 @@ def test_kernel_long_float16_context(lab, torch):
 @triton_test
 def test_kernel_max_query_len_given_or_found(lab, torch):
     """``max_query_len`` may be given (as vLLM's metadata carries it) or left to the function:
-    the same answer either way, given exactly the longest chunk (26) or more than needed.
+    the same answer either way, given exactly the longest chunk (26 tokens, 104 on a GPU: more query
+    tiles than the first chunk's 3 tokens need) or more than needed.
 
     Catches: a grid sized from the first chunk's length instead of the longest."""
-    batch = make_batch(torch, [(4, 3), (0, 26), (11, 9)], seed=7)
+    longest = 26 * TILE_SCALE
+    batch = make_batch(torch, [(4, 3), (0, longest), (11, 9)], seed=7)
     check_kernel(lab, torch, batch, "paged_prefill(max_query_len=None)")
-    check_kernel(lab, torch, batch, "paged_prefill(max_query_len=40)", max_query_len=40)
-    check_kernel(lab, torch, batch, "paged_prefill(max_query_len=26), exactly the longest chunk", max_query_len=26)
+    check_kernel(lab, torch, batch, f"paged_prefill(max_query_len={longest + 14})", max_query_len=longest + 14)
+    check_kernel(lab, torch, batch, f"paged_prefill(max_query_len={longest}), exactly the longest chunk",
+                 max_query_len=longest)
 
 
 # The contract (labkit.contract): the views engines pass, lengths at every edge, score patterns.
@@ -824,14 +837,17 @@ def test_kernel_memory_layouts_engines_pass(lab, torch, layout):
 @triton_test
 def test_kernel_lengths_at_every_boundary(lab, torch):
     """One batch whose lengths sit at every edge (``labkit.contract.boundary_lengths``): prompts of
-    1, 7, 8, 9 tokens (a query tile holds 8 tokens of a group of 2 on the interpreter, 64 on a GPU)
-    and of 15, 16, 17 (a block and a key tile of 16); chunks of 3 tokens closing sequences of 15,
-    16, 17 and 35 tokens, and of 48, the table's full capacity (the longest sequence fills its row:
-    no padding column). Catches boundaries off by one: a tail mask at the block's end, a query tile
-    that drops its last token, a key range that stops a tile short, the table's last column never
-    read."""
-    named = contract.boundary_lengths(16, segment=16, capacity=48)
-    specs = [(0, n) for n in (1, 7, 8, 9, 15, 16, 17)] + [(n - 3, 3) for n in named.values() if n >= 3]
+    1, 7, 8, 9 tokens (a query tile holds 8 tokens of a group of 2 on the interpreter; on a GPU 64,
+    and the prompts are 1, 63, 64, 65) and of 15, 16, 17 (a block, and the interpreter's key tile of
+    16; on a GPU 63, 64, 65 too); chunks of 3 tokens closing sequences of 15, 16, 17 and 35 tokens,
+    and of 48, the table's full capacity (the longest sequence fills its row: no padding column; on a
+    GPU 63, 65, 131 and 192 too). Catches boundaries off by one: a tail mask at the block's end, a
+    query tile that drops its last token, a key range that stops a tile short, the table's last
+    column never read."""
+    query_tile, key_tile = 8 * TILE_SCALE, 16 * TILE_SCALE  # tokens of a query tile (a group of 2); keys of a key tile
+    named = contract.boundary_lengths(16, segment=key_tile, capacity=48 * TILE_SCALE)
+    prompts = sorted({1, query_tile - 1, query_tile, query_tile + 1, 15, 16, 17, key_tile - 1, key_tile, key_tile + 1})
+    specs = [(0, n) for n in prompts] + [(n - 3, 3) for n in named.values() if n >= 3]
     batch = make_batch(torch, specs, num_heads=2, num_kv_heads=1, seed=13, kind="nan", pad_columns=0)
     listing = ", ".join(f"[{s}] {c} + {n}" for s, (c, n) in enumerate(specs))
     check_kernel(lab, torch, batch, f"paged_prefill, sequences (context + chunk) {listing}")
@@ -841,13 +857,15 @@ def test_kernel_lengths_at_every_boundary(lab, torch):
 @pytest.mark.parametrize("pattern", contract.SCORE_PATTERNS)
 def test_kernel_score_patterns_across_key_tiles(lab, torch, pattern):
     """Scores placed against the key tiles the kernel walks (``labkit.contract.SCORE_PATTERNS``, the
-    segment being 16 keys): flat near +1000 or -1000, one key 100 above the rest in the first or in
-    the last tile, the mass clustered in a middle tile, the first tile near -1000 and the rest near
-    0, neighbours of the batch at +1000 and -1000. Every row's running max must hold the largest
-    score it has seen. Catches a running max replaced by each tile's own max
-    (``kernel_running_max_is_tile_max``: after a peak in the first tile, exp(+100) overflows), a
-    max that starts at 0, one max for the whole tile."""
-    batch = make_batch(torch, [(40, 9), (0, 20), (17, 4)], num_heads=2, num_kv_heads=1, seed=14, scores=pattern)
+    segment being 16 keys, 64 on a GPU, and the lengths scaled with it): flat near +1000 or -1000,
+    one key 100 above the rest in the first or in the last tile, the mass clustered in a middle
+    tile, the first tile near -1000 and the rest near 0, neighbours of the batch at +1000 and -1000.
+    Every row's running max must hold the largest score it has seen. Catches a running max replaced
+    by each tile's own max (``kernel_running_max_is_tile_max``: after a peak in the first tile,
+    exp(+100) overflows), a max that starts at 0, one max for the whole tile."""
+    t = TILE_SCALE
+    batch = make_batch(torch, [(40 * t, 9 * t), (0, 20 * t), (17 * t, 4 * t)], num_heads=2, num_kv_heads=1, seed=14,
+                       scores=pattern)
     check_kernel(lab, torch, batch, f"paged_prefill, scores {pattern} ({contract.SCORE_PATTERNS[pattern]})")
 
 
