@@ -743,7 +743,8 @@ def test_qk_triton_scores_are_fp32_whatever_torchs_default_dtype(lab, torch):
 @pytest.mark.triton
 def test_qk_cuda_checks_its_inputs_first(lab, torch):
     """On any machine: qk_scores_cuda gives bad input the same ValueError as qk_scores_triton, and
-    refuses tensors that are not on a GPU with a ValueError saying so, before building anything.
+    refuses tensors that are not on a GPU with a ValueError saying so, before building anything (CPU
+    copies of the inputs on a GPU machine too, so that the check is tested wherever the suite runs).
 
     Catches: the device check turned around or dropped (a CPU tensor reaches the CUDA build), the
     given input checks not called first."""
@@ -751,10 +752,9 @@ def test_qk_cuda_checks_its_inputs_first(lab, torch):
     with pytest.raises(ValueError, match="torch tensors"):
         lab.qk_scores_cuda(q.cpu().numpy(), k, seq_lens)
         pytest.fail("qk_scores_cuda(a numpy q, ...): no ValueError naming torch tensors")
-    if q.device.type != "cuda":
-        with pytest.raises(ValueError, match="CUDA"):
-            lab.qk_scores_cuda(q, k, seq_lens)
-            pytest.fail(f"qk_scores_cuda on {q.device} tensors: no ValueError saying it needs CUDA tensors")
+    with pytest.raises(ValueError, match="CUDA"):
+        lab.qk_scores_cuda(q.cpu(), k.cpu(), seq_lens.cpu())
+        pytest.fail("qk_scores_cuda on CPU tensors: no ValueError saying it needs CUDA tensors")
 
 
 def test_exercises_1_and_2_need_numpy_only(lab):
