@@ -900,16 +900,17 @@ WORKLOAD = {0: {"a": (SYSTEM + ALPHA, 5)}, 1: {"b": (BETA, 4)}, 3: {"c": (SYSTEM
 ALL = {rid: work for wave in WORKLOAD.values() for rid, work in wave.items()}
 
 
-def serve(lab, model, fused_steps: int, backend: str, cpu_timing: str = "lazy"):
+def serve(lab, model, fused_steps: int, backend: str, cpu_timing: str = "lazy", graphs: bool = False):
     """``WORKLOAD`` through an engine at ``fused_steps``, its caches NaN before the first step, every launch
     of every forward pass counted. On a CPU, decode steps replay graphs of 1, 2 or 4 rows (a CPU graph
     runs its function again, so it is counted too) and the others run eagerly; on a GPU every step runs
-    eagerly, to be counted. ``cpu_timing``: the CPU stream's (lab 99-02's ``lazy`` or ``eager``). Returns the
+    eagerly, to be counted, unless ``graphs``: then decode steps replay CUDA graphs there too, and
+    nothing is counted. ``cpu_timing``: the CPU stream's (lab 99-02's ``lazy`` or ``eager``). Returns the
     engine once every request is finished."""
-    mode = "full_decode_only" if DEVICE == "cpu" else "none"
+    mode = "full_decode_only" if DEVICE == "cpu" or graphs else "none"
     engine = lab.Engine(model, num_gpu_blocks=24, block_size=BS, max_num_seqs=4, max_num_batched_tokens=24,
                         backend=backend, keep_logits=True, cudagraph_mode=mode, cudagraph_capture_sizes=[1, 2, 4],
-                        fused_steps=fused_steps, count_launches=True, cpu_timing=cpu_timing)
+                        fused_steps=fused_steps, count_launches=DEVICE == "cpu" or not graphs, cpu_timing=cpu_timing)
     engine.runner.fill_kv_caches(float("nan"))
     pending, calls = dict(WORKLOAD), 0
     while engine.has_unfinished_requests() or pending:
@@ -929,13 +930,14 @@ def engine_model():
 
 @pytest.fixture(scope="module")
 def served(lab, engine_model):
-    """``served(fused_steps, backend, cpu_timing)``: the engine that served ``WORKLOAD`` (once per arguments)."""
+    """``served(fused_steps, backend, cpu_timing, graphs)``: the engine that served ``WORKLOAD`` (once per
+    arguments)."""
     runs = {}
 
-    def get(fused_steps: int, backend: str = "reference", cpu_timing: str = "lazy"):
-        key = (fused_steps, backend, cpu_timing)
+    def get(fused_steps: int, backend: str = "reference", cpu_timing: str = "lazy", graphs: bool = False):
+        key = (fused_steps, backend, cpu_timing, graphs or DEVICE == "cpu")
         if key not in runs:
-            runs[key] = serve(lab, engine_model, fused_steps, backend, cpu_timing)
+            runs[key] = serve(lab, engine_model, fused_steps, backend, cpu_timing, graphs)
         return runs[key]
 
     return get
@@ -982,14 +984,13 @@ def test_tokens_and_logits_under_the_eager_timing(lab, served, truth):
 
 
 def test_padding_tokens_write_nothing(lab, served):
-    """With step 3, a decode graph of 4 rows replayed for 3 requests runs a padding token whose slot is -1:
-    it writes nothing, so the null block (block 0, which no request holds) still holds the NaN every
-    cache started with, in every layer.
+    """With step 3, a decode graph of 4 rows replayed for 3 requests runs a padding token whose slot is -1
+    (on a GPU too: this engine replays CUDA graphs there): it writes nothing, so the null block (block 0,
+    which no request holds) still holds the NaN every cache started with, in every layer.
 
     Catches: padding written into slot 0 (lab 99-02's convention, kept by a kernel that clamps -1 to 0)."""
-    engine = served(5)
-    if DEVICE == "cpu":
-        assert engine.runner.num_runs["full"] > 0, f"no decode graph ran: {engine.runner.num_runs}"
+    engine = served(5, graphs=True)
+    assert engine.runner.num_runs["full"] > 0, f"no decode graph ran: {engine.runner.num_runs}"
     for layer, (k_cache, v_cache) in enumerate(engine.runner.kv_caches):
         for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
             block = cache[0].cpu()
