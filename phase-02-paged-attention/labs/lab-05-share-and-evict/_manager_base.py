@@ -51,6 +51,10 @@ class KVCacheManagerBase:
         if new_computed_blocks and req_blocks:
             raise ValueError(f"request {request.request_id!r} already has blocks: prefix-cache hits are only "
                              f"for a new request")
+        # Not an int (a numpy integer, 8.0) would pass the comparison below and reach the pool only after
+        # the hits were touched: refused here, before anything changes, like num_new_tokens.
+        if not isinstance(num_new_computed_tokens, int):
+            raise ValueError(f"num_new_computed_tokens must be an integer, got {num_new_computed_tokens!r}")
         if num_new_computed_tokens != len(new_computed_blocks) * self.block_size:
             raise ValueError(f"num_new_computed_tokens={num_new_computed_tokens} but new_computed_blocks hold "
                              f"{len(new_computed_blocks)} blocks of {self.block_size} tokens")

@@ -68,7 +68,9 @@ class KVCacheManager(KVCacheManagerBase):
         ``num_cached_block`` at the number of hits for a new request), cache the blocks that
         ``computed + hit + new`` tokens fill (``_cache_full_blocks``, when caching is on), and return
         the new blocks ([] if none were needed). Call ``_check_allocate`` first (it raises
-        ValueError for bad arguments).
+        ValueError for bad arguments: a count that is not a Python int, 0 new tokens, hits for a
+        request that holds blocks, a hit count that disagrees with the hits, more tokens than the
+        request has).
         """
         raise NotImplementedError(
             "KVCacheManager.allocate_slots: not implemented yet (README step 2: count, check, touch the hits, "

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
+
+import labkit
 
 BS = 4  # block size of every hand-computed test
 
@@ -602,6 +605,34 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(lab):
     mgr.free(a)  # twice
     _expect(_refs(mgr, range(10)), [0] * 10, "ref_cnt of every block after A was freed twice (the second is a no-op)")
     _expect(_queue(mgr), [5, 6, 7, 8, 9, 4, 3, 2, 1], "the free queue after A was freed twice")
+
+
+@pytest.mark.parametrize("count", ["numpy int64", "float"])
+@pytest.mark.parametrize("argument", ["num_new_computed_tokens", "num_new_tokens"])
+def test_counts_that_are_not_python_ints_are_refused_before_any_change(lab, argument, count):
+    """allocate_slots takes its token counts as Python ints: a numpy int64 or a float of the same value
+    (8 hit tokens, 2 new tokens) is refused with a ValueError naming the argument, before the hits are
+    touched. The same call with ints then admits B as A's prompt predicts: hits [1, 2], new block [4].
+
+    Catches: a hit count that is only compared with the hit blocks (np.int64(8) == 8 and 8.0 == 8 pass):
+    it reaches lab 02-01's pool after the hits were touched and B's table extended, and the pool's
+    error names its own num_blocks, leaving B holding two blocks it was refused."""
+    mgr = lab.KVCacheManager(10, BS)
+    a, b = _request(lab, "A", range(10)), _request(lab, "B", range(10))
+    _prefill(mgr, a)  # [1, 2, 3]
+    hits, num_hit = mgr.get_computed_blocks(b)  # [1, 2], 8: B needs ceil(10 / 4) - 2 = 1 new block, 4
+    counts = {"num_new_computed_tokens": num_hit, "num_new_tokens": b.num_tokens - num_hit}
+    counts[argument] = np.int64(counts[argument]) if count == "numpy int64" else float(counts[argument])
+    before = _state(mgr, ["A", "B"])
+    labkit.assert_refused(lambda: mgr.allocate_slots(b, counts["num_new_tokens"], counts["num_new_computed_tokens"],
+                                                     hits),
+                          argument, what=f"allocate_slots('B') with {argument}={counts[argument]!r}",
+                          hint="check that each count is an int before touching anything")
+    after = _state(mgr, ["A", "B"])
+    if after != before:
+        raise AssertionError(f"allocate_slots('B') with {argument}={counts[argument]!r} changed the manager before "
+                             f"refusing ({_changes(before, after)})")
+    _admit(mgr, b, ([1, 2], 8, [4]), "B, A's 10-token prompt with int counts, after the refusal")
 
 
 @pytest.mark.parametrize("enable_caching", [False, True], ids=["caching_off", "caching_on"])
