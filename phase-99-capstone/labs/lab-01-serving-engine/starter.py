@@ -73,7 +73,8 @@ class Engine(EngineBase):
         first request whose tokens do not fit in the pool (it keeps its place at the head of the queue).
         An admitted request leaves ``self.waiting`` for the end of ``self.running`` with status RUNNING, its
         hit tokens counted as computed (``num_computed_tokens``) and, at its first admission only, recorded
-        in ``num_cached_tokens``.
+        in ``num_cached_tokens`` (the hits of the admission that succeeds: a try the pool refused records
+        nothing).
         """
         raise NotImplementedError("schedule: not implemented yet (README steps 1 and 2: serve the running "
                                   "requests, then admit waiting ones under the token budget)")

@@ -755,6 +755,37 @@ def test_num_cached_tokens_counts_the_first_admission_only(lab, model, truth):
                     f"first admission hit nothing{readmitted}")
     assert_tokens_equal(engine, expected_outputs(truth, CROWD))
 
+# A pool of 7 blocks (6 usable), prefix caching on. Step 0: "cut" (32 tokens, 1 new) takes blocks 1, 2 and
+# finishes, both full blocks cached; "long" (40 tokens, 30 new) takes 3, 4, 5. The free queue is [6, 2, 1].
+# Step 1: "late" sends cut's 32 tokens and 30 more (62: 4 blocks): 2 hits on blocks 2 and 1, both free,
+# and 2 new blocks: 4 > 3 free, so it waits. long's token 49 takes block 6 (step 9), its token 65 block
+# 2 (step 25), evicting the key of cut's tokens 0-31. long finishes in step 29; in step 30 "late" is
+# admitted with 1 hit (block 1, 16 tokens) and computes its other 46 tokens.
+REFUSED_TRY_PROMPTS = prompts_of(9, (32, 30, 40))
+REFUSED_TRY = {"cut": (REFUSED_TRY_PROMPTS[0], 1), "long": (REFUSED_TRY_PROMPTS[2], 30)}
+REFUSED_TRY_LATE = {1: {"late": (REFUSED_TRY_PROMPTS[0] + REFUSED_TRY_PROMPTS[1], 2)}}
+
+
+def test_num_cached_tokens_is_the_hits_of_the_admission_that_succeeds(lab, model, truth):
+    """A request whose first try at admission is refused (its blocks do not fit) keeps waiting while the
+    hits it found are evicted; ``num_cached_tokens`` is the hits of the admission that succeeds, 16 tokens
+    (worked out above ``REFUSED_TRY``), not the 32 of the refused try, and the admission computes the
+    other 46 prompt tokens. Then ``generate``'s tokens.
+
+    Catches: ``num_cached_tokens`` recorded right after the lookup, before ``allocate_slots`` answers
+    (a request that waits reports hits that were never used)."""
+    engine = new_engine(lab, model, num_gpu_blocks=7, max_num_batched_tokens=80)
+    records = drive(engine, REFUSED_TRY, arrivals=REFUSED_TRY_LATE)
+    waited = [r.step for r in records if "late" in r.waiting]
+    assert waited == list(range(1, 30)), f"'late' waited in steps {waited}, expected 1..29 (the pool is short)"
+    admitted = records[30].output.num_scheduled_tokens.get("late")
+    assert admitted == 46, f"step 30: 'late' computes {admitted} tokens, expected 62 - 16 hit tokens = 46"
+    got = engine.requests["late"].num_cached_tokens
+    assert got == 16, (f"num_cached_tokens of 'late': {got}, expected 16, the hits of the admission in step 30 "
+                       f"(its refused try in step 1 found 32, since evicted): record it once the admission succeeds")
+    assert_tokens_equal(engine, expected_outputs(truth, {**REFUSED_TRY, **REFUSED_TRY_LATE[1]}))
+
+
 # --------------------------------------------------------------------------------------------
 # Bad requests
 # --------------------------------------------------------------------------------------------
