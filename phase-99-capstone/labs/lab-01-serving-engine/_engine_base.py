@@ -247,10 +247,22 @@ class EngineBase:
 
     def generate(self, prompts: dict, max_new_tokens=16, max_steps: int = 100_000) -> dict[str, list[int]]:
         """Serve ``prompts`` (request id -> prompt token ids) to the end; ``max_new_tokens`` is one int or a
-        dict by request id. Returns each request's output token ids."""
-        for request_id, prompt in prompts.items():
-            limit = max_new_tokens[request_id] if isinstance(max_new_tokens, dict) else max_new_tokens
-            self.add_request(request_id, prompt, limit)
+        dict by request id. Returns each request's output token ids. A prompt or limit that ``add_request``
+        refuses, or a dict without a limit for some prompt, is a ValueError that queues none of them."""
+        if isinstance(max_new_tokens, dict):
+            missing = [request_id for request_id in prompts if request_id not in max_new_tokens]
+            if missing:
+                raise ValueError(f"max_new_tokens is a dict without a limit for the requests {missing}")
+        queued = []
+        try:
+            for request_id, prompt in prompts.items():
+                limit = max_new_tokens[request_id] if isinstance(max_new_tokens, dict) else max_new_tokens
+                queued.append(self.add_request(request_id, prompt, limit))
+        except ValueError:
+            for request in queued:  # all or nothing: the caller gets no half-queued batch to clean up
+                self.waiting.remove(request)
+                del self.requests[request.request_id]
+            raise
         while self.has_unfinished_requests():
             if self.num_steps >= max_steps:
                 raise RuntimeError(f"still unfinished after {max_steps} steps")

@@ -1141,6 +1141,35 @@ def test_generate_serves_each_prompt_to_its_end(lab, model, truth):
         pytest.fail("generate with 100,000 steps behind it: no RuntimeError (max_steps is 100,000 by default)")
 
 
+def test_generate_refuses_a_bad_batch_and_queues_none_of_it(lab, model, truth):
+    """``Engine.generate`` refuses, with a ValueError naming the argument, a batch with a prompt that
+    ``add_request`` refuses (an empty one, after a good one) and a ``max_new_tokens`` dict without a limit
+    for one of the prompts; neither queues any request. The good prompts then run as usual: ``generate``'s
+    tokens.
+
+    Catches: a dict's missing limit looked up as it comes (a KeyError once the prompts before it are
+    queued), and prompts queued one by one and left queued when a later one is refused (the caller's
+    retry of the batch then fails on ids already taken)."""
+    work = {"g1": (GAMMA, 2), "g2": (SYSTEM[:20], 3)}
+    prompts, limits = {rid: p for rid, (p, _) in work.items()}, {rid: n for rid, (_, n) in work.items()}
+    expected = expected_outputs(truth, work)
+    engine = new_engine(lab, model)
+    bad = [
+        ("g1, g2 and an empty prompt", ({**prompts, "empty": []}, 2), "prompt_token_ids"),
+        ("g1, g2 with max_new_tokens={'g1': 2}", (prompts, {"g1": 2}), "max_new_tokens"),
+        ("g1, g2 with max_new_tokens 0 for g2", (prompts, {**limits, "g2": 0}), "max_new_tokens"),
+    ]
+    for what, args, word in bad:
+        with pytest.raises(ValueError, match=word):
+            engine.generate(*args)
+            pytest.fail(f"generate of {what}: no ValueError naming {word}")
+        queued = (list(engine.requests), [r.request_id for r in engine.waiting])
+        assert queued == ([], []), (f"generate of {what} raised a ValueError but left the requests {queued[0]} "
+                                    f"(waiting: {queued[1]}): a refused batch queues none of its prompts")
+    got = engine.generate(prompts, limits)
+    assert got == expected, f"generate({list(prompts)}, {limits}) after the refused batches: {got}, expected {expected}"
+
+
 def test_add_request_accepts_and_refuses_at_its_edges(lab, model, truth):
     """``add_request`` returns the queued request (16 new tokens by default), accepts a request at each
     edge (token ids 0 and vocab_size - 1; prompt + max_new_tokens = max_model_len; a request whose

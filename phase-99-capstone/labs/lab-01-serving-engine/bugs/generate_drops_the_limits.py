@@ -9,6 +9,6 @@ CAUGHT_BY = ["test_generate_serves_each_prompt_to_its_end"]
 SOURCE = "_engine_base.py"  # the given engine half
 
 EDIT = (
-    "            self.add_request(request_id, prompt, limit)\n",
-    "            self.add_request(request_id, prompt)\n",
+    "                queued.append(self.add_request(request_id, prompt, limit))\n",
+    "                queued.append(self.add_request(request_id, prompt))\n",
 )
