@@ -64,16 +64,20 @@ def is_array(value) -> bool:
 
 def outer_containers(value) -> list[tuple[tuple, object]]:
     """``[(path, container)]``: the mutable containers and the arrays of a result, reached through
-    tuples only, as :func:`mutable_arguments` finds containers in arguments (a path of tuple indices;
-    ``()``: the result)."""
+    what crosses as a tuple or a record (a named tuple, a frozen dataclass: a summary ``(m, denom,
+    acc)`` written as either holds the same reused output buffer as a plain tuple would), as
+    :func:`mutable_arguments` finds containers in arguments. A path's steps are tuple or item indices
+    and record field names (:func:`~labkit.grader.values.crossing_parts`); ``()``: the result."""
+    from labkit.grader.values import crossing_parts
+
     found: list = []
 
     def walk(v, path):
         if type(v) in MUTABLE or is_array(v):
             found.append((path, v))
-        elif type(v) is tuple and len(path) < MAX_DEPTH:
-            for i, item in enumerate(v):
-                walk(item, (*path, i))
+        elif len(path) < MAX_DEPTH:
+            for step, item in crossing_parts(v) or ():
+                walk(item, (*path, step))
 
     walk(value, ())
     return found
@@ -299,7 +303,7 @@ def adopt_returned(result, named: list, returned: dict):
     if len(named) > KEPT_RETURNED:
         raise ProtocolError(f"more than {KEPT_RETURNED} returned containers named in one reply")
     for _, path, number in named:
-        if type(path) is not tuple or not all(type(i) is int for i in path) or type(number) is not int:
+        if type(path) is not tuple or not all(type(i) in (int, str) for i in path) or type(number) is not int:
             raise ProtocolError("a malformed returned container")
         container = _at(result, path)
         old = returned.pop(number, None)
@@ -314,8 +318,17 @@ def adopt_returned(result, named: list, returned: dict):
 
 
 def _at(value, path: tuple):
+    from labkit.grader.values import Record
+
     for i in path:
-        if type(value) is not tuple or not 0 <= i < len(value):
+        if type(value) is Record:  # a frozen dataclass's field (a name) or item (an index)
+            try:
+                value = value._part(i)
+            except (KeyError, IndexError):
+                raise ProtocolError("a path to a container the result does not hold") from None
+            continue
+        # a plain tuple, or a named tuple made by decoding
+        if not isinstance(value, tuple) or type(i) is not int or not 0 <= i < len(value):
             raise ProtocolError("a path to a container the result does not hold")
         value = value[i]
     if type(value) not in MUTABLE and not is_array(value):
@@ -324,11 +337,17 @@ def _at(value, path: tuple):
 
 
 def _replaced(value, path: tuple, new):
-    """``value`` with what ``path`` names replaced by ``new`` (tuples along the path rebuilt)."""
+    """``value`` with what ``path`` names replaced by ``new`` (tuples and records along the path rebuilt,
+    each of its own class: a named tuple stays one)."""
     if not path:
         return new
+    from labkit.grader.values import Record
+
     i = path[0]
-    return value[:i] + (_replaced(value[i], path[1:], new),) + value[i + 1:]
+    if type(value) is Record:
+        return value._with(i, _replaced(value._part(i), path[1:], new))
+    items = value[:i] + (_replaced(value[i], path[1:], new),) + value[i + 1:]
+    return items if type(value) is tuple else type(value)._make(items)
 
 
 def refill(old, new, depth: int = 0) -> None:

@@ -139,14 +139,40 @@ def _record_extras(value, inner) -> tuple[list, list | None]:
             props.append((name, inner(getattr(value, name))))
         except Exception:  # this one is left out; the others still cross
             continue
-    items = None
-    if any("__iter__" in vars(klass) for klass in kind.__mro__[:-1]):
-        try:
-            got = list(itertools.islice(iter(value), RECORD_ITEMS + 1))
-            items = [inner(v) for v in got] if len(got) <= RECORD_ITEMS else None
-        except Exception:
-            items = None
+    items = record_items(value)
+    try:
+        items = None if items is None else [inner(v) for v in items]
+    except Exception:
+        items = None
     return props, items
+
+
+def record_items(value) -> list | None:
+    """The items of a dataclass instance that crosses by value, if its class defines ``__iter__`` (at
+    most :data:`RECORD_ITEMS`); else None."""
+    if not any("__iter__" in vars(klass) for klass in type(value).__mro__[:-1]):
+        return None
+    try:
+        got = list(itertools.islice(iter(value), RECORD_ITEMS + 1))
+    except Exception:
+        return None
+    return got if len(got) <= RECORD_ITEMS else None
+
+
+def crossing_parts(value) -> list[tuple] | None:
+    """The parts of ``value`` as a result crosses (the worker's encoding, in its order of checks), where
+    it crosses as a tuple or a record: ``[(step, part)]``, a step an index of the tuple, or of a
+    record's items, or a record's field name; None for anything else. Results' containers and arrays
+    are reached through these (:func:`labkit.grader.containers.outer_containers`)."""
+    kind = type(value)
+    if kind is tuple or isinstance(value, tuple) and isinstance(getattr(kind, "_fields", None), tuple):
+        return list(enumerate(value))  # a plain or a named tuple
+    if _is_record(value, mutable_too=False):
+        parts = [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+        return parts + list(enumerate(record_items(value) or ()))
+    if (kind.__module__ or "").startswith(("numpy", "torch")) or not isinstance(value, tuple):
+        return None
+    return list(enumerate(tuple(value)))  # another tuple subclass crosses as its plain tuple
 
 
 def _is_record(value, mutable_too: bool) -> bool:
@@ -794,6 +820,24 @@ class Record:
 
     def __repr__(self):
         return f"{self._name}({', '.join(f'{k}={v!r}' for k, v in self._fields.items())})"
+
+    def _part(self, step):
+        """A field (a name) or an item (an index), as :func:`crossing_parts` named it; KeyError or
+        IndexError if there is none such."""
+        if type(step) is str:
+            return self._fields[step]
+        if self._items is None or type(step) is not int or step < 0:
+            raise IndexError(step)
+        return self._items[step]
+
+    def _with(self, step, new) -> Record:
+        """This record with the part ``step`` replaced by ``new`` (a container the test already holds)."""
+        fields, items = dict(self._fields), self._items
+        if type(step) is str:
+            fields[step] = new
+        else:
+            items = (*items[:step], new, *items[step + 1:])
+        return Record(self._name, fields, self._props, items)
 
 
 def _nameable(name) -> bool:
