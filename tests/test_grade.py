@@ -767,6 +767,38 @@ def test_a_container_a_call_returns_is_the_same_object_when_returned_again_and_c
     assert pool.fresh(1) == [0]
 
 
+RETURNS_ITS_OWN_SUBCLASS = """
+import collections
+
+
+class Ids(list):
+    def __repr__(self):
+        return f"Ids({list.__repr__(self)})"
+
+
+_IDS, _SEEN = Ids(), collections.OrderedDict()
+
+
+def take(n):
+    _IDS[:] = range(n)  # one list of the student's own class, refilled at each call
+    _SEEN[n] = True
+    return _IDS, _SEEN
+"""
+
+
+@needs_bwrap
+def test_a_container_of_a_subclass_a_call_returns_is_followed_as_its_plain_value(submission):
+    """A list of the student's own class (with its own repr), or an OrderedDict, crosses as its plain
+    value; one the submission refills at each call is the same object each time, changing with it, as
+    in one process (02-01's get_new_blocks_reuses_one_list with a list subclass graded 32 of 32, where
+    pytest gives it 30)."""
+    sub = submission(RETURNS_ITS_OWN_SUBCLASS, {"take": "callable"}, call_timeout=10)
+    first, seen = sub.take(2)
+    assert type(first) is list and first == [0, 1] and type(seen) is dict
+    second, again = sub.take(3)
+    assert second is first and first == [0, 1, 2] and again is seen and list(seen) == [2, 3]
+
+
 RETURNS_ITS_BUFFER = """
 import numpy as np
 import torch

@@ -68,12 +68,14 @@ def outer_containers(value) -> list[tuple[tuple, object]]:
     acc)`` written as either holds the same reused output buffer as a plain tuple would), as
     :func:`mutable_arguments` finds containers in arguments. A path's steps are tuple or item indices
     and record field names (:func:`~labkit.grader.values.crossing_parts`); ``()``: the result."""
-    from labkit.grader.values import crossing_parts
+    from labkit.grader.values import crossing_parts, plain_container
 
     found: list = []
 
     def walk(v, path):
-        if type(v) in MUTABLE or is_array(v):
+        # A subclass of a container crosses as its plain value: kept too, keyed by that value (a pool that
+        # refills one list of its own class at each call hands out the same list, as with a plain one).
+        if type(v) in MUTABLE or is_array(v) or plain_container(v) is not None:
             found.append((path, v))
         elif len(path) < MAX_DEPTH:
             for step, item in crossing_parts(v) or ():
@@ -190,8 +192,8 @@ class Returned:
         while len(self.kept) > KEPT_RETURNED:
             number = next(iter(self.kept))
             del self.numbers[id(self.kept.pop(number)[0])]
-        # oldest first; the kept values that are no container are arrays
-        arrays = [number for number, (value, *_) in self.kept.items() if type(value) not in MUTABLE]
+        # oldest first; the arrays among them
+        arrays = [number for number, (value, *_) in self.kept.items() if is_array(value)]
         total = sum(_nbytes(self.kept[number][0]) for number in arrays)
         for number in arrays:
             if total <= RETURNED_ARRAYS_BYTES:
@@ -206,6 +208,12 @@ def _returned_key(value, keep: list):
     too large to follow (past :data:`RETURNED_ITEMS` items or :data:`RETURNED_BYTES` bytes)."""
     if is_array(value):
         return _array_key(value)
+    if type(value) not in MUTABLE:  # a subclass: what crosses is its plain value
+        from labkit.grader.values import plain_container
+
+        value = plain_container(value)
+        if value is None:
+            raise TypeError("no longer crosses as a container")
     if _small(value, RETURNED_ITEMS) < 0:
         raise TypeError("grown past what is kept")
     return container_key(value, keep)

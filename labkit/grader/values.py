@@ -147,6 +147,16 @@ def _record_extras(value, inner) -> tuple[list, list | None]:
     return props, items
 
 
+def plain_container(value):
+    """A subclass of list, dict, set or deque that a result crosses as its plain value (a list with its own
+    ``repr``, an OrderedDict, a Counter: :func:`_as_plain`), as that plain value (a copy); else None."""
+    kind = type(value)
+    if kind in (list, dict, set, collections.deque) or not isinstance(value, (list, dict, set, collections.deque)) \
+            or _is_record(value, mutable_too=False) or (kind.__module__ or "").startswith(("numpy", "torch")):
+        return None
+    return _as_plain(value)
+
+
 def record_items(value) -> list | None:
     """The items of a dataclass instance that crosses by value, if its class defines ``__iter__`` (at
     most :data:`RECORD_ITEMS`); else None."""
