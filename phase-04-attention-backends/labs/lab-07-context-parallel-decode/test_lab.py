@@ -409,10 +409,30 @@ def test_layout_rejects_bad_input(lab):
 def test_layout_takes_counts_up_to_the_largest_int64(lab):
     """The largest values int64 holds are refused by none of the layout's checks: a stripe, a world
     size, a round of dealing, a position and a length of 2**63 - 1 (the last two as uint64), each
-    answer computed here by hand.
+    answer computed here by hand. token_owner also takes a stripe and a world size whose round of
+    dealing (``stripe * world_size``, 2**63) is past int64, as Python and as numpy integers: a token
+    needs only its stripe, ``t // stripe``, which fits.
 
-    Catches: a bound of the given checks off by one (2**63 - 1 refused)."""
+    Catches: a bound of the given checks off by one (2**63 - 1 refused); token_owner's round taken
+    as ``t // (stripe * world_size)``, equal on paper, whose product is numpy's OverflowError for
+    Python integers and wraps around to a negative number for numpy's."""
     top = 2**63 - 1
+    half = 2**62  # 2 ranks, stripes of 2**62 tokens: one round is 2**63 tokens
+    positions = np.array([0, 5, half - 1, half, half + 3, top], dtype=np.int64)
+    positions.flags.writeable = False
+    for kind, world_size, stripe in [("Python", 2, half), ("numpy int64", np.int64(2), np.int64(half))]:
+        where = f"token_owner([0, 5, 2**62 - 1, 2**62, 2**62 + 3, 2**63 - 1], 2 ranks, stripe 2**62 as {kind} integers)"
+        try:
+            with np.errstate(over="ignore"):
+                ranks, local = lab.token_owner(positions, world_size, stripe)
+        except (OverflowError, ValueError) as err:
+            raise AssertionError(f"{where} raised {type(err).__name__}: {err}\n  a round of dealing (stripe * "
+                                 "world_size = 2**63) does not fit in int64, but no token needs it: "
+                                 "(t // stripe) // world_size counts the rounds before token t") from None
+        labkit.assert_equal(ranks, np.array([0, 0, 0, 1, 1, 1]), what=f"{where}: ranks", dtype=I64)
+        labkit.assert_equal(local, np.array([0, 5, half - 1, 0, 3, half - 1]), dtype=I64,
+                            what=f"{where}: local_positions (the rounds before token t are (t // stripe) // "
+                            "world_size, never t // (stripe * world_size), whose product wraps around)")
     ranks, local = lab.token_owner(np.array([5, top], dtype=np.uint64), 2, 1)
     where = "token_owner([5, 2**63 - 1] as uint64, 2 ranks, stripe 1)"
     labkit.assert_equal(ranks, np.array([1, 1]), what=f"{where}: ranks", dtype=I64)
