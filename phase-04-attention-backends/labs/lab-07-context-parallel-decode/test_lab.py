@@ -296,12 +296,14 @@ def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, b
     from that rank's own table at the token's local block and offset. Every rank's table is its
     own shuffled pool, padded with -1 (the largest id of an unsigned type) when ``spare_columns`` >
     0, its ids from 0 or up to the largest of a narrow integer type (uint8, int16, int32), so that
-    ``block * block_size`` does not fit in the table's type.
+    ``block * block_size`` does not fit in the table's type. Then the same tables place a decode
+    step's one token (the last) and 20 tokens shuffled, as int32: a slot depends on its token alone.
 
     Catches: the table indexed with the global block number ``t // block_size``, the offset taken
     from the global position (right only when the stripe is a multiple of the block size), one
     rank's table used for every rank, slots computed in the table's own type (a uint8 block 200
-    of blocks of 16 gives slot 128, not 3200)."""
+    of blocks of 16 gives slot 128, not 3200), each rank's tokens numbered in the order they are
+    handed over (right for a whole sequence in order, wrong for a decode step's one token)."""
     seq_len = 45
     dtype, top = TABLE_IDS[table_ids]
     rng = np.random.default_rng(stripe + block_size)
@@ -339,6 +341,22 @@ def test_shard_slot_mapping_uses_each_ranks_own_table(lab, world_size, stripe, b
                  tables[rank_of, local_of // block_size] * dtype(block_size) + local_of % block_size}
     assert_equal_naming(slots, expected_slots, wrong, what=f"{where}: slots (rank's table at the local block, times "
                         "block_size, plus the local offset, in int64)", dtype=I64)
+
+    # A decode step writes one token, at the end of the sequence; a scheduler may hand any tokens, in any order.
+    last, shuffled = np.array([seq_len - 1]), rng.permutation(seq_len)[:20].astype(np.int32)
+    for positions, which in [(last, f"only the decode step's token {seq_len - 1}"),
+                             (shuffled, "20 of its tokens, shuffled, as int32")]:
+        positions.flags.writeable = False
+        chosen = positions.astype(np.int64)
+        ranks, slots = lab.shard_slot_mapping(positions, tables, block_size, stripe)
+        what = where.replace(f"0..{seq_len - 1}", which)
+        labkit.assert_equal(ranks, rank_of[chosen], what=f"{what}: ranks", dtype=I64)
+        counted = [int(np.sum(rank_of[chosen][:i] == r)) for i, r in enumerate(rank_of[chosen])]
+        wrong = {"each rank's tokens numbered in the order they come, not from their positions":
+                 np.array([ids[r, k // block_size] * block_size + k % block_size
+                           for r, k in zip(rank_of[chosen], counted, strict=True)])}
+        assert_equal_naming(slots, expected_slots[chosen], wrong, dtype=I64,
+                            what=f"{what}: slots (from each token's own position, whatever comes with it)")
 
 
 def test_shard_slot_mapping_of_no_token(lab):
