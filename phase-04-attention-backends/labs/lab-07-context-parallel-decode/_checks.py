@@ -80,7 +80,7 @@ def _as_rank_tables(rank_block_tables) -> np.ndarray:
 def _check_table_width(tables, ranks, local_blocks) -> None:
     """A clear error when a token's local block lies past the end of its rank's table."""
     if local_blocks.size and local_blocks.max() >= tables.shape[1]:
-        i = int(np.argmax(local_blocks))
+        i = np.unravel_index(np.argmax(local_blocks), local_blocks.shape)  # positions may have any shape
         raise ValueError(
             f"rank_block_tables has {tables.shape[1]} columns, but a token needs local block "
             f"{int(local_blocks[i])} of rank {int(ranks[i])}"

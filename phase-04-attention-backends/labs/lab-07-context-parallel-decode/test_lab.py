@@ -379,12 +379,14 @@ def test_layout_rejects_bad_input(lab):
     fractional positions, negative (-1 included) or fractional lengths, counts, positions, lengths
     and a round of dealing past int64, tables that are not a 2-D
     integer array of at least one rank, a table too narrow for a rank's tokens (naming the local block
-    a token needs), in every function that takes them. (The checks are given.)
+    a token needs, positions of shape [4, 5] included), in every function that takes them. (The checks are
+    given.)
 
     Catches: local_seq_lens without its check of world_size (0 ranks answer an empty array) or of the
     stripe (numpy divides by 0 with a warning), shard_slot_mapping without its check of block_size, a
     lengths check off by one or with its conditions joined by ``and``, counts, positions and lengths
-    let past int64 (numpy's OverflowError, or a uint64 wrapped around to a negative number)."""
+    let past int64 (numpy's OverflowError, or a uint64 wrapped around to a negative number), a width
+    check that indexes N-D positions with argmax's flat index (an IndexError)."""
     expect_value_error(lambda: lab.token_owner(np.arange(4), 0, 4), "world_size", "token_owner(.., world_size=0, ..)")
     expect_value_error(lambda: lab.token_owner(np.arange(4), 2, 0), "stripe", "token_owner(.., stripe=0)")
     expect_value_error(lambda: lab.token_owner(np.array([3, -1]), 2, 4), "positions", "token_owner([3, -1], ..)")
@@ -401,6 +403,10 @@ def test_layout_rejects_bad_input(lab):
                        "rank_block_tables", "local block 2 of rank 0",
                        "shard_slot_mapping of 20 tokens, 2 ranks, tables of 2 columns, blocks of "
                        "4, stripe 4 (rank 0 needs 3 blocks)")
+    # Positions of any shape ("int64 like positions"): the same tokens as a [4, 5] array.
+    expect_value_error(lambda: lab.shard_slot_mapping(np.arange(20).reshape(4, 5), np.zeros((2, 2), dtype=np.int32),
+                                                      4, 4), "rank_block_tables", "local block 2 of rank 0",
+                       "shard_slot_mapping of the same 20 tokens as positions of shape [4, 5]")
     tables = np.zeros((2, 4), dtype=np.int32)
     expect_value_error(lambda: lab.shard_slot_mapping(np.arange(8), tables, 0, 4), "block_size",
                        "shard_slot_mapping(.., block_size=0, ..)")
