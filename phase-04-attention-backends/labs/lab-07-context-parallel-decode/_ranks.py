@@ -15,8 +15,9 @@ under test (``rank_summaries``, then the group's combine) and returns what it go
 shape and dtype, whether the summaries were left alone, and every ``torch.distributed`` collective
 the combine issued (:func:`watch_collectives` wraps them in the rank before the implementation is
 loaded). Each case runs in float64, and a few again with the summaries cast to float32, float16 and
-bfloat16 (``DTYPE_CASES``). The test rebuilds the same cases with the same function and computes the
-truth itself, from the sequences' keys and values, never from the ranks' shards. The groups run
+bfloat16 (``DTYPE_CASES``), or handed over as views stored heads first (``STRIDED_CASES``). The
+test rebuilds the same cases with the same function and computes the truth itself, from the
+sequences' keys and values, never from the ranks' shards. The groups run
 apart, so a test of the 2-rank ``combine_all_gather`` reports what that group did, whatever the
 others did.
 
@@ -57,15 +58,17 @@ COMBINES = ("combine_all_reduce", "combine_all_gather")
 # What each rank records after each output (numbers): the output's shape (4 entries, -1 past its
 # last dimension; all -2 when it is no tensor), its dtype (an index into DTYPES), 1.0/0.0 for each
 # summary the combine left unchanged, then the collectives the combine issued: how many, and the
-# first MAX_COLLECTIVES of them as (kind, reduce op, elements of the tensor sent), indices into
-# COLLECTIVE_KINDS and REDUCE_OPS.
+# first MAX_COLLECTIVES of them as (kind, reduce op, elements of the tensor sent, 1.0/0.0 for whether
+# that tensor is contiguous: NCCL refuses any other), the first two indices into COLLECTIVE_KINDS and
+# REDUCE_OPS.
 SHAPE_DIMS = 4
 DTYPES = ("float64", "float32", "float16", "bfloat16", "another dtype")
 SUMMARIES = ("m", "denom", "acc")
 COLLECTIVE_KINDS = ("all_reduce", "all_gather", "another collective")
 REDUCE_OPS = ("", "SUM", "MAX", "another op")
 MAX_COLLECTIVES = 4
-CHECK_SIZE = SHAPE_DIMS + 1 + len(SUMMARIES) + 1 + 3 * MAX_COLLECTIVES
+CALL_FIELDS = 4  # (kind, op, elements, contiguous) of each collective
+CHECK_SIZE = SHAPE_DIMS + 1 + len(SUMMARIES) + 1 + CALL_FIELDS * MAX_COLLECTIVES
 # Every collective of torch.distributed that a combine could call; the rank records each call.
 WATCHED = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce_coalesced",
            "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast", "broadcast_object_list",
@@ -116,6 +119,12 @@ CASES = {
 # (rank_summaries returns float64; the combine must hand back the dtype it was given).
 DTYPE_CASES = ("ragged_gqa_block_interleaved", "contiguous_short_and_empty")
 LOW_DTYPES = ("float32", "float16", "bfloat16")
+# The cases that run once more with the summaries handed over as views stored heads first (m and
+# denom transposes of [num_heads, batch] tensors, as a kernel may lay out its lse; acc of [num_heads,
+# batch, head_dim]): the same numbers, other strides. Collectives work on the tensors they are given,
+# and NCCL takes only contiguous ones.
+STRIDED_CASES = ("ragged_gqa_block_interleaved",)
+STRIDED = "as views stored heads first"
 # In the group of PAIRS_WORLD_SIZE ranks, ranks 0-1 and 2-3 then form two groups of 2
 # (``torch.distributed.new_group``), each combining its own case over its own group: the same
 # shapes, other numbers, so a collective run over the whole world mixes the pairs' sums. The second
@@ -235,9 +244,11 @@ def _shard(rng, spec: Spec, rank: int, owners, keys, values) -> Shard:
 def runs(world_size: int) -> dict[str, tuple[str, str]]:
     """What a rank of a group of ``world_size`` runs, in order: ``{key: (case, dtype)}``. Every case
     in float64 (its key is its name), then each of DTYPE_CASES in each of LOW_DTYPES (key ``"<case>
-    in <dtype>"``); in the group of PAIRS_WORLD_SIZE ranks, last, the rank's pair (``"pairs"``)."""
+    in <dtype>"``), then each of STRIDED_CASES as strided views (key ``"<case> <STRIDED>"``); in the
+    group of PAIRS_WORLD_SIZE ranks, last, the rank's pair (``"pairs"``)."""
     order = {name: (name, "float64") for name in CASES}
     order.update({f"{name} in {dtype}": (name, dtype) for dtype in LOW_DTYPES for name in DTYPE_CASES})
+    order.update({f"{name} {STRIDED}": (name, "float64") for name in STRIDED_CASES})
     if world_size == PAIRS_WORLD_SIZE:
         order["pairs"] = ("pairs", "float64")
     return order
@@ -279,6 +290,8 @@ def suite_rank(rank: int, world_size: int, backend: str, combine: str) -> np.nda
         _doing = f"case {key}, rank_summaries"
         summaries = _summaries(lab, build_case(name, world_size), rank, torch, device)
         summaries = tuple(t.to(getattr(torch, dtype)) for t in summaries)
+        if key.endswith(STRIDED):
+            summaries = heads_first_views(*summaries)
         _doing = f"case {key}, {combine}"
         pieces.append(_record(getattr(lab, combine), summaries, shapes[key], torch))
     return np.concatenate(pieces)
@@ -296,6 +309,12 @@ def _pair_rank(lab, rank: int, combine: str, shape, torch, device) -> np.ndarray
     summaries = _summaries(lab, build_case(name, 2), rank_in_pair, torch, device)
     _doing = f"case {name} (ranks {2 * pair} and {2 * pair + 1} as a group of 2), {combine}(..., group=)"
     return _record(lambda *args: getattr(lab, combine)(*args, group=pairs[pair]), summaries, shape, torch)
+
+
+def heads_first_views(m, denom, acc):
+    """The same summaries, stored heads first: m and denom views of [num_heads, batch] tensors, acc
+    of a [num_heads, batch, head_dim] one (none of them contiguous)."""
+    return m.t().contiguous().t(), denom.t().contiguous().t(), acc.transpose(0, 1).contiguous().transpose(0, 1)
 
 
 def crash_rank(rank: int, world_size: int, backend: str) -> np.ndarray:
@@ -359,22 +378,28 @@ def _watching(name: str, original):
     return collective
 
 
-def _describe(name: str, args, kwargs) -> tuple[int, int, int]:
-    """``(kind, op, elements)`` of one call: indices into COLLECTIVE_KINDS and REDUCE_OPS, and the
-    number of elements of the tensor the rank sends (0 when it is not a plain tensor)."""
+def _describe(name: str, args, kwargs) -> tuple[int, int, int, int]:
+    """``(kind, op, elements, contiguous)`` of one call: indices into COLLECTIVE_KINDS and REDUCE_OPS,
+    the number of elements of the tensor the rank sends (0 when it is not a plain tensor), and 1 when
+    that tensor is contiguous (NCCL refuses any other; gloo copies it)."""
     import torch
     import torch.distributed as dist
+
+    def sent(tensor) -> tuple[int, int]:
+        if not isinstance(tensor, torch.Tensor):
+            return 0, 1
+        return tensor.numel(), int(tensor.is_contiguous())
 
     if name == "all_reduce":
         tensor, op = (args[0] if args else kwargs.get("tensor")), (args[1] if len(args) > 1 else kwargs.get("op"))
         ops = {dist.ReduceOp.SUM: 1, dist.ReduceOp.MAX: 2}
         code = 1 if op is None else next((index for known, index in ops.items() if op == known), 3)
-        return 0, code, tensor.numel() if isinstance(tensor, torch.Tensor) else 0
+        return 0, code, *sent(tensor)
     if name in ("all_gather", "all_gather_into_tensor"):
         keyword = "tensor" if name == "all_gather" else "input_tensor"
         tensor = args[1] if len(args) > 1 else kwargs.get(keyword)
-        return 1, 0, tensor.numel() if isinstance(tensor, torch.Tensor) else 0
-    return 2, 0, 0
+        return 1, 0, *sent(tensor)
+    return 2, 0, 0, 1
 
 
 def _record(combine, summaries, shape, torch) -> np.ndarray:
@@ -399,7 +424,7 @@ def _record(combine, summaries, shape, torch) -> np.ndarray:
     same = [((a == b) | (a.isnan() & b.isnan())).all() for a, b in zip(before, summaries, strict=True)]
     unchanged = [float(bool(ok)) for ok in same]
     calls = [number for call in issued[:MAX_COLLECTIVES] for number in call]
-    calls += [-1] * (3 * MAX_COLLECTIVES - len(calls))
+    calls += [-1] * (CALL_FIELDS * MAX_COLLECTIVES - len(calls))
     return np.concatenate([values, got_shape, [dtype], unchanged, [len(issued)], calls])
 
 

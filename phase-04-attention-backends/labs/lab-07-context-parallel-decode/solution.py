@@ -186,15 +186,19 @@ def combine_all_reduce(m, denom, acc, group=None):
 
     ``m``, ``denom`` ``[batch, num_heads]`` and ``acc`` ``[batch, num_heads, head_dim]``: torch
     tensors of one floating dtype on the rank's device (``rank_summaries``' arrays through
-    ``torch.from_numpy``). Every rank of ``group`` (default: the whole world) calls this with its own
-    summary; every rank gets the same ``out [batch, num_heads, head_dim]``, of ``acc``'s dtype:
-    ``sum_r exp(m_r - M) acc_r / sum_r exp(m_r - M) denom_r`` with ``M = max_r m_r``, zeros where no
-    rank holds a token. Two collectives: an all-reduce (MAX) of ``m``, then one all-reduce (SUM) of
-    the rescaled ``denom`` and ``acc`` together. The inputs are left unchanged.
+    ``torch.from_numpy``, or views of any strides, such as a kernel's lse stored heads first; what a
+    collective gets is contiguous, as NCCL requires). Every rank of ``group`` (default: the whole
+    world) calls this with its own summary; every rank gets the same ``out [batch, num_heads,
+    head_dim]``, of ``acc``'s dtype: ``sum_r exp(m_r - M) acc_r / sum_r exp(m_r - M) denom_r`` with
+    ``M = max_r m_r``, zeros where no rank holds a token. Two collectives: an all-reduce (MAX) of
+    ``m``, then one all-reduce (SUM) of the rescaled ``denom`` and ``acc`` together. The inputs are
+    left unchanged.
     """
     _check_summaries("combine_all_reduce", m, denom, acc)
     _world_size("combine_all_reduce", group)
-    global_m = m.clone()  # all_reduce works in place: never on the caller's tensor
+    # all_reduce works in place, so never on the caller's tensor; and on a contiguous copy, which NCCL
+    # requires (a plain clone keeps the strides of a view, such as a kernel's lse [num_heads, batch] transposed).
+    global_m = m.clone(memory_format=torch.contiguous_format)
     dist.all_reduce(global_m, op=dist.ReduceOp.MAX, group=group)
     # Where no rank saw a key, global_m is -inf and m - global_m would be NaN: any finite
     # reference does, since every factor exp(-inf - reference) is then 0.

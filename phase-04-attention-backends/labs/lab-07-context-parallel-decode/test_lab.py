@@ -1481,12 +1481,14 @@ def test_combine_keeps_each_floating_dtype(lab, world_size, combine, dtype):
                     "or a guard that fails in this dtype (if the float64 tests fail too, start with those)") from None
 
 
-def issued_calls(row) -> tuple[int, list[tuple[str, str, int]]]:
-    """How many collectives a rank's combine issued, and the first MAX_COLLECTIVES as (kind, op, elements)."""
-    count = int(row[ISSUED])
-    fields = row[ISSUED + 1:ISSUED + 1 + 3 * ranks_script.MAX_COLLECTIVES].astype(int).reshape(-1, 3)
+def issued_calls(row, contiguity: bool = False) -> tuple[int, list[tuple]]:
+    """How many collectives a rank's combine issued, and the first MAX_COLLECTIVES as (kind, op, elements),
+    with ``contiguity`` as (kind, op, elements, whether the tensor sent was contiguous)."""
+    count, width = int(row[ISSUED]), ranks_script.CALL_FIELDS
+    fields = row[ISSUED + 1:ISSUED + 1 + width * ranks_script.MAX_COLLECTIVES].astype(int).reshape(-1, width)
     calls = [(ranks_script.COLLECTIVE_KINDS[kind], ranks_script.REDUCE_OPS[op], int(elements))
-             for kind, op, elements in fields[:min(count, ranks_script.MAX_COLLECTIVES)]]
+             + ((bool(contiguous),) if contiguity else ())
+             for kind, op, elements, contiguous in fields[:min(count, ranks_script.MAX_COLLECTIVES)]]
     return count, calls
 
 
@@ -1524,6 +1526,36 @@ def test_combine_issues_the_collectives_the_readme_promises(lab, world_size, com
              "one all_gather of (out, lse) concatenated: one collective")
     require(not problems, f"{combine} in a group of {ranks_word(world_size)} must issue {route}; it issued\n  "
             + "\n  ".join(problems[:8]) + (f"\n  ... ({len(problems) - 8} more)" if len(problems) > 8 else ""))
+
+
+@pytest.mark.parametrize("combine", COMBINES)
+@pytest.mark.parametrize("world_size", WORLDS)
+def test_combine_takes_summaries_stored_heads_first(lab, world_size, combine):
+    """The ragged GQA batch once more, its summaries handed over as views stored heads first (``m``
+    and ``denom`` transposes of [num_heads, batch] tensors, as a kernel may lay out its lse; ``acc`` of
+    a [num_heads, batch, head_dim] one): dense attention on every rank, and every tensor the combine
+    hands a collective is contiguous. gloo copies a strided tensor for its collective; NCCL refuses it
+    ("Tensors must be contiguous"), so a combine that sends one works on CPUs and fails on GPUs.
+
+    Catches: the MAX all-reduced on ``m.clone()``, which keeps the strides of a view (ask the clone
+    for ``torch.contiguous_format``)."""
+    for name in ranks_script.STRIDED_CASES:
+        key = f"{name} {ranks_script.STRIDED}"
+        case = ranks_script.build_case(name, world_size)
+        expected = dense_truth(case)  # the truth first, from the sequences themselves
+        outputs, checks = group_records(world_size, combine)[key]
+        for rank in range(world_size):
+            where = f"{combine} on rank {rank} of {world_size}, case {key} ({describe(case)})"
+            problem = shape_problem(checks[rank], expected.shape)
+            require(not problem, f"{where}: {problem}")
+            labkit.assert_close(outputs[rank], expected, atol=ATOL, axes=AXES, what=where)
+            count, calls = issued_calls(checks[rank], contiguity=True)
+            strided = [f"{kind}({op}) of {n} numbers" if op else f"{kind} of {n} numbers"
+                       for kind, op, n, contiguous in calls if not contiguous]
+            require(not strided, f"{where}: the combine handed a tensor that is not contiguous to "
+                    f"{', '.join(strided)}: gloo copies it, NCCL raises 'Tensors must be contiguous'. A copy for a "
+                    "collective keeps the strides of a view unless asked otherwise: "
+                    "clone(memory_format=torch.contiguous_format), or .contiguous() on a new tensor")
 
 
 def test_no_rank_outlives_its_group(lab):

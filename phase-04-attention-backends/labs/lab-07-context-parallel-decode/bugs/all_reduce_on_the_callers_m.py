@@ -13,6 +13,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    "    global_m = m.clone()  # all_reduce works in place: never on the caller's tensor\n",
+    "    global_m = m.clone(memory_format=torch.contiguous_format)\n",
     '    global_m = m\n',
 )

@@ -9,6 +9,6 @@ near 0 nothing shows; near -1000, with a rank that holds none of a sequence, zer
 CAUGHT_BY = ["test_ranks_that_hold_nothing_near_minus_1000"]
 
 EDIT = (
-    "    global_m = m.clone()  # all_reduce works in place: never on the caller's tensor\n",
+    "    global_m = m.clone(memory_format=torch.contiguous_format)\n",
     "    global_m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))  # no -inf in the collective\n",
 )

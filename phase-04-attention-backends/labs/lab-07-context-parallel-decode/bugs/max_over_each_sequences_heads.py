@@ -9,6 +9,6 @@ per sequence.
 CAUGHT_BY = ["test_sequences_far_apart_in_one_batch", "test_combine_issues_the_collectives_the_readme_promises"]
 
 EDIT = (
-    "    global_m = m.clone()  # all_reduce works in place: never on the caller's tensor\n",
+    "    global_m = m.clone(memory_format=torch.contiguous_format)\n",
     "    global_m = m.amax(dim=1, keepdim=True)  # the sequence's max, over its heads\n",
 )

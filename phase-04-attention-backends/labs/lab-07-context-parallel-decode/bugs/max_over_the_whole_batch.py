@@ -9,6 +9,6 @@ gets zeros for all but the top one; the MAX all-reduce carries one number.
 CAUGHT_BY = ["test_sequences_far_apart_in_one_batch", "test_combine_issues_the_collectives_the_readme_promises"]
 
 EDIT = (
-    "    global_m = m.clone()  # all_reduce works in place: never on the caller's tensor\n",
+    "    global_m = m.clone(memory_format=torch.contiguous_format)\n",
     "    global_m = m.max().clone()  # one reference for the whole batch\n",
 )
