@@ -11,7 +11,7 @@ You call them; you do not write them.
 - the summaries in torch (steps 5-6): ``_check_summaries``, ``_check_out_lse``, and ``_world_size``,
   which also says what to do when there is no process group;
 - the byte count (step 7): ``_check_combine_bytes_args`` (``batch`` may be 0: a step with no sequence
-  sends nothing).
+  sends nothing), which hands the counts back as Python integers, exact however large.
 """
 
 from __future__ import annotations
@@ -168,11 +168,14 @@ def _world_size(fn, group) -> int:
     return dist.get_world_size(group)
 
 
-def _check_combine_bytes_args(method, world_size, batch, num_heads, head_dim, itemsize) -> None:
-    """``combine_bytes``'s arguments: a method of METHODS and counts >= 1, except ``batch >= 0``."""
+def _check_combine_bytes_args(method, world_size, batch, num_heads, head_dim, itemsize) -> tuple[int, ...]:
+    """``combine_bytes``'s arguments: a method of METHODS and counts >= 1, except ``batch >= 0``.
+    Returns ``(world_size, batch, num_heads, head_dim, itemsize)`` as Python integers: numpy's
+    wrap around past int64, Python's are exact."""
     if method not in METHODS:
         raise ValueError(f"combine_bytes: method must be one of {METHODS}, got {method!r}")
     _check_count("world_size", world_size, int64=False)
     _check_count("batch", batch, allow_zero=True, int64=False)
     for name, value in (("num_heads", num_heads), ("head_dim", head_dim), ("itemsize", itemsize)):
         _check_count(name, value, int64=False)
+    return tuple(int(value) for value in (world_size, batch, num_heads, head_dim, itemsize))

@@ -234,7 +234,9 @@ def combine_bytes(method, world_size, batch, num_heads, head_dim, itemsize=4):
     + 1`` numbers per (sequence, head)) or ``"all_reduce"`` (an all-reduce of ``m``, then one of
     ``(denom, acc)``, ``head_dim + 1`` numbers). ``itemsize``: bytes per number. An exact int.
     """
-    _check_combine_bytes_args(method, world_size, batch, num_heads, head_dim, itemsize)
+    # The counts as Python integers (numpy's would wrap around past int64): the answer is exact.
+    world_size, batch, num_heads, head_dim, itemsize = _check_combine_bytes_args(
+        method, world_size, batch, num_heads, head_dim, itemsize)
     pairs = batch * num_heads  # one summary per (sequence, query head)
     if method == "all_gather":
         # A ring passes each rank's piece on world_size - 1 times: every other rank receives it once.

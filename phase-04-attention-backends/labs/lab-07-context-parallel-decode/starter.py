@@ -201,7 +201,8 @@ def combine_bytes(method, world_size, batch, num_heads, head_dim, itemsize=4):
     + 1`` numbers per (sequence, head)) or ``"all_reduce"`` (an all-reduce of ``m``, then one of
     ``(denom, acc)``, ``head_dim + 1`` numbers). ``itemsize``: bytes per number. An exact int.
     """
-    # _check_combine_bytes_args(method, world_size, batch, num_heads, head_dim, itemsize)  (batch may be 0)
+    # world_size, batch, num_heads, head_dim, itemsize = _check_combine_bytes_args(
+    #     method, world_size, batch, num_heads, head_dim, itemsize)  (batch may be 0; exact Python integers)
     raise NotImplementedError(
         "combine_bytes: not implemented yet (README step 7: count what a ring moves: an all-gather "
         "forwards every piece world_size - 1 times, an all-reduce sends 2 (world_size - 1) times its "

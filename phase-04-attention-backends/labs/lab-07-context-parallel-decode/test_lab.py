@@ -1009,20 +1009,29 @@ def test_combine_bytes_counts_past_int64(lab):
     argument in turn) is no error: the README's formulas, worked out here with Python integers,
     ``W (W - 1) B H (D + 1) s`` for the all-gather and ``2 (W - 1) B H (D + 2) s`` for the all-reduce.
 
+    The same counts as numpy int64 (the given check takes any integer): a batch of 2**62 on 4 ranks,
+    whose byte counts are past int64 though every argument fits, is exact too.
+
     Catches: the int64 bound of the layout's counts applied to combine_bytes too (a valid count
-    refused)."""
+    refused); the formulas evaluated in the arguments' own numpy type, which wraps around past int64
+    (the counts the given check hands back, Python integers, left unused)."""
     big = 2**64
+    cases = [(name, big, f"{name}=2**64") for name in ("world_size", "batch", "num_heads", "head_dim", "itemsize")]
+    cases += [("batch", np.int64(2**62), "batch=numpy.int64(2**62), every argument numpy.int64")]
     for method in ("all_gather", "all_reduce"):
-        for name in ("world_size", "batch", "num_heads", "head_dim", "itemsize"):
-            args = {"world_size": 4, "batch": 3, "num_heads": 2, "head_dim": 8, "itemsize": 2, name: big}
-            w, b, h, d, s = (args[k] for k in ("world_size", "batch", "num_heads", "head_dim", "itemsize"))
+        for name, value, said in cases:
+            args = {"world_size": 4, "batch": 3, "num_heads": 2, "head_dim": 8, "itemsize": 2, name: value}
+            if isinstance(value, np.integer):
+                args = {key: np.int64(count) for key, count in args.items()}
+            w, b, h, d, s = (int(args[k]) for k in ("world_size", "batch", "num_heads", "head_dim", "itemsize"))
             if method == "all_gather":
                 expected = w * (w - 1) * b * h * (d + 1) * s
             else:
                 expected = 2 * (w - 1) * b * h * (d + 2) * s
-            call = f"combine_bytes({method!r}, {name}=2**64, the others small)"
+            call = f"combine_bytes({method!r}, {said}, the others small)"
             try:
-                got = lab.combine_bytes(method, **args)
+                with np.errstate(over="ignore"):
+                    got = lab.combine_bytes(method, **args)
             except ValueError as err:
                 raise AssertionError(f"{call} refused a valid count: {err}; combine_bytes counts in exact Python "
                                      "integers, with no int64 bound") from None
