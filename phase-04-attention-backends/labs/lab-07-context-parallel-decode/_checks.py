@@ -4,8 +4,9 @@ Each function that takes input calls its checks first, so that bad input gets a 
 naming the argument and what was expected, never a numpy or torch traceback from deep inside.
 You call them; you do not write them.
 
-- the layout (steps 1-3): ``_check_count``, ``_check_round``, ``_as_positions``, ``_as_lengths``,
-  ``_as_rank_tables``, ``_check_table_width`` (counts, positions and lengths fit in int64);
+- the layout (steps 1-3): ``_check_count`` (which hands the count back as a Python int),
+  ``_check_round``, ``_as_positions``, ``_as_lengths``, ``_as_rank_tables``, ``_check_table_width``
+  (counts, positions and lengths fit in int64);
 - one rank's summaries (step 4): ``_check_rank_inputs`` (its block ids through
   ``labkit.block_table.check_block_ids``, the check every paged lab shares);
 - the summaries in torch (steps 5-6): ``_check_summaries``, ``_check_out_lse``, and ``_world_size``,
@@ -28,14 +29,16 @@ METHODS = ("all_gather", "all_reduce")  # the two combines that combine_bytes co
 INT64_MAX = int(np.iinfo(np.int64).max)
 
 
-def _check_count(name, value, allow_zero=False, int64=True) -> None:
+def _check_count(name, value, allow_zero=False, int64=True) -> int:
     """An integer >= 1 (>= 0 with ``allow_zero``), and at most INT64_MAX unless ``int64`` is False
-    (combine_bytes counts in Python's exact integers)."""
+    (combine_bytes counts in Python's exact integers). Returns it as a Python int: a numpy uint64
+    meeting int64 arrays would turn them into float64, which holds no integer past 2**53 exactly."""
     low = 0 if allow_zero else 1
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if int64 and value > INT64_MAX:
         raise ValueError(f"{name} must fit in int64 (at most 2**63 - 1), got {value!r}")
+    return int(value)
 
 
 def _check_round(world_size, stripe) -> None:

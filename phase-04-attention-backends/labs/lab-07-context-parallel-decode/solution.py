@@ -61,8 +61,8 @@ def token_owner(positions, world_size, stripe):
     ``positions``.
     """
     positions = _as_positions(positions)
-    _check_count("world_size", world_size)
-    _check_count("stripe", stripe)
+    world_size = _check_count("world_size", world_size)  # a Python int: a numpy uint64 would make float64
+    stripe = _check_count("stripe", stripe)
     stripe_index = positions // stripe
     ranks = stripe_index % world_size
     # Before this stripe the rank received stripe_index // world_size whole stripes.
@@ -78,8 +78,8 @@ def local_seq_lens(seq_lens, world_size, stripe):
     nothing (short sequences), and ``world_size`` need not divide anything.
     """
     seq_lens = _as_lengths(seq_lens)
-    _check_count("world_size", world_size)
-    _check_count("stripe", stripe)
+    world_size = _check_count("world_size", world_size)
+    stripe = _check_count("stripe", stripe)
     _check_round(world_size, stripe)
     round_tokens = stripe * world_size  # one round of dealing: one stripe for every rank
     full_rounds = seq_lens // round_tokens
@@ -98,7 +98,7 @@ def shard_slot_mapping(positions, rank_block_tables, block_size, stripe):
     """
     positions = _as_positions(positions)
     tables = _as_rank_tables(rank_block_tables)
-    _check_count("block_size", block_size)
+    block_size = _check_count("block_size", block_size)
     world_size = tables.shape[0]
     ranks, local = token_owner(positions, world_size, stripe)
     local_blocks = local // block_size

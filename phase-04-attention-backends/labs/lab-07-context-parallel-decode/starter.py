@@ -56,8 +56,8 @@ def token_owner(positions, world_size, stripe):
     ``positions``.
     """
     # positions = _as_positions(positions)
-    # _check_count("world_size", world_size)
-    # _check_count("stripe", stripe)
+    # world_size = _check_count("world_size", world_size)  (Python ints: a numpy uint64 would make float64)
+    # stripe = _check_count("stripe", stripe)
     raise NotImplementedError(
         "token_owner: not implemented yet (README step 1: the stripe of token t is t // stripe; the "
         "rank is that stripe modulo world_size; count the tokens the rank received before it)"
@@ -72,8 +72,8 @@ def local_seq_lens(seq_lens, world_size, stripe):
     nothing (short sequences), and ``world_size`` need not divide anything.
     """
     # seq_lens = _as_lengths(seq_lens)
-    # _check_count("world_size", world_size)
-    # _check_count("stripe", stripe)
+    # world_size = _check_count("world_size", world_size)
+    # stripe = _check_count("stripe", stripe)
     # _check_round(world_size, stripe)
     raise NotImplementedError(
         "local_seq_lens: not implemented yet (README step 2: whole rounds of world_size stripes, then "
@@ -91,7 +91,7 @@ def shard_slot_mapping(positions, rank_block_tables, block_size, stripe):
     """
     # positions = _as_positions(positions)
     # tables = _as_rank_tables(rank_block_tables)
-    # _check_count("block_size", block_size)
+    # block_size = _check_count("block_size", block_size)
     # ... then, with the local blocks in hand: _check_table_width(tables, ranks, local_blocks)
     raise NotImplementedError(
         "shard_slot_mapping: not implemented yet (README step 3: token_owner, then the rank's own "

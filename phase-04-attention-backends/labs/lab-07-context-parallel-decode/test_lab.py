@@ -472,6 +472,54 @@ def test_layout_takes_counts_up_to_the_largest_int64(lab):
                         what="local_seq_lens([2**63 - 1] as uint64, 1 rank, stripe 1)")
 
 
+# Counts of any integer type are integers: numpy's uint64 among them, which with an int64 array makes float64.
+COUNT_TYPES = {"numpy uint64": np.uint64, "numpy int32": np.int32, "numpy uint8": np.uint8}
+
+
+@pytest.mark.parametrize("count_type", list(COUNT_TYPES))
+def test_layout_takes_counts_of_any_integer_type(lab, count_type):
+    """``world_size``, ``stripe`` and ``block_size`` as numpy integers of another type (the given
+    checks take any integer): 3 ranks, stripes of 2 tokens, blocks of 4, a sequence of 20 tokens, every
+    answer int64 and equal to dealing the stripes by hand; and a position of 2**62 + 1 on 1 rank, whose
+    local position is itself, exactly.
+
+    Catches: the counts used in their own numpy type (the Python ints the given checks hand back left
+    unused): a uint64 count meeting int64 positions gives float64 answers, which miss 2**62 + 1, and
+    float slots that no table can be indexed with."""
+    kind = COUNT_TYPES[count_type]
+    world_size, stripe, block_size, seq_len = 3, 2, 4, 20
+    owners = dealt(seq_len, world_size, stripe)
+    positions = np.arange(seq_len)
+    positions.flags.writeable = False
+    where = f"(world_size, stripe, block_size as {count_type})"
+    ranks, local = lab.token_owner(positions, kind(world_size), kind(stripe))
+    labkit.assert_equal(ranks, np.array([r for r, _ in owners]), what=f"token_owner {where}: ranks", dtype=I64)
+    labkit.assert_equal(local, np.array([k for _, k in owners]), what=f"token_owner {where}: local_positions",
+                        dtype=I64)
+    lengths = np.arange(3 * world_size * stripe + 1)
+    lengths.flags.writeable = False
+    expected = np.zeros((world_size, len(lengths)), dtype=I64)
+    for b, n in enumerate(lengths):
+        for rank, _ in dealt(int(n), world_size, stripe):
+            expected[rank, b] += 1
+    labkit.assert_equal(lab.local_seq_lens(lengths, kind(world_size), kind(stripe)), expected, dtype=I64,
+                        axes=("rank", "sequence"), what=f"local_seq_lens {where}")
+    tables = np.arange(world_size * 2, dtype=np.int32).reshape(world_size, 2)[:, ::-1].copy()  # block ids, reversed
+    tables.flags.writeable = False
+    slots = np.array([int(tables[r, k // block_size]) * block_size + k % block_size for r, k in owners])
+    try:
+        got = lab.shard_slot_mapping(positions, tables, kind(block_size), kind(stripe))
+    except IndexError as err:
+        raise AssertionError(f"shard_slot_mapping {where} raised IndexError: {err}\n  float64 local blocks cannot "
+                             "index a table: use the Python ints the given checks hand back") from None
+    labkit.assert_equal(got[1], slots, what=f"shard_slot_mapping {where}: slots", dtype=I64)
+    top = np.array([2**62 + 1])
+    top.flags.writeable = False
+    ranks, local = lab.token_owner(top, kind(1), kind(1))
+    labkit.assert_equal(local, top, dtype=I64, what=f"token_owner([2**62 + 1], 1 rank, stripe 1 as {count_type}): "
+                        "local_positions (float64 holds no integer past 2**53 exactly)")
+
+
 # ------------------------------------------------------------------------------------------
 # Step 4: one rank's summaries.
 

@@ -8,6 +8,6 @@ returns instead of raising a ValueError naming stripe.
 CAUGHT_BY = ["test_layout_rejects_bad_input"]
 
 EDIT = (
-    '    _check_count("stripe", stripe)\n    _check_round(',
+    '    stripe = _check_count("stripe", stripe)\n    _check_round(',
     '    _check_round(',
 )

@@ -8,6 +8,6 @@ ValueError naming world_size.
 CAUGHT_BY = ["test_layout_rejects_bad_input"]
 
 EDIT = (
-    '    seq_lens = _as_lengths(seq_lens)\n    _check_count("world_size", world_size)\n',
+    '    seq_lens = _as_lengths(seq_lens)\n    world_size = _check_count("world_size", world_size)\n',
     "    seq_lens = _as_lengths(seq_lens)\n",
 )

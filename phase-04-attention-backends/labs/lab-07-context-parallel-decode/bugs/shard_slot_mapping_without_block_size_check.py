@@ -9,6 +9,6 @@ raising a ValueError naming block_size.
 CAUGHT_BY = ["test_layout_rejects_bad_input"]
 
 EDIT = (
-    '    _check_count("block_size", block_size)\n    world_size = tables.shape[0]\n',
+    '    block_size = _check_count("block_size", block_size)\n    world_size = tables.shape[0]\n',
     '    world_size = tables.shape[0]\n',
 )
