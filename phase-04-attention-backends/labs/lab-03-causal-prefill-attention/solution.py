@@ -75,8 +75,9 @@ def causal_mask(start, num_queries, key_positions):
     """
     start, num_queries = _check_start("start", start), _check_start("num_queries", num_queries)
     keys = _as_positions(key_positions)
-    query_positions = start + np.arange(num_queries)
-    return keys[None, :] <= query_positions[:, None]
+    # t <= start + i, written as t - i <= start: start + i would pass int64 for a start near 2**63
+    # (and a start past it is a Python int numpy cannot convert), while t - i always fits.
+    return keys[None, :] - np.arange(num_queries)[:, None] <= start
 
 
 # --------------------------------------------------------------------------------------------

@@ -72,7 +72,8 @@ def causal_mask(start, num_queries, key_positions):
     Given: ``_check_start(name, value)`` and ``_as_positions(key_positions)``.
     """
     raise NotImplementedError(
-        "causal_mask: not implemented yet (README step 1: mask[i, j] = key_positions[j] <= start + i)"
+        "causal_mask: not implemented yet (README step 1: mask[i, j] = key_positions[j] <= start + i, "
+        "compared as key_positions[j] - i <= start: start + i may pass int64)"
     )
 
 

@@ -103,19 +103,32 @@ def check(out, expected, what, atol=STREAM_ATOL):
 @pytest.mark.parametrize(
     "start, num_queries, keys",
     [(0, 5, range(0, 5)), (7, 4, range(0, 12)), (7, 4, range(8, 12)), (12, 1, range(8, 16)), (3, 0, range(0, 4)),
-     (9, 6, [])],
-    ids=["from-scratch", "after-prefix", "one-block", "decode-token", "no-queries", "no-keys"],
+     (9, 6, []), (2**63 - 2, 3, [0, 2**63 - 2, 2**63 - 1]), (2**64, 2, [0, 2**63 - 1])],
+    ids=["from-scratch", "after-prefix", "one-block", "decode-token", "no-queries", "no-keys",
+         "rows-up-to-position-2**63", "start-2**64"],
 )
 def test_causal_mask_bounds(lab, start, num_queries, keys):
     """mask[i, j] is True exactly when key position keys[j] <= start + i: a row sees its own
     token and everything before it, never a later one; keys may be any block's positions.
 
+    Starts near and past int64's largest value (any int >= 0 is a start): the last row of
+    ``start = 2**63 - 2`` sits at 2**63 and sees every key; a start of 2**64 sees every key.
+
     Catches: ``<`` instead of ``<=`` (a row blind to itself: row 0 of a prompt sees nothing),
-    ``<= start + i + 1`` (one future token), ignoring ``start`` (positions counted from 0)."""
+    ``<= start + i + 1`` (one future token), ignoring ``start`` (positions counted from 0), the
+    query positions ``start + i`` formed in int64 (they wrap around past 2**63 - 1 to negative
+    numbers, which see no key; a start past it is numpy's OverflowError)."""
     keys = np.array(list(keys), dtype=np.int64)
     expected = np.array([[int(t) <= start + i for t in keys] for i in range(num_queries)], dtype=bool)
     expected = expected.reshape(num_queries, len(keys))
-    got = lab.causal_mask(start, num_queries, keys)
+    keys.flags.writeable = False
+    try:
+        with np.errstate(over="ignore"):
+            got = lab.causal_mask(start, num_queries, keys)
+    except OverflowError as err:
+        raise AssertionError(f"causal_mask(start={start}, num_queries={num_queries}) raised OverflowError: {err}\n"
+                             "  start may be any int >= 0: compare key_positions[j] - i <= start, which fits in "
+                             "int64, rather than forming start + i") from None
     labkit.assert_equal(np.asarray(got), expected, axes=("query", "key index"), dtype=np.bool_,
                         what=f"causal_mask(start={start}, num_queries={num_queries}, keys {keys.tolist()})")
 

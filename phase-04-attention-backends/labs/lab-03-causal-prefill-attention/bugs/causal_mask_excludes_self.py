@@ -13,6 +13,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    "    return keys[None, :] <= query_positions[:, None]\n",
-    "    return keys[None, :] < query_positions[:, None]  # BUG: a row does not see itself\n",
+    "    return keys[None, :] - np.arange(num_queries)[:, None] <= start\n",
+    "    return keys[None, :] - np.arange(num_queries)[:, None] < start  # BUG: a row does not see itself\n",
 )

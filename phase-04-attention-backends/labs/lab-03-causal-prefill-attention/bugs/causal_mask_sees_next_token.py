@@ -13,6 +13,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    "    return keys[None, :] <= query_positions[:, None]\n",
-    "    return keys[None, :] <= query_positions[:, None] + 1  # BUG: one future token\n",
+    "    return keys[None, :] - np.arange(num_queries)[:, None] <= start\n",
+    "    return keys[None, :] - np.arange(num_queries)[:, None] <= start + 1  # BUG: one future token\n",
 )

@@ -13,6 +13,6 @@ CAUGHT_BY = [
 ]
 
 EDIT = (
-    "    query_positions = start + np.arange(num_queries)\n",
-    "    query_positions = np.arange(num_queries)  # BUG: positions counted from the chunk\n",
+    "    return keys[None, :] - np.arange(num_queries)[:, None] <= start\n",
+    "    return keys[None, :] - np.arange(num_queries)[:, None] <= 0  # BUG: positions counted from the chunk\n",
 )
