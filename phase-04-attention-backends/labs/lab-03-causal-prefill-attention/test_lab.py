@@ -373,6 +373,52 @@ def test_prefill_chunk_writes_only_the_chunks_slots(lab):
     labkit.assert_close(v_cache, expected_v, atol=0, axes=axes, what="v_cache after prefill_chunk")
 
 
+# The contract (labkit.contract): the views engines pass, one layout at a time, the others contiguous.
+NUMPY_LAYOUTS = {
+    **{name: ("cache", name) for name in contract.CACHE_LAYOUTS if name != "contiguous"},
+    **{name: ("q", name) for name in contract.Q_LAYOUTS if name != "contiguous"},
+}
+
+
+@pytest.mark.parametrize("layout", NUMPY_LAYOUTS)
+def test_prefill_chunk_on_the_views_engines_pass(lab, layout):
+    """A 16-token prompt prefilled in chunks of 6, 1 and 9 tokens (blocks of 4: chunks that end
+    inside a block, a decode-sized one, one that fills the table) with the caches or ``q`` as the
+    views an engine passes (``labkit.contract``: K and V as ``kv[:, 0]``, ``kv[:, 1]`` of one fused
+    pool, a pool stored heads outside the slots, ``q`` a slice of the fused ``qkv``); every unwritten
+    slot NaN. Each chunk's output is causal attention over the prompt so far, the views hold the
+    prompt afterwards, and paged_prefill_attention reads them back for a chunk after a prefix of 5.
+
+    Catches: the chunk written through ``cache.reshape(...)``, which for a view is a copy: the
+    write is lost, and the chunk then attends to NaN where its own keys should be."""
+    block_size, chunks = 4, [6, 1, 9]
+    rng, q, k, v = random_prompt(83, sum(chunks))
+    k_cache, v_cache, table = paged_cache(rng, k, v, 0, block_size, kind="nan")
+    expected = causal_prefill_f64(q, k, v, 0)  # one shot, the whole prompt, before any call
+    kind, name = NUMPY_LAYOUTS[layout]
+    if kind == "cache":
+        k_cache, v_cache = contract.CACHE_LAYOUTS[name].apply(k_cache, v_cache)
+        described = contract.CACHE_LAYOUTS[name].describe
+        hint = " (a write through a reshape of a view is lost: reshape copies it)"
+    else:
+        q = contract.Q_LAYOUTS[name].apply(q, k.shape[1])
+        described, hint = contract.Q_LAYOUTS[name].describe, ""
+    for x in (q, k, v, table):
+        x.flags.writeable = False
+    start = 0
+    for chunk in chunks:
+        end = start + chunk
+        out = lab.prefill_chunk(q[start:end], k[start:end], v[start:end], k_cache, v_cache, table, start, block_size)
+        check(out, expected[start:end], f"prefill_chunk for tokens {start}..{end - 1} with {described}{hint}")
+        start = end
+    axes = ("token", "kv_head", "dim")
+    for cache, truth, which in ((k_cache, k, "K"), (v_cache, v, "V")):
+        labkit.assert_close(labkit.gather_f64(cache, table, len(k)), truth, atol=0, axes=axes,
+                            what=f"{which} in the cache after prefill_chunk, {described}")
+    out = lab.paged_prefill_attention(q[5:], k_cache, v_cache, table, 5, block_size)
+    check(out, expected[5:], f"paged_prefill_attention of tokens 5..15 with {described}")
+
+
 NUMPY_BAD_INPUTS = {
     "negative start": ("start", lambda a: {**a, "start": -1}),
     "start not an int": ("start", lambda a: {**a, "start": 2.0}),
