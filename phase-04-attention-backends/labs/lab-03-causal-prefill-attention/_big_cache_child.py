@@ -1,16 +1,23 @@
-"""The child process of test_lab.py's check of a cache of more than 2**31 elements (labkit.testing.child).
+"""The child process of test_lab.py's checks of tensors of more than 2**31 elements (labkit.testing.child).
 
-It picks the device (the GPU when there is one, else Triton's interpreter on the CPU), reserves
-a float16 key cache and value cache of more than 2**31 elements each there
+It picks the device (the GPU when there is one, else Triton's interpreter on the CPU) and, with no
+argument, reserves a float16 key cache and value cache of more than 2**31 elements each there
 (``child.kv_cache_past_2_31``: on a GPU filled with poison, on the CPU only the blocks in use
 written), places the blocks drawn by :func:`inputs` in their top blocks, runs the implementation's
 ``paged_prefill`` on a ragged batch of two chunks and sends back its output, nothing else. The test
 rebuilds the same blocks with :func:`inputs` and computes the float64 expectation itself. A kernel
 whose offsets overflow int32 reads another block, or far outside the cache and crashes this
 process: either way the test fails, with a message.
+
+With the argument ``heads``, the batch of :func:`head_inputs` instead, every tensor a view into one
+reservation of more than 2**31 elements whose heads lie HEAD_STRIDE apart (q and out stored heads
+outermost, the caches' KV heads likewise): head 2 of each starts 2**31 elements in, so a head index
+multiplied by its stride in int32 wraps around.
 """
 
 from __future__ import annotations
+
+import sys
 
 from labkit import triton_env
 from labkit.testing import child
@@ -45,9 +52,62 @@ def inputs(torch):
     return q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks
 
 
+# The heads check: 3 query heads on 3 KV heads, HEAD_STRIDE elements apart in every tensor.
+HEADS, HEAD_STRIDE = 3, 2**30
+HEAD_SPECS = [(5, 4), (0, 3)]  # (context_len, query_len)
+
+
+def head_inputs(torch):
+    """The heads check's batch, from a fixed seed: ``(q, block_tables, query_start_loc, seq_lens,
+    k_blocks, v_blocks)``, ``k_blocks``/``v_blocks`` [3, BLOCK_SIZE, HEADS, HEAD_DIM] with block 2 and
+    the tails of the sequences' last blocks poison, the padding entries pointing at block 2."""
+    gen = torch.Generator().manual_seed(1)
+    block_tables = torch.tensor([[1, 2], [0, 2]], dtype=torch.int32)
+    k_blocks = torch.randn(3, BLOCK_SIZE, HEADS, HEAD_DIM, generator=gen).half()
+    v_blocks = torch.randn(3, BLOCK_SIZE, HEADS, HEAD_DIM, generator=gen).half()
+    seq_lens = torch.tensor([context + query_len for context, query_len in HEAD_SPECS], dtype=torch.int32)
+    for blocks in (k_blocks, v_blocks):
+        blocks[2] = POISON
+        for s, n in enumerate(seq_lens.tolist()):
+            blocks[block_tables[s, 0], n:] = POISON
+    query_start_loc = torch.tensor([0, HEAD_SPECS[0][1], HEAD_SPECS[0][1] + HEAD_SPECS[1][1]], dtype=torch.int32)
+    q = torch.randn(int(query_start_loc[-1]), HEADS, HEAD_DIM, generator=gen).half()
+    return q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks
+
+
+def heads_apart(torch, q, k_blocks, v_blocks, device: str):
+    """``(q, out, k_cache, v_cache)``: views into one reservation of ``2 * HEAD_STRIDE`` elements and a
+    little more, each tensor's heads HEAD_STRIDE apart and the four side by side below the first
+    stride (out holds POISON). On the CPU only the elements of the views are written."""
+    rows, blocks = q[:, 0].numel(), k_blocks[:, :, 0].numel()  # one head's elements of q and of a cache
+    size = (HEADS - 1) * HEAD_STRIDE + 2 * rows + 2 * blocks
+    try:
+        storage = torch.empty(size, dtype=q.dtype) if device == "cpu" else \
+            torch.full((size,), POISON, dtype=q.dtype, device=device)
+    except (RuntimeError, MemoryError) as err:  # torch.cuda.OutOfMemoryError is a RuntimeError
+        child.skip(f"cannot reserve {size} elements on {device}: {err}")
+    q_strides = (HEAD_DIM, HEAD_STRIDE, 1)
+    cache_strides = (BLOCK_SIZE * HEAD_DIM, HEAD_DIM, HEAD_STRIDE, 1)
+    views = (storage.as_strided(q.shape, q_strides, 0), storage.as_strided(q.shape, q_strides, rows),
+             storage.as_strided(k_blocks.shape, cache_strides, 2 * rows),
+             storage.as_strided(v_blocks.shape, cache_strides, 2 * rows + blocks))
+    for view, values in zip(views, (q, torch.full_like(q, POISON), k_blocks, v_blocks), strict=True):
+        view.copy_(values.to(device))
+    return views
+
+
 def main() -> None:
     device = triton_env.device()  # before torch and triton: the interpreter when there is no GPU
     import torch
+
+    if sys.argv[1:] == ["heads"]:
+        q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks = head_inputs(torch)
+        q, out, k_cache, v_cache = heads_apart(torch, q, k_blocks, v_blocks, device)
+        lab = child.implementation()
+        lab.paged_prefill(q, k_cache, v_cache, block_tables.to(device), query_start_loc.to(device),
+                          seq_lens.to(device), out=out)
+        child.send(out.detach().cpu().contiguous().numpy())
+        return
 
     q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks = inputs(torch)
     k_cache, v_cache, block_tables = child.kv_cache_past_2_31(torch, k_blocks, v_blocks, block_tables,

@@ -179,9 +179,9 @@ def _attend(
         t = key_start + tl.arange(0, BLOCK_N)  # logical key positions
         key_ok = t < key_hi  # the last tile of the range may run past it
         # Each key finds its block through the table: a tile may span several blocks. The id
-        # becomes int64 before it multiplies the stride (caches pass 2**31 elements).
+        # and the KV head become int64 before they multiply a stride (caches pass 2**31 elements).
         block = tl.load(table + t // BLOCK_SIZE, mask=key_ok, other=0).to(tl.int64)
-        rows = block * stride_block + (t % BLOCK_SIZE) * stride_slot + kv_head * stride_kv_head
+        rows = block * stride_block + (t % BLOCK_SIZE) * stride_slot + kv_head.to(tl.int64) * stride_kv_head
         k = tl.load(k_cache_ptr + rows[:, None] + dims[None, :], mask=key_ok[:, None], other=0.0)
         v = tl.load(v_cache_ptr + rows[:, None] + dims[None, :], mask=key_ok[:, None], other=0.0)
 
@@ -239,7 +239,8 @@ def _prefill_kernel(
     row_ok = (r < BLOCK_Q * GROUP) & (token < query_len)
     pos = context_len + token  # each row's absolute position in the sequence
     dims = tl.arange(0, HEAD_DIM)
-    q_rows = (chunk_start + token).to(tl.int64) * stride_q_token + head * stride_q_head
+    # Rows and heads in int64 before the strides: a view's heads may lie 2**31 elements apart.
+    q_rows = (chunk_start + token).to(tl.int64) * stride_q_token + head.to(tl.int64) * stride_q_head
     q = tl.load(q_ptr + q_rows[:, None] + dims[None, :], mask=row_ok[:, None], other=0.0)
 
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
@@ -260,7 +261,7 @@ def _prefill_kernel(
                             BLOCK_SIZE, HEAD_DIM, SCALE, BLOCK_N, True, FP32_DOT)
 
     out = acc / denom[:, None]  # denom > 0: every row saw key 0
-    out_rows = (chunk_start + token).to(tl.int64) * stride_out_token + head * stride_out_head
+    out_rows = (chunk_start + token).to(tl.int64) * stride_out_token + head.to(tl.int64) * stride_out_head
     tl.store(out_ptr + out_rows[:, None] + dims[None, :], out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
 
 

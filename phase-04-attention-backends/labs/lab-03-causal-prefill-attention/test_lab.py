@@ -1263,6 +1263,35 @@ BIG_CACHE_CHILD = Path(__file__).with_name("_big_cache_child.py")
 
 
 @triton_test
+def test_kernel_heads_further_apart_than_2_31_elements(lab, torch):
+    """q, out and both caches as views into one reservation of more than 2**31 float16 elements,
+    each stored heads outermost with its heads 2**30 elements apart (any strides with the last
+    dimension contiguous are taken): head 2 of q and out, and KV head 2 of the caches, start 2**31
+    elements in. A ragged batch of 3 query heads on 3 KV heads, a chunk after a prefix and a prompt
+    from scratch, unused slots poisoned. Runs in the same child process as the big cache's check
+    (its ``heads`` mode): only the elements of the views are written, and an offset that wraps
+    around reads outside the reservation.
+
+    Catches: a head index multiplied by its stride in int32 (``head * stride_q_head``,
+    ``head * stride_out_head``, ``kv_head * stride_kv_head``): the product wraps around to a negative
+    offset, and the kernel reads or writes another head's data, or crashes the child process."""
+    out = child.run(BIG_CACHE_CHILD, "heads", timeout=300, failed=(
+        "paged_prefill failed on tensors whose heads lie 2**30 elements apart (head 2 at 2**31): is a head index "
+        "multiplied by its stride in int32? (widen it to int64 first, as the block ids)"))
+    big = child.script_module(BIG_CACHE_CHILD)
+    q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks = big.head_inputs(torch)
+    expected = []
+    for s, (context, _) in enumerate(big.HEAD_SPECS):
+        rows = slice(int(query_start_loc[s]), int(query_start_loc[s + 1]))
+        k = labkit.gather_f64(k_blocks, block_tables[s], int(seq_lens[s]))
+        v = labkit.gather_f64(v_blocks, block_tables[s], int(seq_lens[s]))
+        expected.append(causal_prefill_f64(q[rows], k, v, context))
+    labkit.assert_close(out, np.concatenate(expected), atol=KERNEL_ATOL["float16"], axes=("token", "head", "dim"),
+                        dtype=np.float16, what="paged_prefill with q, out and the caches' heads 2**30 elements apart "
+                        "(a head's offset computed in int32 wraps around past 2**31)")
+
+
+@triton_test
 def test_kernel_cache_beyond_2_31_elements(lab, torch):
     """A key and a value cache of more than 2**31 float16 elements each, a ragged batch (a chunk
     after a prefix, a prompt from scratch; GQA) in their top blocks, the tails of the last blocks

@@ -8,6 +8,6 @@ chunk's queries (and reads past its end into the next chunk's). Right for a batc
 CAUGHT_BY = ["test_kernel_ragged_batch", "test_kernel_one_token_chunks_are_decode_steps"]
 
 EDIT = (
-    "    q_rows = (chunk_start + token).to(tl.int64) * stride_q_token + head * stride_q_head\n",
-    "    q_rows = token.to(tl.int64) * stride_q_token + head * stride_q_head  # BUG: from row 0 of q\n",
+    "    q_rows = (chunk_start + token).to(tl.int64) * stride_q_token + head.to(tl.int64) * stride_q_head\n",
+    "    q_rows = token.to(tl.int64) * stride_q_token + head.to(tl.int64) * stride_q_head  # BUG: from row 0 of q\n",
 )
