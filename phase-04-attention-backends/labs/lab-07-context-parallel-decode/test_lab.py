@@ -235,14 +235,24 @@ def test_token_owner_deals_stripes_round_robin(lab, world_size, stripe, seq_len)
 
 def test_token_owner_interleaves_single_tokens_like_vllm(lab):
     """vLLM's decode context parallelism, by default, keeps token i on rank i % world_size: with 2
-    ranks and 9 tokens, rank 0 holds 0, 2, 4, 6, 8 and rank 1 holds 1, 3, 5, 7 (hand-written).
+    ranks and 9 tokens, rank 0 holds 0, 2, 4, 6, 8 and rank 1 holds 1, 3, 5, 7 (hand-written). The
+    same tokens as a [3, 3] array, and token 7 alone as a 0-d one: answers shaped like the positions.
 
-    Catches: any formula that is not the stripe-1 case of the layout."""
+    Catches: any formula that is not the stripe-1 case of the layout; the positions flattened on the
+    way (``ravel``, or a loop that builds a list), so that the answers lose the positions' shape."""
     ranks, local = lab.token_owner(np.arange(9), 2, 1)
     labkit.assert_equal(ranks, np.array([0, 1, 0, 1, 0, 1, 0, 1, 0]),
                         what="token_owner(0..8, 2 ranks, stripe 1): ranks")
     labkit.assert_equal(local, np.array([0, 0, 1, 1, 2, 2, 3, 3, 4]),
                         what="token_owner(0..8, 2 ranks, stripe 1): local_positions")
+    for positions, shape in [(np.arange(9).reshape(3, 3), "[3, 3]"), (np.array(7), "0-d")]:
+        positions.flags.writeable = False
+        ranks, local = lab.token_owner(positions, 2, 1)
+        for name, got, want in (("ranks", ranks, positions % 2), ("local_positions", local, positions // 2)):
+            where = f"token_owner of {shape} positions (2 ranks, stripe 1): {name}"
+            require(np.shape(got) == positions.shape, f"{where} has shape {np.shape(got)}, expected "
+                    f"{positions.shape}, the positions' own (flattened on the way?)")
+            labkit.assert_equal(got, want, dtype=I64, what=where)
 
 
 @pytest.mark.parametrize(("world_size", "stripe"), [(2, 4), (4, 4), (3, 1), (4, 3), (5, 7), (1, 4), (8, 2), (7, 1)])
