@@ -156,10 +156,25 @@ class EngineBase(_engine.Engine):
 
     def generate(self, prompts: dict, max_new_tokens=16, max_steps: int = 100_000) -> dict[str, list[int]]:
         """Serve ``prompts`` (request id -> prompt token ids) to the end; ``max_new_tokens`` is one int or a
-        dict by request id. Returns each request's output token ids."""
-        for request_id, prompt in prompts.items():
-            limit = max_new_tokens[request_id] if isinstance(max_new_tokens, dict) else max_new_tokens
-            self.add_request(request_id, prompt, limit)
+        dict by request id with an entry for each prompt. Returns each request's output token ids.
+
+        A batch is taken whole or not at all: a limit missing from the dict, or a request that
+        ``add_request`` refuses, raises its ValueError with none of the batch's requests left queued (the
+        corrected batch can be sent again under the same ids)."""
+        if isinstance(max_new_tokens, dict):
+            missing = [request_id for request_id in prompts if request_id not in max_new_tokens]
+            if missing:
+                raise ValueError(f"max_new_tokens has no limit for the request ids {missing!r}")
+        queued = []  # what this call queued: taken back if a later request is refused
+        try:
+            for request_id, prompt in prompts.items():
+                limit = max_new_tokens[request_id] if isinstance(max_new_tokens, dict) else max_new_tokens
+                queued.append(self.add_request(request_id, prompt, limit))
+        except ValueError:
+            for request in queued:
+                self.waiting.remove(request)
+                del self.requests[request.request_id]
+            raise
         calls = 0
         while self.has_unfinished_requests():
             if calls >= max_steps:

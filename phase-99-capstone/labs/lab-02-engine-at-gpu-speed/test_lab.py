@@ -1524,6 +1524,43 @@ def test_generate_stops_after_max_steps(lab, model, truth):
         pytest.fail(f"generate with max_steps={calls - 1}, one call short: no RuntimeError")
 
 
+@pytest.mark.ungraded  # it checks the given generate
+def test_generate_refuses_a_bad_batch_and_queues_none_of_it(lab, model, truth):
+    """The given ``Engine.generate`` takes a batch whole or not at all. With ``"old"`` already queued: a
+    dict of limits missing a later prompt's id, a batch whose later prompt is empty, and a batch that
+    reuses the id ``"old"`` each raise a ValueError naming what is wrong (``max_new_tokens``,
+    ``prompt_token_ids``, ``request_id``), and the queues are as before the call (``"old"`` alone, in
+    ``requests`` too); then the corrected batch, sent again under the same ids, gives ``generate``'s
+    tokens, and ``"old"`` is served with it.
+
+    Catches: limits looked up as each prompt comes (a bare KeyError after the earlier prompts were
+    queued), a refused batch whose earlier requests stay queued (the corrected batch then fails on
+    "already taken"), a take-back that drops every request of the batch's ids (``"old"`` among them)."""
+    work = {"a": (GAMMA, 3), "b": (SYSTEM[:18], 2)}
+    expected = {rid: truth(p, n)[0] for rid, (p, n) in work.items()}
+    expected["old"] = truth(DELTA, 2)[0]
+    engine = new_engine(lab, model)
+    engine.add_request("old", DELTA, 2)
+    prompts = {rid: p for rid, (p, _) in work.items()}
+    limits = {rid: n for rid, (_, n) in work.items()}
+    refused = [
+        ("a limit missing for 'b'", (prompts, {"a": 3}), "max_new_tokens"),
+        ("an empty prompt after 'a'", ({"a": GAMMA, "b": []}, limits), "prompt_token_ids"),
+        ("the taken id 'old' after 'a'", ({"a": GAMMA, "old": DELTA}, {"a": 3, "old": 2}), "request_id"),
+    ]
+    for what, args, word in refused:
+        with pytest.raises(ValueError, match=word):
+            engine.generate(*args)
+            pytest.fail(f"generate of a batch with {what}: no ValueError")
+        queued = ([r.request_id for r in engine.waiting], sorted(engine.requests))
+        assert queued == (["old"], ["old"]) and not engine.running, \
+            f"generate of a batch with {what} was refused, but left (waiting, requests) {queued}; expected " \
+            f"(['old'], ['old']): a refused batch queues none of its requests and keeps the others"
+    got = engine.generate(prompts, limits)
+    assert got == {rid: expected[rid] for rid in work}, f"the corrected batch: {got}, generate {expected}"
+    assert outputs(engine)["old"] == expected["old"], f"'old': {outputs(engine)['old']}, generate {expected['old']}"
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("async_scheduling", [True, False], ids=["async", "sync"])
 def test_gpu_kernels_and_graphs_match_generate(lab, truth, async_scheduling):
