@@ -384,6 +384,30 @@ def test_add_request_returns_the_row_it_fills(lab):
     assert list(batch.req_ids) == ["a", "d", "c", "e"], f"rows {list(batch.req_ids)}, expected ['a', 'd', 'c', 'e']"
 
 
+def test_remove_request_returns_the_row_it_empties(lab):
+    """``InputBatch.remove_request`` returns the row it emptied, and None for a request without a row, as
+    its docstring says: with ``a``, ``b``, ``c`` in rows 0, 1, 2, removing ``b`` gives 1, removing it again
+    or removing an id never added gives None and changes nothing, removing ``c`` gives 2; ``a`` keeps row 0.
+
+    Catches: a ``remove_request`` that fails (a KeyError) for a request without a row, or that empties the
+    row and returns nothing."""
+    batch = new_batch(lab)
+    for i, rid in enumerate("abc"):
+        batch.add_request(rid, [1, 2, 3], [i + 1], 0)
+    calls = [("b", 1), ("b", None), ("never added", None), ("c", 2)]
+    for rid, want in calls:
+        try:
+            got = batch.remove_request(rid)
+        except NotImplementedError:
+            raise
+        except Exception as err:  # noqa: BLE001 (the test reports whatever was raised)
+            pytest.fail(f"remove_request({rid!r}) raised {type(err).__name__}: {err}; expected {want!r} (the row it "
+                        f"emptied, None for a request without a row)")
+        assert got == want, f"remove_request({rid!r}) returned {got!r}, expected {want!r}"
+    assert dict(batch.req_id_to_index) == {"a": 0} and batch.num_reqs == 1, \
+        f"after removing b and c: req_id_to_index {dict(batch.req_id_to_index)}, expected {{'a': 0}}"
+
+
 def test_rows_stay_put_when_nothing_changes(lab):
     """The batch persists: steps that only advance its requests move no row; one finish moves one row
     (the last, into the hole), never rebuilds the rest.
@@ -739,6 +763,45 @@ def test_tokens_match_lab_99_01_on_a_busy_run(lab, model, timing):
     assert_pool_whole(engine)
 
 
+def test_update_from_output_returns_the_requests_it_finished(lab, model, truth):
+    """``Engine.update_from_output`` returns the requests it finished, as its docstring says. The test reads
+    every step itself: after each call of ``step`` it takes the step in flight, waits for it, works out
+    from the requests before the call which of them its tokens finish (those sampled by the step whose
+    outputs then reach ``max_new_tokens``), then hands the step to ``update_from_output``: the requests
+    returned are exactly those, each finished; a read that finishes nobody returns an empty list. Then
+    ``generate``'s tokens and the pool whole.
+
+    Catches: an ``update_from_output`` that finishes the right requests but returns nothing (or the
+    requests it handed a token to)."""
+    expected = expected_outputs(truth, WORKLOAD)
+    engine = new_engine(lab, model)
+    for rid, (prompt, n) in WORKLOAD.items():
+        engine.add_request(rid, prompt, n)
+    calls = reads = 0
+    while engine.has_unfinished_requests():
+        assert calls < 200, "still unfinished after 200 calls of step()"
+        engine.step()
+        calls += 1
+        if engine.in_flight is None:
+            continue
+        done, model_output = engine.in_flight
+        engine.in_flight = None  # this test reads the step, in the engine's place
+        model_output.ready.synchronize()
+        want = sorted(rid for rid in done.sampled_req_ids
+                      if engine.requests[rid].status.name != "FINISHED"
+                      and len(engine.requests[rid].output_token_ids) + 1 >= engine.requests[rid].max_new_tokens)
+        got = engine.update_from_output(done, model_output)
+        reads += 1
+        assert got is not None, f"read {reads}: update_from_output returned None, expected the requests it " \
+                                f"finished, {want} (a list, empty when none finished)"
+        got_ids = sorted(r.request_id for r in got)
+        assert got_ids == want, f"read {reads}: update_from_output returned {got_ids}, finished now: {want}"
+        assert all(engine.requests[rid].status.name == "FINISHED" for rid in want), \
+            f"read {reads}: {want} returned, but not all of them finished"
+    assert_tokens_equal(engine, expected)
+    assert_pool_whole(engine)
+
+
 # --------------------------------------------------------------------------------------------
 # The schedule, worked out on counts: what the README's rules give, one step late
 # --------------------------------------------------------------------------------------------
@@ -1075,23 +1138,27 @@ def test_preempted_requests_keep_the_token_on_its_way(lab, model, truth, case, t
     way, and finishes from the waiting queue. In 6 blocks, a call preempts a request and schedules
     nothing, so the runner still holds its row when it comes back as new. Every call of ``step`` against
     ``planned_schedule`` (who runs with how many tokens, who is preempted, the queues, the outputs the
-    host knows), the host's order, then ``generate``'s tokens and the pool whole.
+    host knows), the host's order, then ``generate``'s tokens, the logits behind each (``keep_logits``: a
+    late token brings its logits to its preempted request too) and the pool whole.
 
     Catches: a request with a token on its way left out of the step (the scheduler planning with the
     tokens the host knows: every decode waits a step for its input); a preempted request whose late token
-    is dropped (it then recomputes a different future), or appended twice; a request that reached
-    ``max_new_tokens`` while waiting left in the queue; placeholders reset by the preemption (the late
-    token then goes missing); a resumed request that keeps its stale row beside its new one."""
+    is dropped (it then recomputes a different future), or appended twice; a late token whose logits are
+    kept only if its request still runs; a request that reached ``max_new_tokens`` while waiting left in
+    the queue; placeholders reset by the preemption (the late token then goes missing); a resumed request
+    that keeps its stale row beside its new one."""
     num_gpu_blocks, budget, what, shows = PREEMPTIONS[case]
     settings = dict(num_gpu_blocks=num_gpu_blocks, max_num_seqs=8, max_num_batched_tokens=budget)
     plan = planned_schedule(CROWD, None, **settings)
     assert shows(plan), f"{case}: the crowd must show {what} (a test bug: the scenario, not the engine under test)"
     expected = expected_outputs(truth, CROWD)
-    engine = new_engine(lab, model, enable_prefix_caching=False, cpu_timing=timing, **settings)
+    expected_logits = {rid: truth(prompt, n)[1] for rid, (prompt, n) in CROWD.items()}
+    engine = new_engine(lab, model, enable_prefix_caching=False, keep_logits=True, cpu_timing=timing, **settings)
     records = drive(engine, CROWD, max_steps=3 * len(plan), record_log=True)
     assert_host_one_step_ahead(engine, records, async_scheduling=True)
     assert_schedule_as_planned(engine, records, plan)
     assert_tokens_equal(engine, expected)
+    assert_logits_match(engine, expected_logits)
     assert_pool_whole(engine)
 
 
