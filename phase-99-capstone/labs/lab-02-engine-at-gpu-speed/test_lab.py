@@ -487,14 +487,16 @@ def test_prepare_inputs_matches_brute_force(lab, model, block_size):
     own; the last row moves into the other) and the one-token rows went first: a prompt's last token (its
     input on the host) and two decodes of the tokens the first step sampled (still on the device:
     gathered from the rows they had then). Every buffer against the brute force, read from the host
-    tensors (what the copies send), and the ``StepShape``.
+    tensors (what the copies send), and the ``StepShape``. Before the second ``prepare_inputs``, each row's
+    ``prev_step_row`` is the row its request had in the first step, -1 for the new chunk's.
 
     Catches: positions restarting at 0, a slot from the logical block number, ``query_start_loc``,
     ``seq_lens`` or ``logits_indices`` off by one chunk, token ids from the wrong row (a row of the token
     table taken as wide as the block table's blocks, or the block table's row as wide as
     ``max_model_len // block_size``), a decode input read from the host (where the runner never wrote
     it), any one-token row taken for a decode, a gather from the row the request has now instead of the
-    one it had, arrays written somewhere the copies do not read."""
+    one it had, arrays written somewhere the copies do not read, a new row that keeps its last occupant's
+    ``prev_step_row``."""
     batch, buffers = new_batch(lab), new_buffers(lab, model)
     t = {rid: prompts_of(20 + i, [n])[0] for i, (rid, n) in enumerate((("r0", 17), ("r1", 40), ("r2", 5),
                                                                       ("r3", 33), ("r4", 12), ("r5", 20)))}
@@ -522,6 +524,10 @@ def test_prepare_inputs_matches_brute_force(lab, model, block_size):
         scheduled_new_reqs=[lab.NewRequestData("r4", t["r4"], tables["r4"], 0)]))
     rows_b = list(batch.req_ids)
     assert sorted(rows_b) == sorted(second), f"second step: rows {rows_b}"
+    prev_rows = [rows_a.index(rid) if rid in rows_a else -1 for rid in rows_b]
+    got_prev = batch.prev_step_row[: len(rows_b)].tolist()
+    assert got_prev == prev_rows, f"second step: prev_step_row {got_prev} for rows {rows_b}, expected {prev_rows} " \
+                                  f"(each row's row in the first step, {rows_a}; -1 for a request not in it)"
     want = brute_force_inputs([(t[rid], *second[rid], tables[rid], rows_a.index(rid) if rid in rows_a else None)
                                for rid in rows_b], block_size)
     shape = lab.prepare_inputs(batch, np.array([second[rid][1] for rid in rows_b], dtype=np.int32), buffers,
