@@ -17,6 +17,7 @@ multiplied by its stride in int32 wraps around.
 
 from __future__ import annotations
 
+import itertools
 import sys
 
 from labkit import triton_env
@@ -39,16 +40,23 @@ def inputs(torch):
     order = torch.randperm(5, generator=gen)
     block_tables = torch.full((len(SPECS), MAX_BLOCKS), 5, dtype=torch.int32)
     block_tables[0, :3], block_tables[1, :2] = order[:3], order[3:]
-    k_blocks = torch.randn(6, BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM, generator=gen).half()
-    v_blocks = torch.randn(6, BLOCK_SIZE, NUM_KV_HEADS, HEAD_DIM, generator=gen).half()
-    seq_lens = torch.tensor([context + query_len for context, query_len in SPECS], dtype=torch.int32)
+    return _batch(torch, gen, SPECS, block_tables, spare=5, num_heads=NUM_HEADS, num_kv_heads=NUM_KV_HEADS)
+
+
+def _batch(torch, gen, specs, block_tables, spare: int, num_heads: int, num_kv_heads: int):
+    """``(q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks)`` for ``specs`` over blocks
+    ``0 .. spare``, drawn from ``gen``: POISON in block ``spare`` (where the tables' padding entries
+    point) and in the slots past each sequence's length in its last block."""
+    k_blocks = torch.randn(spare + 1, BLOCK_SIZE, num_kv_heads, HEAD_DIM, generator=gen).half()
+    v_blocks = torch.randn(spare + 1, BLOCK_SIZE, num_kv_heads, HEAD_DIM, generator=gen).half()
+    seq_lens = torch.tensor([context + query_len for context, query_len in specs], dtype=torch.int32)
     for blocks in (k_blocks, v_blocks):
-        blocks[5] = POISON
+        blocks[spare] = POISON
         for s, n in enumerate(seq_lens.tolist()):
             last = (n - 1) // BLOCK_SIZE
             blocks[block_tables[s, last], n - last * BLOCK_SIZE :] = POISON
-    query_start_loc = torch.tensor([0, SPECS[0][1], SPECS[0][1] + SPECS[1][1]], dtype=torch.int32)
-    q = torch.randn(int(query_start_loc[-1]), NUM_HEADS, HEAD_DIM, generator=gen).half()
+    query_start_loc = torch.tensor([0, *itertools.accumulate(n for _, n in specs)], dtype=torch.int32)
+    q = torch.randn(int(query_start_loc[-1]), num_heads, HEAD_DIM, generator=gen).half()
     return q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks
 
 
@@ -63,16 +71,7 @@ def head_inputs(torch):
     the tails of the sequences' last blocks poison, the padding entries pointing at block 2."""
     gen = torch.Generator().manual_seed(1)
     block_tables = torch.tensor([[1, 2], [0, 2]], dtype=torch.int32)
-    k_blocks = torch.randn(3, BLOCK_SIZE, HEADS, HEAD_DIM, generator=gen).half()
-    v_blocks = torch.randn(3, BLOCK_SIZE, HEADS, HEAD_DIM, generator=gen).half()
-    seq_lens = torch.tensor([context + query_len for context, query_len in HEAD_SPECS], dtype=torch.int32)
-    for blocks in (k_blocks, v_blocks):
-        blocks[2] = POISON
-        for s, n in enumerate(seq_lens.tolist()):
-            blocks[block_tables[s, 0], n:] = POISON
-    query_start_loc = torch.tensor([0, HEAD_SPECS[0][1], HEAD_SPECS[0][1] + HEAD_SPECS[1][1]], dtype=torch.int32)
-    q = torch.randn(int(query_start_loc[-1]), HEADS, HEAD_DIM, generator=gen).half()
-    return q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks
+    return _batch(torch, gen, HEAD_SPECS, block_tables, spare=2, num_heads=HEADS, num_kv_heads=HEADS)
 
 
 def heads_apart(torch, q, k_blocks, v_blocks, device: str):

@@ -95,6 +95,18 @@ def check(out, expected, what, atol=STREAM_ATOL):
     labkit.assert_close(out, expected, atol=atol, axes=AXES, what=what, dtype=np.float64)
 
 
+def prefill_in_chunks(lab, chunks, q, k, v, k_cache, v_cache, table, block_size, expected, described):
+    """Run ``prefill_chunk`` over the prompt in ``chunks`` (token counts, from position 0), each
+    chunk's output checked against its rows of ``expected``."""
+    __tracebackhide__ = True
+    start = 0
+    for chunk in chunks:
+        end = start + chunk
+        out = lab.prefill_chunk(q[start:end], k[start:end], v[start:end], k_cache, v_cache, table, start, block_size)
+        check(out, expected[start:end], f"prefill_chunk for tokens {start}..{end - 1} {described}")
+        start = end
+
+
 # --------------------------------------------------------------------------------------------
 # Step 1: the causal mask
 # --------------------------------------------------------------------------------------------
@@ -326,12 +338,7 @@ def test_chunked_equals_one_shot(lab, chunks, kind):
     rng, q, k, v = random_prompt(sum(c * c for c in chunks), 40)
     k_cache, v_cache, table = paged_cache(rng, k, v, 0, block_size, kind=kind)
     expected = causal_prefill_f64(q, k, v, 0)  # one shot, the whole prompt
-    start = 0
-    for chunk in chunks:
-        end = start + chunk
-        out = lab.prefill_chunk(q[start:end], k[start:end], v[start:end], k_cache, v_cache, table, start, block_size)
-        check(out, expected[start:end], f"prefill_chunk for tokens {start}..{end - 1} (chunks {chunks})")
-        start = end
+    prefill_in_chunks(lab, chunks, q, k, v, k_cache, v_cache, table, block_size, expected, f"(chunks {chunks})")
     axes = ("token", "kv_head", "dim")
     labkit.assert_close(labkit.gather_f64(k_cache, table, 40), k, atol=0, axes=axes, what="K in the cache afterwards")
     labkit.assert_close(labkit.gather_f64(v_cache, table, 40), v, atol=0, axes=axes, what="V in the cache afterwards")
@@ -405,12 +412,7 @@ def test_prefill_chunk_on_the_views_engines_pass(lab, layout):
         described, hint = contract.Q_LAYOUTS[name].describe, ""
     for x in (q, k, v, table):
         x.flags.writeable = False
-    start = 0
-    for chunk in chunks:
-        end = start + chunk
-        out = lab.prefill_chunk(q[start:end], k[start:end], v[start:end], k_cache, v_cache, table, start, block_size)
-        check(out, expected[start:end], f"prefill_chunk for tokens {start}..{end - 1} with {described}{hint}")
-        start = end
+    prefill_in_chunks(lab, chunks, q, k, v, k_cache, v_cache, table, block_size, expected, f"with {described}{hint}")
     axes = ("token", "kv_head", "dim")
     for cache, truth, which in ((k_cache, k, "K"), (v_cache, v, "V")):
         labkit.assert_close(labkit.gather_f64(cache, table, len(k)), truth, atol=0, axes=axes,
@@ -1262,6 +1264,18 @@ def test_kernel_rows_of_q_past_2_24(lab, torch):
 BIG_CACHE_CHILD = Path(__file__).with_name("_big_cache_child.py")
 
 
+def _child_batch_f64(specs, q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks) -> np.ndarray:
+    """The float64 truth of the big-cache child's batch, from the blocks it placed (``specs``: its
+    ``(context_len, query_len)`` per sequence)."""
+    expected = []
+    for s, (context, _) in enumerate(specs):
+        rows = slice(int(query_start_loc[s]), int(query_start_loc[s + 1]))
+        k = labkit.gather_f64(k_blocks, block_tables[s], int(seq_lens[s]))
+        v = labkit.gather_f64(v_blocks, block_tables[s], int(seq_lens[s]))
+        expected.append(causal_prefill_f64(q[rows], k, v, context))
+    return np.concatenate(expected)
+
+
 @triton_test
 def test_kernel_heads_further_apart_than_2_31_elements(lab, torch):
     """q, out and both caches as views into one reservation of more than 2**31 float16 elements,
@@ -1279,14 +1293,8 @@ def test_kernel_heads_further_apart_than_2_31_elements(lab, torch):
         "paged_prefill failed on tensors whose heads lie 2**30 elements apart (head 2 at 2**31): is a head index "
         "multiplied by its stride in int32? (widen it to int64 first, as the block ids)"))
     big = child.script_module(BIG_CACHE_CHILD)
-    q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks = big.head_inputs(torch)
-    expected = []
-    for s, (context, _) in enumerate(big.HEAD_SPECS):
-        rows = slice(int(query_start_loc[s]), int(query_start_loc[s + 1]))
-        k = labkit.gather_f64(k_blocks, block_tables[s], int(seq_lens[s]))
-        v = labkit.gather_f64(v_blocks, block_tables[s], int(seq_lens[s]))
-        expected.append(causal_prefill_f64(q[rows], k, v, context))
-    labkit.assert_close(out, np.concatenate(expected), atol=KERNEL_ATOL["float16"], axes=("token", "head", "dim"),
+    expected = _child_batch_f64(big.HEAD_SPECS, *big.head_inputs(torch))
+    labkit.assert_close(out, expected, atol=KERNEL_ATOL["float16"], axes=("token", "head", "dim"),
                         dtype=np.float16, what="paged_prefill with q, out and the caches' heads 2**30 elements apart "
                         "(a head's offset computed in int32 wraps around past 2**31)")
 
@@ -1303,14 +1311,7 @@ def test_kernel_cache_beyond_2_31_elements(lab, torch):
         "element offsets computed in int32? (block ids must be widened to int64 before they multiply the block "
         "stride)"))
     big = child.script_module(BIG_CACHE_CHILD)
-    q, block_tables, query_start_loc, seq_lens, k_blocks, v_blocks = big.inputs(torch)
-    expected = []
-    for s, (context, _) in enumerate(big.SPECS):
-        rows = slice(int(query_start_loc[s]), int(query_start_loc[s + 1]))
-        k = labkit.gather_f64(k_blocks, block_tables[s], int(seq_lens[s]))
-        v = labkit.gather_f64(v_blocks, block_tables[s], int(seq_lens[s]))
-        expected.append(causal_prefill_f64(q[rows], k, v, context))
-    expected = np.concatenate(expected)
+    expected = _child_batch_f64(big.SPECS, *big.inputs(torch))
     labkit.assert_close(out, expected, atol=KERNEL_ATOL["float16"], axes=("token", "head", "dim"), dtype=np.float16,
                         what="paged_prefill on a cache of more than 2**31 elements (block ids multiplied by the "
                              "block stride in int32 wrap around to another block)")
