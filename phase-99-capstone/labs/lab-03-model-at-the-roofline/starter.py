@@ -205,9 +205,10 @@ def rotary_and_cache(qkv, positions, cos_sin, k_cache, v_cache, slot_mapping, q_
 
     ``qkv [tokens, (num_heads + 2 * num_kv_heads) * head_dim]``: step 1's merged output (rows possibly
     strided, last dimension contiguous); ``positions``, ``slot_mapping`` ``[tokens]`` int64 (or int32);
-    ``cos_sin`` float32 ``[max_position, head_dim]`` (``rotary_cos_sin``: cosines, then sines);
-    ``k_cache``, ``v_cache`` ``[num_blocks, block_size, num_kv_heads, head_dim]`` in ``qkv``'s dtype (any
-    strides, last dimension contiguous); ``q_out [tokens, num_heads, head_dim]``.
+    ``cos_sin`` float32 ``[max_position, head_dim]`` (``rotary_cos_sin``: cosines, then sines; rows possibly
+    strided); ``k_cache``, ``v_cache`` ``[num_blocks, block_size, num_kv_heads, head_dim]`` in ``qkv``'s dtype
+    (any strides, last dimension contiguous); ``q_out [tokens, num_heads, head_dim]`` in ``qkv``'s dtype
+    (any strides, last dimension contiguous).
 
     Each token's queries and keys turn by its position (transformers' convention: dimension ``i``
     with ``i + head_dim / 2``); the rotated queries go to ``q_out``; the rotated keys and the values go

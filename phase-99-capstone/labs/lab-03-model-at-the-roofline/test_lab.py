@@ -569,14 +569,18 @@ CH, CKV, CD = 8, 2, 64
 def test_rotary_and_cache_contract(lab, cache_layout, index_dtype):
     """``rotary_and_cache`` on what its docstring accepts beyond the first test: caches as the views an
     engine passes (``kv[:, 0]``, ``kv[:, 1]`` of one fused pool; a pool stored heads outside the slots),
-    ``positions`` and ``slot_mapping`` in int64 or int32, ``q_out`` whose heads are strided (each head
-    inside a wider row of NaN), heads of 64 with 4 query heads per KV head, and 70 tokens: more than one
-    program's rows in the interpreter (64), a count no block of rows divides. Slots at both edges of a
-    block and the pool's very last slot; padding (-1) as the first token, the last and one between.
+    ``positions`` and ``slot_mapping`` in int64 or int32, ``q_out`` a view whose heads and tokens are both
+    strided (each head inside a wider row of NaN, each token's heads followed by a spare NaN head),
+    ``cos_sin`` a view of a wider table (NaN columns past each row), heads of 64 with 4 query heads per
+    KV head, and 70 tokens: more than one program's rows in the interpreter (64), a count no block of
+    rows divides. Slots at both edges of a block and the pool's very last slot; padding (-1) as the
+    first token, the last and one between.
 
     Catches: a cache row computed as ``slot * stride_slot`` (blocks as if contiguous:
     ``cache_row_from_the_flat_slot``), ``q_out``'s heads placed at ``head * head_dim`` instead of its head
-    stride (``q_out_heads_assumed_contiguous``), rows of one program only (``rows_of_the_first_program_only``)."""
+    stride (``q_out_heads_assumed_contiguous``), its tokens at ``num_heads`` head strides instead of its
+    token stride (``q_out_tokens_assumed_packed``), the table's rows read ``head_dim`` apart
+    (``cos_sin_rows_assumed_contiguous``), rows of one program only (``rows_of_the_first_program_only``)."""
     gen = np.random.default_rng(17)
     num_tokens, num_blocks, width, dtype = 70, 6, (CH + 2 * CKV) * CD, torch.float32
     max_position = 300
@@ -590,22 +594,28 @@ def test_rotary_and_cache_contract(lab, cache_layout, index_dtype):
     qkv, _ = poisoned_view((num_tokens, width), 0, 4, dtype)
     qkv.copy_(tensor(gen.standard_normal((num_tokens, width)), dtype))
     qkv[padding] = float("nan")
-    cos_sin = tensor(rotary_table(max_position, CD), torch.float32)
+    cos_sin, _ = poisoned_view((max_position, CD), 0, 6, torch.float32)  # its rows CD + 6 apart
+    cos_sin.copy_(tensor(rotary_table(max_position, CD), torch.float32))
     sentinel = -77.0
     k_cache = torch.full((num_blocks, BS, CKV, CD), sentinel, dtype=dtype, device=DEVICE)
     k_cache, v_cache = contract.CACHE_LAYOUTS[cache_layout].apply(k_cache, k_cache.clone())
-    q_out, q_whole = poisoned_view((num_tokens, CH, CD), 1, 5, dtype)
+    # q_out inside [tokens + 1, CH + 1, CD + 5] of NaN: a spare row, a spare head after each token's heads,
+    # spare columns after each head (its token stride is not CH head strides).
+    q_whole = torch.full((num_tokens + 1, CH + 1, CD + 5), float("nan"), dtype=dtype, device=DEVICE)
+    q_out = q_whole[:num_tokens, :CH, :CD]
     valid = [t for t in range(num_tokens) if t not in padding]
     qkv64, table = f64(qkv), f64(cos_sin)
     want_q = rotate_f64(qkv64[:, : CH * CD].reshape(num_tokens, CH, CD), positions, table)
     want_k = rotate_f64(qkv64[:, CH * CD : (CH + CKV) * CD].reshape(num_tokens, CKV, CD), positions, table)
     want_v = qkv64[:, (CH + CKV) * CD :].reshape(num_tokens, CKV, CD)
     k_before, v_before, q_before = k_cache.clone(), v_cache.clone(), q_whole.clone()
-    where = f"{contract.CACHE_LAYOUTS[cache_layout].describe}, {index_dtype} indices, q_out's heads strided"
+    where = f"{contract.CACHE_LAYOUTS[cache_layout].describe}, {index_dtype} indices, q_out's heads and tokens " \
+            "strided, cos_sin's rows strided"
     lab.rotary_and_cache(qkv, tensor(positions, index_dtype), cos_sin, k_cache, v_cache, tensor(slots, index_dtype),
                          q_out, CH, CKV)
     close(q_out[valid], want_q[valid], dtype, f"q_out of the valid tokens ({where})", ("token", "head", "dim"))
     unchanged(q_whole[:, :, CD:], q_before[:, :, CD:], f"q_out's memory between its heads ({where})")
+    unchanged(q_whole[:, CH:], q_before[:, CH:], f"q_out's spare head after each token's heads ({where})")
     unchanged(q_whole[num_tokens:], q_before[num_tokens:], f"q_out's rows past the tokens ({where})")
     rest = check_slot_writes(k_cache, v_cache, slots, valid, want_k, want_v, num_blocks, dtype, where)
     # The two views cover their whole pool: a write anywhere else in it lands in a row checked here.
