@@ -504,15 +504,18 @@ def config_rule(num_seqs, num_kv_heads, head_dim, itemsize, capacity, sms, lab):
 
 def test_choose_decode_config_follows_the_rule(lab):
     """``choose_decode_config`` for the benchmark's shapes (256 or 8 sequences of 8 KV heads of 64 bf16
-    values, tables of 2048 tokens, 132 SMs), a 128-wide head, a long table, and this test's model:
-    the tile holds ``TILE_BYTES`` of keys; the splits give ``WAVES`` programs per SM, no split under two
-    tiles; warps and stages are the tuned constants.
+    values, tables of 2048 tokens, 132 SMs), a 128-wide head, a long table, this test's model, an
+    80-wide head (``TILE_BYTES`` of it is 102 tokens, no power of two) and a 512-wide float32 head (8
+    tokens, under ``MIN_TILE_TOKENS``): the tile holds ``TILE_BYTES`` of keys; the splits give ``WAVES``
+    programs per SM, no split under two tiles; warps and stages are the tuned constants.
 
-    Catches: a tile fixed in tokens (half the bytes per load at head size 64), splits for a full batch
-    (a reduce launched for nothing), splits shorter than their fixed costs, a split count that is no
-    power of two."""
+    Catches: a tile fixed in tokens (half the bytes per load at head size 64), a tile rounded up to a
+    power of two instead of down (``tile_rounded_up``), a tile not raised to ``MIN_TILE_TOKENS``
+    (``tile_not_clamped_below``), splits for a full batch (a reduce launched for nothing), splits shorter
+    than their fixed costs, a split count that is no power of two."""
     shapes = [(256, 8, 64, 2, 2048, 132), (8, 8, 64, 2, 2048, 132), (64, 8, 128, 2, 2048, 132),
-              (1, 8, 64, 2, 32768, 132), (3, KV, D, 4, 256, 132), (5, KV, D, 4, 96, 132), (2, 2, 16, 2, 32, 16)]
+              (1, 8, 64, 2, 32768, 132), (3, KV, D, 4, 256, 132), (5, KV, D, 4, 96, 132), (2, 2, 16, 2, 32, 16),
+              (4, 8, 80, 2, 2048, 132), (4, 1, 512, 4, 4096, 132)]
     for shape in shapes:
         config = lab.choose_decode_config(*shape)
         splits, tile = config_rule(*shape, lab)
