@@ -657,11 +657,13 @@ def test_kernels_at_the_api_limits(lab):
     ``MAX_HIDDEN`` (32768) values and of a single value, and of no rows at all; ``silu_and_mul`` of an
     intermediate size of 1, of 0 and of no rows; ``argmax_rows`` over a vocabulary of one column, over a
     row with no padding column, over 4097 columns whose largest is the last (alone in the second
-    block of 4096), and of no rows (an empty int64 tensor returned). float64 brute force each.
+    block of 4096), over float32 logits near the dtype's lowest finite value, and of no rows (an empty
+    int64 tensor returned). float64 brute force each.
 
     Catches: a norm's block of columns capped (``norm_block_capped``: the columns past it never
     counted), a launch over an empty grid, the loop over the vocabulary stopping one column short
-    (``last_column_alone_skipped``: a block holding only the last column never read), nothing
+    (``last_column_alone_skipped``: a block holding only the last column never read), a running best
+    that starts at a finite floor instead of -inf (``best_starts_at_a_finite_floor``), nothing
     returned for a batch of no rows."""
     gen = np.random.default_rng(23)
     for rows, hidden in [(2, 32768), (3, 1), (0, 72)]:
@@ -688,6 +690,14 @@ def test_kernels_at_the_api_limits(lab):
         logits = tensor(values)
         labkit.assert_equal(lab.argmax_rows(logits, vocab), f64(logits)[:, :vocab].argmax(axis=1),
                             what=f"argmax_rows over {vocab} of {width} columns", axes=("row",), dtype=torch.int64)
+    # Finite float32 logits at the bottom of the dtype's range: each row's largest lies below any finite
+    # value a running best could start from, in a middle column and in the last.
+    lowest = float(np.finfo(np.float32).min)
+    values = np.full((2, 600), lowest)
+    values[0, 123] = values[1, 599] = 0.9 * lowest
+    logits = tensor(values)
+    labkit.assert_equal(lab.argmax_rows(logits, 600), f64(logits).argmax(axis=1), axes=("row",), dtype=torch.int64,
+                        what="argmax_rows of float32 logits near the dtype's lowest value")
     empty = lab.argmax_rows(tensor(np.zeros((0, 8))), 8)
     assert isinstance(empty, torch.Tensor) and empty.shape == (0,) and empty.dtype == torch.int64, \
         f"argmax_rows of no rows returned {empty!r}, not an empty int64 tensor"
