@@ -455,13 +455,13 @@ def decode_attention(q, k_cache, v_cache, block_tables, seq_lens, out, config: D
     """One decode step of attention (README step 5), written into ``out``: lab 04-06's ``paged_decode``
     with ``config``'s split count, tile, warps and stages.
 
-    ``q`` ``[batch, num_heads, head_dim]`` and ``out`` (like ``q``) contiguous; ``k_cache``, ``v_cache``
-    ``[num_blocks, block_size, num_kv_heads, head_dim]``; ``block_tables`` ``[batch, max_blocks]`` int32
-    (contiguous), ``seq_lens`` ``[batch]`` int32. ``out[b, h]`` = softmax(q[b, h] . K^T / sqrt(head_dim))
-    V over sequence ``b``'s first ``seq_lens[b]`` tokens (KV head ``h // (num_heads / num_kv_heads)``);
-    zeros for a sequence of length 0. With one split, one launch that writes ``out`` itself; with
-    more, the splits' summaries (``partition_size`` tokens each) and the reduce that merges them into
-    ``out``. Returns ``out``."""
+    ``q`` ``[batch, num_heads, head_dim]`` (float32, float16 or bfloat16) and ``out`` (like ``q``)
+    contiguous; ``k_cache``, ``v_cache`` ``[num_blocks, block_size, num_kv_heads, head_dim]`` in ``q``'s
+    dtype; ``block_tables`` ``[batch, max_blocks]`` int32 (contiguous), ``seq_lens`` ``[batch]`` int32.
+    ``out[b, h]`` = softmax(q[b, h] . K^T / sqrt(head_dim)) V over sequence ``b``'s first ``seq_lens[b]``
+    tokens (KV head ``h // (num_heads / num_kv_heads)``); zeros for a sequence of length 0. With one
+    split, one launch that writes ``out`` itself; with more, the splits' summaries (``partition_size``
+    tokens each, in float32) and the reduce that merges them into ``out``. Returns ``out``."""
     check_decode("decode_attention", q, k_cache, v_cache, block_tables, seq_lens, out, config)
     batch, num_heads, head_dim = q.shape
     block_size = k_cache.shape[1]

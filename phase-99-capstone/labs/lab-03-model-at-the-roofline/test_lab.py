@@ -703,23 +703,30 @@ def test_kernels_at_the_api_limits(lab):
         f"argmax_rows of no rows returned {empty!r}, not an empty int64 tensor"
 
 
-# (cache layout, splits, tile): three splits that do not divide the table, one split in tiles of 16 (each
-# layout once: the kernels are lab 04-06's, tested there in every layout; here the launch around them).
-CONTRACT_DECODE = [pytest.param("kv_pool_views", 3, 16, id="kv_pool_views-three_splits"),
-                   pytest.param("heads_outside_slots", 1, 16, id="heads_outside_slots-one_split"),
-                   pytest.param("contiguous", 3, 32, id="contiguous-three_splits")]
+# (cache layout, splits, tile, dtype, score pattern): three splits that do not divide the table, one split in
+# tiles of 16 (each layout once: the kernels are lab 04-06's, tested there in every layout; here the launch
+# around them); and float16 scores near +1000, where the splits' summaries must keep float32's precision.
+PEAK = "one peak in the last segment"
+CONTRACT_DECODE = [pytest.param("kv_pool_views", 3, 16, torch.float32, PEAK, id="kv_pool_views-three_splits"),
+                   pytest.param("heads_outside_slots", 1, 16, torch.float32, PEAK, id="heads_outside_slots-one_split"),
+                   pytest.param("contiguous", 3, 32, torch.float32, PEAK, id="contiguous-three_splits"),
+                   pytest.param("contiguous", 3, 16, torch.float16, "flat near +1000",
+                                id="contiguous-three_splits-float16-near_1000")]
 
 
-@pytest.mark.parametrize(("cache_layout", "splits", "tile"), CONTRACT_DECODE)
-def test_decode_attention_contract(lab, cache_layout, splits, tile):
+@pytest.mark.parametrize(("cache_layout", "splits", "tile", "dtype", "pattern"), CONTRACT_DECODE)
+def test_decode_attention_contract(lab, cache_layout, splits, tile, dtype, pattern):
     """``decode_attention`` at the benchmark's head size (64) and group (4 query heads per KV head), the
     caches as an engine lays them out (``labkit.testing.contract.CACHE_LAYOUTS``), a batch whose lengths
     sit at every edge (``boundary_lengths``: 0, 1, each side of a block and of a split's partition, a
     length that is a whole number of neither, and the full table of 5 blocks, which 3 splits do not
-    divide), the largest score in each sequence's last split, unused slots NaN.
+    divide), the largest score in each sequence's last split, unused slots NaN; and in float16, every score
+    near +1000 (each split's running max far from 0, the reduce rescaling the splits against each other).
 
     Catches: splits counted by flooring the table over the partition (``last_split_dropped``: the full
-    table's last tokens belong to no split), a launch that ignores the configuration."""
+    table's last tokens belong to no split), a launch that ignores the configuration, the splits' summaries
+    kept in the model's dtype (``summaries_in_the_model_dtype``: near 1000 a float16 running max moves in
+    steps of 0.5, and the reduce weighs each split by up to exp(0.25), a quarter, too much or too little)."""
     capacity = 5 * BS
     segment = lab.partition_size(capacity, splits, BS) if splits > 1 else tile
     named = contract.boundary_lengths(BS, segment=segment, capacity=capacity)
@@ -727,8 +734,9 @@ def test_decode_attention_contract(lab, cache_layout, splits, tile):
     case = labkit.cases.decode_case(lens, num_heads=CH, num_kv_heads=CKV, head_dim=CD, block_size=BS,
                                     dtype=torch.float32, device="cpu", seed=splits, spare_blocks=1)
     q, k_cache, v_cache, tables = case.q, case.k_cache, case.v_cache, case.block_tables  # the longest: a full table
-    levels = [contract.score_levels("one peak in the last segment", n, segment, b) for b, n in enumerate(lens)]
+    levels = [contract.score_levels(pattern, n, segment, b) for b, n in enumerate(lens)]
     contract.steer_scores(q, k_cache, tables, lens, levels, seed=splits)
+    q, k_cache, v_cache = (t.to(dtype) for t in (q, k_cache, v_cache))
     for cache in (k_cache, v_cache):
         labkit.poison_unused_slots(cache, f64(tables).astype(np.int64), lens, kind="nan")
     q, k_cache, v_cache, tables = (t.to(DEVICE) for t in (q, k_cache, v_cache, tables))
@@ -739,10 +747,12 @@ def test_decode_attention_contract(lab, cache_layout, splits, tile):
     config = lab.DecodeConfig(num_splits=splits, tile_tokens=tile, num_warps=4, num_stages=2)
     lab.decode_attention(q, k_cache, v_cache, tables, case.seq_lens.to(DEVICE), out, config)
     described = ", ".join(f"[{b}] {n} ({name})" for b, (name, n) in enumerate(named.items()))
-    # float32 dot products of 64 terms on scores steered near 100: ~1e-5 of the values' scale.
-    labkit.assert_close(out, want, atol=1e-4, axes=("sequence", "head", "dim"), dtype=torch.float32,
-                        what=f"decode_attention ({splits} splits of {segment} tokens, tiles of {tile}), "
-                             f"{contract.CACHE_LAYOUTS[cache_layout].describe}, sequences {described}")
+    # float32 dot products of 64 terms on scores steered near 100: ~1e-5 of the values' scale. float16: the
+    # probabilities and the output rounded to 11 bits, summed in float32: ~1e-3 (a float16 summary: ~0.1).
+    labkit.assert_close(out, want, atol=1e-4 if dtype == torch.float32 else 1e-2, axes=("sequence", "head", "dim"),
+                        dtype=dtype, what=f"decode_attention, {dtype}, scores {pattern} ({splits} splits of "
+                                          f"{segment} tokens, tiles of {tile}), "
+                                          f"{contract.CACHE_LAYOUTS[cache_layout].describe}, sequences {described}")
 
 
 # --------------------------------------------------------------------------------------------
