@@ -626,6 +626,48 @@ def test_rotary_and_cache_contract(lab, cache_layout, index_dtype):
     unchanged(v_cache[rest], v_before[rest], f"v_cache rows of no valid token ({where})")
 
 
+# (query heads, KV heads, head_dim, dtype): heads whose tiles are no power of two. 6 heads of 24 at 3:1 (tiles of
+# 72, 24 and 48 columns), all 5 query heads of 80 on one KV head (200, 40 and 80).
+HEAD_SHAPES = [pytest.param(6, 2, 24, torch.float32, id="6x24-on-2-float32"),
+               pytest.param(5, 1, 80, torch.float16, id="5x80-on-1-float16")]
+
+
+@pytest.mark.parametrize(("num_heads", "num_kv_heads", "head_dim", "dtype"), HEAD_SHAPES)
+def test_rotary_and_cache_any_head_shape(lab, num_heads, num_kv_heads, head_dim, dtype):
+    """``rotary_and_cache`` for head shapes the checks accept whose widths are no power of two (any even
+    ``head_dim``, any group size: models with heads of 80 or 96, or 28 query heads, have them): 7 tokens,
+    one of them padding, against float64 ``apply_rotary_pos_emb``; every cache entry no valid token owns
+    unchanged.
+
+    Catches: a tile as wide as the heads' columns, not rounded up to a power of two
+    (``q_tile_not_a_power_of_two``: Triton refuses to compile it for these heads)."""
+    gen = np.random.default_rng(head_dim)
+    num_tokens, num_blocks, width = 7, 2, (num_heads + 2 * num_kv_heads) * head_dim
+    positions = gen.integers(0, 40, num_tokens)
+    slots = 1 + gen.permutation(num_blocks * BS - 1)[:num_tokens]
+    padding = [4]
+    slots[padding] = -1
+    qkv = tensor(gen.standard_normal((num_tokens, width)), dtype)
+    cos_sin = tensor(rotary_table(40, head_dim), torch.float32)
+    k_cache = torch.full((num_blocks, BS, num_kv_heads, head_dim), -77.0, dtype=dtype, device=DEVICE)
+    v_cache, k_before = k_cache.clone(), k_cache.clone()
+    q_out = torch.full((num_tokens, num_heads, head_dim), float("nan"), dtype=dtype, device=DEVICE)
+    valid = [t for t in range(num_tokens) if t not in padding]
+    qkv64, table, q_width = f64(qkv), f64(cos_sin), num_heads * head_dim
+    kv_width = num_kv_heads * head_dim
+    want_q = rotate_f64(qkv64[:, :q_width].reshape(num_tokens, num_heads, head_dim), positions, table)
+    want_k = rotate_f64(qkv64[:, q_width : q_width + kv_width].reshape(num_tokens, num_kv_heads, head_dim), positions,
+                        table)
+    want_v = qkv64[:, q_width + kv_width :].reshape(num_tokens, num_kv_heads, head_dim)
+    where = f"{num_heads} query heads on {num_kv_heads} KV heads of {head_dim}, {dtype}"
+    lab.rotary_and_cache(qkv, tensor(positions, torch.int64), cos_sin, k_cache, v_cache, tensor(slots, torch.int64),
+                         q_out, num_heads, num_kv_heads)
+    close(q_out[valid], want_q[valid], dtype, f"q_out of the valid tokens ({where})", ("token", "head", "dim"))
+    rest = check_slot_writes(k_cache, v_cache, slots, valid, want_k, want_v, num_blocks, dtype, where)
+    unchanged(k_cache[rest], k_before[rest], f"k_cache rows of no valid token ({where})")
+    unchanged(v_cache[rest], k_before[rest], f"v_cache rows of no valid token ({where})")
+
+
 # Scores of each row of logits placed against the argmax's chunks of ARGMAX_BLOCK columns.
 ARGMAX_PATTERNS = ["flat near -1000", "flat near +1000", "one peak in the first segment",
                    "one peak in the last segment", "neighbours far apart"]
