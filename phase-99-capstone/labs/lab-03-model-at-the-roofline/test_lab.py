@@ -316,6 +316,61 @@ def test_silu_and_mul_matches_float64(lab, rows, width, dtype):
     close(lab.silu_and_mul(gate_up), want, dtype, "silu_and_mul without out")
 
 
+def ulps_off(got, want16: np.ndarray, what: str) -> None:
+    """``got`` (float16) against ``want16``, float64 arithmetic rounded to float16 where the model rounds: no
+    value more than one float16 step off, and at most 1% of them one step off. The kernels compute in
+    float32 (a few 2**-24 relative) what the truth computes in float64, then round to float16 steps of
+    2**-11: the two land on different sides of a rounding midpoint for about 0.05% of values. A rounding
+    left out moves about a quarter of them by one step."""
+    __tracebackhide__ = True
+    labkit.assert_dtype(got, torch.float16, what=what)
+    want = want16.astype(np.float64)
+    steps = np.abs(f64(got) - want) / np.spacing(np.abs(want16)).astype(np.float64)
+    off = float((steps > 0).mean())
+    where = tuple(int(i) for i in np.argwhere(steps == steps.max())[0])
+    labkit.require(steps.max() <= 1 and off <= 0.01,
+                   f"{what}: {off:.1%} of the values differ from the model's float16 rounding (at most 1% by one "
+                   f"step expected), the worst by {steps.max():.3g} steps at {where}: got {f64(got)[where]:.6g}, "
+                   f"expected {want[where]:.6g}")
+
+
+def test_float16_rounds_where_the_model_rounds(lab):
+    """In float16, the norms and the activation round where transformers' modules round (their docstrings
+    say so): ``rms_norm`` and ``fused_add_rms_norm`` round the normalized row to float16 before the weight
+    multiplies it (``LlamaRMSNorm``: ``weight * hidden.to(input_dtype)``), ``silu_and_mul`` rounds the SiLU
+    before the product (``act_fn(gate) * up``); the fused add rounds the new residual before its norm. Truth:
+    float64 with the same roundings, to within one float16 step for at most 1% of the values (``ulps_off``).
+    The other tests' tolerances (2e-3 of each row's scale) cannot see a rounding left out; a model in float16
+    or bfloat16 whose kernels round elsewhere drifts from ``generate``'s tokens.
+
+    Catches: the normalized row multiplied by the weight unrounded (``norm_not_rounded_before_the_weight``),
+    the SiLU multiplied by ``up`` unrounded (``silu_not_rounded_before_the_product``)."""
+    gen = np.random.default_rng(31)
+    f16 = np.float16
+    x = tensor(gen.standard_normal((40, HIDDEN)), torch.float16)
+    residual = tensor(gen.standard_normal((40, HIDDEN)), torch.float16)
+    weight = tensor(gen.uniform(0.5, 1.5, HIDDEN), torch.float16)
+    w64 = f64(weight)
+
+    def llama_rms_norm(rows64: np.ndarray) -> np.ndarray:
+        normed = rows64 / np.sqrt((rows64 * rows64).mean(axis=1, keepdims=True) + EPS)
+        return (normed.astype(f16).astype(np.float64) * w64).astype(f16)
+
+    want_norm = llama_rms_norm(f64(x))
+    new_residual = (f64(x) + f64(residual)).astype(f16)
+    want_fused = llama_rms_norm(new_residual.astype(np.float64))
+    gate_up = tensor(gen.standard_normal((40, 2 * INTERMEDIATE)) * 3, torch.float16)
+    g, u = f64(gate_up[:, :INTERMEDIATE]), f64(gate_up[:, INTERMEDIATE:])
+    want_act = ((g / (1.0 + np.exp(-g))).astype(f16).astype(np.float64) * u).astype(f16)
+
+    ulps_off(lab.rms_norm(x, weight, EPS), want_norm, "rms_norm, float16")
+    out, returned = lab.fused_add_rms_norm(x, residual, weight, EPS)
+    labkit.assert_equal(f64(returned), new_residual.astype(np.float64), what="fused_add_rms_norm's new residual "
+                        "(x + residual rounded once to float16)", axes=("row", "column"))
+    ulps_off(out, want_fused, "fused_add_rms_norm, float16")
+    ulps_off(lab.silu_and_mul(gate_up), want_act, "silu_and_mul, float16")
+
+
 # --------------------------------------------------------------------------------------------
 # Step 3: the rotary embedding and the KV-cache write
 # --------------------------------------------------------------------------------------------
