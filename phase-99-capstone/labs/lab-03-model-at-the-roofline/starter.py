@@ -273,9 +273,9 @@ def choose_decode_config(num_seqs: int, num_kv_heads: int, head_dim: int, itemsi
 
     - ``tile_tokens``: ``TILE_BYTES`` of keys per tile, in tokens: ``TILE_BYTES // (head_dim *
       itemsize)`` rounded down to a power of two, within ``[MIN_TILE_TOKENS, MAX_TILE_TOKENS]``;
-    - ``num_splits``: enough ``(sequence, KV head, split)`` programs for ``WAVES`` per SM, rounded down to
-      a power of two, but no split shorter than ``MIN_SPLIT_TILES`` tiles of the table's ``capacity``;
-      at least 1;
+    - ``num_splits``: as many ``(sequence, KV head, split)`` programs as ``WAVES`` per SM hold (``WAVES *
+      num_sms // (num_seqs * num_kv_heads)`` splits, rounded down), rounded down to a power of two, but
+      no split shorter than ``MIN_SPLIT_TILES`` tiles of the table's ``capacity``; at least 1;
     - ``num_warps``, ``num_stages``: ``DECODE_NUM_WARPS``, ``DECODE_NUM_STAGES``."""
     raise NotImplementedError("choose_decode_config: not implemented yet (README step 5: a tile sized in bytes, "
                               "splits for the batch)")
