@@ -695,7 +695,8 @@ def test_rotary_and_cache_any_head_shape(lab, num_heads, num_kv_heads, head_dim,
     unchanged.
 
     Catches: a tile as wide as the heads' columns, not rounded up to a power of two
-    (``q_tile_not_a_power_of_two``: Triton refuses to compile it for these heads)."""
+    (``q_tile_not_a_power_of_two``: Triton refuses to compile it for these heads), a column's angle taken
+    with a bit mask that is its remainder only for a power of two (``angle_by_a_bit_mask``)."""
     gen = np.random.default_rng(head_dim)
     num_tokens, num_blocks, width = 7, 2, (num_heads + 2 * num_kv_heads) * head_dim
     positions = gen.integers(0, 40, num_tokens)
