@@ -926,6 +926,59 @@ def test_a_buffer_a_named_tuple_or_a_frozen_dataclass_returns_is_followed_too(su
     assert (summary.acc == 5).all() and summary.ids == [4], "a frozen dataclass's fields are followed"
 
 
+RETURNS_ITS_BUFFER_OF_A_SUBCLASS = """
+import numpy as np
+import torch
+
+
+class Buf(np.ndarray):
+    pass
+
+
+class Scratch(torch.Tensor):
+    pass
+
+
+_OUT = np.zeros(3).view(Buf)
+_RAW = np.zeros(3)
+_T = torch.zeros(3).as_subclass(Scratch)
+
+
+def merge(a, b):
+    np.add(a, b, out=_OUT)  # one output buffer of the student's own array class
+    return 1.0, _OUT
+
+
+def merge_view(a, b):
+    np.add(a, b, out=_RAW)
+    return _RAW.view(Buf)  # a new object of the subclass each call, over the same memory
+
+
+def scaled(x):
+    _T.copy_(x * 2)
+    return _T
+"""
+
+
+@needs_bwrap
+def test_a_buffer_of_an_array_subclass_a_call_returns_is_followed_as_its_plain_value(submission):
+    """An output buffer of the student's own ``np.ndarray`` (or ``torch.Tensor``) subclass crosses as a plain
+    array and is followed as one: the test's earlier result changes with the next call, as in one process
+    (04-04's merge_reuses_one_output_buffer with such a buffer graded 158 of 158, where pytest fails it)."""
+    torch = pytest.importorskip("torch")
+    sub = submission(RETURNS_ITS_BUFFER_OF_A_SUBCLASS, {"merge": "callable", "merge_view": "callable",
+                                                        "scaled": "callable"}, call_timeout=10)
+    _, first = sub.merge(np.ones(3), np.ones(3))
+    assert type(first) is np.ndarray and (first == 2).all()
+    _, second = sub.merge(np.zeros(3), np.full(3, 5.0))
+    assert second is first and (first == 5).all()
+    view = sub.merge_view(np.ones(3), np.ones(3))
+    sub.merge_view(np.zeros(3), np.full(3, 4.0))
+    assert (view == 4).all(), "a fresh view of the subclass over the same memory changes too"
+    t = sub.scaled(torch.ones(3))
+    assert sub.scaled(torch.full((3,), 4.0)) is t and torch.equal(t, torch.full((3,), 8.0))
+
+
 def test_a_returned_array_over_memory_no_flag_can_write_never_changes():
     """A worker that says a returned array over read-only bytes changed (an honest one cannot change it)
     broke the protocol: the trusted side never writes such memory (a bytes object of the test's)."""
