@@ -400,6 +400,56 @@ def test_a_replys_view_of_an_argument_stays_inside_that_arguments_memory():
         values.decode(("bufs", [("argument", 0)], ("ndv", 0, "<f8", (1,), (8,), 0, True)))
 
 
+def test_a_replys_view_of_an_argument_may_repeat_its_elements_within_the_budget():
+    """A result that is ``np.broadcast_to`` or ``expand`` of an argument repeats elements of the caller's
+    own memory (no bytes crossed for it): it is made so, as in one process, while the views' budget
+    still counts every element (a billion of stride 0 is refused)."""
+    torch = pytest.importorskip("torch")
+    base, t = np.arange(4.0), torch.arange(4.0)
+    layouts = values.Layouts(whole=True)
+    values.encode((base, t), layouts=layouts)
+    wide = values.decode(("bufs", [("argument", 0)], ("ndv", 0, "<f8", (3, 4), (0, 8), 0, False)),
+                         shared=layouts, max_view_bytes=standin.MAX_VIEW_BYTES)
+    assert np.shares_memory(wide, base) and (wide == base).all() and not wide.flags.writeable
+    tall = values.decode(("bufs", [("argument", 1)], ("ptv", 0, "float32", (5, 4), (0, 1), 0)),
+                         shared=layouts, max_view_bytes=standin.MAX_VIEW_BYTES)
+    t[0] = 9.0
+    assert (tall[:, 0] == 9).all(), "a view of the caller's tensor"
+    with pytest.raises(wire.ProtocolError):
+        values.decode(("bufs", [("argument", 0)], ("ndv", 0, "<f8", (10**9,), (0,), 0, False)),
+                      shared=layouts, max_view_bytes=standin.MAX_VIEW_BYTES)
+
+
+RETURNS_A_BROADCAST_OF_ITS_ARGUMENT = """
+import numpy as np
+
+
+def zeros_like_first(a):
+    return np.broadcast_to(a[:1], a.shape)  # a read-only view of the argument, its first element repeated
+
+
+def rows(t):
+    return t[:1].expand(3, t.shape[1])
+"""
+
+
+@needs_bwrap
+def test_a_result_that_repeats_an_arguments_elements_crosses_as_a_view_of_it(submission):
+    """A correct result may be a broadcast view of an argument (04-04's merge of two identities answering
+    ``np.broadcast_to(a[2][:1], ...)``, a's acc being zeros: pytest passes it, and it crashed with "a view
+    outside its buffer, or larger than it", 153 of 158)."""
+    torch = pytest.importorskip("torch")
+    sub = submission(RETURNS_A_BROADCAST_OF_ITS_ARGUMENT, {"zeros_like_first": "callable", "rows": "callable"},
+                     call_timeout=10)
+    a = np.zeros(5)
+    got = sub.zeros_like_first(a)
+    assert got.shape == (5,) and got.strides == (0,) and np.shares_memory(got, a) and not got.flags.writeable
+    t = torch.arange(6.0).reshape(2, 3)
+    r = sub.rows(t)
+    t[0, 1] = -1.0
+    assert r.shape == (3, 3) and (r[:, 1] == -1).all()
+
+
 def test_views_of_one_storage_cross_as_one_buffer_and_in_place_changes_come_back_through_them():
     torch = pytest.importorskip("torch")
     kv = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(3, 2, 4)

@@ -301,7 +301,7 @@ class Layouts:
 
     def memory(self, index) -> tuple:
         """For a reply's view of the call's buffer ``index``: (kind, a uint8 array or tensor over the whole
-        memory of that group, the offset of byte 0 of the buffer that crossed, negated, "w"): its views
+        memory of that group, the offset of byte 0 of the buffer that crossed, negated, "a"): its views
         are made over the caller's own memory, as views of an argument are in one process."""
         if type(index) is not int or not 0 <= index < len(self.groups):
             raise ProtocolError("a view of an unknown argument's memory")
@@ -315,7 +315,7 @@ class Layouts:
             import numpy as np
 
             base = np.asarray(_Memory(group.origin, group.total, group.owner, group.owner.flags.writeable))
-        return (group.kind, base, -group.start, "w")
+        return (group.kind, base, -group.start, "a")
 
     def _keep_as_view(self, logical: int, first: int, last: int) -> bool:
         span = last - first
@@ -593,10 +593,14 @@ class _Views:
             raise ProtocolError("a view of an unknown buffer")
         return self.made[index][1:]
 
-    def check(self, shape, strides, offset, itemsize: int, size: int) -> int:
+    def check(self, shape, strides, offset, itemsize: int, size: int, own: bool = False) -> int:
         """The view's offset in its buffer, after checking that it lies inside it, holds no more
         elements than the bytes it spans (no view is larger than the bytes that crossed), and keeps
-        the message's views within their budget."""
+        the message's views within their budget. ``own``: the buffer is the caller's own memory (a
+        view of an argument's, "a"), where no bytes crossed: there a view may repeat elements, as a
+        result that is ``np.broadcast_to`` or ``expand`` of an argument does in one process (refused, a
+        correct 04-04 that returned such a view of its argument's zeros crashed where pytest passes it);
+        the budget still counts every element."""
         if type(strides) is not tuple or len(strides) != len(shape) or not all(type(s) is int for s in strides):
             raise ProtocolError("malformed strides")
         if type(offset) is not int or offset < 0:
@@ -610,7 +614,7 @@ class _Views:
             return offset
         low = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
         high = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0) + itemsize
-        if low < 0 or high > size or numel * itemsize > high - low:
+        if low < 0 or high > size or (numel * itemsize > high - low and not own):
             raise ProtocolError("a view outside its buffer, or larger than it")
         if self.left is not None:
             self.left -= numel * itemsize
@@ -630,14 +634,14 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         import torch
 
         index, name, shape, strides, offset = rest
-        base, start, _ = views.buffer(index, "pt")
+        base, start, access = views.buffer(index, "pt")
         dtype, shape = _torch_dtype(name), _shape(shape)
         itemsize = torch.empty(0, dtype=dtype).element_size()
         if type(offset) is not int or (offset - start) % itemsize:
             raise ProtocolError("a misaligned view")
         if type(strides) is not tuple or not all(type(s) is int and s >= 0 for s in strides):
             raise ProtocolError("malformed strides")
-        views.check(shape, tuple(s * itemsize for s in strides), offset - start, itemsize, base.numel())
+        views.check(shape, tuple(s * itemsize for s in strides), offset - start, itemsize, base.numel(), access == "a")
         view = torch.empty(0, dtype=dtype, device=base.device)
         return view.set_(base.untyped_storage(), (offset - start) // itemsize, shape, strides)
     if tag == "ndv":
@@ -647,7 +651,7 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         base, start, access = views.buffer(index, "nd")
         dtype, shape = _numpy_dtype(wired_dtype), _shape(shape)
         offset = views.check(shape, strides, offset - start if type(offset) is int else None, dtype.itemsize,
-                             base.nbytes)
+                             base.nbytes, access == "a")
         if access == "o" and (shape, strides, offset, dtype) == (base.shape, base.strides, 0, base.dtype):
             return base  # the owner itself, as the test passed it
         if access == "l":  # the test's memory cannot be made writeable: neither can this (over read-only bytes)
