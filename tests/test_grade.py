@@ -167,6 +167,43 @@ def test_records_and_named_tuples_keep_their_fields():
             values.decode(bad)
 
 
+def test_a_named_tuples_properties_cross_with_it():
+    """A named tuple of a class with properties (``class Selection(namedtuple(...))`` whose ``rejected`` is
+    a property) crosses with its properties' values, as a record does: they were lost, and 04-02 so
+    written graded 245 of 320 (``sel.rejected``), 317 with a ``margin`` property, where pytest passes it
+    all. It stays a named tuple, equal to the plain tuple, and passes back with them."""
+    import collections
+    import copy
+
+    class Selection(collections.namedtuple("Selection", "backend reasons")):
+        __slots__ = ()
+
+        @property
+        def rejected(self):
+            return dict(self.reasons)
+
+        @property
+        def broken(self):
+            raise ValueError("not this one")
+
+    sel = _round_trip(Selection("FLASH_ATTN", (("XFORMERS", "slower"),)))
+    assert sel.rejected == {"XFORMERS": "slower"} and sel.backend == "FLASH_ATTN" and type(sel).__name__ == "Selection"
+    assert sel == ("FLASH_ATTN", (("XFORMERS", "slower"),)) and isinstance(sel, tuple)
+    assert _round_trip(sel).rejected == {"XFORMERS": "slower"}, "passed back, with them"
+    assert copy.copy(sel).rejected == {"XFORMERS": "slower"}
+    from labkit.grader import containers
+
+    rebuilt = containers._replaced(sel, (0,), "TRITON_ATTN")  # a returned container put back in it
+    assert rebuilt.backend == "TRITON_ATTN" and rebuilt.rejected == {"XFORMERS": "slower"}
+    with pytest.raises(AttributeError):
+        sel.broken  # noqa: B018
+    for bad in (("nt", "S", ["m"], [("v", 1)], [("m", ("v", 2))]),  # a property named as a field
+                ("nt", "S", ["m"], [("v", 1)], [(f"p{i}", ("v", i)) for i in range(17)]),  # too many
+                ("nt", "S", ["m"], [("v", 1)], [], [])):
+        with pytest.raises(values.ProtocolError):
+            values.decode(bad)
+
+
 def test_a_results_array_or_tensor_subclass_crosses_as_the_base_class():
     """The worker's results (``plain_subclasses``): a student's subclass of ``np.ndarray`` or of
     ``torch.Tensor`` crosses as an array or tensor, values and dtype kept, even empty."""

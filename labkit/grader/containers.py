@@ -373,7 +373,12 @@ def _replaced(value, path: tuple, new):
     if type(value) is Record:
         return value._with(i, _replaced(value._part(i), path[1:], new))
     items = value[:i] + (_replaced(value[i], path[1:], new),) + value[i + 1:]
-    return items if type(value) is tuple else type(value)._make(items)
+    if type(value) is tuple:
+        return items
+    made = type(value)._make(items)
+    if getattr(value, "__dict__", None):  # the values of its properties that crossed with it
+        made.__dict__.update(value.__dict__)
+    return made
 
 
 def refill(old, new, depth: int = 0) -> None:

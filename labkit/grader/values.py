@@ -79,7 +79,10 @@ def _encode(value, on_object, arguments, layouts, _depth: int, plain_subclasses:
     if isinstance(value, tuple) and isinstance(getattr(kind, "_fields", None), tuple):  # a named tuple
         names = [kind.__name__, *kind._fields]
         if len(names) <= MAX_FIELDS + 1 and all(map(_nameable, names)):
-            return ("nt", names[0], names[1:], [inner(v) for v in value])
+            # Its class's public properties' values too, computed here, as a record's (a `Selection` named
+            # tuple whose `rejected` is a property: lost, 04-02 graded 245 of 320 where pytest passes it all).
+            props = [(k, v) for k, v in _properties(value, inner) if _nameable(k) and k not in kind._fields]
+            return ("nt", names[0], names[1:], [inner(v) for v in value], *([props] if props else []))
         return ("t", [inner(v) for v in value])  # past what the far side makes a class for: a tuple
     if _is_record(value, mutable_too=on_object is None):  # a value: its fields; a mutable one is an object
         return ("dc", kind.__name__, [(f.name, inner(getattr(value, f.name))) for f in dataclasses.fields(value)],
@@ -131,6 +134,19 @@ def _record_extras(value, inner) -> tuple[list, list | None]:
     value): its class's public properties (their values), and its items if its class defines
     ``__iter__`` (a summary a test unpacks as ``m, denom, acc``). One that raises or cannot cross is
     left out: on the far side it is missing, a property as an AttributeError, items as a TypeError."""
+    props = _properties(value, inner)
+    items = record_items(value)
+    try:
+        items = None if items is None else [inner(v) for v in items]
+    except Exception:
+        items = None
+    return props, items
+
+
+def _properties(value, inner) -> list:
+    """``[(name, inner(value))]`` for the public properties of ``value``'s class (at most
+    :data:`RECORD_EXTRAS`, by name); one that raises or cannot cross is left out (on the far side, an
+    AttributeError)."""
     kind, props = type(value), []
     names = {name for klass in kind.__mro__[:-1] for name, attr in vars(klass).items()
              if not name.startswith("_") and isinstance(attr, property)}
@@ -139,12 +155,7 @@ def _record_extras(value, inner) -> tuple[list, list | None]:
             props.append((name, inner(getattr(value, name))))
         except Exception:  # this one is left out; the others still cross
             continue
-    items = record_items(value)
-    try:
-        items = None if items is None else [inner(v) for v in items]
-    except Exception:
-        items = None
-    return props, items
+    return props
 
 
 def plain_container(value):
@@ -706,13 +717,25 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         record = Record(_identifier(name), named(fields), named(props), items)
         return hooks["record"](record) if "record" in hooks else record
     if tag == "nt":
-        name, names, items = rest
+        name, names, items, *more = rest
+        props = _checked(more[0], list, "container") if len(more) == 1 else [] if not more else None
+        if props is None or len(props) > RECORD_EXTRAS:
+            raise ProtocolError("a named tuple with too many properties")
         items = [_decode(v, hooks, depth, views) for v in _checked(items, list, "container")]
         if len(_checked(names, list, "container")) != len(items) or len(names) > MAX_FIELDS:
             raise ProtocolError("a named tuple whose names and items differ in number, or too many")
         names = tuple(_identifier(n) for n in names)
-        cls = _made(("nt", _identifier(name), names), lambda: _named_tuple(name, names), tuple)
-        return tuple(items) if cls is tuple else cls._make(items)
+        props = {_identifier(k): _decode(v, hooks, depth, views) for k, v in props}
+        if not set(props).isdisjoint(names):
+            raise ProtocolError("a named tuple's property named as one of its fields")
+        cls = _made(("nt", _identifier(name), names, tuple(sorted(props))),
+                    lambda: _named_tuple(name, names, tuple(sorted(props))), tuple)
+        if cls is tuple:
+            return tuple(items)
+        made = cls._make(items)
+        if props:
+            made.__dict__[_PROPS] = props
+        return made
     if tag in ("npdt", "nps", "nd"):
         import numpy as np
 
@@ -779,11 +802,28 @@ def _made(key: tuple, make, plain: type) -> type:
     return cls
 
 
-def _named_tuple(name: str, names: tuple) -> type:
+def _named_tuple(name: str, names: tuple, props: tuple = ()) -> type:
+    """A named tuple class; with ``props``, a subclass whose properties of those names read the values that
+    crossed with each instance (kept in its ``__dict__``)."""
     try:  # namedtuple refuses keywords, names starting with "_" and repeated names
-        return collections.namedtuple(name, names)
+        base = collections.namedtuple(name, names)
     except ValueError:
         raise ProtocolError("a named tuple with malformed names") from None
+    if not props:
+        return base
+
+    def getter(prop):
+        def get(self):
+            try:
+                return self.__dict__[_PROPS][prop]
+            except KeyError:  # a copy made without them (``_replace``)
+                raise AttributeError(f"{name} has no property {prop!r} here") from None
+        return property(get)
+
+    return type(name, (base,), {prop: getter(prop) for prop in props})
+
+
+_PROPS = "_props_that_crossed"  # where an instance of a named tuple made above keeps its properties' values
 
 
 class Record:
