@@ -169,9 +169,11 @@ def plain_container(value):
 
 
 def record_items(value) -> list | None:
-    """The items of a dataclass instance that crosses by value, if its class defines ``__iter__`` (at
-    most :data:`RECORD_ITEMS`); else None."""
-    if not any("__iter__" in vars(klass) for klass in type(value).__mro__[:-1]):
+    """The items of a dataclass instance that crosses by value, if its class defines ``__iter__``, or
+    ``__getitem__`` (the old sequence protocol: ``m, denom, acc = summary`` calls it with 0, 1, 2... until
+    IndexError; a summary written so graded 124 of 158 in 04-04, where pytest passes it all), at most
+    :data:`RECORD_ITEMS`; else None."""
+    if not any("__iter__" in vars(klass) or "__getitem__" in vars(klass) for klass in type(value).__mro__[:-1]):
         return None
     try:
         got = list(itertools.islice(iter(value), RECORD_ITEMS + 1))
