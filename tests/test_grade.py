@@ -204,6 +204,25 @@ def test_a_record_iterable_through_getitem_crosses_with_its_items():
             iter(record)
 
 
+def test_a_records_cached_properties_cross_with_it():
+    """A frozen dataclass's ``functools.cached_property`` (it writes the instance's ``__dict__`` directly, so
+    a frozen class may have one) crosses as a property does: it was missing, and 04-02 with a ``margin``
+    so written graded 317 of 320, where pytest passes it all."""
+    import dataclasses
+    import functools
+
+    @dataclasses.dataclass(frozen=True)
+    class Choice:
+        time_us: float
+        runner_up_us: float
+
+        @functools.cached_property
+        def margin(self):
+            return self.runner_up_us / self.time_us
+
+    assert _round_trip(Choice(2.0, 3.0)).margin == 1.5
+
+
 def test_a_named_tuples_properties_cross_with_it():
     """A named tuple of a class with properties (``class Selection(namedtuple(...))`` whose ``rejected`` is
     a property) crosses with its properties' values, as a record does: they were lost, and 04-02 so
