@@ -254,6 +254,7 @@ def test_a_named_tuples_properties_cross_with_it():
     with pytest.raises(AttributeError):
         sel.broken  # noqa: B018
     for bad in (("nt", "S", ["m"], [("v", 1)], [("m", ("v", 2))]),  # a property named as a field
+                ("nt", "S", ["m"], [("v", 1)], [("_make", ("v", 2))]),  # or as what the class made here needs
                 ("nt", "S", ["m"], [("v", 1)], [(f"p{i}", ("v", i)) for i in range(17)]),  # too many
                 ("nt", "S", ["m"], [("v", 1)], [], [])):
         with pytest.raises(values.ProtocolError):

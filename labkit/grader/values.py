@@ -730,8 +730,9 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
             raise ProtocolError("a named tuple whose names and items differ in number, or too many")
         names = tuple(_identifier(n) for n in names)
         props = {_identifier(k): _decode(v, hooks, depth, views) for k, v in props}
-        if not set(props).isdisjoint(names):
-            raise ProtocolError("a named tuple's property named as one of its fields")
+        if not set(props).isdisjoint(names) or any(k.startswith("_") for k in props):
+            # public names only, as the sender reads them: a `_make` or `_fields` would break the class made here
+            raise ProtocolError("a named tuple's property named as one of its fields, or not public")
         cls = _made(("nt", _identifier(name), names, tuple(sorted(props))),
                     lambda: _named_tuple(name, names, tuple(sorted(props))), tuple)
         if cls is tuple:
