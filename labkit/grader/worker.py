@@ -9,6 +9,7 @@ API: the lab's API as JSON, {name: kind}; the ready message carries the values o
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import inspect
 import json
@@ -199,8 +200,18 @@ class _Session:
 
     def _record(self, record):
         """The submission's dataclass again, rebuilt from a record's fields (its properties and items
-        are its own), decoded with the rest of the message (arrays in it are views of its buffers)."""
-        return self.originals[record._name](**record._fields)
+        are its own), decoded with the rest of the message (arrays in it are views of its buffers). Made
+        without calling its ``__init__``, as in one process the test hands back the object itself: a class
+        whose ``field(init=False)`` values ``__post_init__`` computes, or with an ``__init__`` of its own,
+        refused its own fields as keywords (04-05's budget so written graded 86 of 88, pytest 88)."""
+        cls = self.originals[record._name]
+        if not isinstance(cls, type) or not dataclasses.is_dataclass(cls) \
+                or set(record._fields) != {f.name for f in dataclasses.fields(cls)}:
+            raise wire.ProtocolError(f"a record that is not the submission's {record._name}")
+        made = cls.__new__(cls)
+        for name, value in record._fields.items():
+            object.__setattr__(made, name, value)  # a frozen one too, as its own __init__ does
+        return made
 
     # -- calls into the grader: a test's functions and objects
     def _grader_object(self, index, cls=GraderObject):
