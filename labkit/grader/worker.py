@@ -211,6 +211,12 @@ class _Session:
         made = cls.__new__(cls)
         for name, value in record._fields.items():
             object.__setattr__(made, name, value)  # a frozen one too, as its own __init__ does
+        for name, value in record._props.items():  # its instance's other attributes; its class's properties are its own
+            if not hasattr(cls, name):
+                try:
+                    object.__setattr__(made, name, value)
+                except AttributeError:  # slots: none such
+                    continue
         return made
 
     # -- calls into the grader: a test's functions and objects
