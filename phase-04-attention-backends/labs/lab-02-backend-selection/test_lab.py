@@ -403,19 +403,22 @@ _MLA_ORDER_10 = ("FLASHINFER_MLA", "CUTLASS_MLA", "FLASH_ATTN_MLA", "FLASHMLA", 
     ("H100", ("sinks",), _DENSE_ORDER),  # no rule for sinks in the list: validation decides
     ("B200", (), _DENSE_ORDER_10),
     ((10, 3), (), _DENSE_ORDER_10),  # device_capability.major == 10
+    ((11, 0), (), _DENSE_ORDER),  # 11.x is not major 10: the list for every other GPU
     ((12, 0), (), _DENSE_ORDER),
     ("H100", ("mla",), _MLA_ORDER),
     ("A100", ("mla", "gqa"), _MLA_ORDER),
     ("B200", ("mla",), _MLA_ORDER_10),
     ((10, 3), ("mla", "sinks"), _MLA_ORDER_10),
+    ((11, 0), ("mla",), _MLA_ORDER),
     ((12, 0), ("mla",), _MLA_ORDER),
 ])
 def test_candidate_order(lab, gpu, features, order):
     """Pins _get_backend_priorities, less the backends the lab leaves out: FlashInfer first on a
     major-10 GPU, FlashAttention first elsewhere; for MLA, FlashInfer MLA then CUTLASS MLA on
     major 10, FlashAttention MLA then FlashMLA elsewhere (CUTLASS MLA only in the major-10 list).
-    Catches the major tested as an exact capability (10.3 is Blackwell) or as "at least 10" (12.0
-    is not), and MLA routed to the dense list."""
+    Catches the major tested as an exact capability (10.3 is Blackwell), as "at least 10" (12.0
+    is not) or as "10 or 11" (11.x gets the list of every other GPU), and MLA routed to the dense
+    list."""
     got = lab.candidate_order(gpu, features)
     labkit.assert_value(tuple(got) if isinstance(got, (list, tuple)) else got, order,
                         what=f"candidate_order({gpu!r}, {features!r})")
@@ -447,6 +450,7 @@ DENSE_DEFAULTS = [
     ("B200", "float16", 96, "FLASH_ATTN", {"FLASHINFER": ["head size", "96"]}),
     ("B200", "float16", 80, "FLASH_ATTN", {"FLASHINFER": ["80"]}),
     ("B200", "float32", 128, "TRITON_ATTN", {"FLASHINFER": ["float32"], "FLASH_ATTN": ["float32"]}),
+    ((11, 0), "float16", 128, "FLASH_ATTN", {"FLASHINFER": ["lower priority"]}),  # not the major-10 list
     ((12, 0), "float16", 128, "FLASH_ATTN", {"FLASHINFER": ["lower priority"]}),
     ((12, 0), "float16", 512, "FLASHINFER", {"FLASH_ATTN": ["512"]}),  # 12.x runs FlashAttention 2: up to 256
     ((12, 2), "float16", 512, "TRITON_ATTN", {"FLASHINFER": ["12.1"]}),
