@@ -737,6 +737,9 @@ def test_features_may_be_any_iterable(lab):
     ("FLASHINFER", "B200", "UNIFORM_BATCH"),  # TRT-LLM attention for the decodes
     ("FLASHINFER", (10, 3), "UNIFORM_BATCH"),
     ("FLASHINFER", "H100", "UNIFORM_SINGLE_TOKEN_DECODE"),
+    ("FLASHINFER", (11, 0), "UNIFORM_SINGLE_TOKEN_DECODE"),  # TRT-LLM attention on major 10 only
+    ("FLASHINFER", (12, 0), "UNIFORM_SINGLE_TOKEN_DECODE"),
+    ("FLASH_ATTN", (12, 0), "UNIFORM_BATCH"),  # FlashAttention 2 on 12.x
     ("TRITON_ATTN", "A100", "ALWAYS"),
     ("FLEX_ATTENTION", "H100", "ALWAYS"),
     ("FLASH_ATTN_MLA", "H100", "UNIFORM_BATCH"),
@@ -747,8 +750,9 @@ def test_features_may_be_any_iterable(lab):
 ])
 def test_cudagraph_support_table(lab, backend, gpu, support):
     """Pins each metadata builder's CUDA-graph support in v0.22.1. Catches FlashAttention 3's
-    ALWAYS given to versions 2 and 4, FlashInfer's TRT-LLM level given off Blackwell, and
-    FlexAttention left at the base class's NEVER."""
+    ALWAYS given to versions 2 and 4, FlashInfer's TRT-LLM level given off Blackwell (to Hopper,
+    or to every major from 10 on: 11.x and 12.x have no TRT-LLM attention), and FlexAttention
+    left at the base class's NEVER."""
     labkit.assert_value(lab.cudagraph_support(backend, gpu), support, what=f"cudagraph_support({backend!r}, {gpu!r})")
 
 
