@@ -589,10 +589,16 @@ def test_mla_head_sizes(lab, gpu, head, features, expected, reasons):
     ("A100", "bfloat16", None, "fp8_e5m2", MLA, "e5m2"),
     ("H100", "bfloat16", None, "auto", ("mla", "sinks"), "sinks"),
     ("B200", "bfloat16", 8, "auto", MLA, "block size"),
+    # Blackwell, where FlashInfer MLA and CUTLASS MLA come first: neither takes these either
+    ("B200", "float32", None, "auto", MLA, "float32"),
+    ("B200", "bfloat16", None, "fp8_e5m2", MLA, "e5m2"),
+    ("B200", "bfloat16", None, "auto", ("mla", "sinks"), "sinks"),
 ])
 def test_mla_with_no_backend(lab, gpu, dtype, block, kv, features, word):
-    """Pins a ValueError naming the limit when no MLA backend can run the layer. Catches an MLA
-    layer handed to a dense backend (Triton would take float32, e5m2 or sinks)."""
+    """Pins a ValueError naming the limit when no MLA backend can run the layer, on Hopper and on
+    Blackwell. Catches an MLA layer handed to a dense backend (Triton would take float32, e5m2 or
+    sinks), and FlashInfer MLA credited with what FlashInfer has (float32 aside): an e5m2 cache,
+    or sinks on 10.x (FlashInfer's TRT-LLM rule applied to every FlashInfer backend)."""
     select_refused(lab, [word], gpu, dtype, 576, block, kv=kv, features=features)
 
 
