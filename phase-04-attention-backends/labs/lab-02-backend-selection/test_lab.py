@@ -768,6 +768,7 @@ def test_cudagraph_support_table(lab, backend, gpu, support):
     ("FULL", ["ALWAYS"], True, "FULL"),
     ("FULL", ["UNIFORM_BATCH"], False, "FULL_AND_PIECEWISE"),  # mixed batches drop to piecewise
     ("FULL", ["ALWAYS", "UNIFORM_SINGLE_TOKEN_DECODE"], False, "FULL_AND_PIECEWISE"),  # the weakest group decides
+    ("FULL", ["UNIFORM_SINGLE_TOKEN_DECODE"], True, "PIECEWISE"),  # both downgrades, one after the other
     ("FULL_AND_PIECEWISE", ["UNIFORM_SINGLE_TOKEN_DECODE"], True, "PIECEWISE"),  # spec decode needs UNIFORM_BATCH
     ("FULL_AND_PIECEWISE", ["UNIFORM_BATCH"], True, "FULL_AND_PIECEWISE"),
     ("FULL_DECODE_ONLY", ["ALWAYS", "UNIFORM_BATCH"], True, "FULL_DECODE_ONLY"),
@@ -780,8 +781,10 @@ def test_resolve_cudagraph_mode(lab, requested, supports, spec, expected):
     """Pins resolve_cudagraph_mode_and_sizes's downgrades against the weakest attention group: full
     graphs for mixed batches need ALWAYS, full decode graphs need more than NEVER, and with
     speculative decoding UNIFORM_BATCH. Catches the downgrade skipped (a graph the backend cannot
-    replay), applied to a level that needs none, the first group read instead of the weakest, and
-    decode graphs on NEVER refused instead of downgraded."""
+    replay), applied to a level that needs none, the first group read instead of the weakest,
+    decode graphs on NEVER refused instead of downgraded, and the resolution stopped at the first
+    downgrade (FULL with speculative decoding on UNIFORM_SINGLE_TOKEN_DECODE loses its full decode
+    graphs too)."""
     labkit.assert_value(lab.resolve_cudagraph_mode(requested, supports, spec), expected,
                         what=f"resolve_cudagraph_mode({requested!r}, {supports!r}, spec_decode={spec})")
 
