@@ -911,6 +911,21 @@ def test_choose_measured_skips_unmeasured(lab):
                         what=f"choose_measured({shape}, <small matrix, sdpa_flash's time None>): (backend, runner_up)")
 
 
+def test_choose_measured_only_listed_backends_compete(lab):
+    """Pins that only the backends of ``matrix["backends"]`` compete: a time in an entry's
+    ``times_us`` under another name (a backend measured once, then dropped from the list) is not
+    a candidate, however fast. Catches the candidates read from ``times_us`` instead of the list."""
+    m = small_matrix()
+    shape = {"phase": "decode", "dtype": "float16", "batch": 1, "seq_len": 1024}
+    m["entries"][0]["times_us"]["sdpa_cudnn"] = 5.0  # not in m["backends"]
+    listed = sorted((t, n) for n, t in m["entries"][0]["times_us"].items() if n in m["backends"])
+    expected = (listed[0][1], listed[0][0], listed[1][1])  # the brute force, before the call
+    choice = lab.choose_measured(shape, m)
+    labkit.assert_value((choice.backend, choice.time_us, choice.runner_up), expected,
+                        what=f"choose_measured({shape}, <small matrix, a time for sdpa_cudnn, which "
+                             "matrix['backends'] does not list>): (backend, time_us, runner_up)")
+
+
 def test_choose_measured_breaks_ties_by_matrix_order(lab):
     """Pins that equal times go to the backend listed first in ``matrix["backends"]``, whatever the
     order of ``times_us``: the same matrix always gives the same answer, and the margin of a tie is
@@ -936,11 +951,14 @@ def test_choose_measured_breaks_ties_by_matrix_order(lab):
     ({"phase": "decode", "dtype": "float16", "batch": 1}, None, "shape"),
     ({"phase": "decode", "dtype": "float16", "batch": 1, "seq_len": 1024}, {"sdpa_cudnn"}, "sdpa_cudnn"),
     ({"phase": "decode", "dtype": "bfloat16", "batch": 1, "seq_len": 1024}, {"sdpa_flash"}, "no allowed"),
+    ({"phase": "decode", "dtype": "float16", "batch": 1, "seq_len": 1024}, set(), "no allowed"),  # none allowed
+    ({"phase": "decode", "dtype": "float16", "batch": 1, "seq_len": 1024}, [], "no allowed"),
 ])
 def test_choose_measured_bad_requests(lab, shape, allowed, word):
     """Pins a ValueError that says what is wrong: a shape that was not measured, a shape missing a
-    key, an allowed name the matrix does not have, nothing left to choose. Catches a KeyError or
-    an IndexError from the inside, or a made-up answer."""
+    key, an allowed name the matrix does not have, nothing left to choose (an empty ``allowed``
+    too: it allows nothing, unlike None). Catches a KeyError or an IndexError from the inside, a
+    made-up answer, and an empty ``allowed`` read as "no filter"."""
     refused(f"choose_measured({shape}, <small matrix>, allowed={allowed})",
             lambda: lab.choose_measured(shape, small_matrix(), allowed), word)
 
