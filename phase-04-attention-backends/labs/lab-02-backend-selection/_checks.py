@@ -83,8 +83,10 @@ def _find_entry(shape, matrix) -> dict:
     if not isinstance(shape, Mapping) or any(k not in shape for k in SHAPE_KEYS):
         raise ValueError(f"choose_measured: shape must be a mapping with keys {SHAPE_KEYS}, got {shape!r}")
     if not isinstance(matrix, Mapping) or not isinstance(matrix.get("backends"), list) \
-            or not isinstance(matrix.get("entries"), list):
-        raise ValueError("choose_measured: matrix must be a mapping with lists 'backends' and 'entries'")
+            or not isinstance(matrix.get("entries"), list) \
+            or not all(isinstance(e, Mapping) for e in matrix["entries"]):
+        raise ValueError("choose_measured: matrix must be a mapping with lists 'backends' and 'entries' "
+                         "(each entry a mapping)")
     found = [e for e in matrix["entries"] if all(e.get(k) == v for k, v in shape.items())]
     if len(found) != 1:
         have = sorted({tuple(e.get(k) for k in SHAPE_KEYS) for e in matrix["entries"]}, key=str)
@@ -111,11 +113,11 @@ def _check_layer(where: str, dtype, head_size, block_size, kv_cache_dtype, featu
 def _check_features(where: str, features) -> frozenset[str]:
     if isinstance(features, str) or not isinstance(features, Iterable):
         raise ValueError(f"{where}: features must be a collection of names from {FEATURES}, got {features!r}")
-    features = frozenset(features)
-    unknown = sorted(str(f) for f in features - set(FEATURES))
+    features = tuple(features)  # read once: a generator too
+    unknown = sorted({str(f) for f in features if f not in FEATURES})  # a list among them too: no hash needed
     if unknown:
         raise ValueError(f"{where}: unknown features {unknown}; the features are {FEATURES}")
-    return features
+    return frozenset(features)
 
 
 def _check_backend(where: str, name, what: str = "backend") -> str:

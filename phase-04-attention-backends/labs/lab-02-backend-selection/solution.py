@@ -361,7 +361,7 @@ def resolve_cudagraph_mode(requested, supports, spec_decode=False) -> str:
     - full decode graphs with speculative decoding (``spec_decode``: uniform batches of more than
       one query token) need ``UNIFORM_BATCH`` or better; otherwise ``PIECEWISE``.
     """
-    if requested not in CUDAGRAPH_MODES:
+    if not isinstance(requested, str) or requested not in CUDAGRAPH_MODES:
         raise ValueError(
             f"resolve_cudagraph_mode: requested must be one of {tuple(CUDAGRAPH_MODES)}, got {requested!r}")
     support = min(_check_supports(supports))

@@ -690,10 +690,11 @@ def test_platform_check_comes_before_the_override(lab):
     {"dtype": "fp16"}, {"dtype": "half"}, {"head_size": 0}, {"head_size": -64}, {"head_size": 64.0},
     {"head_size": True}, {"block_size": 0}, {"block_size": -16}, {"block_size": 16.0}, {"block_size": True},
     {"kv": "fp8_e4m3fnuz"}, {"kv": None}, {"features": "mla"}, {"features": ("flash",)}, {"features": 3},
+    {"features": (["mla"],)},  # a list inside: unhashable, still a bad feature
 ])
 def test_bad_arguments_get_a_clear_error(lab, kwargs):
     """Pins a ValueError naming the argument for inputs vLLM does not accept. Catches a traceback
-    from deep inside the rules instead."""
+    from deep inside the rules instead (a TypeError from hashing a list given as a feature)."""
     args = {"gpu": "H100", "dtype": "float16", "head_size": 128, "block_size": None, "kv": "auto", "features": ()}
     args.update(kwargs)
     name = {"kv": "kv_cache_dtype"}.get(next(iter(kwargs)), next(iter(kwargs)))
@@ -710,6 +711,7 @@ def test_bad_arguments_get_a_clear_error(lab, kwargs):
     ("backend_problems", ("TRITON_ATTN", "H100", "float16", 128, 16, "auto", "mla"), "features"),
     ("candidate_order", ("H100", "mla"), "features"),
     ("candidate_order", ("H100", ("flash",)), "features"),
+    ("candidate_order", ("H100", [{"mla"}]), "features"),  # a set inside: unhashable
 ])
 def test_backend_problems_and_candidate_order_refuse_bad_arguments(lab, call, args, word):
     """Pins a ValueError naming the argument when backend_problems or candidate_order is called
@@ -825,6 +827,7 @@ def test_cudagraph_support_rejects_unknown_backends(lab, backend):
 
 @pytest.mark.parametrize("requested, supports, word", [
     ("FULL_ALWAYS", ["ALWAYS"], "requested"),
+    (["FULL"], ["ALWAYS"], "requested"),  # a list: unhashable, no key of CUDAGRAPH_MODES
     ("FULL", "ALWAYS", "supports"),
     ("FULL", [], "supports"),
     ("FULL", None, "supports"),
@@ -832,8 +835,9 @@ def test_cudagraph_support_rejects_unknown_backends(lab, backend):
     ("FULL", ["SOMETIMES"], "supports"),
 ])
 def test_resolve_cudagraph_mode_rejects_bad_input(lab, requested, supports, word):
-    """Pins a ValueError naming ``requested`` for a mode that does not exist, and ``supports`` for
-    levels that are not a non-empty collection of ``CUDAGRAPH_SUPPORT``'s."""
+    """Pins a ValueError naming ``requested`` for a mode that does not exist (a list too, which
+    no dictionary lookup can hash), and ``supports`` for levels that are not a non-empty
+    collection of ``CUDAGRAPH_SUPPORT``'s. Catches a TypeError from the lookup of a list."""
     refused(f"resolve_cudagraph_mode({requested!r}, {supports!r})",
             lambda: lab.resolve_cudagraph_mode(requested, supports), word)
 
@@ -969,11 +973,12 @@ def test_choose_measured_bad_requests(lab, shape, allowed, word):
     {"entries": small_matrix()["entries"]},
     {"backends": small_matrix()["backends"]},
     {"backends": "sdpa_flash", "entries": small_matrix()["entries"]},
-], ids=["None", "a-list", "no-backends", "no-entries", "backends-a-string"])
+    {"backends": small_matrix()["backends"], "entries": ["decode", None]},
+], ids=["None", "a-list", "no-backends", "no-entries", "backends-a-string", "entries-not-mappings"])
 def test_choose_measured_bad_matrix(lab, matrix):
     """Pins a ValueError naming the matrix when it is not a mapping with lists ``backends`` and
-    ``entries`` (a file of another shape, loaded). Catches the matrix read unchecked: a KeyError,
-    an AttributeError or a TypeError from the inside."""
+    ``entries`` whose entries are mappings (a file of another shape, loaded). Catches the matrix
+    read unchecked: a KeyError, an AttributeError or a TypeError from the inside."""
     shape = {"phase": "decode", "dtype": "float16", "batch": 1, "seq_len": 1024}
     refused(f"choose_measured({shape}, {matrix!r})", lambda: lab.choose_measured(shape, matrix), "matrix")
 
