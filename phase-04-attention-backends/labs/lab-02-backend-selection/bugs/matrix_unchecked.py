@@ -10,6 +10,7 @@ CAUGHT_BY = ["test_choose_measured_bad_matrix"]
 
 EDIT = (
     '    if not isinstance(matrix, Mapping) or not isinstance(matrix.get("backends"), list) \\\n'
-    '            or not isinstance(matrix.get("entries"), list):\n',
+    '            or not isinstance(matrix.get("entries"), list) \\\n'
+    '            or not all(isinstance(e, Mapping) for e in matrix["entries"]):\n',
     "    if False:  # BUG: the matrix unchecked\n",
 )
