@@ -104,13 +104,18 @@ def test_torch_reference_fp16_within_gate(lab):
     run(lab, "paged_attention_torch", make_case(130), "paged_attention_torch (fp16, seq_len=130)")
 
 
-def test_torch_reference_bfloat16(lab):
+@pytest.mark.parametrize("keys", ["ordinary", "past float16's range"])
+def test_torch_reference_bfloat16(lab, keys):
     """Step 1: the reference takes every dtype the API names, bfloat16 included, on any device (only
     the Triton kernel needs a GPU for bfloat16: the interpreter computes it wrongly). fp32 inside,
-    bfloat16 out, within 2e-2. Catches a reference that returns another dtype, or casts bfloat16
-    inputs to float16 (whose range is 65504: a bfloat16 cache may hold more)."""
-    run(lab, "paged_attention_torch", make_case(70, dtype=torch.bfloat16, seed=16),
-        "paged_attention_torch (bfloat16, seq_len=70)")
+    bfloat16 out, within 2e-2. In the second case every key is 1e5 times larger and q 1e5 times
+    smaller (the same scores): bfloat16 holds such keys, float16 (largest 65504) does not. Catches a
+    reference that returns another dtype (``reference_returns_fp32``), or turns bfloat16 inputs into
+    float16 on the way to fp32 (``reference_bf16_through_fp16``: the keys become inf, the output NaN)."""
+    case = make_case(70, dtype=torch.bfloat16, seed=16, poison="nan")
+    if keys != "ordinary":  # scaled before the truth is computed: the truth sees the rounded values
+        case = dataclasses.replace(case, q=case.q * 1e-5, k_cache=case.k_cache * 1e5)
+    run(lab, "paged_attention_torch", case, f"paged_attention_torch (bfloat16, seq_len=70, keys {keys})")
 
 
 # --- Step 2: the Triton kernel ------------------------------------------------------------
@@ -392,23 +397,32 @@ def test_int64_block_table(lab, impl):
     run(lab, impl, case, f"{impl} with an int64 block_table")
 
 
+# The score patterns in float16 for both functions, and in bfloat16 for the reference on any device and for
+# the kernel where it can take bfloat16 (a GPU).
+SCORE_DTYPES = [(impl, torch.float16) for impl in BOTH] + [
+    (impl, torch.bfloat16) for impl in BOTH if impl == "paged_attention_torch" or DEVICE == "cuda"]
+
+
 @pytest.mark.parametrize("pattern", [p for p in contract.SCORE_PATTERNS if p != "neighbours far apart"])
-@pytest.mark.parametrize("impl", BOTH)
-def test_score_patterns_across_blocks(lab, impl, pattern):
+@pytest.mark.parametrize("impl, dtype", SCORE_DTYPES,
+                         ids=[f"{impl}-{str(dtype).removeprefix('torch.')}" for impl, dtype in SCORE_DTYPES])
+def test_score_patterns_across_blocks(lab, impl, dtype, pattern):
     """Scores placed against the block boundaries the kernel walks (``SCORE_PATTERNS`` of
     ``labkit.contract``, the segment being a block of 16): flat near +1000 or -1000, one key 100
     above the rest in the first block or in the last, the mass clustered in a middle block, the
     first block near -1000 and the rest near 0. The running max must hold the largest score seen
     so far, whichever block it came from. Catches a running max replaced by each block's own max
     (``running_max_is_block_max``: after a peak in the first block, exp(100) overflows), a max
-    frozen at the first block's, a max that starts at 0, exponentials of raw scores."""
+    frozen at the first block's, a max that starts at 0, exponentials of raw scores. In bfloat16
+    too (2e-2): near 1000 its scores are 8 apart, so arithmetic in the input's dtype instead of fp32
+    scrambles the weights (``reference_bf16_inside``)."""
     block_size, seq_len = 16, 70
-    case = make_case(seq_len, num_heads=4, num_kv_heads=2, seed=71)  # float16: the gate of 1e-2
+    case = make_case(seq_len, num_heads=4, num_kv_heads=2, dtype=dtype, seed=71)
     tables = case.block_tables.cpu()
     contract.steer_scores(case.q, case.k_cache, tables, [seq_len],
                           [contract.score_levels(pattern, seq_len, block_size)], seed=71)
     case = case.poison("nan")  # the steering moved the poisoned keys too
-    run(lab, impl, case, f"{impl}, scores {pattern} ({contract.SCORE_PATTERNS[pattern]})")
+    run(lab, impl, case, f"{impl} ({dtype}), scores {pattern} ({contract.SCORE_PATTERNS[pattern]})")
 
 
 # --- Clear errors for bad input ------------------------------------------------------------
