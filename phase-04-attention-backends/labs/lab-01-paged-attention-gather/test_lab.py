@@ -285,17 +285,21 @@ def test_reads_half_precision_caches(lab):
     _check(out, expected, what="paged_online_attention over float16 caches (a float64 result)")
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
 @pytest.mark.parametrize("poison", labkit.POISON_KINDS)
 @pytest.mark.parametrize("table", [[], [2]], ids=["empty-table", "reserved-block"])
-def test_empty_sequence_gives_zeros(lab, table, poison):
-    """seq_len=0 (nothing cached yet, with or without a block reserved) gives zeros, never
-    NaN: the loop runs zero times and acc / denom would be 0/0. Every slot is poison.
+def test_empty_sequence_gives_zeros(lab, table, poison, dtype):
+    """seq_len=0 (nothing cached yet, with or without a block reserved) gives float64 zeros, never
+    NaN, whatever the dtype of q and the caches: the loop runs zero times and acc / denom would be
+    0/0. Every slot is poison.
 
     Catches: no seq_len == 0 case, a loop that visits a block anyway with an unguarded
-    first-block corr = exp(-inf - (-inf))."""
+    first-block corr = exp(-inf - (-inf)), an accumulator made in the cache's dtype
+    (``acc_in_the_cache_dtype``: the first block's product widens it to float64, so only an empty
+    sequence returns float16 or float32)."""
     rng = np.random.default_rng(0)
-    q = rng.standard_normal(8)
-    k_cache = np.full((4, 4, 8), labkit.poison_value(np.float64, poison))
+    q = rng.standard_normal(8).astype(dtype)
+    k_cache = np.full((4, 4, 8), labkit.poison_value(np.dtype(dtype), poison), dtype=dtype)
     q, k_cache, v_cache, table = read_only(q, k_cache, k_cache.copy(), np.array(table, dtype=np.int64))
     out = lab.paged_online_attention(q, k_cache, v_cache, table, 0, 4)
     _check(out, np.zeros(8), what="seq_len=0 output", atol=0)
