@@ -426,6 +426,12 @@ BAD_INPUTS = {
         p[0], p[1], p[2], p[3], 9, 8), "block_size"),
     "negative-seq-len": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
         p[0], p[1], p[2], p[3], -1, 4), "seq_len"),
+    "seq-len-a-float": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2], p[3], 9.0, 4), "seq_len must be an int"),
+    "seq-len-a-bool": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2], p[3], True, 4), "seq_len must be an int"),
+    "block-size-a-float": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
+        p[0], p[1], p[2], p[3], 9, 4.0), "block_size must be an int"),
     "dense-q-not-a-vector": ("dense_attention", lambda lab, d, p: lab.dense_attention(
         np.stack([d[0], d[0]]), d[1], d[2]), "q must"),
     "k-cache-not-3d": ("paged_online_attention", lambda lab, d, p: lab.paged_online_attention(
@@ -466,7 +472,8 @@ def test_bad_input_gets_a_clear_message(lab, name):
     another sequence's data), checks dropped from a function, a rank check of the caches that
     refuses them only when both are wrong (a 2-D key cache beside a right value cache), block ids
     compared with ``>`` instead of ``>=`` the number of blocks (id 6 of a 6-block cache is past
-    its end), a block_size of 0 let through to a division, a table
+    its end), a block_size of 0 let through to a division, a seq_len or block_size that is a float (or a
+    bool) let through to ``range``, whose TypeError names neither (``lengths_not_checked_for_ints``), a table
     too short for seq_len reported with a fractional count of blocks (a true division), a value
     cache checked for its rank but not held to the key cache's shape (read at the key cache's rows,
     or past its end)."""
