@@ -76,6 +76,16 @@ def run(lab, impl, case: DecodeCase, what: str):
     except (RuntimeError, IndexError, TypeError) as err:  # say which case it was (a view, a dtype...)
         raise AssertionError(f"{what}: raised {type(err).__name__}: {err}") from err
     labkit.assert_close(out, expected, atol=TOL[case.q.dtype], axes=("head", "dim"), what=what, dtype=case.q.dtype)
+    _same_device(out, case.q, what)
+
+
+def _same_device(out, q, what):
+    """The output lives where ``q`` does: on a GPU a CPU answer is an answer in the wrong place (and a
+    copy back on every call). Only a GPU machine can tell, every tensor of a CPU machine being on the CPU."""
+    __tracebackhide__ = True
+    device = getattr(out, "device", None)
+    labkit.require(device == q.device, f"{what}: the output is on {device}, q on {q.device}; build it on q's device "
+                                       "(torch.zeros_like(q), torch.empty_like(q))")
 
 
 # --- Step 1: the torch reference ---------------------------------------------------------
@@ -197,9 +207,10 @@ def test_triton_dtypes(lab, dtype):
 @pytest.mark.parametrize("table", ["empty", "padded"])
 @pytest.mark.parametrize("impl", BOTH)
 def test_seq_len_zero_gives_zeros(lab, impl, table):
-    """seq_len 0 (a sequence with no history yet) gives zeros, never NaN, and reads no
-    block (the padded table points at poisoned blocks). Catches 0/0 in the final division
-    (``zero_length_nan``) and a loop that runs at least once."""
+    """seq_len 0 (a sequence with no history yet) gives zeros, never NaN, on q's device, and reads
+    no block (the padded table points at poisoned blocks). Catches 0/0 in the final division
+    (``zero_length_nan``), a loop that runs at least once, and (on a GPU) zeros made on the CPU
+    by an early return that names no device (``reference_zeros_on_the_cpu``)."""
     case = make_case(0, seed=1)
     q, k_cache, v_cache, block_table, _ = case.one(0)
     if table == "empty":
@@ -208,6 +219,7 @@ def test_seq_len_zero_gives_zeros(lab, impl, table):
     out = getattr(lab, impl)(q, k_cache, v_cache, block_table, 0)
     labkit.assert_close(out, expected, atol=0, axes=("head", "dim"), what=f"{impl} (seq_len=0, {table} table)",
                         dtype=q.dtype)
+    _same_device(out, q, f"{impl} (seq_len=0, {table} table)")
 
 
 @pytest.mark.parametrize("table", TABLES)
