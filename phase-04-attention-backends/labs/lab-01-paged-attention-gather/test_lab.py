@@ -375,6 +375,18 @@ def test_takes_lists(lab):
     _check(out, expected, what="paged_online_attention with q and block_table as lists")
 
 
+def test_takes_numpy_integers(lab):
+    """``seq_len`` and ``block_size`` as numpy integers (what ``len(...)`` of a numpy table times a
+    block size, or an entry of a lengths array, is): the same answer as Python ints give.
+
+    Catches: a type check that asks for ``int`` itself (``lengths_checked_as_python_ints``), which
+    refuses ``np.int64(10)`` although it is an integer."""
+    rng, q, k, v = _random_tokens(16, 10)
+    q, k_cache, v_cache, table, expected = _paged(q, k, v, [6, 1, 3], 8, 4)
+    out = lab.paged_online_attention(q, k_cache, v_cache, table, np.int64(10), np.int32(4))
+    _check(out, expected, what="paged_online_attention with seq_len=np.int64(10), block_size=np.int32(4)")
+
+
 def test_streams_block_by_block(lab, monkeypatch):
     """One streaming pass: np.exp is never handed more than block_size scores at once (one
     block's worth, or the scalar correction), so the whole score row never exists. The
