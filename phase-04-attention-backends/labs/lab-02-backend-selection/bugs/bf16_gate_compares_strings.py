@@ -4,10 +4,7 @@ Text compares character by character, so every GPU from 10.0 up reads as older t
 a bfloat16 model refused on a B200 and on a 12.0 card.
 """
 
-CAUGHT_BY = [
-    "test_platform_refusal",
-    "test_dense_defaults",
-]
+CAUGHT_BY = ["test_platform_refusal", "test_dense_defaults"]
 
 EDIT = (
     '    if dtype == "bfloat16" and capability < (8, 0):\n',

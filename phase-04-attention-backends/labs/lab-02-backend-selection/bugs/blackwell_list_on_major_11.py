@@ -5,10 +5,7 @@ every other GPU. Symptom: on (11, 0) FlashInfer comes before FlashAttention, and
 layer with head size 128 gets FLASHINFER where FLASH_ATTN is first in line.
 """
 
-CAUGHT_BY = [
-    "test_candidate_order",
-    "test_dense_defaults",
-]
+CAUGHT_BY = ["test_candidate_order", "test_dense_defaults"]
 
 EDIT = (
     "    blackwell = capability[0] == 10  # device_capability.major == 10: 10.0 and 10.3 alike\n",

@@ -4,10 +4,7 @@ Their supports_compute_capability tests ``capability.major == 10``. Symptom: on 
 backend is refused, and an MLA layer gets FLASHINFER_MLA where Triton MLA is the only one that runs.
 """
 
-CAUGHT_BY = [
-    "test_backend_problems_name_the_limit",
-    "test_mla_choices",
-]
+CAUGHT_BY = ["test_backend_problems_name_the_limit", "test_mla_choices"]
 
 EDIT = (
     '    if backend in ("FLASHINFER_MLA", "CUTLASS_MLA") and major != 10:\n',

@@ -5,10 +5,7 @@ family: it keeps FlashAttention first (and no CUTLASS MLA in its MLA list). Symp
 first on (12, 0).
 """
 
-CAUGHT_BY = [
-    "test_candidate_order",
-    "test_dense_defaults",
-]
+CAUGHT_BY = ["test_candidate_order", "test_dense_defaults"]
 
 EDIT = (
     '    blackwell = capability[0] == 10  # device_capability.major == 10: 10.0 and 10.3 alike\n',

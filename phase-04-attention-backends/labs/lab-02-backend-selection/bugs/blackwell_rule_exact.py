@@ -5,9 +5,7 @@
 MLA list (FlashInfer MLA still wins there: the two Hopper backends refuse a 10.x GPU).
 """
 
-CAUGHT_BY = [
-    "test_candidate_order",
-]
+CAUGHT_BY = ["test_candidate_order"]
 
 EDIT = (
     '    blackwell = capability[0] == 10  # device_capability.major == 10: 10.0 and 10.3 alike\n',

@@ -5,11 +5,7 @@ Symptom: FlashMLA refuses 128-token blocks, FlashInfer MLA refuses 96 and 128, F
 refuses 48.
 """
 
-CAUGHT_BY = [
-    "test_backend_problems_empty_when_it_can_run",
-    "test_block_sizes",
-    "test_mla_choices",
-]
+CAUGHT_BY = ["test_backend_problems_empty_when_it_can_run", "test_block_sizes", "test_mla_choices"]
 
 EDIT = (
     '    if block_size is not None and all(block_size % size for size in limits.kernel_block_sizes):\n',

@@ -5,10 +5,7 @@ candidate, and the list's order breaks ties. Symptom: a backend measured once an
 from the list still wins, and ties follow the order of ``times_us``.
 """
 
-CAUGHT_BY = [
-    "test_choose_measured_only_listed_backends_compete",
-    "test_choose_measured_breaks_ties_by_matrix_order",
-]
+CAUGHT_BY = ["test_choose_measured_only_listed_backends_compete", "test_choose_measured_breaks_ties_by_matrix_order"]
 
 EDIT = (
     "        for rank, name in enumerate(names)\n",

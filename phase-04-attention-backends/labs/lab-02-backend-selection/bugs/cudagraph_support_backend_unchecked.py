@@ -5,9 +5,7 @@ Every name of BACKENDS is in the table, so the support levels are right; a missp
 the backends. Symptom: only the unknown-backend test fails.
 """
 
-CAUGHT_BY = [
-    "test_cudagraph_support_rejects_unknown_backends",
-]
+CAUGHT_BY = ["test_cudagraph_support_rejects_unknown_backends"]
 
 EDIT = (
     '    _check_backend("cudagraph_support", backend)\n',

@@ -4,10 +4,7 @@ Their supports_compute_capability tests the major (``capability.major == 10``). 
 GPU refused for CUTLASS MLA, and FlashInfer MLA not chosen there.
 """
 
-CAUGHT_BY = [
-    "test_backend_problems_empty_when_it_can_run",
-    "test_mla_choices",
-]
+CAUGHT_BY = ["test_backend_problems_empty_when_it_can_run", "test_mla_choices"]
 
 EDIT = (
     '    if backend in ("FLASHINFER_MLA", "CUTLASS_MLA") and major != 10:\n',

@@ -5,10 +5,7 @@ FlashMLA (kernel blocks of 64), CUTLASS MLA (128) and FlashInfer MLA (32) get 16
 cannot run.
 """
 
-CAUGHT_BY = [
-    "test_mla_choices",
-    "test_override_is_obeyed",
-]
+CAUGHT_BY = ["test_mla_choices", "test_override_is_obeyed"]
 
 EDIT = (
     '    block = _preferred_block_size(chosen) if block_size is None else block_size\n',

@@ -5,10 +5,7 @@ dense backend reports no MLA problem for DeepSeek's latent attention; with the o
 would be handed an MLA layer.
 """
 
-CAUGHT_BY = [
-    "test_mla_and_dense_backends_do_not_mix",
-    "test_override_that_cannot_run_is_rejected",
-]
+CAUGHT_BY = ["test_mla_and_dense_backends_do_not_mix", "test_override_that_cannot_run_is_rejected"]
 
 EDIT = (
     '    if "mla" in features and not limits.mla:\n'

@@ -5,9 +5,7 @@ say that no allowed backend is left. Symptom: ``allowed=set()`` (a request no me
 can serve) gets the fastest backend of the entry instead of a ValueError.
 """
 
-CAUGHT_BY = [
-    "test_choose_measured_bad_requests",
-]
+CAUGHT_BY = ["test_choose_measured_bad_requests"]
 
 EDITS = [
     ("    if allowed is not None:\n        allowed = set(allowed)\n",

@@ -4,9 +4,7 @@ Symptom: a matrix whose ``entries`` hold a string or None ends in an AttributeEr
 object has no attribute 'get'") from inside the lookup instead of a ValueError naming the matrix.
 """
 
-CAUGHT_BY = [
-    "test_choose_measured_bad_matrix",
-]
+CAUGHT_BY = ["test_choose_measured_bad_matrix"]
 
 SOURCE = "_checks.py"
 

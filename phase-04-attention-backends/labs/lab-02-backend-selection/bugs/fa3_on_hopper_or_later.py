@@ -4,11 +4,7 @@ get_flash_attn_version gives 3 on major 9 only, 4 on major 10, 2 elsewhere. Symp
 credited with FlashAttention 3's fp8 cache and its ALWAYS CUDA-graph support.
 """
 
-CAUGHT_BY = [
-    "test_fp8_cache_per_backend",
-    "test_cudagraph_support_table",
-    "test_fp8_cache_choices",
-]
+CAUGHT_BY = ["test_fp8_cache_per_backend", "test_cudagraph_support_table", "test_fp8_cache_choices"]
 
 EDIT = (
     '    return {9: 3, 10: 4}.get(capability[0], 2)\n',

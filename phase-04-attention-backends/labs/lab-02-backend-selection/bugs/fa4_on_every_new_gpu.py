@@ -4,10 +4,7 @@ get_flash_attn_version picks 4 on major 10 only; a 12.x card runs FlashAttention
 attention sinks. Symptom: FLASH_ATTN credited with sinks on (12, 0).
 """
 
-CAUGHT_BY = [
-    "test_sinks_per_backend",
-    "test_sinks_choices",
-]
+CAUGHT_BY = ["test_sinks_per_backend", "test_sinks_choices"]
 
 EDIT = (
     '    return {9: 3, 10: 4}.get(capability[0], 2)\n',

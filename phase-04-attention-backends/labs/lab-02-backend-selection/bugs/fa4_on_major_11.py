@@ -5,10 +5,7 @@ its head sizes up to 512) still runs FlashAttention 2, which takes no attention 
 FLASH_ATTN credited with sinks on (11, 0), and chosen there for a gpt-oss layer over Triton.
 """
 
-CAUGHT_BY = [
-    "test_sinks_per_backend",
-    "test_sinks_choices",
-]
+CAUGHT_BY = ["test_sinks_per_backend", "test_sinks_choices"]
 
 EDIT = (
     '    return {9: 3, 10: 4}.get(capability[0], 2)\n',

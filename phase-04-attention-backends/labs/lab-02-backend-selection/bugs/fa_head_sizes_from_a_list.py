@@ -5,10 +5,7 @@ FlashAttention 4 is built). Symptom: head sizes 72 and 80 refused by FLASH_ATTN 
 another backend.
 """
 
-CAUGHT_BY = [
-    "test_backend_problems_empty_when_it_can_run",
-    "test_dense_defaults",
-]
+CAUGHT_BY = ["test_backend_problems_empty_when_it_can_run", "test_dense_defaults"]
 
 EDIT = (
     '        if head_size % 8 or head_size > largest:\n',

@@ -6,10 +6,7 @@ FLASH_ATTN, and a gpt-oss layer with head size 96 there goes to Triton.
 History: in v0.10.1 only FlashAttention 3 took sinks.
 """
 
-CAUGHT_BY = [
-    "test_sinks_per_backend",
-    "test_sinks_choices",
-]
+CAUGHT_BY = ["test_sinks_per_backend", "test_sinks_choices"]
 
 EDIT = (
     '        return _flash_attn_version(capability) in (3, 4)\n',

@@ -5,10 +5,7 @@
 ValueError naming ``features``.
 """
 
-CAUGHT_BY = [
-    "test_bad_arguments_get_a_clear_error",
-    "test_backend_problems_and_candidate_order_refuse_bad_arguments",
-]
+CAUGHT_BY = ["test_bad_arguments_get_a_clear_error", "test_backend_problems_and_candidate_order_refuse_bad_arguments"]
 
 SOURCE = "_checks.py"
 

@@ -5,9 +5,7 @@ FlashInfer backend does. Symptom: an MLA layer with an fp8_e5m2 cache on a B200 
 FLASHINFER_MLA instead of a ValueError saying that no MLA backend reads e5m2.
 """
 
-CAUGHT_BY = [
-    "test_mla_with_no_backend",
-]
+CAUGHT_BY = ["test_mla_with_no_backend"]
 
 EDIT = (
     '    "FLASHINFER_MLA": _Limits(mla=True, dtypes=_HALF, kernel_block_sizes=(32, 64), head_sizes=(320, 576),\n'

@@ -4,9 +4,7 @@ Like every MLA backend, FlashInferMLABackend's supported_dtypes are the two half
 float32 MLA layer on a B200 gets FLASHINFER_MLA instead of a ValueError naming float32.
 """
 
-CAUGHT_BY = [
-    "test_mla_with_no_backend",
-]
+CAUGHT_BY = ["test_mla_with_no_backend"]
 
 EDIT = (
     '    "FLASHINFER_MLA": _Limits(mla=True, dtypes=_HALF,',

@@ -5,9 +5,7 @@ among them, keep the base class's supports_sink, which says no. Symptom: an MLA
 layer with sinks on a B200 gets FLASHINFER_MLA instead of a ValueError naming sinks.
 """
 
-CAUGHT_BY = [
-    "test_mla_with_no_backend",
-]
+CAUGHT_BY = ["test_mla_with_no_backend"]
 
 EDIT = (
     '    if backend == "FLASHINFER":\n        return capability[0] == 10\n',

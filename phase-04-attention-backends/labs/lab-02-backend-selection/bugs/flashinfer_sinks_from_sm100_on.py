@@ -4,10 +4,7 @@ TRT-LLM attention needs ``is_device_capability_family(100)``: 10.x only. Symptom
 credited with sinks on FlashInfer.
 """
 
-CAUGHT_BY = [
-    "test_sinks_per_backend",
-    "test_sinks_choices",
-]
+CAUGHT_BY = ["test_sinks_per_backend", "test_sinks_choices"]
 
 EDIT = (
     '        return capability[0] == 10\n'

@@ -5,9 +5,7 @@ and UNIFORM_SINGLE_TOKEN_DECODE otherwise. Symptom: UNIFORM_BATCH on an H100, wh
 decoding would then be captured in full graphs FlashInfer cannot replay.
 """
 
-CAUGHT_BY = [
-    "test_cudagraph_support_table",
-]
+CAUGHT_BY = ["test_cudagraph_support_table"]
 
 EDIT = (
     '        return "UNIFORM_BATCH" if capability[0] == 10 else "UNIFORM_SINGLE_TOKEN_DECODE"\n',

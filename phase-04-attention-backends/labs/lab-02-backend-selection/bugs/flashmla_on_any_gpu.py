@@ -4,10 +4,7 @@ Symptom: an A100 accepts ``--attention-backend FLASHMLA`` for DeepSeek, whose ke
 for Hopper only.
 """
 
-CAUGHT_BY = [
-    "test_backend_problems_name_the_limit",
-    "test_override_that_cannot_run_is_rejected",
-]
+CAUGHT_BY = ["test_backend_problems_name_the_limit", "test_override_that_cannot_run_is_rejected"]
 
 EDIT = (
     '    if backend == "FLASHMLA" and major != 9:\n',

@@ -5,10 +5,7 @@ is_flashmla_dense_supported, which says Hopper only (10.x is for the sparse kern
 ``--attention-backend FLASHMLA`` on a B200 accepted.
 """
 
-CAUGHT_BY = [
-    "test_backend_problems_name_the_limit",
-    "test_override_that_cannot_run_is_rejected",
-]
+CAUGHT_BY = ["test_backend_problems_name_the_limit", "test_override_that_cannot_run_is_rejected"]
 
 EDIT = (
     '    if backend == "FLASHMLA" and major != 9:\n',

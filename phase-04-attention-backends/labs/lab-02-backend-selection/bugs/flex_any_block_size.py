@@ -6,10 +6,7 @@ v0.22.1's FlexAttentionBackend declares MultipleOf(16) as its kernel block size.
 History: v0.10.1's FlexAttention took any block size.
 """
 
-CAUGHT_BY = [
-    "test_backend_problems_name_the_limit",
-    "test_block_size_with_no_backend",
-]
+CAUGHT_BY = ["test_backend_problems_name_the_limit", "test_block_size_with_no_backend"]
 
 EDIT = (
     '    "FLEX_ATTENTION": _Limits(mla=False, dtypes=DTYPES, kernel_block_sizes=(16,)),\n',

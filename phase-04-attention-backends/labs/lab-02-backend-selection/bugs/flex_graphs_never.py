@@ -5,9 +5,7 @@ v0.22.1's FlexAttentionMetadataBuilder declares ALWAYS. Symptom: NEVER for FLEX_
 History: v0.10.1's builder declared nothing, and NEVER was its level.
 """
 
-CAUGHT_BY = [
-    "test_cudagraph_support_table",
-]
+CAUGHT_BY = ["test_cudagraph_support_table"]
 
 EDIT = (
     '        "FLEX_ATTENTION": "ALWAYS",  # FlexAttentionMetadataBuilder\n',

@@ -4,10 +4,7 @@ Symptom: a float32 layer with head size 16 or 20, which only FlexAttention takes
 backend.
 """
 
-CAUGHT_BY = [
-    "test_backend_problems_empty_when_it_can_run",
-    "test_dense_defaults",
-]
+CAUGHT_BY = ["test_backend_problems_empty_when_it_can_run", "test_dense_defaults"]
 
 EDIT = (
     '    "FLEX_ATTENTION": _Limits(mla=False, dtypes=DTYPES, kernel_block_sizes=(16,)),\n',

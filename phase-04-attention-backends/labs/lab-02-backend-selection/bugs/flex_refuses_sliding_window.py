@@ -6,9 +6,7 @@ all. Symptom: a problem "no sliding window" for FLEX_ATTENTION.
 History: v0.10.1's FlexAttentionImpl raised for a sliding window.
 """
 
-CAUGHT_BY = [
-    "test_sliding_window_gqa_and_paged_kv_change_no_limit",
-]
+CAUGHT_BY = ["test_sliding_window_gqa_and_paged_kv_change_no_limit"]
 
 EDIT = (
     '    gpu_problem = _runs_on(backend, capability)\n',

@@ -4,11 +4,7 @@ Symptom: FlexAttention and FlashAttention MLA accept fp8 caches they do not read
 layer is ever refused an e5m2 cache.
 """
 
-CAUGHT_BY = [
-    "test_fp8_cache_per_backend",
-    "test_fp8_cache_with_no_backend",
-    "test_mla_with_no_backend",
-]
+CAUGHT_BY = ["test_fp8_cache_per_backend", "test_fp8_cache_with_no_backend", "test_mla_with_no_backend"]
 
 EDIT = (
     '    return LIMITS[backend].fp8_formats\n',

@@ -6,9 +6,7 @@ backend (FlashAttention below 8.0, FlashInfer below 7.5), each with its own reas
 ValueError naming gpu for (1, 0).
 """
 
-CAUGHT_BY = [
-    "test_device_capability_passes_any_possible_pair",
-]
+CAUGHT_BY = ["test_device_capability_passes_any_possible_pair"]
 
 EDIT = (
     '        and gpu[0] >= 1\n',

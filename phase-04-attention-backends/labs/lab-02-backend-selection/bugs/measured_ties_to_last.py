@@ -4,9 +4,7 @@ Equal times must give the same answer for the same matrix, decided by an order s
 (the matrix's). Symptom: of two backends measured equal, the one listed later wins.
 """
 
-CAUGHT_BY = [
-    "test_choose_measured_breaks_ties_by_matrix_order",
-]
+CAUGHT_BY = ["test_choose_measured_breaks_ties_by_matrix_order"]
 
 EDIT = (
     '        (times[name], rank, name)\n',

@@ -4,9 +4,7 @@ vLLM's DeviceCapability.to_int (major * 10 + minor) assumes one digit: (9, 10) w
 Blackwell. Symptom: no ValueError for an impossible capability.
 """
 
-CAUGHT_BY = [
-    "test_device_capability_rejects_impossible_gpus",
-]
+CAUGHT_BY = ["test_device_capability_rejects_impossible_gpus"]
 
 EDIT = (
     '        and 0 <= gpu[1] <= 9\n',

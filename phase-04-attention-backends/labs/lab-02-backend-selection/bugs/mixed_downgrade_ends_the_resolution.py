@@ -6,9 +6,7 @@ UNIFORM_SINGLE_TOKEN_DECODE group keeps full decode graphs, which that backend c
 batches of several query tokens per request; the run should fall back to PIECEWISE.
 """
 
-CAUGHT_BY = [
-    "test_resolve_cudagraph_mode",
-]
+CAUGHT_BY = ["test_resolve_cudagraph_mode"]
 
 EDIT = (
     '        mode = "FULL_AND_PIECEWISE"\n',

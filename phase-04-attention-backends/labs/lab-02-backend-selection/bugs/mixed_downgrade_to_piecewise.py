@@ -4,9 +4,7 @@ The decode batches can still run in full graphs: the mode is ``FULL_AND_PIECEWIS
 FULL on FlashAttention 2 resolves to PIECEWISE and the decode steps lose their full graphs.
 """
 
-CAUGHT_BY = [
-    "test_resolve_cudagraph_mode",
-]
+CAUGHT_BY = ["test_resolve_cudagraph_mode"]
 
 EDIT = (
     '        mode = "FULL_AND_PIECEWISE"\n',

@@ -4,10 +4,7 @@ Symptom: every MLA layer is refused by all four dense backends and, with no MLA 
 select_backend raises for DeepSeek on every GPU.
 """
 
-CAUGHT_BY = [
-    "test_candidate_order",
-    "test_mla_choices",
-]
+CAUGHT_BY = ["test_candidate_order", "test_mla_choices"]
 
 EDIT = (
     '    if "mla" in features:\n'

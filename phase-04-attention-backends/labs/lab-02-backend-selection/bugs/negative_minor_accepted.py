@@ -5,9 +5,7 @@ The minor is checked only from above (``minor <= 9``). vLLM's DeviceCapability.t
 capability.
 """
 
-CAUGHT_BY = [
-    "test_device_capability_rejects_impossible_gpus",
-]
+CAUGHT_BY = ["test_device_capability_rejects_impossible_gpus"]
 
 EDIT = (
     '        and 0 <= gpu[1] <= 9\n',

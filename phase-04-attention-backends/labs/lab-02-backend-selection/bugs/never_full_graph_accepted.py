@@ -5,9 +5,7 @@ full graph at all; only the decode graphs are downgraded. Symptom: FULL on NEVER
 PIECEWISE with no error.
 """
 
-CAUGHT_BY = [
-    "test_no_full_graph_of_mixed_batches_on_never",
-]
+CAUGHT_BY = ["test_no_full_graph_of_mixed_batches_on_never"]
 
 EDIT = (
     '        if support == never:\n'

@@ -6,9 +6,7 @@ ValueError for FULL_DECODE_ONLY and FULL_AND_PIECEWISE on NEVER.
 History: v0.10.1 refused them.
 """
 
-CAUGHT_BY = [
-    "test_resolve_cudagraph_mode",
-]
+CAUGHT_BY = ["test_resolve_cudagraph_mode"]
 
 EDIT = (
     '    if CUDAGRAPH_MODES[mode][0] == "FULL" and support == never:\n'

@@ -7,10 +7,7 @@ reads ``auto`` as no override at all. Symptom: a ValueError listing the backends
 
 SOURCE = "_checks.py"
 
-CAUGHT_BY = [
-    "test_override_is_obeyed",
-    "test_override_auto_is_no_override",
-]
+CAUGHT_BY = ["test_override_is_obeyed", "test_override_auto_is_no_override"]
 
 EDIT = (
     '    if override is None or (isinstance(override, str) and override.lower() == "auto"):\n'

@@ -4,10 +4,7 @@ Symptom: the default backend comes back whatever the override names, and an over
 run the layer raises nothing. The first tool of anyone debugging a backend stops working.
 """
 
-CAUGHT_BY = [
-    "test_override_is_obeyed",
-    "test_override_that_cannot_run_is_rejected",
-]
+CAUGHT_BY = ["test_override_is_obeyed", "test_override_that_cannot_run_is_rejected"]
 
 EDIT = (
     '    if override is not None:\n'

@@ -6,9 +6,7 @@ for FLASHINFER with head size 80, FLASH_ATTN in float32, FlashMLA off Hopper, a 
 an MLA layer; the run would fail later, when the layer or its cache is built.
 """
 
-CAUGHT_BY = [
-    "test_override_that_cannot_run_is_rejected",
-]
+CAUGHT_BY = ["test_override_that_cannot_run_is_rejected"]
 
 EDIT = (
     '        if problems[override]:\n'

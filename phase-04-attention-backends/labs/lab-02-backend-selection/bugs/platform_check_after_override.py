@@ -5,9 +5,7 @@ bfloat16 run below 8.0. Symptom: ``override="TRITON_ATTN"`` on a T4 with a bfloa
 accepted.
 """
 
-CAUGHT_BY = [
-    "test_platform_check_comes_before_the_override",
-]
+CAUGHT_BY = ["test_platform_check_comes_before_the_override"]
 
 EDIT = (
     '    refusal = platform_refusal(capability, dtype)\n'

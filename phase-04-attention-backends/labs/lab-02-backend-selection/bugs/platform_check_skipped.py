@@ -5,10 +5,7 @@ worker starts, before any layer asks for a backend. Symptom: a V100 or a T4 with
 gets TRITON_ATTN or FLASHINFER, which would then run in a dtype the GPU has no instructions for.
 """
 
-CAUGHT_BY = [
-    "test_pre_ampere_bfloat16_is_refused",
-    "test_platform_check_comes_before_the_override",
-]
+CAUGHT_BY = ["test_pre_ampere_bfloat16_is_refused", "test_platform_check_comes_before_the_override"]
 
 EDIT = (
     '    refusal = platform_refusal(capability, dtype)\n'

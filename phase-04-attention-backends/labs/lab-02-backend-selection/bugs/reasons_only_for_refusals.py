@@ -4,10 +4,7 @@ Symptom: Selection.rejected misses FLEX_ATTENTION whenever FLASH_ATTN wins, and 
 tell "could not" from "was not asked".
 """
 
-CAUGHT_BY = [
-    "test_dense_defaults",
-    "test_mla_choices",
-]
+CAUGHT_BY = ["test_dense_defaults", "test_mla_choices"]
 
 EDIT = (
     '            else:\n                rejected[name] = f"lower priority than {chosen}"\n',

@@ -4,9 +4,7 @@ Symptom: ``resolve_cudagraph_mode(["FULL"], ...)`` ends in "unhashable type: 'li
 dictionary lookup instead of a ValueError naming ``requested``.
 """
 
-CAUGHT_BY = [
-    "test_resolve_cudagraph_mode_rejects_bad_input",
-]
+CAUGHT_BY = ["test_resolve_cudagraph_mode_rejects_bad_input"]
 
 EDIT = (
     "    if not isinstance(requested, str) or requested not in CUDAGRAPH_MODES:\n",

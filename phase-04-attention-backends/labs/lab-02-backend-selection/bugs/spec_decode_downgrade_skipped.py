@@ -5,9 +5,7 @@ support is below UNIFORM_BATCH cannot replay those in a full graph. Symptom: FUL
 kept on a UNIFORM_SINGLE_TOKEN_DECODE group with spec_decode=True.
 """
 
-CAUGHT_BY = [
-    "test_resolve_cudagraph_mode",
-]
+CAUGHT_BY = ["test_resolve_cudagraph_mode"]
 
 EDIT = (
     '    if CUDAGRAPH_MODES[mode][0] == "FULL" and spec_decode and support < uniform_batch:\n',

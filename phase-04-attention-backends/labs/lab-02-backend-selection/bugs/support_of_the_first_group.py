@@ -5,9 +5,7 @@ _check_and_update_cudagraph_mode). Symptom: FULL kept for a model whose second g
 only UNIFORM_SINGLE_TOKEN_DECODE.
 """
 
-CAUGHT_BY = [
-    "test_resolve_cudagraph_mode",
-]
+CAUGHT_BY = ["test_resolve_cudagraph_mode"]
 
 EDIT = (
     '    support = min(_check_supports(supports))\n',

@@ -4,10 +4,7 @@ Symptom: TRITON_ATTN chosen for head sizes 16 and 20, where FlexAttention is the
 takes them.
 """
 
-CAUGHT_BY = [
-    "test_backend_problems_name_the_limit",
-    "test_dense_defaults",
-]
+CAUGHT_BY = ["test_backend_problems_name_the_limit", "test_dense_defaults"]
 
 EDIT = (
     '        return f"head size {head_size} is below 32" if head_size < 32 else None  # supports_head_size\n',

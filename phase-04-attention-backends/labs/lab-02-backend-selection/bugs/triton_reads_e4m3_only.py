@@ -6,10 +6,7 @@ with head size 96 on an H100 finds no backend.
 History: v0.10.1's Triton backend read every fp8 cache as e4m3.
 """
 
-CAUGHT_BY = [
-    "test_fp8_cache_per_backend",
-    "test_fp8_cache_choices",
-]
+CAUGHT_BY = ["test_fp8_cache_per_backend", "test_fp8_cache_choices"]
 
 EDIT = (
     '    "TRITON_ATTN": _Limits(mla=False, dtypes=DTYPES, kernel_block_sizes=(16,), fp8_formats=("e4m3", "e5m2")),\n',

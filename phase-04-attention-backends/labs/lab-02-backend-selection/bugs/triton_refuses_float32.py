@@ -4,10 +4,7 @@ v0.22.1's TritonAttentionBackend declares float32 too, and comes before FlexAtte
 float32 model with head size 128 goes to FLEX_ATTENTION instead of TRITON_ATTN.
 """
 
-CAUGHT_BY = [
-    "test_dense_defaults",
-    "test_backend_problems_empty_when_it_can_run",
-]
+CAUGHT_BY = ["test_dense_defaults", "test_backend_problems_empty_when_it_can_run"]
 
 EDIT = (
     'dtypes=DTYPES, kernel_block_sizes=(16,), fp8_formats=("e4m3", "e5m2")),\n',

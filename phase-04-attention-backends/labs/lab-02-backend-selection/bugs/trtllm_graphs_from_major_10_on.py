@@ -6,9 +6,7 @@ cudagraph_support("FLASHINFER", (12, 0)) says UNIFORM_BATCH, and a run with spec
 keeps full decode graphs FlashInfer cannot replay there.
 """
 
-CAUGHT_BY = [
-    "test_cudagraph_support_table",
-]
+CAUGHT_BY = ["test_cudagraph_support_table"]
 
 EDIT = (
     '        return "UNIFORM_BATCH" if capability[0] == 10 else "UNIFORM_SINGLE_TOKEN_DECODE"\n',

@@ -3,10 +3,7 @@
 Symptom: --block-size 32 comes back as 16 on every dense backend.
 """
 
-CAUGHT_BY = [
-    "test_block_sizes",
-    "test_mla_choices",
-]
+CAUGHT_BY = ["test_block_sizes", "test_mla_choices"]
 
 EDIT = (
     '    block = _preferred_block_size(chosen) if block_size is None else block_size\n',
