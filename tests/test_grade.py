@@ -24,13 +24,15 @@ import subprocess
 import sys
 import threading
 import time
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from labkit.course import registry, suite_record
-from labkit.grader import grade, report, sandbox, standin, values, wire
+from labkit.grader import grade, handles, report, sandbox, standin, values, wire
 
 pytestmark = pytest.mark.maintainer
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
@@ -973,6 +975,59 @@ def test_a_userlist_or_userdict_a_call_returns_crosses_as_the_plain_container(su
     assert first == [0, 1] and sub.reused(3) is first and first == [0, 1, 2]
 
 
+RETURNS_EXACT_NUMBERS_AND_MAPPINGS = """
+import collections.abc
+import types
+from decimal import Decimal
+from fractions import Fraction
+
+
+class Tokens(collections.abc.Mapping):  # only a mapping: equals the dict of its items
+    def __init__(self, d):
+        self._d = d
+
+    def __getitem__(self, k):
+        return self._d[k]
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self):
+        return len(self._d)
+
+
+class Table(Tokens):  # a mapping with a method of its own: an object
+    def total(self):
+        return sum(self._d.values())
+
+
+def exact(n, d):
+    return Fraction(n, d), Decimal(n) / Decimal(d), Fraction(2 ** 5000, 3)
+
+
+def mappings():
+    return types.MappingProxyType({"a": [1]}), Tokens({"b": [2]}), Table({"c": 3})
+"""
+
+
+@needs_bwrap
+def test_exact_numbers_and_plain_mappings_a_call_returns_cross_as_values(submission):
+    """A ``Fraction`` or ``Decimal`` compares and computes with floats, and a ``MappingProxyType`` or a
+    ``Mapping`` that is only that equals the dict of its items, in one process: they cross as values (as
+    handles they equalled nothing: 02-03's ``max_concurrency`` as a Fraction graded 22 of 24, pytest 23;
+    99-01's ``generate`` as either mapping 27 of 30, pytest 30). A mapping with methods of its own, and a
+    Fraction past the bits that cross, stay handles."""
+    sub = submission(RETURNS_EXACT_NUMBERS_AND_MAPPINGS, {"exact": "callable", "mappings": "callable"},
+                     call_timeout=10)
+    fraction, dec, huge = sub.exact(109, 2)
+    assert fraction == pytest.approx(54.5) and type(fraction) is Fraction and fraction - 54 == 0.5
+    assert dec == 54.5 and type(dec) is Decimal and str(dec) == "54.5"
+    assert type(huge) is handles.Handle
+    proxy, tokens, table = sub.mappings()
+    assert proxy == {"a": [1]} and tokens == {"b": [2]} and type(tokens) is dict
+    assert type(table) is handles.Handle and table.total() == 3
+
+
 RETURNS_ITS_BUFFER = """
 import numpy as np
 import torch
@@ -1549,6 +1604,8 @@ def test_a_hang_times_out_and_a_crash_is_reported_then_the_next_call_works(submi
 
 DEAF = """
 import time
+from decimal import Decimal
+from fractions import Fraction
 from labkit.grader import wire
 
 _recv, _requests = wire.recv, []
