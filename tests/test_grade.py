@@ -1028,6 +1028,44 @@ def test_exact_numbers_and_plain_mappings_a_call_returns_cross_as_values(submiss
     assert type(table) is handles.Handle and table.total() == 3
 
 
+RETURNS_A_RECORD_THAT_ANSWERS_ITSELF = """
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Out:
+    values: np.ndarray
+
+    @property
+    def dtype(self):
+        return self.values.dtype
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.values, dtype=dtype)
+
+    def __len__(self):
+        return 0
+
+
+def attend(n):
+    return Out(np.arange(float(n)))
+"""
+
+
+@needs_bwrap
+def test_a_records_array_len_and_bool_are_its_classs_answers(submission):
+    """A frozen dataclass whose class has ``__array__`` is an array to numpy in one process, and its
+    ``len`` and ``bool`` are its class's: they cross with it, computed in the worker (04-01 with outputs so
+    written graded 19 of 89, "setting an array element with a sequence", where pytest passes it all)."""
+    sub = submission(RETURNS_A_RECORD_THAT_ANSWERS_ITSELF, {"attend": "callable"}, call_timeout=10)
+    out = sub.attend(3)
+    assert out.dtype == np.float64 and np.array_equal(np.asarray(out, dtype=np.float32), [0, 1, 2])
+    np.testing.assert_allclose(out, [0.0, 1.0, 2.0])
+    assert len(out) == 0 and not out
+
+
 RETURNS_ITS_BUFFER = """
 import numpy as np
 import torch

@@ -347,7 +347,7 @@ def _at(value, path: tuple):
     from labkit.grader.values import Record
 
     for i in path:
-        if type(value) is Record:  # a frozen dataclass's field (a name) or item (an index)
+        if isinstance(value, Record):  # a frozen dataclass's field (a name) or item (an index)
             try:
                 value = value._part(i)
             except (KeyError, IndexError):
@@ -370,7 +370,7 @@ def _replaced(value, path: tuple, new):
     from labkit.grader.values import Record
 
     i = path[0]
-    if type(value) is Record:
+    if isinstance(value, Record):
         return value._with(i, _replaced(value._part(i), path[1:], new))
     items = value[:i] + (_replaced(value[i], path[1:], new),) + value[i + 1:]
     if type(value) is tuple:
