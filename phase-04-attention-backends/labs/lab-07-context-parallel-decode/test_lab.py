@@ -124,6 +124,16 @@ def dealt(seq_len: int, world_size: int, stripe: int) -> list[tuple[int, int]]:
     return [owner[t] for t in range(seq_len)]
 
 
+def dealt_lengths(seq_lens, world_size: int, stripe: int) -> np.ndarray:
+    """``[world_size, len(seq_lens)]``: how many of each sequence's tokens each rank holds, counted from
+    the deal itself (:func:`dealt`)."""
+    counts = np.zeros((world_size, len(seq_lens)), dtype=I64)
+    for b, n in enumerate(seq_lens):
+        for rank, _ in dealt(int(n), world_size, stripe):
+            counts[rank, b] += 1
+    return counts
+
+
 def summary_f64(q, keys, values):
     """``(m, denom, acc)`` of one query head over ``keys, values [n, d]``, from the definition."""
     if len(keys) == 0:
@@ -265,10 +275,7 @@ def test_local_seq_lens_count_each_ranks_tokens(lab, world_size, stripe):
     remainder given to the last ranks."""
     seq_lens = np.arange(3 * world_size * stripe + 3)
     seq_lens.flags.writeable = False
-    expected = np.zeros((world_size, len(seq_lens)), dtype=I64)
-    for b, n in enumerate(seq_lens):
-        for rank, _ in dealt(int(n), world_size, stripe):
-            expected[rank, b] += 1
+    expected = dealt_lengths(seq_lens, world_size, stripe)
     got = lab.local_seq_lens(seq_lens, world_size, stripe)
     n, ranks = seq_lens.astype(np.int64), np.arange(world_size)[:, None]
     rounds, rest = n // (world_size * stripe), n % (world_size * stripe)
@@ -508,10 +515,7 @@ def test_layout_takes_counts_of_any_integer_type(lab, count_type):
                         dtype=I64)
     lengths = np.arange(3 * world_size * stripe + 1)
     lengths.flags.writeable = False
-    expected = np.zeros((world_size, len(lengths)), dtype=I64)
-    for b, n in enumerate(lengths):
-        for rank, _ in dealt(int(n), world_size, stripe):
-            expected[rank, b] += 1
+    expected = dealt_lengths(lengths, world_size, stripe)
     labkit.assert_equal(lab.local_seq_lens(lengths, kind(world_size), kind(stripe)), expected, dtype=I64,
                         axes=("rank", "sequence"), what=f"local_seq_lens {where}")
     tables = np.arange(world_size * 2, dtype=np.int32).reshape(world_size, 2)[:, ::-1].copy()  # block ids, reversed
@@ -1324,19 +1328,23 @@ def describe(case) -> str:
             f"{spec.num_kv_heads} KV heads, {spec.poison} poison in unused slots{scores}")
 
 
-def check_case(name: str, world_size: int, combine: str) -> None:
+def check_case(name: str, world_size: int, combine: str, key: str | None = None) -> list:
+    """Every rank's output of case ``name`` (recorded under ``key``, the name by default) against dense
+    attention; returns the ranks' checks."""
     __tracebackhide__ = True
+    key = name if key is None else key
     case = ranks_script.build_case(name, world_size)
     expected = dense_truth(case)  # the truth first, from the sequences themselves
-    outputs, checks = group_records(world_size, combine)[name]
+    outputs, checks = group_records(world_size, combine)[key]
     for rank in range(world_size):
-        where = f"{combine} on rank {rank} of {world_size}, case {name} ({describe(case)})"
+        where = f"{combine} on rank {rank} of {world_size}, case {key} ({describe(case)})"
         problem = shape_problem(checks[rank], expected.shape)
         require(not problem, f"{where}: {problem}")
         try:
             labkit.assert_close(outputs[rank], expected, atol=ATOL, axes=AXES, what=where)
         except AssertionError as err:
             raise AssertionError(f"{err}{combine_mistake(case, outputs[rank], expected)}") from None
+    return checks
 
 
 WORLDS = [pytest.param(w, id=ranks_word(w)) for w in ranks_script.WORLD_SIZES]
@@ -1608,14 +1616,9 @@ def test_combine_takes_summaries_stored_heads_first(lab, world_size, combine):
     for ``torch.contiguous_format``)."""
     for name in ranks_script.STRIDED_CASES:
         key = f"{name} {ranks_script.STRIDED}"
-        case = ranks_script.build_case(name, world_size)
-        expected = dense_truth(case)  # the truth first, from the sequences themselves
-        outputs, checks = group_records(world_size, combine)[key]
+        checks = check_case(name, world_size, combine, key=key)
         for rank in range(world_size):
-            where = f"{combine} on rank {rank} of {world_size}, case {key} ({describe(case)})"
-            problem = shape_problem(checks[rank], expected.shape)
-            require(not problem, f"{where}: {problem}")
-            labkit.assert_close(outputs[rank], expected, atol=ATOL, axes=AXES, what=where)
+            where = f"{combine} on rank {rank} of {world_size}, case {key}"
             count, calls = issued_calls(checks[rank], contiguity=True)
             strided = [f"{kind}({op}) of {n} numbers" if op else f"{kind} of {n} numbers"
                        for kind, op, n, contiguous in calls if not contiguous]
