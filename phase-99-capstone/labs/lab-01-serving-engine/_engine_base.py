@@ -249,6 +249,17 @@ class EngineBase:
         """Serve ``prompts`` (request id -> prompt token ids) to the end; ``max_new_tokens`` is one int or a
         dict by request id. Returns each request's output token ids. A prompt or limit that ``add_request``
         refuses, or a dict without a limit for some prompt, is a ValueError that queues none of them."""
+        self._queue_batch(prompts, max_new_tokens)
+        while self.has_unfinished_requests():
+            if self.num_steps >= max_steps:
+                raise RuntimeError(f"still unfinished after {max_steps} steps")
+            self.step()
+        return {request_id: list(self.requests[request_id].output_token_ids) for request_id in prompts}
+
+    def _queue_batch(self, prompts: dict, max_new_tokens) -> None:
+        """``add_request`` for each of ``prompts``, whole or not at all: a dict of limits without one for
+        some prompt is refused up front, and a request ``add_request`` refuses takes the batch's earlier
+        ones back out before its ValueError goes on (the corrected batch can be sent again as it is)."""
         if isinstance(max_new_tokens, dict):
             missing = [request_id for request_id in prompts if request_id not in max_new_tokens]
             if missing:
@@ -263,11 +274,6 @@ class EngineBase:
                 self.waiting.remove(request)
                 del self.requests[request.request_id]
             raise
-        while self.has_unfinished_requests():
-            if self.num_steps >= max_steps:
-                raise RuntimeError(f"still unfinished after {max_steps} steps")
-            self.step()
-        return {request_id: list(self.requests[request_id].output_token_ids) for request_id in prompts}
 
     @staticmethod
     def _add_to_batch(output: SchedulerOutput, request: Request, num_new_tokens: int, new_blocks) -> None:

@@ -161,20 +161,7 @@ class EngineBase(_engine.Engine):
         A batch is taken whole or not at all: a limit missing from the dict, or a request that
         ``add_request`` refuses, raises its ValueError with none of the batch's requests left queued (the
         corrected batch can be sent again under the same ids)."""
-        if isinstance(max_new_tokens, dict):
-            missing = [request_id for request_id in prompts if request_id not in max_new_tokens]
-            if missing:
-                raise ValueError(f"max_new_tokens has no limit for the request ids {missing!r}")
-        queued = []  # what this call queued: taken back if a later request is refused
-        try:
-            for request_id, prompt in prompts.items():
-                limit = max_new_tokens[request_id] if isinstance(max_new_tokens, dict) else max_new_tokens
-                queued.append(self.add_request(request_id, prompt, limit))
-        except ValueError:
-            for request in queued:
-                self.waiting.remove(request)
-                del self.requests[request.request_id]
-            raise
+        self._queue_batch(prompts, max_new_tokens)  # lab 99-01's: the batch whole or not at all
         calls = 0
         while self.has_unfinished_requests():
             if calls >= max_steps:
