@@ -21,6 +21,8 @@ result by at most about n * 1.1e-16 * max|v| ~ 1e-13 (in practice ~1e-15). ``ato
 classic bugs changes (>= 1e-3). The overflow test builds its scores so that they are exact
 (q = sqrt(d) * e_0 with d = 16, so q . k / sqrt(d) = k[0] with no rounding): logits of ~1000
 do not cost accuracy there.
+Keys far below the top score are the exception: dropping them moves an O(1) output by exp(-gap)
+only, so their test makes their share the whole output and compares relatively (atol = 0).
 """
 
 from __future__ import annotations
@@ -691,6 +693,58 @@ def test_inputs_near_the_top_of_float64s_range(lab, case):
     assert_output_close(lab.partitioned_attention(q, k, v, 3), expected, what=f"partitioned_attention, {case}",
                         atol=0.0)  # relative: the outputs are of order 1e307
 
+
+# How far below the top score the far keys sit: past the gaps of the other tests (a few units, or 100 and
+# more where exp(-gap) is far below any O(1) tolerance), below exp's underflow at ~745.
+FAR_GAPS = (30, 80, 300, 700)
+# Where the 4 far keys sit beside the 4 top keys, and the partition count that puts them there.
+FAR_PLACES = {"a partition of their own, after the top's": 2, "a partition of their own, before the top's": 2,
+              "the top keys' partitions, interleaved": 2}
+
+
+@pytest.mark.parametrize("place", list(FAR_PLACES))
+@pytest.mark.parametrize("gap", FAR_GAPS)
+def test_keys_far_below_the_top_still_count(lab, gap, place):
+    """Keys whose scores sit 30 to 700 below the top score weigh exp(-gap) (1e-13 down to 1e-304) against
+    it: far below what an O(1) tolerance sees, yet float64 carries that share exactly. Here the top keys'
+    values are 0, so the whole output is the far keys' share, and it must match the brute force to a
+    relative 1e-12 (each step rounds in float64; the exponent m_b - m is exact to gap * 1.1e-16). The far
+    keys come in a partition of their own (the merge weighs them) or interleaved with the top keys (each
+    attend_partial weighs them), and merge_two of the brute-force summaries of the two key sets is the
+    brute-force summary of all.
+
+    Catches: a merge that skips a side far below the shared max as negligible (a factor below exp(-20),
+    2e-9, is not negligible in float64), an attend_partial that drops the weights of keys far below its max."""
+    rng = np.random.default_rng(gap)
+    q = np.zeros(D)
+    q[0] = math.sqrt(D)  # q . k / sqrt(d) is exactly k[0]
+    top_k, far_k = rng.standard_normal((4, D)), rng.standard_normal((4, D))
+    top_k[:, 0], far_k[:, 0] = rng.uniform(0.0, 1.0, 4), rng.uniform(0.0, 1.0, 4) - gap
+    top_v, far_v = np.zeros((4, D)), rng.uniform(1.0, 2.0, (4, D))  # one sign: the far share does not cancel
+    if place.endswith("after the top's"):
+        order = [0, 1, 2, 3, 4, 5, 6, 7]  # 0-3 the top keys, 4-7 the far ones
+    elif place.endswith("before the top's"):
+        order = [4, 5, 6, 7, 0, 1, 2, 3]
+    else:
+        order = [0, 4, 1, 5, 2, 6, 3, 7]
+    k, v = np.concatenate([top_k, far_k])[order], np.concatenate([top_v, far_v])[order]
+    expected = labkit.attention_f64(q, k, v)
+    what = f"4 keys {gap} below the top, in {place}, with the top keys' values 0"
+    if not place.startswith("the top keys'"):
+        halves = [summary_f64(q, k[:4], v[:4]), summary_f64(q, k[4:], v[4:])]
+        expected_summary = summary_f64(q, k, v)
+        m, denom, acc = lab.merge_two(*(frozen(s) for s in halves))
+        labkit.assert_close(m, expected_summary[0], atol=0.0, rtol=TOL["rtol"], what=f"merge_two, {what}: m")
+        labkit.assert_close(denom, expected_summary[1], atol=0.0, rtol=TOL["rtol"], what=f"merge_two, {what}: denom")
+        labkit.assert_close(acc, expected_summary[2], atol=0.0, rtol=TOL["rtol"], axes=("dim",), dtype=np.float64,
+                            what=f"merge_two, {what}: acc, the far keys' share exp(-{gap}) * acc_far (skipped as "
+                                 "negligible?)")
+    q, k, v = read_only(q, k, v)
+    with np.errstate(under="ignore"):
+        out = lab.partitioned_attention(q, k, v, FAR_PLACES[place])
+    labkit.assert_close(out, expected, atol=0.0, rtol=TOL["rtol"], axes=("dim",), dtype=np.float64,
+                        what=f"partitioned_attention, {what} (relative: the output is the far keys' share, of order "
+                             f"exp(-{gap}); their weights dropped?)")
 
 
 @pytest.mark.parametrize("dv", [1, 5, 40])
