@@ -10,6 +10,8 @@ silent answer:
   an empty one (``denom == 0``) as the identity ``(-inf, 0.0, zeros(d))`` whatever its ``m`` says,
   and NaN, or numbers no set of keys can give, refused.
 - ``_check_same_length(acc_a, acc_b)``: two summaries of one query have accumulators of one length.
+- ``_check_merge_fits(denom_a, acc_a, denom_b, acc_b)``: two summaries whose merge could overflow
+  float64 are refused.
 - ``_check_num_partitions(num_partitions)``: an integer >= 1.
 """
 
@@ -90,6 +92,25 @@ def _check_same_length(acc_a: np.ndarray, acc_b: np.ndarray) -> None:
     if acc_a.shape != acc_b.shape:
         raise ValueError(f"merge_two: acc lengths differ, {acc_a.shape[0]} and {acc_b.shape[0]} "
                          "(two summaries of one query's attention have the same head size)")
+
+
+def _check_merge_fits(denom_a: float, acc_a: np.ndarray, denom_b: float, acc_b: np.ndarray) -> None:
+    """Two summaries whose merge could overflow float64 are refused, a ValueError naming ``acc`` or ``denom``.
+
+    Both factors ``exp(m_side - m)`` are at most 1, so ``|acc_a| + |acc_b|`` and ``denom_a + denom_b`` bound the
+    merged ``acc`` and ``denom``: where they are finite, the merge cannot overflow. Where they are not, the
+    values of the two key sets together sum past float64's range, the bound ``_as_query_keys_values`` refuses
+    keys on, and a merge that went ahead would hand back an ``acc`` or a ``denom`` of inf: a summary that
+    ``_as_summary`` itself refuses, one merge later and far from the cause.
+    """
+    with np.errstate(over="ignore"):  # inf here is the refusal's reason, not an accident
+        acc_bound = np.abs(acc_a) + np.abs(acc_b)
+    if not np.isfinite(acc_bound).all():
+        raise ValueError("merge_two: acc overflows: |acc_a| + |acc_b| is past float64's range (the two key sets' "
+                         "values together sum past it), so the merged acc may be inf")
+    if not math.isfinite(denom_a + denom_b):
+        raise ValueError(f"merge_two: denom overflows: denom_a + denom_b = {denom_a} + {denom_b} is past float64's "
+                         "range, so the merged denom may be inf")
 
 
 def _check_num_partitions(num_partitions) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 from _merge_checks import (  # given: the input checks, in _merge_checks.py
     _as_query_keys_values,
     _as_summary,
+    _check_merge_fits,
     _check_num_partitions,
     _check_same_length,
 )
@@ -44,13 +45,16 @@ def merge_two(a: Summary, b: Summary) -> Summary:
     """The summary of the union of two disjoint key sets, from the summary of each.
 
     Both sides are rescaled to the shared max: ``exp(m_a - m)`` and ``exp(m_b - m)``
-    are at most 1, so the merge cannot overflow either. An empty summary (``denom`` 0) merges as
+    are at most 1, so the factors cannot overflow, however large the maxima. The sums can, where the
+    two sides' ``acc`` (or ``denom``) add up past float64's range: ``_check_merge_fits`` refuses those
+    with a ValueError instead of an inf that no summary holds. An empty summary (``denom`` 0) merges as
     nothing whatever its ``m`` holds, and NaN is refused: ``_as_summary`` sees to both. A new
     summary, sharing no array with ``a`` or ``b``.
     """
     m_a, denom_a, acc_a = _as_summary(a, "merge_two: a")
     m_b, denom_b, acc_b = _as_summary(b, "merge_two: b")
     _check_same_length(acc_a, acc_b)
+    _check_merge_fits(denom_a, acc_a, denom_b, acc_b)
     m = max(m_a, m_b)
     if m == -np.inf:
         # Both sides summarize no keys. exp(-inf - (-inf)) would be NaN: answer directly.

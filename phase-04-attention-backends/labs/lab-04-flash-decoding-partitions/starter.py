@@ -12,9 +12,9 @@ Attention of one query over a set of keys compresses to a summary ``(m, denom, a
 
 The summary of zero keys is ``(-inf, 0.0, zeros(dv))``, ``dv`` the values' width. Given: the
 identity ``_identity`` at the bottom, and the input checks, imported from ``_merge_checks.py``
-(``_as_query_keys_values``, ``_as_summary``, ``_check_same_length``, ``_check_num_partitions``). The
-checks are already called at the top of each function: keep those calls, so bad input gets a clear
-message.
+(``_as_query_keys_values``, ``_as_summary``, ``_check_same_length``, ``_check_merge_fits``,
+``_check_num_partitions``). The checks are already called at the top of each function: keep those
+calls, so bad input gets a clear message.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import numpy as np
 from _merge_checks import (  # noqa: F401  (given: the input checks, in _merge_checks.py; keep their calls)
     _as_query_keys_values,
     _as_summary,
+    _check_merge_fits,
     _check_num_partitions,
     _check_same_length,
 )
@@ -50,15 +51,17 @@ def merge_two(a: Summary, b: Summary) -> Summary:
 
     Equal (to rounding) to ``attend_partial`` over the union; the same for ``(a, b)`` and ``(b, a)``.
     Merging with the identity changes nothing, and two identities give the identity, never NaN.
-    Finite however large the maxima. An empty summary (``denom`` 0: no key) merges as nothing,
-    whatever its ``m`` holds (``-inf``, or ``+inf`` as FlashAttention-2 reports an empty partial):
-    the given ``_as_summary`` hands it over as the identity, and refuses a summary holding NaN with a
-    ValueError. Returns a new summary: ``a`` and ``b`` are not modified, and the result shares no
-    array with them.
+    Finite however large the maxima; two summaries whose ``acc`` (or ``denom``) add up past float64's
+    range are a ValueError from the given ``_check_merge_fits``, never an inf. An empty summary
+    (``denom`` 0: no key) merges as nothing, whatever its ``m`` holds (``-inf``, or ``+inf`` as
+    FlashAttention-2 reports an empty partial): the given ``_as_summary`` hands it over as the
+    identity, and refuses a summary holding NaN with a ValueError. Returns a new summary: ``a`` and
+    ``b`` are not modified, and the result shares no array with them.
     """
     m_a, denom_a, acc_a = _as_summary(a, "merge_two: a")
     m_b, denom_b, acc_b = _as_summary(b, "merge_two: b")
     _check_same_length(acc_a, acc_b)
+    _check_merge_fits(denom_a, acc_a, denom_b, acc_b)
     raise NotImplementedError(
         "merge_two: not implemented yet (README step 2: rescale both sides to the shared max "
         "and add; two identities must give the identity, not NaN)"

@@ -416,6 +416,70 @@ def test_a_garbage_summary_is_refused(lab, garbage, place):
     raise AssertionError(f"{place} with a summary whose {garbage}: no ValueError, the answer was {got!r}; {hint}")
 
 
+def _big_summary(field: str, big: float, m: float = 0.0):
+    """A summary whose ``acc`` (one entry) or ``denom`` is ``big``, the rest of ``acc`` 0.5: near float64's top
+    (1.797e308), yet a summary some key set gives (one key of value ``big``; ``big`` keys)."""
+    acc = np.full(D, 0.5)
+    if field == "acc":
+        acc[3] = big
+        return m, 1.0, read_only(acc)
+    return m, big, read_only(acc)
+
+
+def _merged_by_definition(summaries):
+    """The merge of the given numbers by its definition, in Python floats (the truth for merge_two)."""
+    top = max(m for m, _, _ in summaries)
+    return (top, math.fsum(denom * math.exp(m - top) for m, denom, _ in summaries),
+            np.array([math.fsum(acc[j] * math.exp(m - top) for m, _, acc in summaries) for j in range(D)]))
+
+
+@pytest.mark.parametrize("field", ["acc", "denom"])
+def test_a_merge_past_float64s_range_is_refused(lab, field):
+    """Two summaries whose ``acc`` (or ``denom``) add up past float64's range, each one valid (one key whose
+    value is 1e308; 1e308 keys): the merged sum, 2e308 with equal maxima, is no float64, so merge_two
+    refuses them with a ValueError naming the field and the overflow, given in ``_check_merge_fits``. Just
+    below the top, 8e307 and 8e307 (the second side 1.5 below), the merge goes ahead, equal to its
+    definition (relative 1e-12: the numbers are large, not inexact).
+
+    Catches: a merge without the overflow check, which hands back an inf that the next merge refuses as
+    garbage, far from the cause (or that merge_partials divides into an inf output)."""
+    fits = [_big_summary(field, 8e307), _big_summary(field, 8e307, m=-1.5)]
+    assert_summary_close(lab.merge_two(*fits), _merged_by_definition(fits),
+                         what=f"merge_two of two summaries whose {field} is 8e307 (the sum fits float64)")
+    past = [_big_summary(field, 1e308), _big_summary(field, 1e308)]
+    with np.errstate(over="ignore"):
+        labkit.assert_refused(lambda: lab.merge_two(*past), f"{field} overflows",
+                              what=f"merge_two of two summaries whose {field} is 1e308, equal maxima (the merged "
+                                   f"{field} would be 2e308, past float64's 1.8e308)",
+                              hint="keep the given _check_merge_fits call at the top of merge_two")
+
+
+def test_merge_partials_past_float64s_range_never_answers_inf(lab):
+    """Three summaries whose acc holds 7e307 at one entry, equal maxima: the output over all their keys is
+    7e307 there, but the merged acc (2.1e308) is past float64's range. merge_partials refuses them (a
+    ValueError that says what overflows) or answers the exact output; never an inf. Two of them (1.4e308)
+    merge and divide as usual.
+
+    Catches: a merge without the overflow check (the fold's acc becomes inf, and so does the output)."""
+    two = [_big_summary("acc", 7e307) for _ in range(2)]
+    expected = np.full(D, 0.5)
+    expected[3] = 7e307  # each summary's acc / denom, equal for all: their average is the same
+    assert_output_close(lab.merge_partials(two), expected, atol=0.0,  # relative: 7e307 is large, not inexact
+                        what="merge_partials of two summaries whose acc is 7e307 (1.4e308 merged: fits float64)")
+    three = [*two, _big_summary("acc", 7e307)]
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = lab.merge_partials(three)
+    except ValueError as err:
+        if "overflow" in str(err):
+            return
+        raise AssertionError(f"merge_partials of three summaries whose acc is 7e307: a ValueError that does not "
+                             f"say what overflows: {err}") from None
+    assert_output_close(out, expected, atol=0.0, what="merge_partials of three summaries whose acc is 7e307 (2.1e308 "
+                        "merged, past float64's range): refuse them (the given _check_merge_fits in merge_two) or "
+                        "answer the exact output, never inf")
+
+
 # ------------------------------------------------------------------------------------------
 # Step 3: merge_partials.
 

@@ -10,6 +10,6 @@ answers with a ValueError naming acc.
 CAUGHT_BY = ["test_bad_input_gets_a_clear_message"]
 
 EDIT = (
-    "    _check_same_length(acc_a, acc_b)\n    m = max(m_a, m_b)\n",
-    "    m = max(m_a, m_b)\n",
+    "    _check_same_length(acc_a, acc_b)\n    _check_merge_fits(denom_a, acc_a, denom_b, acc_b)\n",
+    "    _check_merge_fits(denom_a, acc_a, denom_b, acc_b)\n",
 )
