@@ -498,6 +498,27 @@ def test_merge_partials_matches_dense_attention(lab):
                         what="merge_partials of 4 chunk summaries and 2 identities (63 keys)")
 
 
+@pytest.mark.parametrize("count", [1, 3])
+def test_merge_partials_leaves_its_inputs_alone(lab, count):
+    """merge_partials does not touch its summaries, here handed over writeable so that a write shows: one
+    summary alone (nothing to merge, so the acc to divide is the caller's own array) and three. The output
+    is dense attention over their keys: leaving the inputs alone earns nothing without it.
+
+    Catches: the final division done in place (``acc /= denom``) on the caller's acc, made writeable first
+    where it came read-only; the caller's summary then holds a normalized acc, and merging it again is
+    wrong."""
+    q, k, v = random_qkv(seed=30 + count, n=12)
+    expected = labkit.attention_f64(q, k, v)
+    sizes = {1: (12,), 3: (2, 7, 3)}[count]
+    partials = [(m, denom, np.array(acc)) for m, denom, acc in chunk_summaries(q, k, v, sizes)]  # writeable copies
+    before = [acc.copy() for _, _, acc in partials]
+    out = lab.merge_partials(partials)
+    assert_output_close(out, expected, what=f"merge_partials of {count} writeable summar{'y' if count == 1 else 'ies'}")
+    for i, ((_, _, acc), old) in enumerate(zip(partials, before, strict=True)):
+        labkit.assert_close(acc, old, atol=0.0, axes=("dim",), what=f"acc of summary {i} after merge_partials of "
+                            f"{count} (divided in place?)")
+
+
 def test_merge_partials_of_no_keys_is_zeros(lab):
     """No keys at all, as one identity, several identities or an empty list: zeros, never NaN.
 
