@@ -566,6 +566,21 @@ def test_any_partition_count_matches_dense(lab, num_partitions):
                         what=f"partitioned_attention, 257 keys in {num_partitions} partitions")
 
 
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "uint64"])
+def test_a_partition_count_of_a_numpy_integer_type(lab, dtype):
+    """A partition count given as a numpy integer (np.int64(3) and the like: what arithmetic on numpy arrays
+    hands back, ``np.ceil(n / 512).astype(int)``) is an integer like any other: 37 keys in 3 and in 50
+    partitions give dense attention.
+
+    Catches: a check that takes ``isinstance(num_partitions, int)`` for "an integer" and refuses every numpy
+    integer."""
+    q, k, v, expected = _dense_and_frozen(37, 37)
+    for count in (3, 50):
+        num_partitions = np.dtype(dtype).type(count)
+        assert_output_close(lab.partitioned_attention(q, k, v, num_partitions), expected,
+                            what=f"37 keys, num_partitions = np.{dtype}({count})")
+
+
 @pytest.mark.parametrize(("n", "num_partitions"), [(1, 4), (5, 8), (6, 64), (40, 40), (40, 41), (3, 10**12)])
 def test_more_partitions_than_keys(lab, n, num_partitions):
     """More partitions than keys: at most one chunk per key can be non-empty, and the output is dense
@@ -910,6 +925,9 @@ BAD_INPUTS = {
                         "num_partitions"),
     "fractional-partitions": ("partitioned_attention", lambda lab, c: lab.partitioned_attention(*c[:3], 2.5),
                               "num_partitions"),
+    # True is an int to isinstance, but no count of partitions.
+    "bool-partitions": ("partitioned_attention", lambda lab, c: lab.partitioned_attention(*c[:3], True),
+                        "num_partitions"),
     "k-wrong-head-size": ("partitioned_attention", lambda lab, c: lab.partitioned_attention(
         c[0], c[1][:, :-1], c[2], 2), "k must"),
     # Zero keys: no chunk is summarized, so attend_partial never sees k; only partitioned_attention's

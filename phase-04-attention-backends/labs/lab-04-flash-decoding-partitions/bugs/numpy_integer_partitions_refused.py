@@ -1,0 +1,15 @@
+"""The check on num_partitions takes isinstance(num_partitions, int) for "an integer": numpy integers are refused.
+
+np.int64(3) is no Python int, and it is what numpy arithmetic hands back (a partition count computed as
+np.ceil(n / 512).astype(int), read from an array of per-sequence counts). Symptom: partitioned_attention
+raises "num_partitions must be an integer >= 1" for np.int64(3).
+"""
+
+CAUGHT_BY = ["test_a_partition_count_of_a_numpy_integer_type"]
+
+SOURCE = "_merge_checks.py"
+
+EDIT = (
+    "not isinstance(num_partitions, int | np.integer)",
+    "not isinstance(num_partitions, int)",
+)
