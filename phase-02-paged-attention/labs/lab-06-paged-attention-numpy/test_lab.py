@@ -123,6 +123,34 @@ def test_slot_mapping_accepts_int64_tables(lab):
                         what=f"build_slot_mapping({table.tolist()}, block_size=4, start=3, num_tokens=5)")
 
 
+# An int32 table (vLLM's dtype) whose slots pass int32, and token positions past int32, each
+# (table, block_size, start, num_tokens). The truth is Python's integers (_slots_by_loop).
+INT32_TABLES = {
+    "id-2**31-1-blocks-of-16": (np.array([5, 2**31 - 1, 9], dtype=np.int32), 16, 14, 10),
+    "id-2**27-blocks-of-16": (np.array([2**27, 3], dtype=np.int32), 16, 0, 20),
+    "tokens-past-2**31": (np.array([3, 7, 1], dtype=np.int32), 2**30, 2**31 - 2, 4),
+}
+
+
+@pytest.mark.parametrize("case", list(INT32_TABLES))
+def test_slot_mapping_of_int32_tables_never_wraps(lab, case):
+    """An int32 block table (vLLM's) is read, not computed in: the slot ``id * block_size + offset``
+    of a block id near 2**31, or of a token past position 2**31, passes int32 but fits in int64,
+    so the docstring promises it exactly, as int64.
+
+    Catches: the slots computed in the table's own dtype (``table[t // block_size] * block_size`` of
+    an int32 table is int32 under numpy 2's rules, and wraps to a negative slot, which write_kv
+    then skips as padding: the token is written nowhere); the positions ``t`` made int32."""
+    table, block_size, start, num_tokens = INT32_TABLES[case]
+    expected = _slots_by_loop(table, block_size, start, num_tokens)
+    table = read_only(table)
+    labkit.assert_equal(
+        lab.build_slot_mapping(table, block_size, start, num_tokens), expected, axes=("token",), dtype=np.int64,
+        what=f"build_slot_mapping(int32 table {table.tolist()}, block_size={block_size}, start={start}, "
+             f"num_tokens={num_tokens}): slots past int32, computed in int64",
+        where=lambda i: f"logical token {start + i[0]}")
+
+
 # --- step 2: the scatter ---
 
 
@@ -418,6 +446,35 @@ def test_large_logits_do_not_overflow(lab, logit):
     out = lab.paged_attention(q, k_cache, v_cache, table, seq_len, block_size)
     near = "-1000 and +1000" if logit == "both" else f"{logit:g}"
     _check(out, expected, atol=1e-10, what=f"paged_attention with scores near {near}")
+
+
+def test_each_query_head_is_shifted_by_its_own_max(lab):
+    """Each query head's softmax subtracts that head's own max score: heads of one KV group, and
+    of different groups, whose scores sit ~2000 apart (8 query heads on 2 KV heads; a sequence of
+    19 tokens in blocks of 4, the tail poisoned). Tolerance 1e-10, as for large logits.
+
+    Catches: a vectorized softmax shifted by one max for all heads (``scores.max()`` over the
+    ``[num_heads, seq_len]`` scores, the ``axis=-1, keepdims=True`` forgotten) or for each KV
+    head's group: every head whose scores lie more than ~745 below that max gets exp() = 0 for all
+    of its tokens, and 0/0 = NaN."""
+    rng = np.random.default_rng(11)
+    seq_len, block_size, num_heads, num_kv_heads, head_dim = 19, 4, 8, 2, 8
+    k = rng.standard_normal((seq_len, num_kv_heads, head_dim))
+    v = rng.standard_normal((seq_len, num_kv_heads, head_dim))
+    # Component 0 of every key is ~1, so query head h scores ~levels[h] on every token (the other
+    # components spread the scores by a few units). Each group of 4 heads spans +1000 to -1000.
+    k[:, :, 0] = 1.0 + 0.005 * rng.standard_normal((seq_len, num_kv_heads))
+    levels = np.array([1000.0, -1000.0, 0.0, 300.0, -1000.0, 1000.0, 500.0, -500.0])
+    q = rng.standard_normal((num_heads, head_dim))
+    q[:, 0] = levels * np.sqrt(head_dim)
+    table, num_blocks = random_block_table(rng, seq_len, block_size)
+    k_cache, v_cache = paged_copy(k, v, table, num_blocks, block_size, poison="nan")
+    expected = labkit.attention_f64(q, k, v)
+    q, k_cache, v_cache, table = read_only(q, k_cache, v_cache, table)
+    out = lab.paged_attention(q, k_cache, v_cache, table, seq_len, block_size)
+    _check(out, expected, atol=1e-10,
+           what=f"paged_attention with query heads scoring near {levels.tolist()} (each head's softmax subtracts "
+                f"its own max: a max shared by several heads sends the others' exp to 0, and 0/0 is NaN)")
 
 
 @pytest.mark.parametrize("padding", [-1, 10**9], ids=["minus-one", "huge"])
