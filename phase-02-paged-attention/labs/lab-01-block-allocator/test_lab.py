@@ -253,6 +253,39 @@ def test_chained_keys_share_exactly_the_common_prefix(lab):
     assert len(set(ka)) == 4, f"the 4 blocks of one prompt have {len(set(ka))} different keys, expected 4"
 
 
+def _words(key: bytes, order: str) -> list[int] | None:
+    """``key`` read as four 8-byte token ids (``order``: "little" or "big"), or None if one of them is
+    2**63 or more (no valid token id)."""
+    words = [int.from_bytes(key[i:i + 8], order) for i in range(0, 32, 8)]
+    return words if max(words) < 2**63 else None
+
+
+def test_a_first_block_never_shares_a_key_with_a_later_block(lab):
+    """A first block's parent is a 32-byte key too (NONE_HASH), not nothing: a first block whose
+    tokens spell out some key P followed by tokens B does not get the key of B after the parent P.
+    Token ids go up to 2**63, so four of them (8 bytes each, little- or big-endian) can spell any key
+    whose four 8-byte words are below 2**63; the test picks one among the implementation's own keys.
+
+    Catches: hashing a first block's tokens alone (no parent bytes for None): the bytes of
+    (None, P's words + B) and of (P, B) are then the same, and a request whose prompt spells a key
+    would read another request's KV."""
+    tail = [7, 8, 9]
+    for order in ("little", "big"):
+        parent = words = None
+        for i in range(400):  # each key qualifies with chance 1/16
+            parent = lab.hash_block_tokens(None, [i])
+            words = _words(parent, order)
+            if words is not None:
+                break
+        assert words is not None, f"none of 400 keys reads as four token ids below 2**63 ({order}-endian)"
+        spelled = lab.hash_block_tokens(None, words + tail)
+        if spelled == lab.hash_block_tokens(parent, tail):
+            raise AssertionError(
+                f"hash_block_tokens(None, P's bytes as four {order}-endian token ids + {tail}) == "
+                f"hash_block_tokens(P, {tail}) for the key P of [{i}]: a first block got the key of a later block. "
+                f"A first block's parent is NONE_HASH's 32 bytes (_check_parent_hash), never nothing")
+
+
 def test_hash_rejects_bad_input(lab):
     """Bad input is a ValueError that names the argument, not a traceback from hashlib or
     ``int.to_bytes``: a parent that is not a key (a string, or bytes of the wrong length), no
@@ -807,6 +840,39 @@ def test_touch_takes_any_iterable(lab):
     _expect(_queue_ids(pool.free_block_queue), [5, 6, 7, 4, 3], "the free queue after touching held blocks")
 
 
+def test_a_block_listed_twice_counts_twice(lab):
+    """touch and free_blocks count every element of their list: a block listed twice gains or loses
+    two references in one call. touch([b, b]) of a free block takes it out of the queue once, with
+    ref_cnt 2, whether or not it is cached; free_blocks([c, b, b]) then drops both references, and b
+    joins the queue once, after c.
+
+    Catches: touch in two passes (take every free block out of the queue, then count the holders),
+    whose second remove of b finds it gone; free_blocks in two passes, as vLLM writes it (drop every
+    reference, then append each listed block at 0), which appends b twice, a ValueError after the
+    pool changed; a touch that takes only cached blocks out of the queue."""
+    pool = lab.BlockPool(6)
+    one, two, three = pool.get_new_blocks(3)
+    keys = lab.hash_request_tokens(list(range(4)), 4)
+    pool.cache_full_blocks([one], keys, 0, 1)  # block 1 holds key 0; blocks 2 and 3 hold no key
+    pool.free_blocks([one, two])  # queue: 4, 5, 1, 2; block 3 still held once
+    steps = [
+        ("touch([block 2, block 2]) (free, no key)", lambda: pool.touch([two, two]), [0, 2, 1], [4, 5, 1]),
+        ("touch([block 1, block 1]) (free, cached)", lambda: pool.touch([one, one]), [2, 2, 1], [4, 5]),
+        ("free_blocks([block 3, block 2, block 2])", lambda: pool.free_blocks([three, two, two]), [2, 0, 0],
+         [4, 5, 3, 2]),
+        ("free_blocks([block 1, block 1])", lambda: pool.free_blocks([one, one]), [0, 0, 0], [4, 5, 3, 2, 1]),
+    ]
+    for what, call, refs, queue in steps:
+        try:
+            call()
+        except ValueError as err:
+            raise AssertionError(f"{what} raised ValueError({err}): each element of the list is one reference, a "
+                                 f"block listed twice two (count them one element at a time)") from err
+        _expect([one.ref_cnt, two.ref_cnt, three.ref_cnt], refs, f"ref_cnt of blocks 1, 2, 3 after {what}")
+        _expect(_queue_ids(pool.free_block_queue), queue, f"the free queue after {what}")
+    _expect(_found(pool.get_cached_block(keys[0])), 1, "get_cached_block(key 0) at the end (block 1 keeps it)")
+
+
 def test_block_ids_are_stable(lab):
     """Invariant 2: ``pool.blocks[i]`` is block i forever, and caching never rewrites a caller's
     block table: when a second request fills a block with tokens already cached in another block,
@@ -840,9 +906,11 @@ def test_block_ids_are_stable(lab):
 
 def test_caching_disabled_never_hits(lab):
     """With enable_caching=False the pool still allocates and frees, but cache_full_blocks records
-    nothing and every lookup misses.
+    nothing and every lookup misses; it still checks its arguments (a range that runs backwards or
+    past the full blocks is a ValueError, caching or not).
 
-    Catches: ignoring enable_caching."""
+    Catches: ignoring enable_caching; returning early before the checks, so that a caller's bad
+    range passes silently until caching is turned on."""
     pool = lab.BlockPool(6, enable_caching=False)
     blocks = pool.get_new_blocks(2)
     keys = lab.hash_request_tokens(list(range(8)), 4)
@@ -850,6 +918,12 @@ def test_caching_disabled_never_hits(lab):
     _expect(_block_hashes(blocks, keys), [None, None], "the hashes of blocks 1, 2 with enable_caching=False")
     _expect(_found(pool.get_cached_block(keys[0])), None, "get_cached_block(key 0) with enable_caching=False")
     _expect(len(pool.cached_block_hash_to_block), 0, "keys in the index with enable_caching=False")
+    for num_cached, num_full in [(2, 1), (0, 3)]:  # backwards; past the 2 blocks and 2 keys
+        with pytest.raises(ValueError):
+            pool.cache_full_blocks(blocks, keys, num_cached, num_full)
+            pytest.fail(f"cache_full_blocks(2 blocks, 2 keys, {num_cached}, {num_full}) with enable_caching=False: "
+                        f"no ValueError (the arguments are checked whether or not caching is enabled: return "
+                        f"early only after the checks)")
     pool.free_blocks(blocks)
     _expect(pool.get_num_free_blocks(), 5, "get_num_free_blocks() after freeing both")
 
