@@ -802,6 +802,32 @@ def test_cached_block_survives_free_until_reused(lab):
     _expect([_found(pool.get_cached_block(k)) for k in keys[:2]], [1, 2], "get_cached_block of keys 0 and 1")
 
 
+def test_reset_hash_forgets_the_hash_and_nothing_else(lab):
+    """KVCacheBlock.reset_hash sets block_hash to None and changes nothing else: a cached block in the
+    middle of a free queue keeps its links (the queue is intact, in order) and its ref_cnt 0; a cached
+    block held by two requests keeps ref_cnt 2. vLLM resets the hashes of such blocks too
+    (``BlockPool.reset_prefix_cache`` resets every block's, the free ones in the queue included).
+
+    Catches: a reset that makes a fresh block (ref_cnt 0, links None): harmless where get_new_blocks
+    calls it, on a block just popped with ref_cnt 0, but it cuts a queued block out of its queue's
+    walk and forgets a held block's holders."""
+    keys = lab.hash_request_tokens(list(range(8)), 4)
+    blocks = [lab.KVCacheBlock(i) for i in range(1, 6)]
+    queue = lab.FreeKVCacheBlockQueue(blocks)
+    queued, held = blocks[2], lab.KVCacheBlock(9, ref_cnt=2)
+    queued.block_hash, held.block_hash = keys
+    queued.reset_hash()
+    held.reset_hash()
+    _expect(_labels([queued.block_hash, held.block_hash], keys), [None, None],
+            "the hashes of block 3 (queued) and block 9 (held) after reset_hash()")
+    if queued.prev_free_block is not blocks[1] or queued.next_free_block is not blocks[3]:
+        raise AssertionError("block 3, queued between blocks 2 and 4, lost its links to them in reset_hash(): the "
+                             "links are the queue's, reset_hash forgets the hash alone")
+    _expect(_queue_ids(queue), [1, 2, 3, 4, 5], "the queue of blocks 1..5 after block 3's reset_hash()")
+    _expect([queued.ref_cnt, held.ref_cnt], [0, 2], "ref_cnt of blocks 3 and 9 after reset_hash() (it counts holders)")
+    _expect([queued.block_id, held.block_id], [3, 9], "the ids of blocks 3 and 9 after reset_hash()")
+
+
 def test_touch_revives_a_cached_block_from_the_middle(lab):
     """Invariant 4: a newcomer with the same first two blocks finds them cached in the middle of the
     free queue; touching them takes them out of the queue (the others keep their order) with
