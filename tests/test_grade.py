@@ -114,6 +114,45 @@ def test_torch_tensors_cross_with_dtype_and_device():
     assert _round_trip(torch.float16) is torch.float16
 
 
+READS_AUTOGRAD = """
+import torch
+
+
+def requires_grad(t):
+    return t.requires_grad
+
+
+def through_numpy(t):
+    return float(t.float().numpy().sum())  # numpy refuses a tensor that requires grad
+
+
+def doubled(t):
+    return t * 2
+"""
+
+
+@needs_bwrap
+def test_a_tensor_that_requires_grad_crosses_as_one(submission):
+    """A tensor that requires grad still does on the far side, both ways (a leaf there): numpy refuses it
+    in the worker as in one process. Without the flag, 04-07's ``rank_summaries`` converting its inputs with
+    ``.float().numpy()`` passed under ``labs grade`` the test that hands it ``q`` requiring grad, which fails
+    it under pytest."""
+    torch = pytest.importorskip("torch")
+    sub = submission(READS_AUTOGRAD, {"requires_grad": "callable", "through_numpy": "callable",
+                                      "doubled": "callable"}, call_timeout=10)
+    q = torch.ones(3, dtype=torch.bfloat16).requires_grad_(True)
+    assert sub.requires_grad(q) is True and sub.requires_grad(q.detach()) is False
+    assert sub.requires_grad(q[1:]) is True  # a view of one storage, of a non-leaf too
+    with pytest.raises(RuntimeError, match="requires grad"):
+        sub.through_numpy(q)
+    assert sub.through_numpy(q.detach()) == 3.0
+    out = sub.doubled(q)
+    assert out.requires_grad and torch.equal(out.detach(), torch.full((3,), 2.0, dtype=torch.bfloat16))
+    with pytest.raises(RuntimeError, match="requires grad"):
+        out.numpy()
+    assert not sub.doubled(q.detach()).requires_grad
+
+
 def test_records_and_named_tuples_keep_their_fields():
     """A dataclass crosses as its fields, and its properties' values and items where its class has them
     (a frozen summary a test unpacks, a margin a test reads); a named tuple as one with the same names,

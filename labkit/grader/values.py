@@ -354,13 +354,17 @@ def _encode_torch(value, layouts):
         return ("ptdev", value.type)
     if isinstance(value, torch.Tensor):
         name = _torch_dtype_name(value.dtype)
+        # Whether it requires grad crosses with it (a leaf there: its graph stays here): numpy refuses such a
+        # tensor in one process, and 04-07 hands `rank_summaries` a `q` that does, so that a conversion
+        # through numpy fails (dropped, `q.float().numpy()` passed under labs grade what pytest fails).
+        grad = (True,) if value.requires_grad else ()
         if value.device.type == "meta":  # shape and dtype only, no data
-            return ("pt", name, tuple(int(n) for n in value.shape), "meta", b"")
+            return ("pt", name, tuple(int(n) for n in value.shape), "meta", b"", *grad)
         view = layouts.torch_view(value, name)
         if view is not None:
-            return view
+            return (*view, *grad)
         raw = tensor_bytes(value).tobytes() if value.numel() else b""
-        return ("pt", name, tuple(int(n) for n in value.shape), value.device.type, raw)
+        return ("pt", name, tuple(int(n) for n in value.shape), value.device.type, raw, *grad)
     raise _NotData(f"a {type(value).__qualname__} cannot be passed between the grader and a submission")
 
 
@@ -741,7 +745,7 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
     if tag == "ptv":
         import torch
 
-        index, name, shape, strides, offset = rest
+        index, name, shape, strides, offset, *grad = rest
         base, start, access = views.buffer(index, "pt")
         dtype, shape = _torch_dtype(name), _shape(shape)
         itemsize = torch.empty(0, dtype=dtype).element_size()
@@ -751,7 +755,7 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
             raise ProtocolError("malformed strides")
         views.check(shape, tuple(s * itemsize for s in strides), offset - start, itemsize, base.numel(), access == "a")
         view = torch.empty(0, dtype=dtype, device=base.device)
-        return view.set_(base.untyped_storage(), (offset - start) // itemsize, shape, strides)
+        return _requiring_grad(view.set_(base.untyped_storage(), (offset - start) // itemsize, shape, strides), grad)
     if tag == "ndv":
         import numpy as np
 
@@ -877,16 +881,24 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
         if tag == "ptdev":
             (kind,) = rest
             return torch.device(_device(kind))
-        name, shape, device, raw = rest
+        name, shape, device, raw, *grad = rest
         dtype, shape, raw = _torch_dtype(name), _shape(shape), _checked(raw, bytes, "array data")
         if device == "meta":
-            return torch.empty(shape, dtype=dtype, device="meta")
+            return _requiring_grad(torch.empty(shape, dtype=dtype, device="meta"), grad)
         if not raw:
             if 0 in shape:  # an empty tensor has no data to send
-                return torch.empty(shape, dtype=dtype).to(_device(device))
+                return _requiring_grad(torch.empty(shape, dtype=dtype).to(_device(device)), grad)
             raise ProtocolError("a tensor without its data")  # never allocate on the sender's word
-        return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape).to(_device(device))
+        made = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape).to(_device(device))
+        return _requiring_grad(made, grad)
     raise ProtocolError(f"unknown tag {tag!r}")
+
+
+def _requiring_grad(tensor, grad: list):
+    """``tensor``, made to require grad where the sender's did (``[True]``; a dtype that cannot is refused)."""
+    if grad not in ([], [True]):
+        raise ProtocolError("a malformed tensor")
+    return tensor.requires_grad_(True) if grad else tensor
 
 
 def _no_hash_flood(keys) -> None:
