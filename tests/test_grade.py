@@ -409,6 +409,11 @@ def test_a_subclass_of_a_plain_type_crosses_as_its_own_value():
     assert [type(v).__name__ for v in (key, mode, size, rate)] == ["Mode", "Mode", "Size", "Rate"]
     assert isinstance(size, int) and type(size) is not int, "a test that counts are ints fails it, as in one process"
     assert str(mode) == "full" and size + 1 == 8 and type(mode) is type(key)
+    # numpy's str scalar (an item of an array of names: `np.array(backends)[np.argmin(times)]`) is a str
+    # subclass too: it crossed as nothing, a TypeError ("numpy dtype <U10"), where in one process it
+    # equals the name (04-02's choose_measured so written).
+    name = _round_trip([np.array(["FLASH_ATTN"])[0]])[0]
+    assert name == "FLASH_ATTN" and isinstance(name, str) and type(name).__name__ == "str_"
 
 
 @pytest.mark.parametrize("value", [object(), np.array([object()]), lambda: 0, {1, object()}], ids=str)

@@ -105,7 +105,10 @@ def _encode(value, on_object, arguments, layouts, _depth: int, plain_subclasses:
                 *_record_extras(value, inner))
     module = kind.__module__ or ""
     try:
-        if module.startswith("numpy") or isinstance(value, type) and (value.__module__ or "").startswith("numpy"):
+        # numpy's str and bytes scalars (an item of an array of names) are subclasses of str and bytes, below:
+        # as numpy values they crossed as nothing (a TypeError, "numpy dtype <U10"), where they equal the name.
+        if module.startswith("numpy") and not isinstance(value, (str, bytes)) \
+                or isinstance(value, type) and (value.__module__ or "").startswith("numpy"):
             return _encode_numpy(value, layouts)  # arrays, scalars, dtypes (np.float32 is a class)
         if module.startswith("torch"):
             return _encode_torch(value, layouts)
