@@ -929,6 +929,81 @@ def huge():
 """
 
 
+RELAYS_ITS_ARGUMENTS = """
+import numpy as np
+
+
+def flat_to_heads(q, heads):
+    q.shape = (heads, -1)   # numpy's reshape in place: the caller's array is reshaped
+    return float(q[0].sum())
+
+
+def as_ints(q):
+    q.dtype = np.int64      # the caller's array reads its bytes as int64 from now on
+
+
+def protect(q):
+    q.flags.writeable = False
+
+
+def batched(t):
+    t.unsqueeze_(0)         # torch's in-place view ops change the caller's tensor
+    return t.shape[0]
+
+
+def flipped(t):
+    t.t_()
+
+
+def tail(t):
+    t.set_(t.untyped_storage(), t.storage_offset() + 1, (2,), (1,))
+
+
+def track(t):
+    t.requires_grad_(True)
+"""
+
+
+@needs_bwrap
+def test_what_a_call_changes_of_an_argument_arrays_layout_is_the_callers_too(submission):
+    """In one process an argument array is the caller's object: a shape, a dtype or a writeable flag set on
+    it (numpy), torch's in-place view ops (``unsqueeze_``, ``t_``, ``set_`` within its storage) and
+    ``requires_grad_`` change the test's array, and a test that its inputs are left alone fails such a
+    call (04-06 compares them with ``assert_close``, shape included). They changed only the worker's view:
+    ``q.shape = (heads, -1)`` passed under ``labs grade`` what pytest fails. A layout outside the test's
+    storage is a broken protocol (torch's ``set_`` checks no bounds)."""
+    torch = pytest.importorskip("torch")
+    api = {name: "callable" for name in ("flat_to_heads", "as_ints", "protect", "batched", "flipped", "tail",
+                                         "track")}
+    sub = submission(RELAYS_ITS_ARGUMENTS, api, call_timeout=10)
+    q = np.arange(6.0)
+    assert sub.flat_to_heads(q, 2) == 3.0 and q.shape == (2, 3) and q.strides == (24, 8)
+    q = np.arange(6.0)
+    sub.as_ints(q)
+    assert q.dtype == np.int64 and q[1] == np.float64(1.0).view(np.int64)
+    q = np.arange(6.0)
+    sub.protect(q)
+    assert not q.flags.writeable
+    kv = torch.arange(12.0).reshape(3, 2, 2)
+    k = kv[:, 0]  # a view of a fused pool
+    assert sub.batched(k) == 1 and k.shape == (1, 3, 2) and k.stride() == (12, 4, 1)
+    sub.flipped(k[0])  # a temporary: nothing of the test's changes but its own view
+    t = torch.arange(6.0).reshape(2, 3)
+    sub.flipped(t)
+    assert t.shape == (3, 2) and t.stride() == (1, 3) and torch.equal(t, torch.arange(6.0).reshape(2, 3).T)
+    t = torch.arange(3.0)
+    sub.tail(t)
+    assert torch.equal(t, torch.tensor([1.0, 2.0])) and t.untyped_storage().nbytes() == 12
+    t = torch.zeros(2)
+    sub.track(t)
+    assert t.requires_grad and t.is_leaf
+    layouts, small = values.Layouts(whole=True), torch.zeros(4)
+    values.encode(small, layouts=layouts)
+    with pytest.raises(wire.ProtocolError, match="outside"):
+        layouts.relaid(0, ("pt", (4,), (1,), 1, "float32", False), [small])
+    assert small.shape == (4,) and small.storage_offset() == 0
+
+
 @needs_bwrap
 def test_a_container_a_call_returns_is_the_same_object_when_returned_again_and_changes_with_it(submission):
     """In one process a result may be the submission's own list, which a later call changes: a pool

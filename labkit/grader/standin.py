@@ -313,8 +313,10 @@ class Submission(types.ModuleType):
             raise ProtocolError("malformed in-place updates")
         named = []
         for item in written:
-            if type(item) is tuple and len(item) == 2 and item[0] in ("w", "W"):
-                layouts.made_writeable(*item, leaves)
+            if type(item) is tuple and len(item) == 2 and item[0] == "W":
+                layouts.made_writeable(item[1])
+            elif type(item) is tuple and len(item) == 3 and item[0] == "m":
+                layouts.relaid(*item[1:], leaves)
             elif type(item) is tuple and len(item) == 2:
                 layouts.copy_back(*item)
             elif type(item) is tuple and len(item) == 3 and item[0] == "c":

@@ -509,22 +509,67 @@ class Layouts:
             writable_alias(view)[...] = written
 
 
-    def made_writeable(self, tag: str, index, leaves: list) -> None:
-        """The call made a read-only numpy array of its arguments writeable (``"w"``: the argument array
-        ``index``; ``"W"``: the read-only owner of buffer ``index``, reached through a view's ``base``):
-        the test's array is made so too, as the flag is the test's own array's in one process. An array
-        numpy would not let be made writeable is a broken protocol (the worker could not either)."""
-        if type(index) is not int:
-            raise ProtocolError("a malformed flag update")
-        if tag == "w" and 0 <= index < len(leaves) and type(leaves[index]).__module__ == "numpy":
-            array = leaves[index]
-        elif tag == "W" and 0 <= index < len(self.groups) and type(self.groups[index].access) is tuple:
-            array = self.groups[index].owner
-        else:
+    def made_writeable(self, index) -> None:
+        """The call made the read-only owner of buffer ``index`` (reached through a view's ``base``)
+        writeable: the test's is made so too, as the flag is the test's own array's in one process."""
+        if type(index) is not int or not 0 <= index < len(self.groups) or type(self.groups[index].access) is not tuple:
             raise ProtocolError("a flag update of an unknown array")
-        if not may_be_written(array):
-            raise ProtocolError("a flag update of an array no flag can make writeable")
-        array.flags.writeable = True
+        _writeable(self.groups[index].owner, True)
+
+    def relaid(self, index, layout, leaves: list) -> None:
+        """The call changed argument array ``index`` in place beyond its bytes (:func:`array_layout`; for torch,
+        the storage offset as the change the call made to it): the test's array is changed so too, as in one
+        process it is the same array. A numpy array as numpy changes one (its dtype, then its shape: numpy
+        refuses what it would refuse there, and makes the strides), a torch tensor within its own storage
+        (``set_`` checks no bounds); anything else is a broken protocol."""
+        array = leaves[index] if type(index) is int and 0 <= index < len(leaves) else None
+        kind = {"numpy": "nd", "torch": "pt"}.get(type(array).__module__)
+        if type(layout) is not tuple or not layout or layout[0] != kind or len(layout) != (5 if kind == "nd" else 6):
+            raise ProtocolError("a layout update of an unknown array")
+        try:
+            if kind == "nd":
+                _, shape, strides, dtype, writeable = layout
+                if _numpy_dtype(dtype) != array.dtype:
+                    array.dtype = _numpy_dtype(dtype)
+                if _shape(shape) != array.shape:
+                    array.shape = shape
+                if type(writeable) is not bool:
+                    raise ProtocolError("a malformed numpy layout")
+                _writeable(array, writeable)
+                return
+            import torch
+
+            _, sizes, strides, moved, dtype, grad = layout
+            offset, itemsize = array.storage_offset() + moved, array.element_size()
+            if _torch_dtype(dtype) != array.dtype or type(grad) is not bool or type(strides) is not tuple \
+                    or not all(type(n) is int and n >= 0 for n in strides) or type(moved) is not int:
+                raise ProtocolError("a malformed torch layout")
+            _Views([], None).check(_shape(sizes), tuple(n * itemsize for n in strides), offset * itemsize, itemsize,
+                                   array.untyped_storage().nbytes(), own=True)
+            with torch.no_grad():
+                array.set_(array.untyped_storage(), offset, sizes, strides)
+            array.requires_grad_(grad)
+        except (ValueError, TypeError, AttributeError, RuntimeError) as err:
+            raise ProtocolError(f"an argument's layout that cannot be made: {err}") from None
+
+
+def array_layout(a) -> tuple:
+    """What a call may change of an argument array in place besides its bytes, as it crosses: numpy's
+    ``("nd", shape, strides, dtype, writeable)`` (``q.shape = ...``, ``q.dtype = ...``, ``flags.writeable``),
+    torch's ``("pt", sizes, strides, storage offset, dtype, requires grad)`` (``unsqueeze_``, ``t_``,
+    ``set_``, ``requires_grad_``)."""
+    if type(a).__module__.startswith("numpy"):
+        return ("nd", tuple(map(int, a.shape)), tuple(map(int, a.strides)), _dtype_wire(a.dtype),
+                bool(a.flags.writeable))
+    return ("pt", tuple(map(int, a.shape)), tuple(map(int, a.stride())), int(a.storage_offset()),
+            _torch_dtype_name(a.dtype), bool(a.requires_grad))
+
+
+def _writeable(array, flag: bool) -> None:
+    """Set numpy ``array``'s writeable flag, where numpy would let the worker (else a broken protocol)."""
+    if flag and not array.flags.writeable and not may_be_written(array):
+        raise ProtocolError("a flag update of an array no flag can make writeable")
+    array.flags.writeable = flag
 
 
 class _Group:

@@ -23,7 +23,7 @@ from labkit.grader.containers import Returned, container_key, mutable_arguments
 from labkit.grader.handles import OPS, ObjectTable
 from labkit.grader.lending import GraderIterator, GraderObject, load_module, names_patched, patched
 from labkit.grader.snapshots import WATCH_MAX, Snapshots
-from labkit.grader.values import BufferWrites, Layouts, array_leaves, builtin_exception, decode, encode
+from labkit.grader.values import BufferWrites, Layouts, array_layout, array_leaves, builtin_exception, decode, encode
 
 
 def apply_limits(limits: dict) -> None:
@@ -107,10 +107,11 @@ def import_file(file: Path):
 class _Writes:
     """What one call writes into its arguments: the memory of their arrays (``buffers``, as decoded)
     and the plain containers among them, each remembered as it was before the call; ``changes()``:
-    those that differ after it, ``(buffer index, bytes)`` and ``("c", path, encoded container)``, and
-    the read-only numpy arrays the call made writeable, ``("w", argument array index)`` and ``("W",
-    buffer index)`` for a read-only owner made writeable through a view's ``base``: in one process the
-    flag is the test's array's, and stays set after the call."""
+    those that differ after it, ``(buffer index, bytes)`` and ``("c", path, encoded container)``; the
+    argument arrays whose layout the call changed in place, ``("m", argument array index, layout)``
+    (:func:`~labkit.grader.values.array_layout`: ``q.shape = ...``, ``flags.writeable``, ``t.unsqueeze_(0)``,
+    a torch storage offset as the change made to it); and ``("W", buffer index)`` for a read-only owner
+    made writeable through a view's ``base``: in one process each is the test's own array, changed."""
 
     def __init__(self, buffers: list, call_args: tuple, leaves: list, encode):
         """``leaves``: the call's arrays, ``array_leaves(call_args)``, numbered as the grader numbers them."""
@@ -118,15 +119,28 @@ class _Writes:
         self.containers = mutable_arguments(call_args)
         self.keep: list = []  # what the keys name by identity, alive until they are compared
         self.keys = [container_key(value, self.keep) for _, value in self.containers]
-        self.read_only = [(tag, i, a) for tag, arrays in (("w", leaves), ("W", buffers))
-                          for i, a in enumerate(arrays) if type(a).__module__ == "numpy" and not a.flags.writeable]
+        # A tensor that crossed as a copy (an expanded one) has another layout than the test's: not followed.
+        shared = {_storage(b) for b in buffers} - {None}
+        self.layouts = [(i, a, array_layout(a), _storage(a)) for i, a in enumerate(leaves)
+                        if _storage(a) is None or _storage(a) in shared]
+        self.owners = [(i, a) for i, a in enumerate(buffers) if type(a).__module__ == "numpy" and not a.flags.writeable]
 
     def changes(self) -> list:
         changed = self.arrays.changes()
         for (path, value), key in zip(self.containers, self.keys, strict=True):
             if container_key(value, []) != key:
                 changed.append(("c", path, self.encode(value)))
-        return changed + [(tag, i) for tag, i, a in self.read_only if a.flags.writeable]
+        for i, a, before, storage in self.layouts:
+            now = array_layout(a)
+            if now != before:
+                if _storage(a) != storage:  # t.set_(other), a resize past its storage: not the test's memory now
+                    raise TypeError("an argument tensor now lives in other memory: the test's cannot follow it")
+                changed.append(("m", i, now if now[0] == "nd" else (*now[:3], now[3] - before[3], *now[4:])))
+        return changed + [("W", i) for i, a in self.owners if a.flags.writeable]
+
+
+def _storage(a):
+    return a.untyped_storage().data_ptr() if type(a).__module__.startswith("torch") else None
 
 
 class _Session:
