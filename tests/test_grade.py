@@ -1583,6 +1583,31 @@ def test_honest_styles_cross_as_they_would_in_one_process(submission):
         sub.refuse(7)
 
 
+WARNS = """
+def waste(n, b):
+    blocks = -(-n // b)
+    return blocks * b - n   # in a numpy block size's int32: wraps (to the right answer), with a RuntimeWarning
+"""
+
+
+@needs_bwrap
+def test_a_warning_the_test_makes_an_error_raises_in_the_submission(submission):
+    """A test's warning filters hold in the worker during its calls (those naming a built-in warning class):
+    02-02 makes numpy's RuntimeWarning an error around ``internal_fragmentation``, so that an overflow in a
+    numpy int32 is a wrong answer even where the wrap-around lands on the right one. Under ``labs grade`` the
+    worker's own filters only printed it, and the call returned 1, as expected."""
+    import warnings
+
+    sub = submission(WARNS, {"waste": "callable"}, call_timeout=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(RuntimeWarning, match="overflow"):
+            sub.waste(np.int32(2**31 - 1), np.int32(16))
+        warnings.filterwarnings("ignore", "overflow", RuntimeWarning)  # the first filter that matches decides
+        assert sub.waste(np.int32(2**31 - 1), np.int32(16)) == 1
+    assert sub.waste(np.int32(2**31 - 1), np.int32(16)) == 1
+
+
 ERRORS = """
 class UnknownGPU(ValueError):
     pass

@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import sys
 import types
+import warnings
 from pathlib import Path
 
 from labkit.grader.wire import ProtocolError
@@ -261,3 +262,48 @@ def names_patched(module, names, deleted):
                 vars(module).pop(name, None)
             else:
                 setattr(module, name, original)
+
+
+
+MAX_WARNING_FILTERS = 64  # of the test's warning filters, the first that cross to the worker
+
+
+def the_tests_warning_filters() -> list:
+    """The grader's side: the test's warning filters now, those that name a built-in warning class, as plain
+    ``(action, message pattern, class name, module pattern, line)``: a test that makes a warning an error
+    (02-02: numpy's RuntimeWarning on an int32 overflow is a wrong answer) makes it one in the submission's
+    code, as in one process (under ``labs grade`` the worker's own filters only printed it)."""
+    import builtins
+
+    return [(action, getattr(message, "pattern", ""), category.__name__, getattr(module, "pattern", ""), lineno)
+            for action, message, category, module, lineno in warnings.filters[:MAX_WARNING_FILTERS]
+            if getattr(builtins, category.__name__, None) is category]
+
+
+_MIRRORED: dict = {}  # the worker's own filters ("own") and the test's last applied in front of them ("test")
+
+
+@contextlib.contextmanager
+def warning_filters(filters):
+    """The worker's side: ``filters`` (:func:`the_tests_warning_filters`) in front of the worker's own, from
+    this call on; remade only when the test's change (calls are many, filters rarely change)."""
+    import builtins
+
+    if type(filters) is not list or len(filters) > MAX_WARNING_FILTERS:
+        raise ProtocolError("malformed warning filters")
+    if _MIRRORED.get("test") != filters:
+        own = _MIRRORED.setdefault("own", list(warnings.filters))
+        warnings.resetwarnings()  # caches of earlier decisions are dropped with it
+        warnings.filters.extend(own)
+        for item in reversed(filters):  # each goes in front: the test's first filter ends first
+            try:
+                action, message, name, module, lineno = item
+                category = getattr(builtins, name)
+                if not (isinstance(category, type) and issubclass(category, Warning)):
+                    raise TypeError(name)
+                warnings.filterwarnings(action, message, category, module, lineno)
+            except Exception as err:
+                _MIRRORED.pop("test", None)
+                raise ProtocolError(f"a malformed warning filter: {err!r}") from None
+        _MIRRORED["test"] = filters
+    yield
