@@ -247,8 +247,9 @@ class EngineBase:
 
     def generate(self, prompts: dict, max_new_tokens=16, max_steps: int = 100_000) -> dict[str, list[int]]:
         """Serve ``prompts`` (request id -> prompt token ids) to the end; ``max_new_tokens`` is one int or a
-        dict by request id. Returns each request's output token ids. A prompt or limit that ``add_request``
-        refuses, or a dict without a limit for some prompt, is a ValueError that queues none of them."""
+        dict by request id. Returns each request's output token ids. ``prompts`` that is not a dict (a list
+        of prompts), a prompt or limit that ``add_request`` refuses, or a dict without a limit for some
+        prompt, is a ValueError that queues none of them."""
         self._queue_batch(prompts, max_new_tokens)
         while self.has_unfinished_requests():
             if self.num_steps >= max_steps:
@@ -260,6 +261,8 @@ class EngineBase:
         """``add_request`` for each of ``prompts``, whole or not at all: a dict of limits without one for
         some prompt is refused up front, and a request ``add_request`` refuses takes the batch's earlier
         ones back out before its ValueError goes on (the corrected batch can be sent again as it is)."""
+        if not isinstance(prompts, dict):  # a list of prompts has no request ids: say so, not AttributeError
+            raise ValueError(f"prompts must be a dict of request id -> prompt tokens, got a {type(prompts).__name__}")
         if isinstance(max_new_tokens, dict):
             missing = [request_id for request_id in prompts if request_id not in max_new_tokens]
             if missing:

@@ -1142,19 +1142,21 @@ def test_generate_serves_each_prompt_to_its_end(lab, model, truth):
 
 
 def test_generate_refuses_a_bad_batch_and_queues_none_of_it(lab, model, truth):
-    """``Engine.generate`` refuses, with a ValueError naming the argument, a batch with a prompt that
-    ``add_request`` refuses (an empty one, after a good one) and a ``max_new_tokens`` dict without a limit
-    for one of the prompts; neither queues any request. The good prompts then run as usual: ``generate``'s
-    tokens.
+    """``Engine.generate`` refuses, with a ValueError naming the argument, prompts given as a list (the
+    docstring asks for a dict by request id), a batch with a prompt that ``add_request`` refuses (an empty
+    one, after a good one) and a ``max_new_tokens`` dict without a limit for one of the prompts; none
+    queues any request. The good prompts then run as usual: ``generate``'s tokens.
 
-    Catches: a dict's missing limit looked up as it comes (a KeyError once the prompts before it are
-    queued), and prompts queued one by one and left queued when a later one is refused (the caller's
-    retry of the batch then fails on ids already taken)."""
+    Catches: a list of prompts taken without a check (an AttributeError on ``.items()`` from deep inside),
+    a dict's missing limit looked up as it comes (a KeyError once the prompts before it are queued), and
+    prompts queued one by one and left queued when a later one is refused (the caller's retry of the
+    batch then fails on ids already taken)."""
     work = {"g1": (GAMMA, 2), "g2": (SYSTEM[:20], 3)}
     prompts, limits = {rid: p for rid, (p, _) in work.items()}, {rid: n for rid, (_, n) in work.items()}
     expected = expected_outputs(truth, work)
     engine = new_engine(lab, model)
     bad = [
+        ("a list of the two prompts", (list(prompts.values()), 2), "prompts"),
         ("g1, g2 and an empty prompt", ({**prompts, "empty": []}, 2), "prompt_token_ids"),
         ("g1, g2 with max_new_tokens={'g1': 2}", (prompts, {"g1": 2}), "max_new_tokens"),
         ("g1, g2 with max_new_tokens 0 for g2", (prompts, {**limits, "g2": 0}), "max_new_tokens"),
@@ -1297,6 +1299,33 @@ def test_a_batch_that_is_not_a_step_inputs_stops_the_step(lab, model, truth):
     with pytest.raises(lab.EngineStateError, match="step 1, after prepare_inputs: prepare_inputs returned dict"):
         engine.step()
         pytest.fail("prepare_inputs returned a dict: no EngineStateError")
+
+
+@pytest.mark.ungraded  # it checks the given step's check, on a subclass of the engine
+def test_a_schedule_that_leaves_a_request_in_two_queues_stops_the_step(lab, model, truth):
+    """The given ``step`` checks the queues right after ``schedule``, before the batch is built: a schedule
+    that leaves the running request in the waiting queue too stops the step with an ``EngineStateError``
+    that names the step, the phase (after schedule) and the request. The step before it served as usual.
+
+    Catches: the queues checked only after ``update_from_output`` (the step then builds the batch, runs
+    the model and updates the request before the error, which names the wrong phase)."""
+    first = truth(GAMMA, 1)[0]
+
+    class Engine(lab.Engine):
+        def schedule(self):
+            output = super().schedule()
+            if self.num_steps == 1:
+                self.waiting.append(self.running[0])  # the running request, queued twice
+            return output
+
+    engine = Engine(model, num_gpu_blocks=64, block_size=BS, max_num_seqs=8, max_num_batched_tokens=24)
+    engine.add_request("x", GAMMA, 3)
+    engine.step()  # GAMMA's 9 tokens in one chunk: its first output token
+    assert list(engine.requests["x"].output_token_ids) == first, \
+        f"step 0: output {list(engine.requests['x'].output_token_ids)}, generate's first token {first}"
+    with pytest.raises(lab.EngineStateError, match="step 1, after schedule: request 'x' is in waiting"):
+        engine.step()
+        pytest.fail("a schedule that left 'x' running and waiting: no EngineStateError")
 
 
 @pytest.mark.ungraded  # it checks the given runner's input check

@@ -158,9 +158,9 @@ class EngineBase(_engine.Engine):
         """Serve ``prompts`` (request id -> prompt token ids) to the end; ``max_new_tokens`` is one int or a
         dict by request id with an entry for each prompt. Returns each request's output token ids.
 
-        A batch is taken whole or not at all: a limit missing from the dict, or a request that
-        ``add_request`` refuses, raises its ValueError with none of the batch's requests left queued (the
-        corrected batch can be sent again under the same ids)."""
+        A batch is taken whole or not at all: ``prompts`` that is not a dict (a list of prompts), a limit
+        missing from the dict, or a request that ``add_request`` refuses, raises its ValueError with none of
+        the batch's requests left queued (the corrected batch can be sent again under the same ids)."""
         self._queue_batch(prompts, max_new_tokens)  # lab 99-01's: the batch whole or not at all
         calls = 0
         while self.has_unfinished_requests():

@@ -1599,16 +1599,18 @@ def test_generate_stops_after_max_steps(lab, model, truth):
 
 @pytest.mark.ungraded  # it checks the given generate
 def test_generate_refuses_a_bad_batch_and_queues_none_of_it(lab, model, truth):
-    """The given ``Engine.generate`` takes a batch whole or not at all. With ``"old"`` already queued: a
-    dict of limits missing a later prompt's id, a batch whose later prompt is empty, and a batch that
-    reuses the id ``"old"`` each raise a ValueError naming what is wrong (``max_new_tokens``,
-    ``prompt_token_ids``, ``request_id``), and the queues are as before the call (``"old"`` alone, in
-    ``requests`` too); then the corrected batch, sent again under the same ids, gives ``generate``'s
-    tokens, and ``"old"`` is served with it.
+    """The given ``Engine.generate`` takes a batch whole or not at all. With ``"old"`` already queued:
+    prompts given as a list (the docstring asks for a dict by request id), a dict of limits missing a
+    later prompt's id, a batch whose later prompt is empty, and a batch that reuses the id ``"old"`` each
+    raise a ValueError naming what is wrong (``prompts``, ``max_new_tokens``, ``prompt_token_ids``,
+    ``request_id``), and the queues are as before the call (``"old"`` alone, in ``requests`` too); then
+    the corrected batch, sent again under the same ids, gives ``generate``'s tokens, and ``"old"`` is
+    served with it.
 
-    Catches: limits looked up as each prompt comes (a bare KeyError after the earlier prompts were
-    queued), a refused batch whose earlier requests stay queued (the corrected batch then fails on
-    "already taken"), a take-back that drops every request of the batch's ids (``"old"`` among them)."""
+    Catches: a list of prompts taken without a check (an AttributeError on ``.items()`` from deep inside),
+    limits looked up as each prompt comes (a bare KeyError after the earlier prompts were queued), a
+    refused batch whose earlier requests stay queued (the corrected batch then fails on "already
+    taken"), a take-back that drops every request of the batch's ids (``"old"`` among them)."""
     work = {"a": (GAMMA, 3), "b": (SYSTEM[:18], 2)}
     expected = {rid: truth(p, n)[0] for rid, (p, n) in work.items()}
     expected["old"] = truth(DELTA, 2)[0]
@@ -1617,6 +1619,7 @@ def test_generate_refuses_a_bad_batch_and_queues_none_of_it(lab, model, truth):
     prompts = {rid: p for rid, (p, _) in work.items()}
     limits = {rid: n for rid, (_, n) in work.items()}
     refused = [
+        ("its prompts as a list", (list(prompts.values()), 3), "prompts"),
         ("a limit missing for 'b'", (prompts, {"a": 3}), "max_new_tokens"),
         ("an empty prompt after 'a'", ({"a": GAMMA, "b": []}, limits), "prompt_token_ids"),
         ("the taken id 'old' after 'a'", ({"a": GAMMA, "old": DELTA}, {"a": 3, "old": 2}), "request_id"),
