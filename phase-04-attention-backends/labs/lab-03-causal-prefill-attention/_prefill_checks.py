@@ -4,15 +4,22 @@ Every public function of ``starter.py`` calls one of these first, so that a bad 
 ``ValueError`` (or ``TypeError``) naming the function and the argument, never an ``IndexError``
 from deep inside numpy or a Triton traceback:
 
-- ``_check_start(name, value)``: an int >= 0 (``start``, ``num_queries``).
+- ``_check_start(name, value)``: an int >= 0 (``start``, ``num_queries``), returned as a Python int.
 - ``_as_positions(key_positions)``, ``_as_block_table(block_table)``: 1-D int64 arrays, checked.
 - ``_check_prefill(q, k_cache, v_cache, block_table, start, block_size)``: the numpy part's shapes,
-  the block size, the grouped heads, a table long enough for ``start + M`` tokens.
+  the block size, the grouped heads, a table long enough for ``start + M`` tokens. Returns
+  ``(start, block_size)`` as Python ints.
 - ``_check_chunk(q, new_k, new_v, k_cache, v_cache, block_table, start, block_size)``: the same,
-  and the chunk's new keys and values, before anything is written.
+  and the chunk's new keys and values, before anything is written. Returns ``(start, block_size)``.
 - ``_check_kernel_inputs(q, k_cache, v_cache, block_tables, query_start_loc, seq_lens,
   max_query_len, out)``: types, devices, shapes, dtypes and strides of ``paged_prefill``'s
-  tensors; the values of the index tensors too when they live on the CPU.
+  tensors; the values of the index tensors too when they live on the CPU. Returns ``max_query_len``
+  as a Python int (None stays None).
+
+An integer argument (``start``, ``num_queries``, ``block_size``, ``max_query_len``) is anything
+``operator.index`` takes but a bool: an int, or a numpy integer of any width. The checks hand it back
+as a Python int, so that the arithmetic after them cannot wrap around in a narrow numpy type
+(``np.int8(120) + 10`` is -126).
 
 The block ids a sequence uses are checked by ``labkit.block_table.check_block_ids``, the check every
 paged lab shares.
@@ -20,7 +27,7 @@ paged lab shares.
 
 from __future__ import annotations
 
-import numbers
+import operator
 import os
 
 import numpy as np
@@ -39,10 +46,22 @@ else:
 
 
 
+def _as_int(value):
+    """``value`` as a Python int, or None when it is no integer: a bool, a float, an array of several."""
+    if isinstance(value, bool):
+        return None
+    try:
+        value = operator.index(value)
+    except TypeError:
+        return None
+    return value
+
+
 def _check_start(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+    start = _as_int(value)
+    if start is None or start < 0:
         raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-    return int(value)
+    return start
 
 
 def _int_vector(value, name: str, what: str) -> np.ndarray:
@@ -77,8 +96,9 @@ def _check_prefill(q, k_cache, v_cache, block_table, start, block_size):
     if np.shape(k_cache) != np.shape(v_cache):
         raise ValueError(f"k_cache {np.shape(k_cache)} and v_cache {np.shape(v_cache)} must have one shape")
     num_blocks, cache_block_size, num_kv_heads, head_dim = k_cache.shape
-    if isinstance(block_size, bool) or not isinstance(block_size, numbers.Integral) or block_size != cache_block_size:
+    if _as_int(block_size) != cache_block_size:  # None (no integer) is never a cache's block size
         raise ValueError(f"block_size={block_size!r} but the caches hold blocks of {cache_block_size} tokens")
+    block_size = cache_block_size
     if q.shape[2] != head_dim:
         raise ValueError(f"q has head_dim {q.shape[2]}, the caches {head_dim}")
     if num_kv_heads == 0 or q.shape[1] % num_kv_heads:
@@ -90,11 +110,12 @@ def _check_prefill(q, k_cache, v_cache, block_table, start, block_size):
         raise ValueError(f"block_table has {len(block_table)} blocks; start + num_queries = {seq_len} tokens "
                          f"need {needed} blocks of {block_size}")
     check_block_ids(block_table, seq_len, block_size, num_blocks, "block_table")
+    return start, block_size
 
 
 def _check_chunk(q, new_k, new_v, k_cache, v_cache, block_table, start, block_size):
     q = np.asarray(q)
-    _check_prefill(q, k_cache, v_cache, block_table, start, block_size)
+    start, block_size = _check_prefill(q, k_cache, v_cache, block_table, start, block_size)
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         if not isinstance(cache, np.ndarray):
             raise ValueError(f"{name} must be a numpy array: prefill_chunk writes the chunk into it")
@@ -102,10 +123,12 @@ def _check_chunk(q, new_k, new_v, k_cache, v_cache, block_table, start, block_si
     for name, new in (("new_k", new_k), ("new_v", new_v)):
         if np.shape(new) != expected:
             raise ValueError(f"{name} has shape {np.shape(new)}, expected {expected} (one row per query of the chunk)")
+    return start, block_size
 
 
 def _check_kernel_inputs(q, k_cache, v_cache, block_tables, query_start_loc, seq_lens, max_query_len, out):
-    """ValueError/TypeError naming paged_prefill and the argument, before any kernel runs."""
+    """ValueError/TypeError naming paged_prefill and the argument, before any kernel runs. Returns
+    ``max_query_len`` as a Python int (None stays None)."""
     if BACKEND == "missing":
         raise ModuleNotFoundError(f"paged_prefill needs torch and triton: {triton_env.INSTALL_HINT}")
     tensors = {"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_tables": block_tables,
@@ -147,9 +170,10 @@ def _check_kernel_inputs(q, k_cache, v_cache, block_tables, query_start_loc, seq
     if query_start_loc.dtype != torch.int32 or tuple(query_start_loc.shape) != (num_seqs + 1,):
         raise ValueError(f"paged_prefill: query_start_loc must be int32 [num_seqs + 1 = {num_seqs + 1}], got "
                          f"{query_start_loc.dtype} {tuple(query_start_loc.shape)}")
-    if max_query_len is not None and (isinstance(max_query_len, bool) or not isinstance(max_query_len, int)
-                                      or max_query_len < 0):
-        raise ValueError(f"paged_prefill: max_query_len must be None or an int >= 0, got {max_query_len!r}")
+    if max_query_len is not None:
+        given, max_query_len = max_query_len, _as_int(max_query_len)
+        if max_query_len is None or max_query_len < 0:
+            raise ValueError(f"paged_prefill: max_query_len must be None or an int >= 0, got {given!r}")
     if out is not None and (out.shape != q.shape or out.dtype != q.dtype):
         raise ValueError(f"paged_prefill: out must be shaped and typed like q {tuple(q.shape)} {q.dtype}, "
                          f"got {tuple(out.shape)} {out.dtype}")
@@ -173,6 +197,7 @@ def _check_kernel_inputs(q, k_cache, v_cache, block_tables, query_start_loc, seq
     if q.device.type == "cpu" and num_seqs:
         _check_kernel_values(num_tokens, num_blocks, block_size, block_tables, query_start_loc, seq_lens,
                              max_query_len)
+    return max_query_len
 
 
 def _check_kernel_values(num_tokens, num_blocks, block_size, block_tables, query_start_loc, seq_lens, max_query_len):

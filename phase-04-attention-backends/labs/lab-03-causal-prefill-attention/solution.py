@@ -72,6 +72,7 @@ def causal_mask(start, num_queries, key_positions):
     Row ``i`` is the query at absolute position ``start + i``. It sees key position ``t``
     when ``t <= start + i``: every earlier token and itself, nothing later. ``key_positions``
     is any 1-D sequence of non-negative integer positions (one block's worth, or all of them).
+    ``start`` and ``num_queries`` are ints >= 0 (a numpy integer of any width too, never a bool).
     """
     start, num_queries = _check_start("start", start), _check_start("num_queries", num_queries)
     keys = _as_positions(key_positions)
@@ -91,15 +92,17 @@ def paged_prefill_attention(q, k_cache, v_cache, block_table, start, block_size)
     ``q [M, num_heads, head_dim]``: the queries of positions ``start .. start + M - 1``.
     ``k_cache``, ``v_cache [num_blocks, block_size, num_kv_heads, head_dim]`` hold the sequence's
     first ``start + M`` tokens (the prefix and the chunk) through ``block_table`` (1-D): token
-    ``t`` is at ``[block_table[t // block_size], t % block_size]``. Query head ``h`` reads KV
-    head ``h // (num_heads // num_kv_heads)``; scores are ``q . k / sqrt(head_dim)``; row ``i``
-    sees keys ``0 .. start + i``. Returns float64 ``[M, num_heads, head_dim]`` (``M = 0``: an
+    ``t`` is at ``[block_table[t // block_size], t % block_size]``; ``start`` and ``block_size`` are
+    ints (a numpy integer of any width too). Query head ``h`` reads KV head
+    ``h // (num_heads // num_kv_heads)``; scores are ``q . k / sqrt(head_dim)``; row ``i`` sees keys
+    ``0 .. start + i``. Returns float64 ``[M, num_heads, head_dim]`` (``M = 0``: an
     empty array). One pass over the logical blocks that cover ``[0, start + M)``, in order,
     never more than one block's scores at a time.
     """
     q = np.asarray(q, dtype=np.float64)
     block_table = _as_block_table(block_table)
-    _check_prefill(q, k_cache, v_cache, block_table, start, block_size)
+    # Python ints back: a narrow numpy start (np.int8(120)) would wrap around in start + num_queries.
+    start, block_size = _check_prefill(q, k_cache, v_cache, block_table, start, block_size)
     num_queries, num_heads, head_dim = q.shape
     group = num_heads // k_cache.shape[2]  # query heads per KV head
     scale = 1.0 / np.sqrt(head_dim)
@@ -150,7 +153,7 @@ def prefill_chunk(q, new_k, new_v, k_cache, v_cache, block_table, start, block_s
     hold the first ``start`` tokens; ``block_table`` must have blocks for ``start + M`` tokens.
     """
     block_table = _as_block_table(block_table)
-    _check_chunk(q, new_k, new_v, k_cache, v_cache, block_table, start, block_size)
+    start, block_size = _check_chunk(q, new_k, new_v, k_cache, v_cache, block_table, start, block_size)
     # The chunk's keys go into the cache first: row i attends to the chunk's tokens 0 .. i too.
     slots = WRITE_PATH.build_slot_mapping(block_table, block_size, start, len(new_k))
     WRITE_PATH.write_kv(k_cache, v_cache, new_k, new_v, slots)
@@ -293,15 +296,16 @@ def paged_prefill(q, k_cache, v_cache, block_tables, query_start_loc, seq_lens, 
     - ``block_tables [num_seqs, max_blocks]`` int32; ``query_start_loc [num_seqs + 1]`` int32,
       non-decreasing; ``seq_lens [num_seqs]`` int32: prefix + chunk. The chunk of sequence ``s``
       sits at positions ``seq_lens[s] - query_len .. seq_lens[s] - 1``.
-    - ``max_query_len``: the longest chunk, if the caller knows it (vLLM's metadata does);
-      ``None`` reads ``query_start_loc`` back to the host to find it.
+    - ``max_query_len``: the longest chunk, if the caller knows it (vLLM's metadata does), an int
+      (a numpy integer too); ``None`` reads ``query_start_loc`` back to the host to find it.
     - ``out``: written in place when given (shaped and typed like ``q``), else a new zero tensor.
 
     Row ``j`` of a chunk attends to keys ``0 .. seq_len - query_len + j``; query head ``h``
     reads KV head ``h // (num_heads // num_kv_heads)``; scores ``q . k / sqrt(head_dim)``.
     Returns ``out``, shaped and typed like ``q``.
     """
-    _check_kernel_inputs(q, k_cache, v_cache, block_tables, query_start_loc, seq_lens, max_query_len, out)
+    max_query_len = _check_kernel_inputs(q, k_cache, v_cache, block_tables, query_start_loc, seq_lens,
+                                         max_query_len, out)
     num_tokens, num_heads, head_dim = q.shape
     _, block_size, num_kv_heads, _ = k_cache.shape
     num_seqs = seq_lens.shape[0]

@@ -69,6 +69,7 @@ def causal_mask(start, num_queries, key_positions):
     Row ``i`` is the query at absolute position ``start + i``. It sees key position ``t``
     when ``t <= start + i``: every earlier token and itself, nothing later. ``key_positions``
     is any 1-D sequence of non-negative integer positions (one block's worth, or all of them).
+    ``start`` and ``num_queries`` are ints >= 0 (a numpy integer of any width too, never a bool).
     Given: ``_check_start(name, value)`` and ``_as_positions(key_positions)``.
     """
     raise NotImplementedError(
@@ -88,14 +89,16 @@ def paged_prefill_attention(q, k_cache, v_cache, block_table, start, block_size)
     ``q [M, num_heads, head_dim]``: the queries of positions ``start .. start + M - 1``.
     ``k_cache``, ``v_cache [num_blocks, block_size, num_kv_heads, head_dim]`` hold the sequence's
     first ``start + M`` tokens (the prefix and the chunk) through ``block_table`` (1-D): token
-    ``t`` is at ``[block_table[t // block_size], t % block_size]``. Query head ``h`` reads KV
-    head ``h // (num_heads // num_kv_heads)``; scores are ``q . k / sqrt(head_dim)``; row ``i``
-    sees keys ``0 .. start + i``. Returns float64 ``[M, num_heads, head_dim]`` (``M = 0``: an
+    ``t`` is at ``[block_table[t // block_size], t % block_size]``; ``start`` and ``block_size`` are
+    ints (a numpy integer of any width too). Query head ``h`` reads KV head
+    ``h // (num_heads // num_kv_heads)``; scores are ``q . k / sqrt(head_dim)``; row ``i`` sees keys
+    ``0 .. start + i``. Returns float64 ``[M, num_heads, head_dim]`` (``M = 0``: an
     empty array), computed in float64 whatever the inputs' type. One pass over the logical blocks
     that cover ``[0, start + M)``, in order, never more than one block's scores at a time (for every
     row and head at once, or head by head). The inputs are only read.
     Given: ``_as_block_table(block_table)`` then ``_check_prefill(q, k_cache, v_cache, block_table,
-    start, block_size)``.
+    start, block_size)``, which returns ``start`` and ``block_size`` as Python ints: use those (a
+    numpy ``start`` as it came can wrap around in ``start + M``: ``np.int8(120) + 10`` is -126).
     """
     raise NotImplementedError(
         "paged_prefill_attention: not implemented yet (README step 2: for each logical block of [0, start + M), "
@@ -116,7 +119,8 @@ def prefill_chunk(q, new_k, new_v, k_cache, v_cache, block_table, start, block_s
     ``WRITE_PATH``), then returns ``paged_prefill_attention`` of ``q [M, num_heads, head_dim]``
     over the prefix and the chunk: float64 ``[M, num_heads, head_dim]``. The caches must already
     hold the first ``start`` tokens; ``block_table`` must have blocks for ``start + M`` tokens.
-    Nothing is written when an argument is bad. Given: ``_check_chunk(...)``.
+    Nothing is written when an argument is bad. Given: ``_check_chunk(...)``, which returns
+    ``start`` and ``block_size`` as Python ints.
     """
     raise NotImplementedError(
         "prefill_chunk: not implemented yet (README step 3: slot mapping for start .. start + M - 1, write_kv, "
@@ -194,13 +198,14 @@ def paged_prefill(q, k_cache, v_cache, block_tables, query_start_loc, seq_lens, 
     - ``block_tables [num_seqs, max_blocks]`` int32; ``query_start_loc [num_seqs + 1]`` int32,
       non-decreasing; ``seq_lens [num_seqs]`` int32: prefix + chunk. The chunk of sequence ``s``
       sits at positions ``seq_lens[s] - query_len .. seq_lens[s] - 1``.
-    - ``max_query_len``: the longest chunk, if the caller knows it (vLLM's metadata does);
-      ``None`` reads ``query_start_loc`` back to the host to find it.
+    - ``max_query_len``: the longest chunk, if the caller knows it (vLLM's metadata does), an int
+      (a numpy integer too); ``None`` reads ``query_start_loc`` back to the host to find it.
     - ``out``: written in place when given (shaped and typed like ``q``), else a new zero tensor.
 
     Row ``j`` of a chunk attends to keys ``0 .. seq_len - query_len + j``; query head ``h``
     reads KV head ``h // (num_heads // num_kv_heads)``; scores ``q . k / sqrt(head_dim)``.
-    Returns ``out``, shaped and typed like ``q``. Given: ``_check_kernel_inputs(...)``, and the
+    Returns ``out``, shaped and typed like ``q``. Given: ``_check_kernel_inputs(...)`` (it returns
+    ``max_query_len`` as a Python int, None left None), and the
     tile sizes above (``GPU_TILES`` on a GPU, ``WIDE_ROW_TILES`` there for rows of q wider than 512 bytes,
     ``INTERPRETER_TILES`` on the CPU).
     """

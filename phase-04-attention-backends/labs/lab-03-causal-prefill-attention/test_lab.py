@@ -499,9 +499,42 @@ def test_takes_lists_as_arrays(lab):
     check(out, expected, "paged_prefill_attention with q and block_table as lists")
 
 
+NUMPY_INTEGERS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+
+
+@pytest.mark.parametrize("dtype", NUMPY_INTEGERS)
+def test_integer_arguments_take_numpy_integers(lab, dtype):
+    """``start``, ``num_queries`` and ``block_size`` may be numpy integers of any width (the docstrings'
+    ints; an engine often holds them in arrays), with the answers of Python ints: ``causal_mask``,
+    ``prefill_chunk`` and ``paged_prefill_attention`` of a 10-token chunk after a prefix of 123 tokens
+    (int8) or 250 (uint8 and wider), so that ``start + M`` does not fit a narrow type.
+
+    Catches: the Python ints the given checks return dropped and the arithmetic done in the caller's
+    type (``np.int8(123) + 10`` wraps to -123: no block read, every row NaN; ``np.uint8(250) + 10`` is 4),
+    a check that refuses a numpy integer or overflows on one (``-seq_len // np.uint64(16)``)."""
+    to = np.dtype(dtype).type
+    block_size, chunk = 16, 10
+    start = min(int(np.iinfo(dtype).max) - 4, 250)
+    rng, q, k, v = random_prompt(21, start + chunk, num_heads=2, num_kv_heads=1, head_dim=4)
+    k_cache, v_cache, table = paged_cache(rng, k, v, start, block_size, kind="nan")
+    expected = causal_prefill_f64(q[start:], k, v, start)
+    keys = np.arange(start + chunk + 3)
+    expected_mask = keys[None, :] <= start + np.arange(chunk)[:, None]
+    what = f"start={start}, num_queries={chunk}, block_size={block_size} as {dtype}"
+    got = lab.causal_mask(to(start), to(chunk), keys)
+    labkit.assert_equal(np.asarray(got), expected_mask, axes=("query", "key"), dtype=np.bool_,
+                        what=f"causal_mask, {what}")
+    out = lab.prefill_chunk(q[start:], k[start:], v[start:], k_cache, v_cache, table, to(start), to(block_size))
+    check(out, expected, f"prefill_chunk, {what}")
+    out = lab.paged_prefill_attention(q[start:], k_cache, v_cache, table, to(start), to(block_size))
+    check(out, expected, f"paged_prefill_attention, {what}")
+
+
 MASK_BAD_INPUTS = {  # (start, num_queries, key_positions), the argument the error must name
     "negative start": ((-1, 3, [0, 1]), "start"),
     "start not an int": ((1.5, 3, [0, 1]), "start"),
+    "start a bool": ((True, 3, [0, 1]), "start"),
+    "num_queries a numpy float": ((2, np.float64(2.0), [0, 1]), "num_queries"),
     "negative num_queries": ((2, -1, [0, 1]), "num_queries"),
     "num_queries not an int": ((2, 2.5, [0, 1]), "num_queries"),
     "key positions of floats": ((2, 3, [0.0, 1.0]), "key_positions"),
@@ -514,7 +547,8 @@ MASK_BAD_INPUTS = {  # (start, num_queries, key_positions), the argument the err
 def test_causal_mask_refuses_bad_arguments(lab, name):
     """causal_mask takes an int start >= 0, an int num_queries >= 0 and a 1-D sequence of integer
     positions >= 0; anything else is a ValueError naming the argument. Each condition alone: a 2-D
-    integer array, a 1-D float one, one negative position among non-negative ones (exactly -1).
+    integer array, a 1-D float one, one negative position among non-negative ones (exactly -1); a
+    bool or a numpy float is no int.
 
     Catches: the given checks not called (a negative start shifts every row, a negative num_queries
     gives an empty mask, float or 2-D positions broadcast into a wrong shape)."""
@@ -845,6 +879,21 @@ def test_kernel_long_float16_context(lab, torch):
 
 
 @triton_test
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_kernel_max_query_len_takes_a_numpy_integer(lab, torch, dtype):
+    """``max_query_len`` given as a numpy integer (the ``max()`` of an int32 or int64 lengths array, as
+    an engine's metadata holds it; the docstring's int): the answer of the Python int, 26 tokens (104
+    on a GPU) for the longest chunk.
+
+    Catches: a check that takes only a Python int (a numpy one refused as "not an int"), while the
+    numpy functions' ``start`` and ``block_size`` take them."""
+    longest = 26 * TILE_SCALE
+    batch = make_batch(torch, [(4, 3), (0, longest), (11, 9)], seed=7)
+    given = np.dtype(dtype).type(longest)
+    check_kernel(lab, torch, batch, f"paged_prefill(max_query_len=np.{dtype}({longest}))", max_query_len=given)
+
+
+@triton_test
 def test_kernel_max_query_len_given_or_found(lab, torch):
     """``max_query_len`` may be given (as vLLM's metadata carries it) or left to the function:
     the same answer either way, given exactly the longest chunk (26 tokens, 104 on a GPU: more query
@@ -1030,6 +1079,8 @@ KERNEL_REFUSED_FOR_A_REASON = {
     "blocks of 0 tokens": (lambda t, a: {**a, "k_cache": a["k_cache"][:, :0], "v_cache": a["v_cache"][:, :0]},
                            ["block_size (k_cache.shape[1]) must be >= 1"]),
     "max_query_len a float": (lambda t, a: {**a, "max_query_len": 40.0}, ["max_query_len must be None or an int"]),
+    "max_query_len a bool": (lambda t, a: {**a, "max_query_len": True}, ["max_query_len must be None or an int"]),
+    "max_query_len -1": (lambda t, a: {**a, "max_query_len": -1}, ["max_query_len must be None or an int >= 0"]),
     "max_query_len below the longest chunk": (lambda t, a: {**a, "max_query_len": 7},
                                               ["max_query_len=7 but a chunk has 8"]),
     "q's last dimension strided": (lambda t, a: {**a, "q": _strided(t, a["q"], -1)}, ["q must have its last"]),

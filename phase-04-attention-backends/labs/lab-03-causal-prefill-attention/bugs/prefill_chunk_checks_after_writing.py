@@ -9,6 +9,6 @@ were.
 CAUGHT_BY = ["test_prefill_chunk_checks_everything_before_writing", "test_bad_input_gets_a_clear_error"]
 
 EDIT = (
-    "    _check_chunk(q, new_k, new_v, k_cache, v_cache, block_table, start, block_size)\n",
+    "    start, block_size = _check_chunk(q, new_k, new_v, k_cache, v_cache, block_table, start, block_size)\n",
     "    pass  # BUG: checked later, by paged_prefill_attention, after the write\n",
 )

@@ -13,7 +13,7 @@ EDITS = [
         "    q = np.asarray(q, dtype=np.float64)  # BUG: block_table used as it came\n",
     ),
     (
-        "    block_table = _as_block_table(block_table)\n    _check_chunk(",
-        "    _check_chunk(",
+        "    block_table = _as_block_table(block_table)\n    start, block_size = _check_chunk(",
+        "    start, block_size = _check_chunk(",
     ),
 ]
