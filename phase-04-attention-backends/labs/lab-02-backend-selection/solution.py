@@ -37,11 +37,13 @@ from _checks import (  # given: the vocabulary, the result types and the input c
     GPUS,
     MeasuredChoice,
     Selection,
+    _check_allowed,
     _check_backend,
     _check_features,
     _check_layer,
     _check_override,
     _check_supports,
+    _check_times,
     _find_entry,
 )
 
@@ -391,15 +393,17 @@ def choose_measured(shape, matrix, allowed=None) -> MeasuredChoice:
     None) in the entry's ``times_us`` and, when ``allowed`` is given, are in it. A tie goes to the
     backend listed first in ``matrix["backends"]``. ValueError when the shape matches no entry or
     several, when ``allowed`` names a backend the matrix does not have, or when no backend is left.
+    ``allowed`` is None (no filter) or a collection of backend names; a time is None (not measured)
+    or a finite number of microseconds > 0. Anything else is a ValueError too.
     """
     entry = _find_entry(shape, matrix)
     names = matrix["backends"]
+    allowed = _check_allowed(allowed)
     if allowed is not None:
-        allowed = set(allowed)
         unknown = sorted(allowed - set(names))
         if unknown:
             raise ValueError(f"choose_measured: allowed names {unknown}, which the matrix does not have ({names})")
-    times = entry.get("times_us", {})
+    times = _check_times(entry, names)
     candidates = [
         (times[name], rank, name)
         for rank, name in enumerate(names)

@@ -12,7 +12,7 @@ Given, in ``_checks.py`` (imported below): the vocabulary (``GPUS``, ``DTYPES``,
 ``BACKENDS``, ``MLA_HEAD_SIZE``, ``CUDAGRAPH_SUPPORT``, ``CUDAGRAPH_MODES``, ``SHAPE_KEYS``), the
 two result types (``Selection``, ``MeasuredChoice``) and the input checks (``_check_layer``,
 ``_check_features``, ``_check_backend``, ``_check_override``, ``_check_supports``,
-``_find_entry``): call the checks first, so that bad input gets a clear message.
+``_find_entry``, ``_check_allowed``, ``_check_times``): call the checks first, so that bad input gets a clear message.
 """
 
 from __future__ import annotations
@@ -32,11 +32,13 @@ from _checks import (  # noqa: F401  (given: the vocabulary, the result types an
     SHAPE_KEYS,
     MeasuredChoice,
     Selection,
+    _check_allowed,
     _check_backend,
     _check_features,
     _check_layer,
     _check_override,
     _check_supports,
+    _check_times,
     _find_entry,
 )
 
@@ -169,8 +171,13 @@ def choose_measured(shape, matrix, allowed=None) -> MeasuredChoice:
     backend listed first in ``matrix["backends"]``. ValueError when the shape matches no entry or
     several (``_find_entry`` says ``no entry``), when ``allowed`` names a backend the matrix does
     not have (name them), or when no backend is left (say ``no allowed`` backend has a time).
+    ``allowed`` is None (no filter) or a collection of backend names; a time is None (not measured)
+    or a finite number of microseconds > 0. Anything else is a ValueError too (``_check_allowed``,
+    ``_check_times``).
     """
     # entry = _find_entry(shape, matrix)
+    # allowed = _check_allowed(allowed)  # None, or a frozenset of names (no more than that is checked)
+    # times = _check_times(entry, matrix["backends"])  # the entry's times_us, each None or > 0
     raise NotImplementedError(
         "choose_measured: not implemented yet (README step 7: the fastest allowed backend with a "
         "time, ties to the first in matrix['backends'], and the runner-up's margin)"

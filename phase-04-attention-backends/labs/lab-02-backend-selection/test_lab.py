@@ -983,6 +983,36 @@ def test_choose_measured_bad_matrix(lab, matrix):
     refused(f"choose_measured({shape}, {matrix!r})", lambda: lab.choose_measured(shape, matrix), "matrix")
 
 
+@pytest.mark.parametrize("allowed", [5, "gather_sdpa", [["gather_sdpa"]], ["gather_sdpa", None]],
+                         ids=["an-int", "one-string", "a-nested-list", "a-name-and-None"])
+def test_choose_measured_refuses_allowed_of_the_wrong_type(lab, allowed):
+    """Pins a ValueError naming ``allowed`` when it is not None or a collection of backend names: a
+    number, one name as a bare string (its letters are no names), a list holding a list, a name beside
+    None. Catches ``set(allowed)`` taken unchecked: a bare TypeError from the inside ("'int' object is
+    not iterable", "unhashable type: 'list'")."""
+    shape = {"phase": "decode", "dtype": "float16", "batch": 1, "seq_len": 1024}
+    refused(f"choose_measured({shape}, <small matrix>, allowed={allowed!r})",
+            lambda: lab.choose_measured(shape, small_matrix(), allowed), "allowed")
+
+
+@pytest.mark.parametrize("time", [0, 0.0, -20.0, float("nan"), float("inf"), "20.0", True],
+                         ids=["0", "0.0", "negative", "nan", "inf", "a-string", "True"])
+def test_choose_measured_refuses_a_time_that_is_not_positive(lab, time):
+    """Pins a ValueError naming ``times_us`` and the backend when a listed backend's time is not None or a
+    finite number of microseconds > 0 (a measurement cannot take 0 us; the margin divides by the fastest
+    time), and when ``times_us`` is not a mapping. Catches the times read unchecked: a ZeroDivisionError
+    for a fastest time of 0, a TypeError comparing a string, a made-up answer for a negative or NaN
+    time."""
+    shape = {"phase": "decode", "dtype": "float16", "batch": 1, "seq_len": 1024}
+    m = small_matrix()
+    m["entries"][0]["times_us"]["flex_paged"] = time
+    refused(f"choose_measured({shape}, <small matrix, flex_paged's time {time!r}>)",
+            lambda: lab.choose_measured(shape, m), "times_us", "flex_paged")
+    m["entries"][0]["times_us"] = [20.0, 30.0, 25.0, 40.0]
+    refused(f"choose_measured({shape}, <small matrix, times_us a list>)",
+            lambda: lab.choose_measured(shape, m), "times_us")
+
+
 def test_choose_measured_error_lists_shapes_of_mixed_types(lab):
     """Pins the ValueError of a shape the matrix does not have when one of its entries lacks a key
     (written by hand, or by an older bench.py): the message still lists the matrix's shapes.

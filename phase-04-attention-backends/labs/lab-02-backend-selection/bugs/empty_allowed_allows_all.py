@@ -8,8 +8,8 @@ can serve) gets the fastest backend of the entry instead of a ValueError.
 CAUGHT_BY = ["test_choose_measured_bad_requests"]
 
 EDITS = [
-    ("    if allowed is not None:\n        allowed = set(allowed)\n",
-     "    if allowed:  # BUG: an empty allowed is not None\n        allowed = set(allowed)\n"),
+    ("    allowed = _check_allowed(allowed)\n    if allowed is not None:\n",
+     "    allowed = _check_allowed(allowed)\n    if allowed:  # BUG: an empty allowed is not None\n"),
     ("        if times.get(name) is not None and (allowed is None or name in allowed)\n",
      "        if times.get(name) is not None and (not allowed or name in allowed)\n"),
 ]

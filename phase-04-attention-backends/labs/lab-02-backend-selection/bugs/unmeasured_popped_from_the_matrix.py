@@ -8,8 +8,8 @@ gaps) sees a matrix that was never measured that way.
 CAUGHT_BY = ["test_choose_measured_leaves_the_matrix_alone"]
 
 EDIT = (
-    '    times = entry.get("times_us", {})\n',
-    '    times = entry.get("times_us", {})\n'
+    '    times = _check_times(entry, names)\n',
+    '    times = _check_times(entry, names)\n'
     "    for name in [name for name, time in times.items() if time is None]:\n"
     "        times.pop(name)  # nothing to choose from: dropped\n",
 )
