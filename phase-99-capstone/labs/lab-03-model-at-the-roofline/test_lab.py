@@ -159,9 +159,12 @@ def test_merged_weights_hold_the_layers_weights(lab, model):
 def test_split_qkv_gives_each_projection(lab, model):
     """One GEMM with the merged weight, split by ``split_qkv``: q, k and v are the layer's three
     projections (float64 brute force, one per weight), shaped by heads, read from a ``qkv`` whose rows
-    are strided (poisoned columns past its width).
+    are strided (poisoned columns past its width); and each is a view of ``qkv``, no copy: its memory is
+    ``qkv``'s, from its first column on (0, ``H * D``, ``(H + KV) * D``), rows ``qkv``'s stride apart.
 
-    Catches: k as wide as q (the query heads' width), v starting right after q, heads of the wrong size."""
+    Catches: k as wide as q (the query heads' width), v starting right after q, heads of the wrong size,
+    a copy of any kind (``.to(copy=True)``, ``clone``, ``contiguous`` of the strided rows, ``reshape``
+    where ``view`` fails): right values, but every layer's q, k and v copied again."""
     layer = model.model.layers[1]
     w = lab.merge_layer_weights(layer)
     x = torch.randn(5, HIDDEN, generator=torch.Generator().manual_seed(3))
@@ -172,12 +175,20 @@ def test_split_qkv_gives_each_projection(lab, model):
     want = {name: x64 @ f64(getattr(layer.self_attn, f"{name}_proj").weight).T for name in "qkv"}
     got = dict(zip("qkv", lab.split_qkv(qkv, H, KV, D), strict=True))
     heads = {"q": H, "k": KV, "v": KV}
+    first_column = {"q": 0, "k": H * D, "v": (H + KV) * D}
     for name in "qkv":
         assert tuple(got[name].shape) == (5, heads[name], D), f"{name}: shape {tuple(got[name].shape)}, expected " \
                                                             f"{(5, heads[name], D)}"
         # One float32 GEMM of 72 terms of size ~1 against float64: ~1e-6.
         labkit.assert_close(got[name], want[name].reshape(5, heads[name], D), atol=2e-5, what=name,
                             axes=("token", "head", "dim"))
+        view, at = got[name], qkv.data_ptr() + first_column[name] * qkv.element_size()
+        shares = view.untyped_storage().data_ptr() == qkv.untyped_storage().data_ptr()
+        assert shares and view.data_ptr() == at and view.stride() == (qkv.stride(0), D, 1), (
+            f"{name}: not a view of qkv from its column {first_column[name]} (shares qkv's memory: {shares}; "
+            f"starts {view.data_ptr() - qkv.data_ptr()} bytes after qkv's start, expected "
+            f"{at - qkv.data_ptr()}; strides {view.stride()}, expected {(qkv.stride(0), D, 1)}): split_qkv "
+            f"must copy nothing (no .to(copy=True), clone, contiguous or reshape of strided rows)")
 
 
 # --------------------------------------------------------------------------------------------
