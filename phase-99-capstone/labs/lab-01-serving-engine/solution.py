@@ -128,7 +128,8 @@ class Engine(EngineBase):
 
     def update_from_output(self, scheduler_output: SchedulerOutput, sampled_token_ids: list[int]) -> list[Request]:
         """Advance the scheduled requests by their tokens; append each sampled token whose chunk completed
-        its request's tokens; finish and free the requests that reached ``max_new_tokens`` (README step 4).
+        its request's tokens; finish and free the requests that reached ``max_new_tokens`` (README step 4),
+        in the batch's order (the pool's free queue follows it: the next requests' block ids depend on it).
         Returns the requests finished in this step."""
         finished = []
         for request, token in zip(scheduler_output.scheduled_requests, sampled_token_ids, strict=True):

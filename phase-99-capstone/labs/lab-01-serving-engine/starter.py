@@ -110,8 +110,11 @@ class Engine(EngineBase):
         Each scheduled request has now computed its scheduled tokens. A request whose chunk reached its last
         token gets its sampled token appended; a prefill chunk that did not (a prompt cut by the budget)
         gets nothing. A request with ``max_new_tokens`` outputs is finished: its blocks go back to the pool,
-        it leaves ``self.running`` for ``self.finished`` (by id) with status FINISHED. Returns the requests
-        finished in this step.
+        it leaves ``self.running`` for ``self.finished`` (by id) with status FINISHED. Several requests
+        finished in one step are freed in the batch's order (``Scheduler.update_from_output`` in
+        ``vllm/v1/core/sched/scheduler.py`` frees each as its loop over the batch reaches it): the order
+        matters, since the pool's free queue follows it and the next requests take their blocks from its
+        head. Returns the requests finished in this step.
         """
         raise NotImplementedError("update_from_output: not implemented yet (README step 4: advance the requests, "
                                   "append their tokens, finish and free)")

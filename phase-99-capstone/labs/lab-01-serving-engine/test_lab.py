@@ -1301,6 +1301,35 @@ def test_a_batch_that_is_not_a_step_inputs_stops_the_step(lab, model, truth):
         pytest.fail("prepare_inputs returned a dict: no EngineStateError")
 
 
+def test_requests_finished_in_one_step_free_their_blocks_in_batch_order(lab, model):
+    """Two requests that finish in the same step give their blocks back in the step's batch order, each
+    table from its last block to its first (lab 02-05's ``free``), as vLLM's ``update_from_output`` frees
+    each stopped request when its loop over the batch reaches it. The order is observable: the pool's
+    free queue follows it, and a request that comes next in a full pool gets its block ids from the
+    queue's head. A pool of 4 usable blocks; ``a`` and ``b`` (16 prompt tokens each, 2 new tokens) take
+    them all and finish in step 1; then ``c`` (48 tokens) gets the first 3 of ``a``'s blocks reversed
+    followed by ``b``'s reversed.
+
+    Catches: the finished requests freed in the reverse of the batch's order (a loop that removes them
+    from ``running`` back to front), or in the order of a set."""
+    engine = new_engine(lab, model, num_gpu_blocks=5, max_num_batched_tokens=64)
+    engine.add_request("a", [3] * BS, 2)
+    engine.add_request("b", [4] * BS, 2)
+    engine.step()  # both prompts, one block each: their first tokens
+    output = engine.step()  # both decode into a second block, and finish
+    batch = [r.request_id for r in output.scheduled_requests]
+    tables = [list(map(int, table)) for table in engine.last_inputs.block_tables]
+    assert sorted(engine.finished) == ["a", "b"], f"after step 1: finished {sorted(engine.finished)}, expected a and b"
+    freed = [block for table in tables for block in reversed(table)]  # the free queue, head first
+    engine.add_request("c", [6] * (3 * BS), 2)
+    engine.step()  # c's prompt: 3 blocks from the head of the free queue
+    got = engine.kv_manager.get_block_ids("c")
+    assert got == freed[:3], (
+        f"c got the blocks {got}; the step that finished {batch} (tables {tables}, in batch order) should have "
+        f"freed them as {freed}, each request in batch order and each table last block first, so c takes "
+        f"{freed[:3]}")
+
+
 @pytest.mark.ungraded  # it checks the given step's check, on a subclass of the engine
 def test_a_schedule_that_leaves_a_request_in_two_queues_stops_the_step(lab, model, truth):
     """The given ``step`` checks the queues right after ``schedule``, before the batch is built: a schedule
