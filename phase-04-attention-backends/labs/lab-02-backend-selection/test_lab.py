@@ -1013,6 +1013,25 @@ def test_choose_measured_refuses_a_time_that_is_not_positive(lab, time):
             lambda: lab.choose_measured(shape, m), "times_us")
 
 
+@pytest.mark.parametrize("kind", ["float32", "float64", "int64"])
+def test_choose_measured_takes_numpy_times(lab, kind):
+    """Pins that a time may be any real number, a numpy scalar included (a matrix built from
+    ``np.median`` of the measured runs): the answer is that of the same times as Python floats,
+    worked out here by sorting. Catches a time check that takes only Python's int and float."""
+    import numpy as np
+
+    m = small_matrix()
+    shape = {"phase": "decode", "dtype": "float16", "batch": 1, "seq_len": 1024}
+    times = m["entries"][0]["times_us"]
+    ranked = sorted((t, m["backends"].index(n), n) for n, t in times.items())
+    expected = (ranked[0][2], ranked[0][0], ranked[1][2], ranked[1][0] / ranked[0][0])  # before the call
+    m["entries"][0]["times_us"] = {n: np.dtype(kind).type(t) for n, t in times.items()}
+    choice = lab.choose_measured(shape, m)
+    got = (choice.backend, float(choice.time_us), choice.runner_up, round(float(choice.margin), 12))
+    labkit.assert_value(got, expected, what=f"choose_measured({shape}, <small matrix, times as np.{kind}>): "
+                                            "(backend, time_us, runner_up, margin)")
+
+
 def test_choose_measured_error_lists_shapes_of_mixed_types(lab):
     """Pins the ValueError of a shape the matrix does not have when one of its entries lacks a key
     (written by hand, or by an older bench.py): the message still lists the matrix's shapes.
