@@ -659,10 +659,10 @@ def test_default_graph_sizes_end_at_the_budget(lab, model, truth, timing):
     full graphs of 1, 2, 4, 8 and 16 rows, piecewise graphs of those and of 20 tokens; every step of the
     workload (prompts cut in chunks of 20) replays a graph, none runs eagerly, and the tokens are
     ``generate``'s. Past 256 the sizes go by 16: 136 seats and a budget of 271 (built, not run) end at
-    256, then 271.
+    256, then 271; with a budget of 300 the cut is 2 * 136 = 272, itself a size (as 16 is for 8 seats).
 
     Catches: the budget left out of the default sizes when it is the cut (a step of 17 to 20 tokens then
-    runs eagerly); sizes past 256 by 8, as below it."""
+    runs eagerly); sizes past 256 by 8, as below it; a cut of 2 * max_num_seqs left out of its range."""
     expected = expected_outputs(truth, WORKLOAD)
     # top = min(2 * 136, 512, 271) = 271: the multiples of 8 below 256, 256, then the budget itself.
     sizes = [1, 2, 4, *range(8, 256, 8), 256, 271]
@@ -671,6 +671,15 @@ def test_default_graph_sizes_end_at_the_budget(lab, model, truth, timing):
     got = (big.runner.full_sizes, big.runner.piecewise_sizes)
     assert got == ([s for s in sizes if s <= 136], sizes), \
         f"default graph sizes (full, piecewise) {got} for 136 seats and a budget of 271"
+    # Where the cut is 2 * max_num_seqs, not the budget, it is a size too when the steps reach it:
+    # top = min(2 * 136, 512, 300) = 272 = 256 + 16; top = min(2 * 8, 512, 100) = 16, a multiple of 8.
+    for seats, budget, sizes in ((136, 300, [1, 2, 4, *range(8, 256, 8), 256, 272]), (8, 100, [1, 2, 4, 8, 16])):
+        cut = new_engine(lab, model, max_num_seqs=seats, max_num_batched_tokens=budget, cudagraph_capture_sizes=None,
+                         cpu_timing=timing)
+        got = (cut.runner.full_sizes, cut.runner.piecewise_sizes)
+        assert got == ([s for s in sizes if s <= seats], sizes), \
+            f"default graph sizes (full, piecewise) {got} for {seats} seats and a budget of {budget}: the cut " \
+            f"2 * max_num_seqs = {2 * seats} is the last size"
     # top = min(2 * 16, 512, 20) = 20: 1, 2, 4, 8, 16 below it, then the budget 20 itself.
     want = ([1, 2, 4, 8, 16], [1, 2, 4, 8, 16, 20])
     engine = new_engine(lab, model, max_num_seqs=16, max_num_batched_tokens=20, cudagraph_capture_sizes=None,
