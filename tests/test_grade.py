@@ -1608,6 +1608,41 @@ def test_a_warning_the_test_makes_an_error_raises_in_the_submission(submission):
     assert sub.waste(np.int32(2**31 - 1), np.int32(16)) == 1
 
 
+EMPTY = """
+import torch
+
+def fresh(n):
+    return torch.empty(n)   # what an output allocated without zeroing holds
+
+def modes():
+    return torch.are_deterministic_algorithms_enabled(), torch.utils.deterministic.fill_uninitialized_memory
+"""
+
+
+@needs_bwrap
+def test_the_tests_deterministic_mode_holds_in_the_submission(submission):
+    """torch's deterministic mode as the test set it holds in the worker during its calls: 04-03 and 04-06
+    turn it on with ``fill_uninitialized_memory`` so that every ``torch.empty`` is NaN and an output row a
+    kernel never writes shows every time. Under ``labs grade`` the worker's memory came back zero by luck,
+    and a submission that left an empty sequence's row unwritten passed there the test pytest fails it on.
+    After the test's block, the worker's own mode again."""
+    torch = pytest.importorskip("torch")
+    sub = submission(EMPTY, {"fresh": "callable", "modes": "callable"}, call_timeout=30)
+    assert sub.modes() == (False, True)
+    was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+           torch.utils.deterministic.fill_uninitialized_memory)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        assert torch.isnan(sub.fresh(1000)).all(), "torch.empty in the submission: NaN, as in the test's process"
+        assert sub.modes() == (True, True)
+        torch.utils.deterministic.fill_uninitialized_memory = False
+        assert sub.modes() == (True, False)
+    finally:
+        torch.use_deterministic_algorithms(was[0], warn_only=was[1])
+        torch.utils.deterministic.fill_uninitialized_memory = was[2]
+    assert sub.modes() == (False, True)
+
+
 ERRORS = """
 class UnknownGPU(ValueError):
     pass

@@ -307,3 +307,37 @@ def warning_filters(filters):
                 raise ProtocolError(f"a malformed warning filter: {err!r}") from None
         _MIRRORED["test"] = filters
     yield
+
+
+def the_tests_torch_modes() -> tuple | None:
+    """The grader's side: torch's deterministic mode as the test set it, ``(warn_only, fill uninitialized
+    memory)``, or None when it is off (or torch is not loaded). A test that turns it on with the fill (04-03,
+    04-06: every ``torch.empty`` is then NaN, so an output row a kernel never writes shows every time) has
+    it in the submission's code too, as in one process; in the worker, memory came back zero by luck."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.are_deterministic_algorithms_enabled():
+        return None
+    return (torch.is_deterministic_algorithms_warn_only_enabled(),
+            bool(torch.utils.deterministic.fill_uninitialized_memory))
+
+
+@contextlib.contextmanager
+def torch_modes(modes):
+    """The worker's side: torch's deterministic mode as ``modes`` (:func:`the_tests_torch_modes`) says during
+    a call, the worker's own after it (None: the worker's own throughout)."""
+    if modes is None:
+        yield
+        return
+    if type(modes) is not tuple or len(modes) != 2 or any(type(m) is not bool for m in modes):
+        raise ProtocolError("malformed torch modes")
+    import torch
+
+    was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+           torch.utils.deterministic.fill_uninitialized_memory)
+    torch.use_deterministic_algorithms(True, warn_only=modes[0])
+    torch.utils.deterministic.fill_uninitialized_memory = modes[1]
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(was[0], warn_only=was[1])
+        torch.utils.deterministic.fill_uninitialized_memory = was[2]

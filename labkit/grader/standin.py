@@ -17,7 +17,7 @@ from labkit.grader import sandbox as sandboxes
 from labkit.grader import wire
 from labkit.grader.containers import adopt_returned, container_at, refill
 from labkit.grader.handles import MAX_TYPES, RESULT_TYPES, Handle, Handles, RemoteClass
-from labkit.grader.lending import Lent, Patches, serve_lent, the_tests_warning_filters
+from labkit.grader.lending import Lent, Patches, serve_lent, the_tests_torch_modes, the_tests_warning_filters
 from labkit.grader.snapshots import COMPARE_AFTER, WATCH_MAX
 from labkit.grader.values import BufferWrites, Layouts, array_leaves, builtin_exception, decode, encode
 
@@ -249,7 +249,8 @@ class Submission(types.ModuleType):
         leaves = array_leaves((args, kwargs))
         if self._worker is None:  # the last call timed out or crashed: a fresh import
             self._start()
-        patches = (self._patches.current(), *self._names_patched(), the_tests_warning_filters())
+        patches = (self._patches.current(), *self._names_patched(), the_tests_warning_filters(),
+                   the_tests_torch_modes())
         layouts = Layouts(whole=True)  # args and kwargs in one message: views of one storage share one buffer
         # The copies to compare if the student's code runs (a sync names its own, in target).
         after = [] if kind == "sync" else self._handles.snapshots.likely_read(COMPARE_AFTER)

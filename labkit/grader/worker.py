@@ -21,7 +21,15 @@ from pathlib import Path
 from labkit.grader import wire
 from labkit.grader.containers import Returned, container_key, mutable_arguments
 from labkit.grader.handles import OPS, ObjectTable
-from labkit.grader.lending import GraderIterator, GraderObject, load_module, names_patched, patched, warning_filters
+from labkit.grader.lending import (
+    GraderIterator,
+    GraderObject,
+    load_module,
+    names_patched,
+    patched,
+    torch_modes,
+    warning_filters,
+)
 from labkit.grader.snapshots import WATCH_MAX, Snapshots
 from labkit.grader.values import BufferWrites, Layouts, array_layout, array_leaves, builtin_exception, decode, encode
 
@@ -311,11 +319,12 @@ class _Session:
             ran = not pure and kind != "sync"  # a field read or a sync runs none of the student's code
             leaves = array_leaves((args, kwargs))
             aliases = {id(leaf): i for i, leaf in enumerate(leaves)}  # a result that is an argument stays one
-            if type(patches) is not tuple or len(patches) != 4:
+            if type(patches) is not tuple or len(patches) != 5:
                 raise wire.ProtocolError("bad patches")
-            watched, names, deleted, filters = patches
+            watched, names, deleted, filters, modes = patches
             written = _Writes(buffers, (args, kwargs), leaves, lambda value: self.encode(value, arguments=aliases))
-            with patched(watched), names_patched(self.module, names, deleted), warning_filters(filters):
+            with patched(watched), names_patched(self.module, names, deleted), warning_filters(filters), \
+                    torch_modes(modes):
                 result = call()
             reply = ("ok", self.encode(result, arguments=aliases, shared=buffers),
                      written.changes() + self._returned_changes(ran) + self.returned.keep(result))
