@@ -282,6 +282,66 @@ def test_warp_blocks_reject_bad_input(lab):
             pytest.fail(f"warp_blocks with a bad {word}: no ValueError naming it")
 
 
+@pytest.mark.parametrize("int_type", [np.int64, np.int32], ids=["int64", "int32"])
+def test_numpy_integers_are_integers(lab, int_type):
+    """Sizes, counts and indices may be numpy integers (a seq_len read out of a numpy array of lengths,
+    a block size from a config array): they are integers, as the docstrings ask, so the block-table
+    and budget functions take them and give the same answers as for Python ints (the brute force's,
+    integers).
+
+    Catches: an integer check written ``isinstance(value, int)`` (``numpy_integers_refused``): a numpy
+    integer is no Python int, so every such call raises a ValueError that calls the caller's
+    integer "not an integer"."""
+    n = int_type
+    seq_len, block_size, num_warps, partition_size = 2000, 16, 4, 512
+    for partition in range(4):
+        for warp in range(num_warps):
+            call = (f"warp_blocks(np.{n.__name__}({seq_len}), np.{n.__name__}({block_size}), "
+                    f"np.{n.__name__}({num_warps}), warp=np.{n.__name__}({warp}), "
+                    f"partition_size=np.{n.__name__}({partition_size}), partition=np.{n.__name__}({partition}))")
+            blocks = brute_warp_blocks(seq_len, block_size, num_warps, warp, partition_size, partition)
+            tokens = [t for b in blocks for t in range(b * block_size, min((b + 1) * block_size, seq_len))]
+            args = (n(seq_len), n(block_size), n(num_warps), n(warp), n(partition_size), n(partition))
+            try:
+                got_blocks, got_tokens = lab.warp_blocks(*args), lab.warp_tokens(*args)
+            except ValueError as err:
+                raise AssertionError(f"{call} raised ValueError: {err} (numpy integers are integers: "
+                                     "numbers.Integral, not int)") from None
+            assert_equal(np.asarray(got_blocks), np.array(blocks, dtype=np.int64), axes=("visit",), dtype=np.int64,
+                         what=call)
+            assert_equal(np.asarray(got_tokens), np.array(tokens, dtype=np.int64), axes=("visit",), dtype=np.int64,
+                         what=call.replace("warp_blocks", "warp_tokens"))
+    tables, lens = read_only(SOURCE_TABLES, SOURCE_LENS)
+    expected = np.array([brute_slots(SOURCE_TABLES[s], int(m), 16, 140) for s, m in enumerate(SOURCE_LENS)])
+    try:
+        got_blocks, got_slots = lab.blocks_per_seq(lens, n(16)), lab.slot_mapping(tables, lens, n(16))
+    except ValueError as err:
+        raise AssertionError(f"blocks_per_seq / slot_mapping with block_size=np.{n.__name__}(16) raised ValueError: "
+                             f"{err} (numpy integers are integers: numbers.Integral, not int)") from None
+    assert_equal(got_blocks, np.array([9, 4]), axes=("sequence",), dtype=np.int64,
+                 what=f"blocks_per_seq(lens, np.{n.__name__}(16))")
+    assert_equal(got_slots, expected, axes=("sequence", "token"), dtype=np.int64,
+                 what=f"slot_mapping(tables, lens, np.{n.__name__}(16))")
+    # Exercise 2 (its brute forces are defined below): the same byte counts, integers still.
+    calls = {
+        "shared_memory_budget(128, 512, 128, 2)": (lambda: budget_dict(lab.shared_memory_budget(
+            n(128), n(512), n(128), n(2))), expected_budget(128, 512, 128, 2)),
+        "largest_partition_size(128, 16, 49152, 128, 2)": (lambda: lab.largest_partition_size(
+            n(128), n(16), n(DEFAULT_SMEM), n(128), n(2)), brute_largest_partition(128, 16, DEFAULT_SMEM, 128, 2)),
+        "reduce_shared_memory_bytes(32769, 512, 128)": (lambda: lab.reduce_shared_memory_bytes(
+            n(32769), n(512), n(128)), 552),
+    }
+    for what, (call, want) in calls.items():
+        what = f"{what}, each argument a np.{n.__name__}"
+        try:
+            got = call()
+        except ValueError as err:
+            raise AssertionError(f"{what} raised ValueError: {err} (numpy integers are integers: "
+                                 "numbers.Integral, not int)") from None
+        assert_value(got, want, what=what)
+        labkit.require(not isinstance(got, (bool, float)), f"{what}: {got!r}, expected an integer byte count")
+
+
 # ---------------------------------------------------------------------------
 # Exercise 2: the shared-memory budget
 # ---------------------------------------------------------------------------
