@@ -192,7 +192,8 @@ def check(lab, case, num_splits=None, atol=None, what="paged_decode"):
     """Run ``paged_decode`` on ``case`` and compare with the float64 oracle (computed first):
     values, shape, dtype and device of the output, and the inputs left unchanged. The call runs
     with uninitialized memory filled with NaN (``uninitialized_memory_is_nan``), so that what the
-    kernels leave unwritten shows every time."""
+    kernels leave unwritten shows every time (under ``labs grade`` the call runs in the student's
+    sandbox, without that setting: there it shows when the memory happens to be dirty)."""
     q = case[0]
     expected = reference_decode(*case)
     before = [t.clone() for t in case]
