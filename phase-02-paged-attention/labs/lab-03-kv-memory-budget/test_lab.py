@@ -153,6 +153,32 @@ def test_explicit_head_dim_wins(lab):
                  "kv_bytes_per_token(Llama-3-8B with head_dim: None)", "None means: derive it (4096 // 32)")
 
 
+def test_an_explicit_head_dim_needs_no_hidden_size(lab):
+    """``hidden_size`` is read only to derive a head_dim the config does not give. With Gemma-7B's
+    head_dim of 256 a config is complete without hidden_size, with hidden_size None, or with a
+    hidden_size its 16 heads do not divide (3000): 2 * 28 layers * 16 KV heads * 256 dims * 2 bytes =
+    458752 = 448 KiB a token, and a page of 16 tokens is 16 * 448 KiB / 28 layers = 256 KiB.
+
+    Catches: hidden_size read (or its divisibility checked) before looking at head_dim, which refuses
+    these valid configs with a ValueError about hidden_size."""
+    cases = {
+        "no hidden_size": _without(GEMMA_7B, "hidden_size"),
+        "hidden_size None": {**GEMMA_7B, "hidden_size": None},
+        "hidden_size 3000, not a multiple of 16 heads": {**GEMMA_7B, "hidden_size": 3000},
+    }
+    for what, config in cases.items():
+        try:
+            per_token = lab.kv_bytes_per_token(config)
+            page = lab.page_size_bytes(config, 16)
+        except ValueError as err:
+            raise AssertionError(
+                f"Gemma-7B with head_dim 256 and {what}: ValueError ({err}). The config gives head_dim: "
+                f"hidden_size is only needed, and only has to be a multiple of the heads, when head_dim is "
+                f"absent or None") from None
+        expect_bytes(per_token, 448 * KiB, f"kv_bytes_per_token(Gemma-7B, {what})", "2 * 28 * 16 * 256 * 2")
+        expect_bytes(page, 256 * KiB, f"page_size_bytes(Gemma-7B, {what}, 16)", "2 * 16 * 16 * 256 * 2")
+
+
 def test_cache_dtype_scales_the_bytes(lab):
     """An fp8 cache halves a bf16 model's KV bytes; a float32 model's "auto" cache doubles them.
     Llama-3-8B: 128 KiB (auto, bf16), 64 KiB (fp8, fp8_e4m3, fp8_e5m2), 128 KiB (float16).
@@ -346,15 +372,21 @@ def test_max_concurrency(lab):
 
     27904 blocks of 16: max_model_len 8192 takes 512 blocks: 27904 / 512 = 54.5. 8193 tokens take
     513 blocks: 27904 / 513 = 54.3937... (a count in tokens would say 27904 * 16 / 8193 = 54.49).
-    131072 tokens (Llama 3.1's context): 27904 / 8192 = 3.40625. Catches ignoring the block
-    rounding of a request. Compared to a relative 1e-12: a correct float64 computation differs from
-    the exact quotient by a rounding or two (1e-16 each); the bug's error is 2e-3."""
+    131072 tokens (Llama 3.1's context): 27904 / 8192 = 3.40625. 2**60 + 1 tokens in blocks of 2**30
+    take 2**30 + 1 blocks: 2**40 blocks hold 2**40 / (2**30 + 1) = 1023.99999905 of them, not 1024.
+    Catches ignoring the block rounding of a request, and a request's blocks counted through a float
+    (``math.ceil(max_model_len / block_size)``: 2**60 + 1 is no float, it becomes 2**60 and the
+    quotient a whole 2**30). Compared to a relative 1e-12: a correct float64 computation differs from
+    the exact quotient by a rounding or two (1e-16 each); the bugs' errors are 2e-3 and 9e-10."""
     cases = [  # (num_blocks, block_size, max_model_len, concurrency, why)
         (27904, 16, 8192, 54.5, "27904 / 512 blocks per request"),
         (27904, 16, 8193, 27904 / 513, "8193 tokens take 513 whole blocks"),
         (27904, 16, 131072, 3.40625, "27904 / 8192 blocks per request"),
         (0, 16, 8192, 0.0, "no block"),
         (100, 16, 1, 100.0, "a one-token request still takes a whole block"),
+        (2**40, 2**30, 2**60 + 1, 2**40 / (2**30 + 1),
+         "2**60 + 1 tokens take 2**30 + 1 blocks of 2**30: a ceiling in integers, -(-len // block_size); "
+         "math.ceil(len / block_size) goes through a float, where 2**60 + 1 is 2**60, and gives 2**30"),
     ]
     for num_blocks, block_size, max_model_len, want, why in cases:
         call = f"max_concurrency({num_blocks}, {block_size}, {max_model_len})"
@@ -491,21 +523,30 @@ def _bad_calls(lab):
                **{"total_memory": 80 * GiB, "free_memory": 79 * GiB, "gpu_memory_utilization": 0.9,
                   "weights_memory": 16 * GiB, "peak_activation": GiB, "non_torch_memory": 0, name: value}))
           for name in ("total_memory", "free_memory", "weights_memory", "peak_activation", "non_torch_memory")
-          for value in (-1, 2.0 * GiB)],
+          for value in (-1, 2.0 * GiB, True)],
         ("gpu_memory_utilization must be in", "available_kv_memory(gpu_memory_utilization=1.5)",
          lambda: lab.available_kv_memory(80 * GiB, 79 * GiB, 1.5, 16 * GiB, GiB)),
         *[("gpu_memory_utilization", f"available_kv_memory(gpu_memory_utilization={value!r})",
            lambda value=value: lab.available_kv_memory(80 * GiB, 79 * GiB, value, 16 * GiB, GiB))
           for value in ("0.9", None, True)],  # a string or None fails in the comparison; True would be 1.0
+        ("gpu_memory_utilization", "available_kv_memory(gpu_memory_utilization=nan)",
+         lambda: lab.available_kv_memory(80 * GiB, 79 * GiB, float("nan"), 16 * GiB, GiB)),  # no comparison holds
         ("cannot exceed", "available_kv_memory(free_memory 81 GiB of a card of 80 GiB)",
          lambda: lab.available_kv_memory(80 * GiB, 81 * GiB, 0.9, 16 * GiB, GiB)),
         ("available_memory", "num_gpu_blocks(1.5 GiB as a float, ..)",
          lambda: lab.num_gpu_blocks(1.5 * GiB, LLAMA_3_8B, 16)),
+        ("available_memory", "num_gpu_blocks(True, ..)", lambda: lab.num_gpu_blocks(True, LLAMA_3_8B, 16)),
+        # A budget too small for a block is 0 blocks only for valid arguments: the checks come first.
+        ("block_size", "num_gpu_blocks(-1 GiB, Llama-3-8B, 0)", lambda: lab.num_gpu_blocks(-GiB, LLAMA_3_8B, 0)),
+        ("config must be a dict", "num_gpu_blocks(-1 GiB, a list, 16)",
+         lambda: lab.num_gpu_blocks(-GiB, [LLAMA_3_8B], 16)),
         ("block_size", "max_concurrency(100, block_size=0, 100)", lambda: lab.max_concurrency(100, 0, 100)),
         ("num_blocks", "max_concurrency(num_blocks=-1, ..)", lambda: lab.max_concurrency(-1, 16, 100)),
         ("num_blocks", "max_concurrency(num_blocks=2.5, ..)", lambda: lab.max_concurrency(2.5, 16, 100)),
+        ("num_blocks", "max_concurrency(num_blocks=True, ..)", lambda: lab.max_concurrency(True, 16, 100)),
         ("max_model_len", "max_concurrency(.., max_model_len=0)", lambda: lab.max_concurrency(100, 16, 0)),
         ("max_model_len", "max_concurrency(.., max_model_len=100.5)", lambda: lab.max_concurrency(100, 16, 100.5)),
+        ("max_model_len", "max_concurrency(.., max_model_len=True)", lambda: lab.max_concurrency(100, 16, True)),
     ]
 
 
@@ -513,16 +554,20 @@ def test_every_bad_input_is_refused_by_name(lab):
     """Each input the docstrings refuse, one at a time, in every function that takes it: a config that
     is no dict (to ``cache_dtype_bytes`` too), a key missing or None (said which), a count of 0 or a
     string, of the layers, the query heads, the KV heads (-8 too) and hidden_size, a hidden_size the
-    heads do not divide, an explicit head_dim of 0 or a string, byte counts of -1 or a float, a
-    utilization above 1 or that is no number (a string, None, True), free memory above the card's
-    total, a float available_memory, a block size of 0, a block count of -1 or 2.5, a max_model_len
-    of 0 or 100.5: a ValueError whose message names it (never a ZeroDivisionError, a TypeError or a
-    silent number).
+    heads do not divide, an explicit head_dim of 0 or a string, byte counts of -1, a float or True, a
+    utilization above 1, NaN or that is no number (a string, None, True), free memory above the card's
+    total, an available_memory that is a float or True, a block size of 0 or a config that is no dict
+    with a negative budget (0 blocks only for valid arguments), a block count of -1, 2.5 or True, a
+    max_model_len of 0, 100.5 or True: a ValueError whose message names it (never a ZeroDivisionError,
+    a TypeError or a silent number).
 
     Catches: any of the given checks dropped, joined with ``and`` or off by one; a head_dim taken as
     given or truncated (hidden_size // num_heads of a hidden_size they do not divide); keys read with
     ``config[key]`` (a KeyError) or ``config.get(key) or default`` (0 KV heads taken as "absent"); a
-    utilization compared before it is known to be a number."""
+    utilization compared before it is known to be a number, or its range checked as ``u <= 0 or u > 1``
+    (NaN fails both comparisons, and ``math.ceil`` then raises its own ValueError, which names nothing);
+    a bool taken for a count (True is an int: 1); num_gpu_blocks returning 0 for a budget below a
+    block before checking its other arguments."""
     for words, call, run in _bad_calls(lab):
         try:
             got = run()
