@@ -423,6 +423,28 @@ def test_a_preempted_request_comes_back_through_the_cache(lab):
             "the blocks cached under the key of tokens 0-11 (the old copy, 3, and the recomputed one, 4)")
 
 
+def test_a_preempted_request_hits_the_blocks_its_decoding_filled(lab):
+    """A (10 tokens) decodes 3 tokens: block 3 fills and is cached at 12 tokens, the 13th takes block
+    4. Preempted (freed tail first: the queue is 5 6 7 8 9 4 3 2 1) and readmitted with its 13
+    tokens, it hits (13 - 1) // 4 = 3 blocks, [1, 2, 3] (12 tokens), among them the block that
+    decoding filled, and takes one new block for its 13th token: 5, the queue's front.
+
+    Catches: the hit capped by the prompt's length (``len(prompt_token_ids) - 1``) instead of the
+    request's (``num_tokens - 1``, decoded tokens included): (10 - 1) // 4 = 2 hits, and block 3's
+    tokens recomputed into a second new block."""
+    mgr = lab.KVCacheManager(10, BS)
+    a = _request(lab, "A", range(10))
+    _admit(mgr, a, ([], 0, [1, 2, 3]), "A, 10 tokens")
+    _expect([_decode(mgr, a, t) for t in (50, 51, 52)], [[], [], [4]], "A's decode steps to 11, 12 and 13 tokens")
+    _expect(_hashed(mgr, [1, 2, 3, 4]), [True, True, True, False], "A's blocks cached at 13 tokens")
+    mgr.free(a)  # preempted
+    a.num_computed_tokens = 0
+    _expect(_queue(mgr), [5, 6, 7, 8, 9, 4, 3, 2, 1], "the free queue after A was preempted")
+    _admit(mgr, a, ([1, 2, 3], 12, [5]),
+           "A readmitted with its 13 tokens, 3 of them decoded (the hit is capped at num_tokens - 1 = 12 tokens, "
+           "every token of the request counted, not only the 10 of its prompt)")
+
+
 def test_a_hit_at_the_front_of_the_free_queue_is_not_taken_back(lab):
     """vLLM's ``test_computed_blocks_not_evicted``, by hand. A pool of 3 blocks (2 to give): A (tokens
     0-3) takes block 1 and B (tokens 4-7) block 2, both full and cached; both finish, so the free
