@@ -256,22 +256,26 @@ def test_free_memory_that_exactly_covers_the_request_is_enough(lab):
     """The refusal is for free memory *below* the request: free memory equal to
     ``ceil(total * utilization)`` starts, and so does utilization 1.0 on an idle card (all its memory
     free). 80 GiB card, 72 GiB free, 0.9: 72 - (15 + 2) = 55 GiB. 48 GiB card, all free, 1.0:
-    48 - (10 + 1) = 37 GiB.
+    48 - (10 + 1) = 37 GiB, and the same with the int 1 (a number in (0, 1] like 1.0).
 
     Catches: ``free <= requested`` refused (an engine that cannot start on memory that is exactly
-    enough), a utilization range that leaves out 1.0 (``0 < u < 1``)."""
+    enough), a utilization range that leaves out 1.0 (``0 < u < 1``), a utilization required to be a
+    float (``isinstance(u, float)``), which refuses the int 1."""
     for call, args, want in [
         ("available_kv_memory(80 GiB, 72 GiB free, 0.9, 15 GiB, 2 GiB)",
          (80 * GiB, 72 * GiB, 0.9, 15 * GiB, 2 * GiB, 0), 55 * GiB),
         ("available_kv_memory(48 GiB, 48 GiB free, 1.0, 10 GiB, 1 GiB)",
          (48 * GiB, 48 * GiB, 1.0, 10 * GiB, GiB, 0), 37 * GiB),
+        ("available_kv_memory(48 GiB, 48 GiB free, 1 (an int), 10 GiB, 1 GiB)",
+         (48 * GiB, 48 * GiB, 1, 10 * GiB, GiB, 0), 37 * GiB),
     ]:
         try:
             got = lab.available_kv_memory(*args)
         except ValueError as err:
             raise AssertionError(
                 f"{call} raised ValueError ({err}): the free memory covers ceil(total * utilization) exactly, and "
-                f"utilization may be anything in (0, 1], 1.0 included; refuse only free < requested") from err
+                f"utilization may be any number in (0, 1], 1.0 and the int 1 included; refuse only free < "
+                f"requested") from err
         expect_bytes(got, want, call)
 
 
