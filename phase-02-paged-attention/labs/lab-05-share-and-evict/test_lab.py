@@ -283,6 +283,27 @@ def test_a_long_decode_caches_every_block_it_fills(lab):
 # --- step 2: free, linger, evict tail first, revive ---------------------------------------------
 
 
+def test_the_returned_blocks_are_the_callers_own_list(lab):
+    """allocate_slots returns the blocks it took in a list of the caller's own, never the request's
+    block table: A (6 tokens) gets [1, 2]; its decode steps to 7 and 8 tokens take nothing and the 9th
+    takes block 3, so A's table is [1, 2, 3] while the list its first call returned still holds [1, 2].
+    (Only the manager's side is checked: a test's own writes into a returned list do not reach the
+    submission under ``labs grade``, whose calls run in a sandbox.)
+
+    Catches: the first allocation's list kept as the table (``req_to_blocks[id] = new_blocks`` when the
+    table is empty): the scheduler's list grows with later steps, and whatever the caller does to it
+    (clearing it, sorting it) is done to the table."""
+    mgr = lab.KVCacheManager(10, BS)
+    a = _request(lab, "A", range(6))
+    first = _allocate(mgr, a, 6)
+    a.num_computed_tokens = 6
+    _expect(_ids(first), [1, 2], "allocate_slots('A', 6) of a fresh pool")
+    _expect([_decode(mgr, a, t) for t in (60, 61, 62)], [[], [], [3]], "A's decode steps to 7, 8 and 9 tokens")
+    _expect(mgr.get_block_ids("A"), [1, 2, 3], "A's table at 9 tokens")
+    _expect(_ids(first), [1, 2], "the list the first allocate_slots('A', 6) returned, after later steps took block 3 "
+            "(it must be a list of its own, not A's block table)")
+
+
 def test_freed_blocks_linger_and_a_newcomer_revives_them_from_the_middle(lab):
     """A (10 tokens, blocks [1, 2, 3]) finishes: its blocks join the free queue tail first
     (3, 2, 1) still cached. D (5 tokens) takes 4, 5 and finishes, queued behind them (5, 4). C sends
