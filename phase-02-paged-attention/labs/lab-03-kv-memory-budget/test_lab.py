@@ -342,7 +342,8 @@ def test_num_gpu_blocks_llama_3_8b(lab):
     With 1.5 MiB more, still 27904 (rounding to nearest gives 27905). With an fp8 cache, blocks of 1 MiB:
     55808. Catches rounding up or to nearest (27905), forgetting the layers
     (892928 blocks of one layer), a block counted without V (55808 for bf16), and a count taken
-    through a float (``int(available / page / layers)``), one block too many for 2**60 - 1 bytes."""
+    through a float (``int(available / page / layers)``), one block too many for 2**60 - 1 bytes, or
+    only its last step (``int(available // page / layers)``), one too many for 2**80 - 1 bytes."""
     available = 54 * GiB + 512 * MiB
     cases = [  # (available, config name, config, cache_dtype, blocks, why)
         (available, "Llama-3-8B", LLAMA_3_8B, "auto", 27904, "54.5 GiB // 2 MiB (64 KiB pages * 32 layers)"),
@@ -356,6 +357,10 @@ def test_num_gpu_blocks_llama_3_8b(lab):
         # A byte count no float holds: 2**60 - 1 becomes the float 2**60, whose quotient is one block too many.
         (2**60 - 1, "Llama-3-8B", LLAMA_3_8B, "auto", 2**39 - 1,
          "(2**60 - 1) // 2 MiB is one short of 2**39: floor division of integers, never through a float"),
+        # The pages in integers but the layers through a float: (2**80 - 1) // 64 KiB = 2**64 - 1 pages, no
+        # float either (2**64), so / 32 layers gives 2**59 blocks where 2**59 - 1 fit.
+        (2**80 - 1, "Llama-3-8B", LLAMA_3_8B, "auto", 2**59 - 1,
+         "(2**80 - 1) // 64 KiB // 32 layers is one short of 2**59: every division in integers, the last one too"),
     ]
     for memory, name, config, cache_dtype, want, why in cases:
         got = lab.num_gpu_blocks(memory, config, 16, cache_dtype)
