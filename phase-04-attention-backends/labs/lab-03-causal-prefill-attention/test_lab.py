@@ -1221,8 +1221,8 @@ def test_kernel_new_out_is_zero_where_nothing_is_written(lab, torch, case):
     is zero, as the docstring promises ("a new zero tensor"). The call runs with uninitialized memory
     filled with NaN (``uninitialized_memory_is_nan``), so an output allocated without zeroing shows in
     the rows the kernel never writes every time, not only when the allocator hands back dirty memory.
-    (Under ``labs grade`` the call runs in another process, without that setting: there this test
-    catches it only when the memory happens to be dirty.)
+    (Under ``labs grade`` as well: the grader carries the setting to the student's process for each
+    call.)
 
     Catches: the new output allocated with ``torch.empty_like`` (``new_out_not_zeroed``), its padding
     rows then whatever the memory held."""

@@ -192,8 +192,8 @@ def check(lab, case, num_splits=None, atol=None, what="paged_decode"):
     """Run ``paged_decode`` on ``case`` and compare with the float64 oracle (computed first):
     values, shape, dtype and device of the output, and the inputs left unchanged. The call runs
     with uninitialized memory filled with NaN (``uninitialized_memory_is_nan``), so that what the
-    kernels leave unwritten shows every time (under ``labs grade`` the call runs in the student's
-    sandbox, without that setting: there it shows when the memory happens to be dirty)."""
+    kernels leave unwritten shows every time (``labs grade`` carries the setting to the student's
+    process for each call)."""
     q = case[0]
     expected = reference_decode(*case)
     before = [t.clone() for t in case]
@@ -279,9 +279,9 @@ def test_new_output_is_written_where_fresh_memory_is_nan(lab, num_splits):
     call runs with uninitialized memory filled with NaN (``uninitialized_memory_is_nan``), so a row
     the kernels never store shows as NaN every time, not only when the allocator hands back dirty
     memory (fresh pages are zero, which is the right answer for an empty sequence by luck). The
-    scratch summaries are NaN too: the reduce must read only the splits that hold tokens. (Under
-    ``labs grade`` the call runs in another process, without that setting: there this test catches
-    it only when the memory happens to be dirty.) Catches an early exit that skips split 0 as well
+    scratch summaries are NaN too: the reduce must read only the splits that hold tokens (under
+    ``labs grade`` as well: the grader carries the setting to the student's process for each call).
+    Catches an early exit that skips split 0 as well
     (``one_split_exits_early``: with one split, a sequence of length 0 returns before its zeros are
     stored) and a reduce that returns early for a sequence with no split
     (``reduce_skips_empty_sequences``)."""
