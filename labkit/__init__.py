@@ -19,7 +19,7 @@ from labkit.testing.checks import (
     require,
 )
 from labkit.testing.loader import impl_name, load_impl, load_reference, load_sibling
-from labkit.testing.poison import POISON_KINDS, poison_unused_slots, poison_value
+from labkit.testing.poison import POISON_KINDS, poison_unused_slots, poison_value, uninitialized_memory_is_nan
 from labkit.testing.reference import attention_f64, gather_f64, paged_attention_f64, softmax_f64, to_f64
 
 __all__ = [
@@ -46,4 +46,5 @@ __all__ = [
     "softmax_f64",
     "to_f64",
     "triton_env",
+    "uninitialized_memory_is_nan",
 ]

@@ -25,7 +25,6 @@ scores placed against the key tiles (and, in numpy, the blocks).
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -1195,31 +1194,13 @@ def test_kernel_batches_with_nothing_to_compute(lab, torch, case):
     check_kernel(lab, torch, batch, f"paged_prefill, {case}", **kwargs)
 
 
-@contextlib.contextmanager
-def uninitialized_memory_is_nan(torch):
-    """While it lasts, ``torch.empty`` and ``torch.empty_like`` return floats full of NaN (torch's
-    ``fill_uninitialized_memory``, which deterministic mode turns on; ``warn_only``, so that no other
-    operation is refused): a deterministic stand-in for whatever an allocator hands back, which is often
-    zero by luck. Restores torch's settings on the way out."""
-    was_on = torch.are_deterministic_algorithms_enabled()
-    was_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    was_filling = torch.utils.deterministic.fill_uninitialized_memory
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.utils.deterministic.fill_uninitialized_memory = True
-    try:
-        yield
-    finally:
-        torch.utils.deterministic.fill_uninitialized_memory = was_filling
-        torch.use_deterministic_algorithms(was_on, warn_only=was_warn_only)
-
-
 @triton_test
 @pytest.mark.parametrize("case", ["a ragged batch", "nothing to compute"])
 def test_kernel_new_out_is_zero_where_nothing_is_written(lab, torch, case):
     """Without ``out``, paged_prefill returns a new tensor shaped and typed like ``q``: the chunks' rows
     hold their attention and every other row (q's padding rows; all of them when every chunk is empty)
     is zero, as the docstring promises ("a new zero tensor"). The call runs with uninitialized memory
-    filled with NaN (``uninitialized_memory_is_nan``), so an output allocated without zeroing shows in
+    filled with NaN (``labkit.uninitialized_memory_is_nan``), so an output allocated without zeroing shows in
     the rows the kernel never writes every time, not only when the allocator hands back dirty memory.
     (Under ``labs grade`` as well: the grader carries the setting to the student's process for each
     call.)
@@ -1229,7 +1210,7 @@ def test_kernel_new_out_is_zero_where_nothing_is_written(lab, torch, case):
     specs = [(5, 6), (0, 8), (9, 1)] if case == "a ragged batch" else [(5, 0), (9, 0)]
     batch = make_batch(torch, specs, seed=16)
     what = f"paged_prefill without out, {case} (chunks of {[n for _, n in specs]} tokens, 16 padding rows of q)"
-    with uninitialized_memory_is_nan(torch):
+    with labkit.uninitialized_memory_is_nan():
         got = lab.paged_prefill(*batch.args)
     labkit.require(isinstance(got, torch.Tensor) and got is not batch.q and got.shape == batch.q.shape,
                    f"{what}: expected a new tensor shaped like q {tuple(batch.q.shape)}, got "

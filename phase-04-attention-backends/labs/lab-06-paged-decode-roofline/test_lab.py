@@ -24,7 +24,6 @@ way (in a child process).
 
 from __future__ import annotations
 
-import contextlib
 import math
 from pathlib import Path
 
@@ -170,34 +169,16 @@ def assert_unchanged(before, after, names, what):
             raise AssertionError(f"{what} modified its input {name}: {str(err).splitlines()[0]}") from None
 
 
-@contextlib.contextmanager
-def uninitialized_memory_is_nan():
-    """While it lasts, ``torch.empty``, ``new_empty`` and ``empty_like`` return floats full of NaN (torch's
-    ``fill_uninitialized_memory``, which deterministic mode turns on; ``warn_only``, so that no other
-    operation is refused): a deterministic stand-in for whatever an allocator hands back, which is often
-    zero by luck (fresh pages). Restores torch's settings on the way out."""
-    was_on = torch.are_deterministic_algorithms_enabled()
-    was_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    was_filling = torch.utils.deterministic.fill_uninitialized_memory
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.utils.deterministic.fill_uninitialized_memory = True
-    try:
-        yield
-    finally:
-        torch.utils.deterministic.fill_uninitialized_memory = was_filling
-        torch.use_deterministic_algorithms(was_on, warn_only=was_warn_only)
-
-
 def check(lab, case, num_splits=None, atol=None, what="paged_decode"):
     """Run ``paged_decode`` on ``case`` and compare with the float64 oracle (computed first):
     values, shape, dtype and device of the output, and the inputs left unchanged. The call runs
-    with uninitialized memory filled with NaN (``uninitialized_memory_is_nan``), so that what the
+    with uninitialized memory filled with NaN (``labkit.uninitialized_memory_is_nan``), so that what the
     kernels leave unwritten shows every time (``labs grade`` carries the setting to the student's
     process for each call)."""
     q = case[0]
     expected = reference_decode(*case)
     before = [t.clone() for t in case]
-    with uninitialized_memory_is_nan():  # an output row or a summary the kernels never write shows as NaN
+    with labkit.uninitialized_memory_is_nan():  # an output row or a summary the kernels never write shows as NaN
         out = lab.paged_decode(*case, num_splits=num_splits)
     require(isinstance(out, torch.Tensor) and out.shape == q.shape and out.device == q.device,
             f"{what}: out must be a tensor shaped and placed like q {tuple(q.shape)} on {q.device}; "
@@ -276,7 +257,7 @@ def test_empty_and_one_token_sequences(lab):
 @pytest.mark.parametrize("num_splits", [1, 3], ids=["one_split", "three_splits"])
 def test_new_output_is_written_where_fresh_memory_is_nan(lab, num_splits):
     """Steps 1 and 3. Every row of the output is written, an empty sequence's zeros included: the
-    call runs with uninitialized memory filled with NaN (``uninitialized_memory_is_nan``), so a row
+    call runs with uninitialized memory filled with NaN (``labkit.uninitialized_memory_is_nan``), so a row
     the kernels never store shows as NaN every time, not only when the allocator hands back dirty
     memory (fresh pages are zero, which is the right answer for an empty sequence by luck). The
     scratch summaries are NaN too: the reduce must read only the splits that hold tokens (under
@@ -287,7 +268,7 @@ def test_new_output_is_written_where_fresh_memory_is_nan(lab, num_splits):
     (``reduce_skips_empty_sequences``)."""
     case = make_case([0, 1, 0, 40, 0], seed=3, poison="nan")
     expected = reference_decode(*case)
-    with uninitialized_memory_is_nan():
+    with labkit.uninitialized_memory_is_nan():
         out = lab.paged_decode(*case, num_splits=num_splits)
     require(isinstance(out, torch.Tensor) and out.shape == case[0].shape,
             f"paged_decode(num_splits={num_splits}): out must be a tensor shaped like q {tuple(case[0].shape)}, got "
@@ -718,7 +699,7 @@ def check_merge(lab, summaries, seq_lens, partition_size, out_dtype, what, atol=
     m, denom, acc, expected = summaries
     lens = torch.tensor(seq_lens, dtype=torch.int32, device=DEVICE)
     before = [t.clone() for t in (m, denom, acc, lens)]
-    with uninitialized_memory_is_nan():  # an output row the reduce never writes shows as NaN
+    with labkit.uninitialized_memory_is_nan():  # an output row the reduce never writes shows as NaN
         out = lab.merge_splits(m, denom, acc, lens, partition_size, out_dtype)
     require(isinstance(out, torch.Tensor) and tuple(out.shape) == expected.shape and out.device == m.device,
             f"{what}: out must be a tensor [batch, num_heads, head_dim] = {expected.shape} on {m.device}, "
