@@ -453,9 +453,9 @@ def test_each_query_head_is_shifted_by_its_own_max(lab):
     of different groups, whose scores sit ~2000 apart (8 query heads on 2 KV heads; a sequence of
     19 tokens in blocks of 4, the tail poisoned). Tolerance 1e-10, as for large logits.
 
-    Catches: a vectorized softmax shifted by one max for all heads (``scores.max()`` over the
-    ``[num_heads, seq_len]`` scores, the ``axis=-1, keepdims=True`` forgotten) or for each KV
-    head's group: every head whose scores lie more than ~745 below that max gets exp() = 0 for all
+    Catches: a softmax shifted by one max for all heads (computed once before the loop over heads,
+    or ``scores.max()`` over a vectorized ``[num_heads, seq_len]`` matrix, the ``axis=-1,
+    keepdims=True`` forgotten) or for each KV head's group: every head whose scores lie more than ~745 below that max gets exp() = 0 for all
     of its tokens, and 0/0 = NaN."""
     rng = np.random.default_rng(11)
     seq_len, block_size, num_heads, num_kv_heads, head_dim = 19, 4, 8, 2, 8

@@ -1276,6 +1276,16 @@ def test_the_engines_model_refuses_a_generate_of_its_own(lab, model, truth):
     assert engine.generate({"x": ALPHA}, 2) == {"x": truth(ALPHA, 2)[0]}
 
 
+def after_a_first_step(engine, first):
+    """``engine`` with request ``x`` (GAMMA, 3 new tokens) served one step: its 9 prompt tokens in one
+    chunk, and ``first``, generate's first token, checked. The step a broken step comes after."""
+    engine.add_request("x", GAMMA, 3)
+    engine.step()
+    assert list(engine.requests["x"].output_token_ids) == first, \
+        f"step 0: output {list(engine.requests['x'].output_token_ids)}, generate's first token {first}"
+    return engine
+
+
 @pytest.mark.ungraded  # it checks the given step's check, on a subclass of the engine
 def test_a_batch_that_is_not_a_step_inputs_stops_the_step(lab, model, truth):
     """The given ``step`` checks what ``prepare_inputs`` returns before anything reads it: a batch handed
@@ -1291,11 +1301,8 @@ def test_a_batch_that_is_not_a_step_inputs_stops_the_step(lab, model, truth):
             inputs = super().prepare_inputs(scheduler_output)
             return vars(inputs) if self.num_steps == 1 else inputs
 
-    engine = Engine(model, num_gpu_blocks=64, block_size=BS, max_num_seqs=8, max_num_batched_tokens=24)
-    engine.add_request("x", GAMMA, 3)
-    engine.step()  # GAMMA's 9 tokens in one chunk: its first output token
-    assert list(engine.requests["x"].output_token_ids) == first, \
-        f"step 0: output {list(engine.requests['x'].output_token_ids)}, generate's first token {first}"
+    engine = after_a_first_step(Engine(model, num_gpu_blocks=64, block_size=BS, max_num_seqs=8,
+                                       max_num_batched_tokens=24), first)
     with pytest.raises(lab.EngineStateError, match="step 1, after prepare_inputs: prepare_inputs returned dict"):
         engine.step()
         pytest.fail("prepare_inputs returned a dict: no EngineStateError")
@@ -1347,11 +1354,8 @@ def test_a_schedule_that_leaves_a_request_in_two_queues_stops_the_step(lab, mode
                 self.waiting.append(self.running[0])  # the running request, queued twice
             return output
 
-    engine = Engine(model, num_gpu_blocks=64, block_size=BS, max_num_seqs=8, max_num_batched_tokens=24)
-    engine.add_request("x", GAMMA, 3)
-    engine.step()  # GAMMA's 9 tokens in one chunk: its first output token
-    assert list(engine.requests["x"].output_token_ids) == first, \
-        f"step 0: output {list(engine.requests['x'].output_token_ids)}, generate's first token {first}"
+    engine = after_a_first_step(Engine(model, num_gpu_blocks=64, block_size=BS, max_num_seqs=8,
+                                       max_num_batched_tokens=24), first)
     with pytest.raises(lab.EngineStateError, match="step 1, after schedule: request 'x' is in waiting"):
         engine.step()
         pytest.fail("a schedule that left 'x' running and waiting: no EngineStateError")
