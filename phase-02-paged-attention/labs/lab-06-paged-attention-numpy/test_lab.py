@@ -455,8 +455,8 @@ def test_each_query_head_is_shifted_by_its_own_max(lab):
 
     Catches: a softmax shifted by one max for all heads (computed once before the loop over heads,
     or ``scores.max()`` over a vectorized ``[num_heads, seq_len]`` matrix, the ``axis=-1,
-    keepdims=True`` forgotten) or for each KV head's group: every head whose scores lie more than ~745 below that max gets exp() = 0 for all
-    of its tokens, and 0/0 = NaN."""
+    keepdims=True`` forgotten) or for each KV head's group: every head whose scores lie more than
+    ~745 below that max gets exp() = 0 for all of its tokens, and 0/0 = NaN."""
     rng = np.random.default_rng(11)
     seq_len, block_size, num_heads, num_kv_heads, head_dim = 19, 4, 8, 2, 8
     k = rng.standard_normal((seq_len, num_kv_heads, head_dim))
