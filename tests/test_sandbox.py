@@ -8,8 +8,10 @@ installs it); without it these skip with the install command.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
 import site
 import socket
 import subprocess
@@ -111,6 +113,53 @@ def test_the_resource_limits_hold(probe):
     # Processes count per user and user namespace (ucounts): the limit must hold even when the
     # grader runs as root, whose processes the kernel does not count.
     assert 0 < probe["forks"] < RESOURCES.processes, probe["forks"]
+
+
+HEIGHTEN = """
+import errno, json, os, resource
+found = {}
+_, hard = resource.getrlimit(resource.RLIMIT_CORE)
+resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))  # as large as the sandbox lets it be
+pid = os.fork()
+if pid == 0:
+    bytearray(64 << 20)
+    os.abort()
+found["core dumped"] = os.WCOREDUMP(os.waitpid(pid, 0)[1])
+for what, attempt in (("real-time", lambda: os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))),
+                      ("nice", lambda: os.setpriority(os.PRIO_PROCESS, 0, -1))):
+    try:
+        attempt()
+        found[what] = "set"
+    except OSError as err:
+        found[what] = errno.errorcode[err.errno]
+print(json.dumps(found))
+"""
+
+
+def test_a_sandboxed_process_can_neither_dump_core_nor_raise_its_priority(tmp_path):
+    """Limits the grader's own process may have are not the sandbox's. A core dump goes where the host's
+    core_pattern says, often a helper on the host (systemd-coredump, apport) that stores the process's
+    memory outside every limit of the sandbox; a real-time priority or a lower nice value (a desktop's
+    audio group, an instructor's ``ulimit -c unlimited``) lets a student starve the grader and every
+    classmate of the CPU. The grader's limits are raised here where it may (as root), so that a sandbox
+    that inherited them would show it."""
+    script = tmp_path / "heighten.py"
+    script.write_text(HEIGHTEN)
+    raised = {}
+    for name, value in (("RLIMIT_CORE", resource.RLIM_INFINITY), ("RLIMIT_RTPRIO", 10), ("RLIMIT_NICE", 30)):
+        which = getattr(resource, name)
+        raised[which] = resource.getrlimit(which)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(which, (value, value))
+    try:
+        with sandboxes.Sandbox(None, RESOURCES) as box:
+            code, out, err = box.run(["script", box.add_script(script)], timeout=60)
+    finally:
+        for which, value in raised.items():
+            resource.setrlimit(which, value)
+    assert code == 0, err.decode(errors="replace")[-2000:]
+    found = json.loads(out)
+    assert found == {"core dumped": False, "real-time": "EPERM", "nice": "EACCES"}, found
 
 
 MARKER = "labs-sandbox-test-daemon-"

@@ -50,6 +50,11 @@ def apply_limits(limits: dict) -> None:
             # CPU time: SIGXCPU (which a program may catch) at the soft limit, SIGKILL five seconds later.
             grace = 5 if name == "cpu_seconds" and hard == resource.RLIM_INFINITY else 0
             resource.setrlimit(which, (value, value + grace))
+    # None at all, whatever the grader's own are: a core dump leaves the sandbox (the host's core_pattern
+    # may pipe the process's memory to a helper on the host, outside every limit here), and a real-time
+    # priority or a lower nice value would starve the grader and every other sandbox of the CPU.
+    for which in (resource.RLIMIT_CORE, resource.RLIMIT_RTPRIO, resource.RLIMIT_NICE):
+        resource.setrlimit(which, (0, 0))
 
 
 def _die_with_parent() -> None:
