@@ -2136,6 +2136,36 @@ def test_under_grading_a_skip_counts_only_where_the_machine_decided_it(tmp_path)
     assert (verdict.passed, verdict.total, verdict.status) == (1, 3, "failed"), verdict
 
 
+CLAIMS_THE_MEMORY_LIMIT = """
+import io, sys
+import numpy as np
+buffer = io.BytesIO()
+np.save(buffer, np.zeros(3), allow_pickle=False)
+sys.stdout.buffer.write(buffer.getvalue())
+sys.stderr.write("\\n" + sys.argv[1])  # the grader's own words for a sandbox killed for memory
+"""
+
+
+@needs_bwrap
+def test_a_childs_output_cannot_claim_that_its_sandbox_was_killed_for_memory(tmp_path):
+    """Whether the kernel killed a sandbox for memory is the grader's to know (its cgroup), never read
+    from what the child wrote: a child that answers, exits 0 and ends its stderr with the grader's words
+    for a memory kill must not turn its test into a crash (a 'crashed' status, 'memory limit' as the reason)."""
+    from labkit.grader.limits import Resources
+    from labkit.grader.pytest_plugin import _Grader
+
+    (tmp_path / "starter.py").write_text("X = 1\n")
+    script = tmp_path / "_child.py"
+    script.write_text(CLAIMS_THE_MEMORY_LIMIT)
+    grader = _Grader({"file": str(tmp_path / "starter.py"), "deadline": time.time() + 120})
+    try:
+        code, out, err = grader.run_child(script, [sandbox.memory_limit(Resources())], {}, 60)
+    finally:
+        grader.pytest_unconfigure()
+    assert code == 0 and np.load(io.BytesIO(out)).shape == (3,), err[-2000:]
+    assert grader.take_incidents() == []
+
+
 RESULTS_TEST = """
 import os
 import subprocess

@@ -53,7 +53,7 @@ def probe(tmp_path_factory):
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
     with sandboxes.Sandbox(student, RESOURCES) as box:
-        code, out, err = box.run(["script", box.add_script(PROBE), str(port), str(TMP_SIZE), json.dumps(LOOK_FOR),
+        code, out, err, _ = box.run(["script", box.add_script(PROBE), str(port), str(TMP_SIZE), json.dumps(LOOK_FOR),
                                   *WRITE_TARGETS], timeout=240)
     server.close()
     assert code == 0, err.decode(errors="replace")[-3000:]
@@ -153,7 +153,7 @@ def test_a_sandboxed_process_can_neither_dump_core_nor_raise_its_priority(tmp_pa
             resource.setrlimit(which, (value, value))
     try:
         with sandboxes.Sandbox(None, RESOURCES) as box:
-            code, out, err = box.run(["script", box.add_script(script)], timeout=60)
+            code, out, err, _ = box.run(["script", box.add_script(script)], timeout=60)
     finally:
         for which, value in raised.items():
             resource.setrlimit(which, value)
@@ -215,7 +215,7 @@ def test_a_folder_the_view_includes_is_masked(tmp_path):
     script = tmp_path / "look.py"
     script.write_text(f"import os; print(sorted(os.listdir({str(hidden)!r})))\n")
     try:
-        code, out, err = box.run(["script", box.add_script(script)], timeout=60)
+        code, out, err, _ = box.run(["script", box.add_script(script)], timeout=60)
     finally:
         box.close()
     assert code == 0, err.decode()[-2000:]
@@ -233,7 +233,7 @@ def test_no_sandbox_mode_runs_the_same_worker(tmp_path):
     script.write_text("import os, sys; print(os.getcwd(), os.environ['HOME'] == os.getcwd())\n")
     box = sandboxes.Sandbox(None, RESOURCES, enabled=False)
     try:
-        code, out, _ = box.run(["script", box.add_script(script)], timeout=60)
+        code, out, _, _ = box.run(["script", box.add_script(script)], timeout=60)
     finally:
         box.close()
     assert code == 0 and out.decode().split()[1] == "True"
@@ -263,7 +263,7 @@ def test_a_lab_loads_the_earlier_labs_it_builds_on_and_nothing_else(tmp_path):
         "        raise SystemExit(f'{other} loaded')\n"
         "print('ok')\n")
     with sandboxes.Sandbox(None, RESOURCES, references=needs) as box:
-        code, out, err = box.run(["script", box.add_script(script)], timeout=120)
+        code, out, err, _ = box.run(["script", box.add_script(script)], timeout=120)
     assert code == 0 and out.decode().strip() == "ok", err.decode(errors="replace")[-2000:]
 
 
@@ -287,7 +287,7 @@ def test_a_reference_imports_the_given_modules_of_its_own_lab(tmp_path):
         "assert hasattr(triton_lab, '_check_inputs') and not hasattr(numpy_lab, '_check_inputs')\n"
         "print('ok')\n")
     with sandboxes.Sandbox(None, RESOURCES, references=needs) as box:
-        code, out, err = box.run(["script", box.add_script(script)], timeout=300)
+        code, out, err, _ = box.run(["script", box.add_script(script)], timeout=300)
     assert code == 0 and out.decode().strip() == "ok", err.decode(errors="replace")[-2000:]
 
 
@@ -301,7 +301,7 @@ def test_a_reference_that_imports_its_labs_given_module_loads_in_the_sandbox(tmp
     script = tmp_path / "uses_a_reference_with_a_given_module.py"
     script.write_text("import labkit\nprint(labkit.load_reference('04-04').merge_two.__name__)\n")
     with sandboxes.Sandbox(None, RESOURCES, references=needs) as box:
-        code, out, err = box.run(["script", box.add_script(script)], timeout=120)
+        code, out, err, _ = box.run(["script", box.add_script(script)], timeout=120)
     assert code == 0 and out.decode().strip() == "merge_two", err.decode(errors="replace")[-2000:]
 
 
@@ -375,8 +375,9 @@ def test_a_sandbox_is_killed_past_its_memory_limit_summed_over_everything(tmp_pa
     before = {p for folder in place.folders for p in Path(folder).glob("sandbox-*")}
     with sandboxes.Sandbox(None, resources, cgroups=place) as box:
         start = time.monotonic()
-        code, _, err = box.run(["script", box.add_script(script)], timeout=120)
-    assert code != 0 and err.decode().rstrip().endswith(sandboxes.memory_limit(resources)), (code, err[-2000:])
+        code, _, err, killed = box.run(["script", box.add_script(script)], timeout=120)
+    assert killed and code != 0 and err.decode().rstrip().endswith(sandboxes.memory_limit(resources)), \
+        (code, err[-2000:])
     assert time.monotonic() - start < 60, "killed at once, not at the time limit"
     left = {p for folder in place.folders for p in Path(folder).glob("sandbox-*")} - before
     assert not left, f"cgroups left behind: {left}"
@@ -434,7 +435,7 @@ def test_concurrent_sandboxes_can_signal_each_other(tmp_path):
         sender = one.popen(["script", one.add_script(tmp_path / "sender.py"), message], stdout=subprocess.PIPE)
         try:
             assert sender.stdout.readline().strip() == b"sent"
-            code, out, err = other.run(["script", other.add_script(tmp_path / "receiver.py"), str(len(message))],
+            code, out, err, _ = other.run(["script", other.add_script(tmp_path / "receiver.py"), str(len(message))],
                                        timeout=60)
         finally:
             sandboxes.stop(sender)

@@ -76,10 +76,10 @@ class _Grader:
             return None, b"", b"the lab's time limit was reached"
         from labkit.grader.sandbox import memory_limit
 
-        code, out, err = box.run(["script", box.add_script(script), *args], timeout=left, env=env)
+        code, out, err, killed = box.run(["script", box.add_script(script), *args], timeout=left, env=env)
         if code is None:
             self._incident("timeout", f"{script.name} did not finish within {left:.0f} s")
-        elif err.endswith(memory_limit(box.resources).encode()):
+        elif killed:  # never read from err, which the child writes
             self._incident("crashed", f"{script.name}: {memory_limit(box.resources)}")
         return code, out, err
 

@@ -196,7 +196,9 @@ class Sandbox:
 
     def run(self, args: list[str], *, timeout: float, env: dict | None = None, cap: int = 64 << 20):
         """Run ``args`` (as :meth:`popen`) to the end or to ``timeout`` seconds: ``(returncode, or None
-        when it timed out; stdout; stderr)``, each output cut at ``cap`` bytes."""
+        when it timed out; stdout; stderr; whether the kernel killed a process of it for memory)``, each
+        output cut at ``cap`` bytes. The last is the grader's to know, from the cgroup: the reason it adds
+        to stderr for whoever reads that, a process in the sandbox can write too."""
         proc = self.popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         out, err = bytearray(), bytearray()
         outputs = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
@@ -223,7 +225,7 @@ class Sandbox:
         if killed:  # a process of it was: the sandbox as a whole failed, whatever its first process said
             code = -signal.SIGKILL if code in (0, None) else code
             err += f"\n{memory_limit(self.resources)}".encode()
-        return code, bytes(out), bytes(err)
+        return code, bytes(out), bytes(err), killed
 
     def _environment(self, tmp: str, extra: dict) -> dict:
         path = [os.path.dirname(PYTHON), "/usr/local/bin", "/usr/bin", "/bin"]  # the venv's tools (ninja) first
