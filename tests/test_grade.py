@@ -1819,6 +1819,32 @@ def test_a_hang_times_out_and_a_crash_is_reported_then_the_next_call_works(submi
     assert incidents == ["timeout", "crashed", "crashed"]
 
 
+LINGERING = """
+import os, sys, time
+
+def linger():  # the worker lets go of its pipe to the grader, and stays
+    os.close(int(sys.argv[4]))
+    time.sleep(60)
+
+def ping():
+    return 1
+"""
+
+
+@needs_bwrap
+def test_a_worker_that_closes_its_pipe_and_stays_is_a_crash_within_the_calls_time_limit(submission):
+    """The grader waits for a worker whose pipe closed, to say how it ended, only as long as the call has
+    left: waiting 5 s more made each such call take 5 s, whatever --call-timeout said."""
+    incidents = []
+    sub = submission(LINGERING, {"linger": "callable", "ping": "callable"}, call_timeout=1.0,
+                     on_incident=lambda kind, message: incidents.append(kind))
+    start = time.monotonic()
+    with pytest.raises(standin.SubmissionCrashed, match="closed its pipe"):
+        sub.linger()
+    assert time.monotonic() - start < 4, f"{time.monotonic() - start:.1f} s for a call with a 1 s limit"
+    assert sub.ping() == 1 and incidents == ["crashed"]
+
+
 DEAF = """
 import time
 from decimal import Decimal

@@ -132,12 +132,13 @@ class Submission(types.ModuleType):
             raise self._incident(SubmissionTimeout, "the lab's time limit was reached before this test")
         self._worker = worker = _Worker(self._box, self._file, self._triton, self._api_kinds)
         name = self._file.name
+        deadline = time.monotonic() + wait
         try:
-            reply = worker.recv(time.monotonic() + wait)
+            reply = worker.recv(deadline)
         except TimeoutError:
             raise self._incident(SubmissionTimeout, f"importing {name} did not finish within {wait:.0f} s") from None
         except (EOFError, ProtocolError) as err:
-            raise self._incident(SubmissionCrashed, f"importing {name}: {worker.death(err)}") from None
+            raise self._incident(SubmissionCrashed, f"importing {name}: {worker.death(err, deadline)}") from None
         if _tag(reply) == "error":
             raise self._incident(SubmissionCrashed, f"importing {name} raised {_describe(reply)}")
         if _tag(reply) != "ready" or len(reply) != 3 or type(reply[1]) is not dict:
@@ -275,7 +276,7 @@ class Submission(types.ModuleType):
             raise self._incident(SubmissionTimeout, f"{what} did not return within {wait:.1f} s ({limit} time "
                                  "limit)") from None
         except (EOFError, BrokenPipeError, ProtocolError) as err:
-            raise self._incident(SubmissionCrashed, f"{what}: {worker.death(err)}") from None
+            raise self._incident(SubmissionCrashed, f"{what}: {worker.death(err, deadline)}") from None
         finally:
             self._busy -= 1
 
@@ -443,14 +444,15 @@ class _Worker:
                 raise TimeoutError
         return wire.recv(self._from_worker, deadline, limit=MAX_REPLY, max_items=MAX_ITEMS)
 
-    def death(self, err: BaseException) -> str:
-        """Why the worker stopped answering, in one line."""
+    def death(self, err: BaseException, deadline: float) -> str:
+        """Why the worker stopped answering, in one line; waited for until ``deadline`` (the call's, or the
+        import's) at most: a worker that closed its pipe and stays must not hold the call past its limit."""
         if isinstance(err, ProtocolError):
             return f"the worker sent {err}"
         if sandboxes.memory_killed(self._proc):
             return sandboxes.memory_limit(self._box.resources)
         try:
-            code = self._proc.wait(timeout=5)
+            code = self._proc.wait(timeout=min(5.0, max(0.1, deadline - time.monotonic())))
         except subprocess.TimeoutExpired:
             return "the worker closed its pipe"
         if code < 0:
