@@ -2243,6 +2243,29 @@ def test_missing_syntax_error_and_links_are_decided_without_running_code(tmp_pat
     assert all(v.passed == 0 for v in verdicts) and warnings == []
 
 
+def test_a_file_that_outlasts_the_compile_checks_cpu_limit_leaves_no_core_dump(tmp_path, monkeypatch):
+    """The compile check runs outside any sandbox, in the grader's working folder. Stopped at its CPU limit
+    (SIGXCPU, whose default action dumps core) it must write nothing there, whatever the grader's own core
+    limit (``ulimit -c unlimited``, a container's default). A call with 80,000 keyword arguments (0.7 MB)
+    keeps CPython's compiler busy for a minute, its check of repeated keywords being quadratic: it dumped
+    56 MB of core into the grader's folder, as many times as students handed it in."""
+    import resource
+
+    starter = tmp_path / "files" / "starter.py"
+    starter.parent.mkdir()
+    starter.write_text("def never():\n    f(" + ", ".join(f"k{i}=0" for i in range(80_000)) + ")\n")
+    (tmp_path / "grader").mkdir()
+    monkeypatch.chdir(tmp_path / "grader")
+    ours = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (ours[1], ours[1]))  # as large as the grader's may be
+    try:
+        error = grade._syntax_error(starter)
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, ours)
+    assert error is not None and "could not be compiled" in error, error
+    assert list((tmp_path / "grader").iterdir()) == []
+
+
 # --------------------------------------------------------------------------- submissions as files
 
 

@@ -99,13 +99,16 @@ def _text_of(err: BaseException) -> str:
 # Compiling runs none of the student's code, but what it costs is the student's to choose: 2 MB of
 # distinct constant expressions (``'y' * 4090 + '000001'``, one a line) took a compiling process to
 # 724 MiB and 10 CPU seconds, a sum of 600,000 terms raises RecursionError. So the check runs in a
-# process of its own (isolated mode, no site), which limits itself before it reads a byte.
+# process of its own (isolated mode, no site), which limits itself before it reads a byte. It runs
+# outside any sandbox, in the grader's folder: stopped at its CPU limit (SIGXCPU dumps core) it dumped
+# its memory there wherever the grader's core limit allowed, so it dumps none.
 COMPILE_MEMORY = 512 << 20
 COMPILE_CPU_SECONDS = 10
 _COMPILE_CHECK = f"""
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, ({COMPILE_MEMORY}, {COMPILE_MEMORY}))
 resource.setrlimit(resource.RLIMIT_CPU, ({COMPILE_CPU_SECONDS}, {COMPILE_CPU_SECONDS} + 1))
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 try:
     compile(sys.stdin.buffer.read(), sys.argv[1], "exec", dont_inherit=True)
     answer = None
