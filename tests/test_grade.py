@@ -2507,6 +2507,54 @@ def test_run_folders_are_private_and_the_report_survives_a_failed_clean_up(tmp_p
         shutil.rmtree(p.parents[2], ignore_errors=True)
 
 
+ADD_KEY = {"x86_64": 248, "aarch64": 217}  # the add_key system call, to put a key where a login would
+KEY_SEARCH = """
+import ctypes, errno, sys
+keyctl, libc = ctypes.c_long(int(sys.argv[1])), ctypes.CDLL(None, use_errno=True)
+found = libc.syscall(keyctl, ctypes.c_long(10), ctypes.c_long(-3), b"user", sys.argv[2].encode(), ctypes.c_long(0))
+if found < 0:  # KEYCTL_SEARCH of the session keyring (-3) found nothing: why
+    print(errno.errorcode[ctypes.get_errno()])
+else:  # KEYCTL_READ
+    buffer = ctypes.create_string_buffer(4096)
+    size = libc.syscall(keyctl, ctypes.c_long(11), ctypes.c_long(found), buffer, ctypes.c_long(4096))
+    print(buffer.raw[:size].decode())
+"""
+
+
+@needs_bwrap
+@pytest.mark.skipif(sandbox.KEYCTL.get(os.uname().machine) is None or os.uname().machine not in ADD_KEY,
+                    reason="the keyctl system calls' numbers on this machine")
+def test_no_sandbox_possesses_the_graders_session_keyring(tmp_path, monkeypatch):
+    """A key in a session keyring (a login's Kerberos ticket, an ecryptfs or fscrypt key, a token kept with
+    keyctl) can be read by any process that possesses that keyring, whatever its user: every process the
+    grader starts inherits it, bubblewrap makes no keyring of its own, and a student's code in a sandbox read
+    the grader's key (then free to write it into the messages the report shows). The grader leaves its
+    session keyring for a new, empty one before it starts anything."""
+    import ctypes
+
+    libc, name = ctypes.CDLL(None, use_errno=True), f"labs-test-{os.getpid()}"
+    added = libc.syscall(ctypes.c_long(ADD_KEY[os.uname().machine]), b"user", name.encode(), b"the instructor's secret",
+                         ctypes.c_size_t(23), ctypes.c_long(-3))  # into this process's session keyring
+    if added < 0:
+        pytest.skip(f"add_key: {os.strerror(ctypes.get_errno())}")
+    lab = _lab()
+    (tmp_path / "class" / "ann" / lab.folder).mkdir(parents=True)
+    (tmp_path / "class" / "ann" / lab.folder / "starter.py").write_text("X = 1\n")
+    (tmp_path / "search.py").write_text(KEY_SEARCH)
+    found = []
+
+    def fake_grade_one(student, lab, work_file, limits, resources, sandbox_, hide=(), cgroups=None):
+        with sandbox.Sandbox(work_file.parent) as box:  # what a worker of the student's would find
+            code, out, err, _ = box.run(["script", box.add_script(tmp_path / "search.py"),
+                                         str(sandbox.KEYCTL[os.uname().machine]), name], timeout=60)
+        found.append(out.decode().strip() or err.decode()[-2000:])
+        return grade.Verdict(student, lab.id, 1, 1, "ok", "", 0.0)
+
+    monkeypatch.setattr(grade, "grade_one", fake_grade_one)
+    grade.grade(tmp_path / "class", [lab], jobs=1)
+    assert found == ["ENOKEY"], found
+
+
 def test_the_fingerprint_sees_new_files(tmp_path, monkeypatch):
     lab = _lab()
     before = grade.fingerprint([lab])

@@ -98,6 +98,7 @@ def cmd_grade(args) -> int:
         common.err_console.print(f"[bold red]warning:[/] {escape(grade.UNSANDBOXED)}")
     else:
         try:
+            sandbox.leave_session_keyring()  # grade() does too; here, a failure is a usage error
             sandbox.check(resources)
         except sandbox.SandboxError as err:
             raise UsageError(str(err)) from None

@@ -25,7 +25,7 @@ from labkit.grader import references, report, schedule
 from labkit.grader import submissions as submission_files
 from labkit.grader.limits import Place, Resources
 from labkit.grader.report import Report, Verdict
-from labkit.grader.sandbox import open_up
+from labkit.grader.sandbox import leave_session_keyring, open_up
 from labkit.grader.submissions import Student, escape, identity
 
 WORK_FILE = "starter.py"
@@ -224,10 +224,14 @@ def grade(
     """Grade every student (of ``shard``: K of N, when given) on every lab, in waves
     (:mod:`labkit.grader.schedule`). Returns the report: the verdicts (student, then lab order),
     warnings (labs not in the repository yet, changed instructor files, no sandbox) and the header.
+    With a sandbox, this process first leaves its session keyring for a new one
+    (:func:`~labkit.grader.sandbox.leave_session_keyring`).
     ``out``: the report, written before the run folders are removed (a failure to remove them is a
     warning, never a lost report). ``on_wait``: told when another grader on this machine goes first."""
     submissions = Path(submissions)
     resources = resources or Resources()
+    if sandbox:  # before anything starts: no process of the run possesses the keyring this one came with
+        leave_session_keyring()
     names = [s for s in students(submissions) if schedule.in_shard(s.folder, shard)]
     ready = [lab for lab in labs if (lab.path / "test_lab.py").is_file()]
     warnings = [] if sandbox else [UNSANDBOXED]
