@@ -110,6 +110,18 @@ def _serve_solution() -> http.server.HTTPServer | None:
     return None
 
 
+def _plant_solution_key() -> None:
+    """The keyring attacker's target: 02-06's solution in a key of this process's session keyring (which
+    ``labs grade``, started from here, inherits), where a login keeps Kerberos tickets."""
+    import ctypes
+
+    add_key = {"x86_64": 248, "aarch64": 217}.get(os.uname().machine)
+    body = (registry.get("02-06").path / "solution.py").read_bytes()
+    if add_key is not None:  # else the attack finds nothing either way
+        ctypes.CDLL(None, use_errno=True).syscall(ctypes.c_long(add_key), b"user", make_hostile.KEY_NAME.encode(),
+                                                  body, ctypes.c_size_t(len(body)), ctypes.c_long(-3))
+
+
 def _grade(folder: Path, out: Path, *flags: str, jobs: int = 2) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", MEASURED, "grade", str(folder), "--out", str(out), "--call-timeout", "10",
@@ -136,6 +148,7 @@ def graded(tmp_path_factory):
     server = _serve_solution()
     with socket.create_connection(server.server_address, timeout=5):
         pass  # the server is up: an attacker that reaches the host's loopback would get the solution
+    _plant_solution_key()
     repo_before, env_before = _tree_hashes(registry.ROOT), _environment_state()
     start = time.monotonic()
     # Three at a time on CI's two cores: over a third of the class's time is spent by attackers that wait,
