@@ -29,7 +29,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument("submissions", nargs="+", metavar="SUBMISSIONS",
                    help="a folder with one folder per student, mirroring the repository's paths "
-                        "(SUBMISSIONS/<student>/<lab folder>/starter.py); or: merge REPORT.json... (shards' reports)")
+                        "(SUBMISSIONS/<student>/<lab folder>/starter.py; a folder whose name starts with '.' or '_' "
+                        "is no student's); or: merge REPORT.json... (shards' reports)")
     p.add_argument("--labs", nargs="+", metavar="LAB", help="labs to grade (default: all)")
     p.add_argument("--out", metavar="REPORT", help="write the report: report.csv, report.json or report.md")
     p.add_argument("--shard", metavar="K/N",

@@ -52,9 +52,10 @@ class GradeError(Exception):
 
 
 def students(submissions: Path) -> list[Student]:
-    """The student folders of ``submissions`` (hidden ones skipped; a link to a folder is listed, and
-    refused when read), sorted by name; GradeError when two names are one after escaping, case and
-    Unicode normalisation (:func:`submissions.identity`), naming both folders."""
+    """The student folders of ``submissions`` (those named ``.*`` or ``_*`` skipped, as ``labs grade --help``
+    says: a tool's, a template; a link to a folder is listed, and refused when read), sorted by name;
+    GradeError when two names are one after escaping, case and Unicode normalisation
+    (:func:`submissions.identity`), naming both folders."""
     if not submissions.is_dir():
         raise GradeError(f"{escape(submissions)}: no such folder (expected one folder per student)")
     found: dict[str, Student] = {}
