@@ -2266,6 +2266,29 @@ def test_a_file_that_outlasts_the_compile_checks_cpu_limit_leaves_no_core_dump(t
     assert list((tmp_path / "grader").iterdir()) == []
 
 
+def test_the_trusted_test_process_dumps_no_core(tmp_path):
+    """The pytest process that runs a lab's tests under ``labs grade`` (``-p labkit.grader.pytest_plugin``)
+    holds the expected answers and decodes what the submission sends: it sets its own core limit to 0,
+    whatever the grader's (``ulimit -c unlimited``, a container's default), so that a crash of it leaves
+    none of its memory in a core file."""
+    import resource
+
+    if resource.getrlimit(resource.RLIMIT_CORE)[1] == 0:
+        pytest.skip("this process may not raise its core limit: nothing to lower")
+    (tmp_path / "test_core.py").write_text(
+        "import resource\n\n\ndef test_core_limit():\n"
+        "    assert resource.getrlimit(resource.RLIMIT_CORE)[0] == 0\n")
+    env = dict(os.environ, LABS_GRADING=json.dumps({"file": str(tmp_path / "starter.py")}),
+               PYTHONPATH=str(registry.ROOT))  # this checkout's labkit
+    env.pop("PYTEST_ADDOPTS", None)
+    hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                           "labkit.grader.pytest_plugin", str(tmp_path / "test_core.py")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (hard, hard)))  # the grader's
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
 # --------------------------------------------------------------------------- submissions as files
 
 
