@@ -56,7 +56,8 @@ def blocks_needed(num_tokens, block_size):
 def internal_fragmentation(num_tokens, block_size):
     """Slots a paged request of ``num_tokens`` tokens holds but does not use: the unwritten end of its
     last block. Between 0 and ``block_size - 1``; 0 when the tokens fill their blocks exactly. Any
-    integer sizes, as for ``blocks_needed`` (a numpy ``block_size`` too)."""
+    integer sizes, as for ``blocks_needed`` (numpy integers too, unsigned ones included), and the
+    same ValueError (naming the argument) for a ``block_size`` below 1 or a negative ``num_tokens``."""
     raise NotImplementedError(
         "internal_fragmentation: not implemented yet (README step 2: the slots of the last block past the last token)"
     )
@@ -94,6 +95,7 @@ def block_size_tradeoff(lengths, block_sizes):
     """For each block size of ``block_sizes``: the slots the requests waste in their last blocks and
     the length of their block tables.
 
+    ``lengths`` is a list of token counts or a 1-D array of any integer dtype (np.uint8 too).
     Returns a dict of arrays with one entry per block size, in the order given (a size given twice has
     two entries): ``block_size`` (int64), ``waste`` (int64:
     total slots past the requests' last tokens), ``waste_fraction`` (float64: waste over all the

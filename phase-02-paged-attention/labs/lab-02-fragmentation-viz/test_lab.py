@@ -149,14 +149,19 @@ def test_internal_fragmentation_is_the_tail_of_the_last_block(lab):
     """The waste of one paged request: slots of its last block past its last token, always < block_size.
 
     Catches ``block_size - n % block_size`` (a whole wasted block when the tokens fill their blocks
-    exactly), ``n % block_size`` (the used part of the last block, not the unused part) and the product
-    taken in a numpy block size's int32 (an OverflowError for 2**40 tokens, a wrap-around for 2**31 - 1)."""
+    exactly), ``n % block_size`` (the used part of the last block, not the unused part), the product
+    taken in a numpy block size's int32 (an OverflowError for 2**40 tokens, a wrap-around for 2**31 - 1)
+    and the shortcut ``-num_tokens % block_size`` with the count left in its numpy dtype: ``-np.uint64(17)``
+    is 2**64 - 17, whose remainder by 3 is 2, not 1 (by a power of two the wrap-around hides)."""
     cases = [  # (num_tokens, block_size, wasted slots)
         (0, 16, 0),  # no tokens, no block, no waste
         (1, 16, 15), (15, 16, 1), (16, 16, 0), (17, 16, 15), (31, 16, 1), (32, 16, 0), (33, 16, 15),
         (5, 1, 0), (100, 3, 2),  # 100 tokens in 34 blocks of 3: 102 slots
         # A numpy block size: 2**36 blocks * 16 slots is no int32, 2**27 blocks * 16 overflows one.
         (2**40 + 1, np.int32(16), 15), (2**40, np.int32(16), 0), (np.int32(2**31 - 1), np.int32(16), 1),
+        # Unsigned counts by block sizes that do not divide 2**64 or 2**8: 17 tokens in 6 blocks of 3,
+        # 5 tokens in 2 blocks of 3, 17 tokens in 1 block of 100.
+        (np.uint64(17), 3, 1), (np.uint8(5), 3, 1), (np.uint64(17), np.uint64(100), 83),
     ]
     for n, b, want in cases:
         call = f"internal_fragmentation({n!r}, {b!r})"
@@ -165,8 +170,9 @@ def test_internal_fragmentation_is_the_tail_of_the_last_block(lab):
             try:
                 got = lab.internal_fragmentation(n, b)
             except (OverflowError, RuntimeWarning) as err:
-                raise AssertionError(f"{call}: {type(err).__name__}({err}): blocks * block_size in a numpy "
-                                     f"block size's dtype; compute in Python ints (int(block_size))") from None
+                raise AssertionError(f"{call}: {type(err).__name__}({err}): arithmetic in a numpy argument's "
+                                     f"fixed-width dtype, which overflows or wraps around; compute in Python ints "
+                                     f"(int(num_tokens), int(block_size))") from None
         assert got == want, f"{call} = {got}, expected {want}"
 
 
@@ -268,6 +274,43 @@ def test_block_size_tradeoff_matches_brute_force(lab):
         fraction = waste / (sum(tables) * b)
         assert abs(out["waste_fraction"][i] - fraction) <= 1e-15, (
             f"{where}: waste_fraction {out['waste_fraction'][i]}, counted {fraction} (waste over the allocated slots)")
+
+
+# Lengths read out of arrays of numpy's integer types: up to 255, the largest a uint8 holds, so that
+# every dtype can carry them, and block sizes that do not divide 2**8 or 2**64 (3), and one (256)
+# larger than a uint8 can hold.
+LENGTH_DTYPES = ["uint8", "uint16", "int32", "uint64"]
+DTYPE_LENGTHS, DTYPE_SIZES = [1, 16, 17, 100, 255], [1, 3, 16, 256]
+
+
+@pytest.mark.parametrize("dtype", LENGTH_DTYPES)
+def test_block_size_tradeoff_takes_any_integer_dtype(lab, dtype):
+    """Lengths handed over as a read-only array of np.uint8, np.uint16, np.int32 or np.uint64 give
+    the same trade-off as Python ints: the given check accepts any integer dtype, and a count of
+    tokens is a count whatever array it came from.
+
+    Catches block counts computed on the array in its own dtype (``(lengths + b - 1) // b`` or
+    ``-(-lengths // b)``): 255 + 2 is 1 in uint8, and -17 is 2**64 - 17 in uint64."""
+    lengths = np.array(DTYPE_LENGTHS, dtype=dtype)
+    lengths.flags.writeable = False
+    expected = {key: [] for key in ("waste", "max_table_len", "table_len", "waste_fraction")}
+    for b in DTYPE_SIZES:  # the truth in Python ints, before the call
+        tables = [ceil_div(n, b) for n in DTYPE_LENGTHS]
+        waste = sum(t * b - n for t, n in zip(tables, DTYPE_LENGTHS, strict=True))
+        expected["waste"].append(waste)
+        expected["max_table_len"].append(max(tables))
+        expected["table_len"].append(sum(tables) / len(tables))
+        expected["waste_fraction"].append(waste / (sum(tables) * b))
+    out = lab.block_size_tradeoff(lengths, DTYPE_SIZES)
+    what = (f"block_size_tradeoff({DTYPE_LENGTHS} as {dtype}, {DTYPE_SIZES}) (count blocks in Python ints: "
+            f"{dtype} arithmetic wraps around)")
+    for key in ("waste", "max_table_len"):
+        labkit.assert_equal(out[key], np.array(expected[key]), axes=("block size",), what=f"{what}: {key}",
+                            dtype="int64")
+    # float64 ratios of small integers: one rounding of the division.
+    for key in ("table_len", "waste_fraction"):
+        labkit.assert_close(out[key], np.array(expected[key]), atol=1e-15, axes=("block size",),
+                            what=f"{what}: {key}", dtype="float64")
 
 
 # ----------------------------------------------------------------------------- step 3: hand streams
@@ -437,6 +480,10 @@ BAD_ARGUMENTS = {
                                            "a block holds >= 1 slot, whether or not a request asks for one"),
     "num_tokens True": (lambda lab: lab.blocks_needed(True, 16), "num_tokens",
                         "a bool is no token count, although Python counts True as the int 1"),
+    "waste of a block_size 0": (lambda lab: lab.internal_fragmentation(10, 0), "block_size",
+                                "a block holds >= 1 slot (a remainder by 0 is a ZeroDivisionError)"),
+    "waste of -1 tokens": (lambda lab: lab.internal_fragmentation(-1, 16), "num_tokens",
+                           "a request holds >= 0 tokens (-(-1) % 16 would call it 1 wasted slot)"),
     "a negative arrival": (lambda lab: lab.serve_contiguous([(-1, 2, 2)], 64, 16), "stream",
                            "arrival steps start at 0"),
     "a prompt of 0 tokens": (lambda lab: lab.serve_contiguous([(0, 0, 2)], 64, 16), "stream",
@@ -473,10 +520,11 @@ def test_each_bad_argument_is_named(lab, name):
     enough for their sum.
 
     Catches: a check dropped (the given ``_check_lengths``, ``_check_stream``, ``_check_positive``
-    not called), conditions joined with ``and`` where each alone is an error, a bound of 0 where
-    token counts start at 1, the max_len or peak check run on the smallest request instead of the
-    largest (or on output_len twice), a uint8 stream summed in uint8, an int64 stream whose lengths sum
-    past 2**63 - 1 (the given check's bound on each value dropped)."""
+    not called; ``internal_fragmentation`` computed without ``blocks_needed``'s checks), conditions
+    joined with ``and`` where each alone is an error, a bound of 0 where token counts start at 1, the
+    max_len or peak check run on the smallest request instead of the largest (or on output_len twice),
+    a uint8 stream summed in uint8, an int64 stream whose lengths sum past 2**63 - 1 (the given
+    check's bound on each value dropped)."""
     call, word, why = BAD_ARGUMENTS[name]
     try:
         call(lab)
