@@ -40,7 +40,8 @@ def paged_online_attention(q, k_cache, v_cache, block_table, seq_len, block_size
     zeros when ``seq_len`` is 0. The pass visits the logical blocks that cover ``[0, seq_len)`` in
     order, each once, and never exponentiates more than one block's scores at a time. Slots past
     ``seq_len`` (the rest of the last block, table entries past the sequence's end) must not change
-    the result. Finite for scores far past ``exp``'s range (+-1000). Modifies no input.
+    the result. Finite for scores far past ``exp``'s range (+-1000). ``seq_len`` and ``block_size``
+    are Python or numpy integers (unsigned ones too). Modifies no input.
     """
     q = np.asarray(q, dtype=np.float64)
     block_table = np.asarray(block_table)

@@ -375,16 +375,35 @@ def test_takes_lists(lab):
     _check(out, expected, what="paged_online_attention with q and block_table as lists")
 
 
-def test_takes_numpy_integers(lab):
+# (seq_len, block_size) as numpy integers: signed, and unsigned, where a negation wraps around.
+NUMPY_LENGTHS = {
+    "int64-int32": (np.int64(10), np.int32(4)),
+    "uint64-uint64": (np.uint64(10), np.uint64(4)),
+    "uint8-uint8": (np.uint8(10), np.uint8(4)),
+}
+
+
+@pytest.mark.parametrize("lengths", list(NUMPY_LENGTHS))
+def test_takes_numpy_integers(lab, lengths):
     """``seq_len`` and ``block_size`` as numpy integers (what ``len(...)`` of a numpy table times a
-    block size, or an entry of a lengths array, is): the same answer as Python ints give.
+    block size, or an entry of a lengths array, is), signed or unsigned: the same answer as Python
+    ints give.
 
     Catches: a type check that asks for ``int`` itself (``lengths_checked_as_python_ints``), which
-    refuses ``np.int64(10)`` although it is an integer."""
+    refuses ``np.int64(10)`` although it is an integer; the number of blocks counted as
+    ``-(-seq_len // block_size)`` in the lengths' own dtype (``block_count_negated_in_numpy``):
+    ``-np.uint64(10)`` is 2**64 - 10, and the loop runs over a nonsense number of blocks."""
+    seq_len, block_size = NUMPY_LENGTHS[lengths]
     rng, q, k, v = _random_tokens(16, 10)
     q, k_cache, v_cache, table, expected = _paged(q, k, v, [6, 1, 3], 8, 4)
-    out = lab.paged_online_attention(q, k_cache, v_cache, table, np.int64(10), np.int32(4))
-    _check(out, expected, what="paged_online_attention with seq_len=np.int64(10), block_size=np.int32(4)")
+    call = f"paged_online_attention with seq_len={seq_len!r}, block_size={block_size!r}"
+    with np.errstate(over="raise"):  # a wrapped-around integer is an error here, not a warning
+        try:
+            out = lab.paged_online_attention(q, k_cache, v_cache, table, seq_len, block_size)
+        except (FloatingPointError, IndexError, OverflowError) as err:
+            raise AssertionError(f"{call}: {type(err).__name__}({err}): count the blocks in Python ints "
+                                 f"(int(seq_len)), numpy's unsigned integers wrap around when negated") from None
+    _check(out, expected, what=call)
 
 
 def test_streams_block_by_block(lab, monkeypatch):
