@@ -210,8 +210,9 @@ def test_a_survivors_entry_reads_back_as_written(tmp_path):
 
 
 def test_compare_finds_new_survivors_and_stale_entries():
-    """A survivor not listed is new; a listed one that was killed, or that no mutant makes any more, is
-    stale; a GPU-only entry is expected to survive only without a GPU."""
+    """A survivor not listed is new; a listed one that a test killed, or that no mutant makes any more,
+    is stale (one that only ran out of time is not); a GPU-only entry is expected to survive only
+    without a GPU."""
     a, b, c = (mutants.Mutant("solution.py", f"{x} = 1\n", "pass\n", 1, "statement removed") for x in "abc")
     gone = survivors.Survivor("solution.py", "d = 1\n", "pass\n", "gone")
     listed = [survivors.Survivor(*a.key, "why a"), survivors.Survivor(*b.key, "why b"), gone,
@@ -223,6 +224,9 @@ def test_compare_finds_new_survivors_and_stale_entries():
     gpu = mutate.compare(verdicts, [a, b, c], listed, has_gpu=True)
     assert [v.mutant for v in gpu.new] == [c]
     assert [v.mutant for v, _ in mutate.compare(verdicts[:1], [a], listed[:1], False).listed] == [a]
+    # A listed survivor that ran out of time on busy cores is no proof that a test kills it.
+    slow = mutate.compare([mutate.Verdict(a, mutate.TIMEOUT, "still running after 34 s")], [a], listed[:1], False)
+    assert not slow.stale and [v.mutant for v, _ in slow.listed] == [a], slow
 
 
 # --------------------------------------------------------------------------- running mutants

@@ -129,9 +129,11 @@ def compare(verdicts: list[Verdict], generated: list[Mutant], listed: list[Survi
     """New survivors (not listed) and stale entries among ``verdicts`` (all or a sample of ``generated``).
 
     Every entry is checked against ``generated``: one that names no mutant the operators make (the
-    file changed, its edit no longer applies) is stale. An entry whose mutant ran and was killed is
+    file changed, its edit no longer applies) is stale. An entry whose mutant ran and a test killed is
     stale, unless it is ``gpu_only`` and this machine has a GPU (where it must be killed: surviving
-    there, it is a new survivor)."""
+    there, it is a new survivor). An entry whose mutant only ran out of time proves nothing: a survivor
+    runs the whole suite, and on busy cores it can outlast a limit set from a quiet baseline, so it
+    stays listed (a mutant that now truly hangs shows as stale on a quiet machine)."""
     out = Comparison()
     by_key = {s.key: s for s in listed}
     keys = {m.key for m in generated}
@@ -147,7 +149,7 @@ def compare(verdicts: list[Verdict], generated: list[Mutant], listed: list[Survi
             else:
                 out.listed.append((verdict, entry))
         elif verdict.killed and entry is not None:
-            if entry.gpu_only and has_gpu:
+            if (entry.gpu_only and has_gpu) or verdict.status == TIMEOUT:
                 out.listed.append((verdict, entry))
             else:
                 out.stale.append((entry, f"listed as a survivor, but killed now ({verdict.detail}): remove the entry"))
