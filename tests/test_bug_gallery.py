@@ -65,11 +65,26 @@ def _test_functions(lab_dir) -> set[str]:
 @pytest.fixture(scope="module")
 def gallery_runs(request):
     """The gallery checks of every bug this session runs test_bug_fails_its_labs_tests for, computed
-    at first use, several at a time across labs: {(lab id, bug name): BugCheck}."""
+    at first use, several at a time across labs: {(lab id, bug name): BugCheck}.
+
+    Under pytest-xdist (``-n``) each worker collects every test but runs only those it is handed, one
+    at a time: there the check runs per bug, when its test does (checking every selected bug in every
+    worker ran each bug once per worker)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return _OneAtATime()
     selected = [item.callspec.params for item in request.session.items
                 if getattr(item, "originalname", "") == "test_bug_fails_its_labs_tests"]
     checks = gallery.check_galleries([(p["entry"].path, p["bug"]) for p in selected], jobs=JOBS)
     return {(p["entry"].id, p["bug"].name): check for p, check in zip(selected, checks, strict=True)}
+
+
+class _OneAtATime(dict):
+    """The gallery checks as a worker of pytest-xdist needs them: each bug's, checked when asked for."""
+
+    def __missing__(self, key):
+        lab_id, name = key
+        lab, bug = next((lab, bug) for lab, bug in BUGS if lab.id == lab_id and bug.name == name)
+        return gallery.check_bug(lab.path, bug, named_first=True)
 
 
 @pytest.mark.parametrize(("entry", "bug"), BUGS, ids=_id)
