@@ -1094,6 +1094,76 @@ def test_a_userlist_or_userdict_a_call_returns_crosses_as_the_plain_container(su
     assert first == [0, 1] and sub.reused(3) is first and first == [0, 1, 2]
 
 
+RETURNS_COUNTING_DICTS = """
+import collections
+
+MADE = []  # each default the student's own factory made, counted where it ran
+
+
+def _next_default():
+    MADE.append(1)
+    return 10 * len(MADE)
+
+
+def counts(words):
+    return collections.Counter(words)
+
+
+def grouped(pairs):
+    groups = collections.defaultdict(list)
+    for key, value in pairs:
+        groups[key].append(value)
+    return groups
+
+
+def numbered(words):
+    table = collections.defaultdict(_next_default)
+    for word in words:
+        table[word] = len(word)
+    return table
+
+
+def defaults_made():
+    return len(MADE)
+
+
+_SEEN = collections.Counter()
+
+
+def seen(word):
+    _SEEN[word] += 1  # one Counter, handed out at every call
+    return _SEEN
+"""
+
+
+@needs_bwrap
+def test_a_counter_or_defaultdict_a_call_returns_keeps_its_default(submission):
+    """In one process a missing key of a returned Counter reads 0, and of a defaultdict its factory's value
+    (inserted); crossed as a plain dict, either raised KeyError. A factory of the standard library's types
+    runs in the grader; the student's own is called in the worker, never in the grader."""
+    words = ["kv", "block", "kv", "page", "kv"]
+    expected = {}
+    for word in words:  # counted by hand, before any call
+        expected[word] = expected.get(word, 0) + 1
+    sub = submission(RETURNS_COUNTING_DICTS, {name: "callable" for name in ("counts", "grouped", "numbered",
+                                                                           "defaults_made", "seen")}, call_timeout=10)
+    counter = sub.counts(words)
+    assert type(counter) is collections.Counter and counter == expected
+    assert counter["missing"] == 0 and "missing" not in counter and counter.most_common(1) == [("kv", 3)]
+
+    groups = sub.grouped([("a", 1), ("b", 2), ("a", 3)])
+    assert type(groups) is collections.defaultdict and groups.default_factory is list
+    assert groups == {"a": [1, 3], "b": [2]} and groups["c"] == [] and "c" in groups
+
+    table = sub.numbered(["ab", "abc"])
+    assert type(table) is collections.defaultdict and table == {"ab": 2, "abc": 3}
+    assert table["x"] == 10 and table["y"] == 20 and table == {"ab": 2, "abc": 3, "x": 10, "y": 20}
+    assert sub.defaults_made() == 2, "the student's factory ran in the worker, once per missing key"
+
+    first = sub.seen("kv")
+    assert first == {"kv": 1} and sub.seen("kv") is first and first == {"kv": 2}, "one Counter, followed"
+
+
 RETURNS_EXACT_NUMBERS_AND_MAPPINGS = """
 import collections.abc
 import types

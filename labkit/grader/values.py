@@ -124,6 +124,8 @@ def _encode(value, on_object, arguments, layouts, _depth: int, plain_subclasses:
         if isinstance(value, base):
             named = _nameable(kind.__name__)
             return ("vs", base.__name__, kind.__name__, plain(value)) if named else ("v", plain(value))
+    if plain_subclasses and kind in (collections.Counter, collections.defaultdict):
+        return _encode_counting_dict(value, inner, on_object)
     if plain_subclasses:
         plain = _as_plain(value)
         if plain is not None:
@@ -131,6 +133,26 @@ def _encode(value, on_object, arguments, layouts, _depth: int, plain_subclasses:
     if on_object is not None:
         return on_object(value)
     raise TypeError(f"a {kind.__qualname__} cannot be passed between the grader and a submission")
+
+
+# The factories of a defaultdict that cross by name and are called where it arrives: the standard library's
+# own types, which run none of the student's code.
+DEFAULT_FACTORIES = {f.__name__: f for f in (int, float, complex, bool, str, bytes, list, dict, set, frozenset, tuple,
+                                             collections.Counter, collections.deque, collections.OrderedDict)}
+
+
+def _encode_counting_dict(value, inner, on_object):
+    """A Counter or a defaultdict as itself, so that reading a missing key gives what it gives in one process
+    (a Counter's 0, the factory's value); crossed as a plain dict, it raised KeyError. A factory of
+    :data:`DEFAULT_FACTORIES` crosses by name. Any other (a lambda, the student's class) is the student's code,
+    which the grader never runs: it crosses as a reference, so that a missing key's default is made by the
+    factory in the worker, as a call of the submission's."""
+    pairs = [(inner(k), inner(v)) for k, v in value.items()]
+    if type(value) is collections.Counter:
+        return ("d", pairs, "Counter")
+    factory = value.default_factory
+    name = next((name for name, known in DEFAULT_FACTORIES.items() if known is factory), None)
+    return ("d", pairs, ("defaultdict", name if name is not None or factory is None else on_object(factory)))
 
 
 def _as_plain(value):
@@ -840,11 +862,22 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
                 raise ProtocolError("a set with an unhashable member") from None
         return {"t": tuple, "l": list, "s": set, "fs": frozenset}[tag](items)
     if tag == "d":
-        (items,) = rest
+        items, *kind = rest
         pairs = [(_decode(k, hooks, depth, views), _decode(v, hooks, depth, views))
                  for k, v in _checked(items, list, "container")]
         _no_hash_flood(k for k, _ in pairs)
-        return dict(pairs)
+        if not kind:
+            return dict(pairs)
+        if kind == ["Counter"]:
+            return collections.Counter(dict(pairs))
+        ((what, factory),) = kind
+        if what != "defaultdict":
+            raise ProtocolError("malformed dict")
+        if type(factory) is str:
+            factory = DEFAULT_FACTORIES[factory]
+        elif factory is not None:  # a reference: calling it asks the worker (defaultdict refuses what is not callable)
+            factory = _decode(factory, hooks, depth, views)
+        return collections.defaultdict(factory, pairs)
     if tag == "dq":
         items, maxlen = rest
         if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
