@@ -1678,6 +1678,55 @@ def test_a_warning_the_test_makes_an_error_raises_in_the_submission(submission):
     assert sub.waste(np.int32(2**31 - 1), np.int32(16)) == 1
 
 
+WARNS_BACK = """
+import warnings
+
+import numpy as np
+
+class SlowPathWarning(UserWarning):  # a warning class of the student's own
+    pass
+
+def slow(n):
+    warnings.warn(f"{n} blocks took the slow path", SlowPathWarning)
+    return n
+
+def deprecated():
+    warnings.warn("use allocate_many", DeprecationWarning)
+    return 1
+
+def overflow(a, b):
+    return a * b   # numpy int32: a RuntimeWarning, as numpy emits it
+
+def flood(n):
+    for i in range(n):
+        warnings.warn(f"warning {i}", RuntimeWarning)
+    return n
+"""
+
+
+@needs_bwrap
+def test_a_warning_the_submission_emits_reaches_the_test(submission):
+    """A warning the submission's code emits during a call is emitted again in the test, as in one process:
+    ``pytest.warns`` sees it, with its category (a class of the student's own as a subclass of its built-in
+    base, named as it is) and message, and the test's filters decide it; a flood sends back the first 64."""
+    import warnings
+
+    sub = submission(WARNS_BACK, {name: "callable" for name in ("slow", "deprecated", "overflow", "flood")},
+                     call_timeout=30)
+    with pytest.warns(UserWarning, match="^3 blocks took the slow path$") as record:
+        assert sub.slow(3) == 3
+    assert [type(w.message).__name__ for w in record] == ["SlowPathWarning"]
+    with pytest.warns(DeprecationWarning, match="allocate_many"):
+        assert sub.deprecated() == 1
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        assert sub.overflow(np.int32(2**30), np.int32(4)) == 0
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=UserWarning)  # the test's filters decide, as in one process
+        assert sub.slow(4) == 4 and sub.flood(10_000) == 10_000
+    assert [str(w.message) for w in record] == [f"warning {i}" for i in range(64)]
+
+
 EMPTY = """
 import torch
 
