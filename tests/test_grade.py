@@ -1802,6 +1802,44 @@ def test_an_exception_reads_as_its_message_whatever_its_class_is_called(submissi
             sub.refuse_both(3)
 
 
+MISSING_KEYS = """
+class Block:
+    def __repr__(self):
+        return "Block(3)"
+
+class NoSuchBlock(KeyError):
+    pass
+
+def lookup(key):
+    return {}[key]   # a KeyError holding the key
+
+def lookup_object():
+    raise KeyError(Block())
+
+def lookup_own(key):
+    raise NoSuchBlock(key)
+"""
+
+
+@needs_bwrap
+def test_a_key_error_reads_as_in_one_process(submission):
+    """str() of a KeyError is its key's repr (``str(KeyError('a'))`` is ``'a'``, quotes included); a KeyError
+    made again from that text in the grader read quoted twice (``"'a'"``), and a test's ``match=`` on it
+    differed from pytest's. A literal key comes back as itself; an object's repr as it was shown."""
+    sub = submission(MISSING_KEYS, {name: "callable" for name in ("lookup", "lookup_object", "lookup_own")})
+    for key in ("page", 7, (2, "kv"), -0.5):
+        expected = KeyError(key)  # what one process raises, made here before the call
+        with pytest.raises(KeyError) as caught:
+            sub.lookup(key)
+        assert str(caught.value) == str(expected) and caught.value.args == expected.args
+    with pytest.raises(KeyError) as caught:
+        sub.lookup_object()
+    assert str(caught.value) == "Block(3)"
+    with pytest.raises(KeyError, match=r"^'page'$") as caught:
+        sub.lookup_own("page")
+    assert type(caught.value).__name__ == "NoSuchBlock" and caught.value.args == ("page",)
+
+
 VIEWS = """
 import torch
 

@@ -4,6 +4,7 @@ checks); a timeout or crash is :class:`SubmissionTimeout` or :class:`SubmissionC
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import os
@@ -400,7 +401,7 @@ def _exception(cls: type, message: str, notes) -> BaseException:
     its nearest base class that takes one."""
     for klass in cls.__mro__:
         try:
-            exc = klass(message)
+            exc = klass(_key(message) if issubclass(klass, KeyError) else message)
             break
         except TypeError:
             continue
@@ -409,6 +410,28 @@ def _exception(cls: type, message: str, notes) -> BaseException:
     if type(notes) is list and notes:
         exc.__notes__ = [str(note)[:MAX_MESSAGE] for note in notes[:16]]  # what add_note makes (3.11+)
     return exc
+
+
+class _Shown(str):
+    """A KeyError's text that names no literal key: shown as it is (a KeyError shows its key's repr)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return str.__str__(self)
+
+
+def _key(message: str):
+    """The argument of a KeyError whose ``str`` was ``message`` in the worker: ``str(KeyError(key))`` is
+    ``repr(key)``, so ``KeyError(message)`` would read quoted twice (``"'a'"``). A key that is a literal (a
+    name, a number, a tuple of them) is parsed back, never run; any other is its text, shown unquoted."""
+    try:
+        key = ast.literal_eval(message)
+        if repr(key) == message:
+            return key
+    except Exception:  # not a literal: an object's repr, or no key at all
+        pass
+    return _Shown(message)
 
 
 def _warning(bases, qualname, message) -> Warning:
