@@ -636,17 +636,17 @@ def test_views_of_one_storage_cross_as_one_buffer_and_in_place_changes_come_back
 
 @pytest.fixture
 def submission(tmp_path):
-    """make(source, api, files=((name, text), ...), **options): a stand-in for a student file holding
-    ``source`` (with ``files`` beside it), its worker in a sandbox; closed after the test."""
+    """make(source, api, files=((name, text), ...), box={sandbox options}, **options): a stand-in for a
+    student file holding ``source`` (with ``files`` beside it), its worker in a sandbox; closed after the test."""
     opened = []
 
-    def make(source, api, files=(), **options):
+    def make(source, api, files=(), box=None, **options):
         folder = tmp_path / f"files{len(opened)}"
         folder.mkdir(mode=0o755)
         for name, text in [("starter.py", source), *files]:  # files: the student's own modules beside it
             (folder / name).write_text(text)
             (folder / name).chmod(0o644)
-        box = sandbox.Sandbox(folder)
+        box = sandbox.Sandbox(folder, **(box or {}))
         opened.append(box)
         sub = standin.Submission(folder / "starter.py", api, box, **options)
         opened.append(sub)
@@ -1974,6 +1974,33 @@ def test_a_hang_times_out_and_a_crash_is_reported_then_the_next_call_works(submi
         sub.leave()
     assert sub.picky(4) == 4  # a fresh worker
     assert incidents == ["timeout", "crashed", "crashed"]
+
+
+EXITS = """
+import os
+import signal
+
+def exit_with(code):
+    os._exit(code)
+
+def killed_by(number):
+    os.kill(os.getpid(), number)
+"""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("sandboxed", [True, False])
+def test_an_exit_status_past_128_is_not_reported_as_a_signal(submission, sandboxed):
+    """A worker that exits with 137 did not die of signal 9. Without the sandbox the two are told apart;
+    bubblewrap reports both as 137, and the reason then names both, never the signal alone."""
+    options = {} if sandboxed else {"enabled": False}
+    sub = submission(EXITS, {"exit_with": "callable", "killed_by": "callable"}, call_timeout=10, box=options)
+    with pytest.raises(standin.SubmissionCrashed, match="exited with code 137") as caught:
+        sub.exit_with(137)
+    assert ("signal 9" in str(caught.value)) is sandboxed
+    with pytest.raises(standin.SubmissionCrashed, match="killed by signal 9") as caught:
+        sub.killed_by(9)
+    assert ("exited with code" in str(caught.value)) is sandboxed
 
 
 LINGERING = """

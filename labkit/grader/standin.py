@@ -504,8 +504,9 @@ class _Worker:
             return "the worker closed its pipe"
         if code < 0:
             return f"the worker process was killed by signal {-code}"
-        if code > 128:  # bubblewrap reports a signal that killed the process inside as 128 + signal
-            return f"the worker process was killed by signal {code - 128}"
+        if code > 128 and self._box.enabled:  # bubblewrap exits with 128 + N for a process killed by signal N
+            return (f"the worker process ended with status {code}: killed by signal {code - 128}, or it exited "
+                    f"with code {code} (the sandbox reports both alike)")
         return f"the worker process exited with code {code} (os._exit or sys.exit in the submission?)"
 
     def kill(self) -> None:
