@@ -450,6 +450,20 @@ def test_malformed_and_bomb_messages_are_refused_before_they_cost_anything(paylo
         wire.unpack(payload)
 
 
+def test_a_forged_default_factory_or_warning_is_refused():
+    """A Counter, a defaultdict or a warning from the worker names only what the grader may run: a factory of
+    the standard library's by name, a reference (calling it asks the worker), or none; a warning class. Any
+    other is a protocol error (a crash), never a call of something the worker chose."""
+    for forged in [("d", [], ("defaultdict", "eval")), ("d", [], ("defaultdict", ("v", 3))),
+                   ("d", [], "OrderedDict"), ("d", [], ("list", "int"))]:
+        with pytest.raises(wire.ProtocolError):
+            values.decode(forged)
+    assert values.decode(("d", [], ("defaultdict", None))).default_factory is None
+    for bases in [("ValueError",), ("SystemExit",), ()]:
+        with pytest.raises(wire.ProtocolError):
+            standin._warning(bases, "UserWarning", "x")
+
+
 def test_a_message_over_the_limit_is_refused_before_it_is_read():
     read_fd, write_fd = os.pipe()
     try:

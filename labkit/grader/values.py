@@ -156,7 +156,7 @@ def _encode_counting_dict(value, inner, on_object):
 
 
 def _as_plain(value):
-    """A subclass of bytes or of a container (a list with its own repr, an OrderedDict, a defaultdict, a
+    """A subclass of bytes or of a container (a list with its own repr, an OrderedDict, a subclass of
     Counter), or of numpy's array or torch's tensor, as the plain type it derives from, which is what a
     test compares it with (an array a view of the same memory); else None."""
     for klass in type(value).__mro__:
@@ -275,8 +275,9 @@ def _properties(value, inner) -> list:
 
 def plain_container(value):
     """A subclass of list, dict, set or deque, or a ``collections.UserList`` or ``UserDict``, that a result
-    crosses as its plain value (a list with its own ``repr``, an OrderedDict, a Counter: :func:`_as_plain`),
-    as that plain value (a copy); else None."""
+    crosses as its plain value (a list with its own ``repr``, an OrderedDict: :func:`_as_plain`), or a Counter
+    or defaultdict (which cross as themselves, and change as a dict does), as that plain value (a copy); else
+    None."""
     kind = type(value)
     if kind in (list, dict, set, collections.deque) or not isinstance(value, _FOLLOWED_AS_PLAIN) \
             or _is_record(value, mutable_too=False) or (kind.__module__ or "").startswith(("numpy", "torch")):
