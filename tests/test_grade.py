@@ -1833,6 +1833,12 @@ def lookup_object():
 
 def lookup_own(key):
     raise NoSuchBlock(key)
+
+def ask(lookup, key):
+    try:
+        lookup(key)   # a test's function, which raises KeyError
+    except KeyError as err:
+        return str(err), err.args
 """
 
 
@@ -1840,8 +1846,9 @@ def lookup_own(key):
 def test_a_key_error_reads_as_in_one_process(submission):
     """str() of a KeyError is its key's repr (``str(KeyError('a'))`` is ``'a'``, quotes included); a KeyError
     made again from that text in the grader read quoted twice (``"'a'"``), and a test's ``match=`` on it
-    differed from pytest's. A literal key comes back as itself; an object's repr as it was shown."""
-    sub = submission(MISSING_KEYS, {name: "callable" for name in ("lookup", "lookup_object", "lookup_own")})
+    differed from pytest's; so did one a test's function raised, in the submission's code. A literal key
+    comes back as itself; an object's repr as it was shown."""
+    sub = submission(MISSING_KEYS, {name: "callable" for name in ("lookup", "lookup_object", "lookup_own", "ask")})
     for key in ("page", 7, (2, "kv"), -0.5):
         expected = KeyError(key)  # what one process raises, made here before the call
         with pytest.raises(KeyError) as caught:
@@ -1853,6 +1860,8 @@ def test_a_key_error_reads_as_in_one_process(submission):
     with pytest.raises(KeyError, match=r"^'page'$") as caught:
         sub.lookup_own("page")
     assert type(caught.value).__name__ == "NoSuchBlock" and caught.value.args == ("page",)
+    expected = KeyError("page")  # the other way: a test's function raised it, the submission reads it
+    assert sub.ask(lambda key: {}[key], "page") == (str(expected), expected.args)
 
 
 VIEWS = """

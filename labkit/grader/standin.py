@@ -4,7 +4,6 @@ checks); a timeout or crash is :class:`SubmissionTimeout` or :class:`SubmissionC
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import json
 import os
@@ -28,7 +27,15 @@ from labkit.grader.lending import (
     the_tests_warning_filters,
 )
 from labkit.grader.snapshots import COMPARE_AFTER, WATCH_MAX
-from labkit.grader.values import BufferWrites, Layouts, array_leaves, builtin_exception, decode, encode
+from labkit.grader.values import (
+    BufferWrites,
+    Layouts,
+    array_leaves,
+    builtin_exception,
+    decode,
+    encode,
+    exception_argument,
+)
 
 # What one reply may cost the grader. The largest any lab's tests need, graded on the reference
 # solutions: 0.6 MB and 67,000 items (lab 02-02); big arrays travel through child scripts instead.
@@ -401,7 +408,7 @@ def _exception(cls: type, message: str, notes) -> BaseException:
     its nearest base class that takes one."""
     for klass in cls.__mro__:
         try:
-            exc = klass(_key(message) if issubclass(klass, KeyError) else message)
+            exc = klass(exception_argument(klass, message))
             break
         except TypeError:
             continue
@@ -410,28 +417,6 @@ def _exception(cls: type, message: str, notes) -> BaseException:
     if type(notes) is list and notes:
         exc.__notes__ = [str(note)[:MAX_MESSAGE] for note in notes[:16]]  # what add_note makes (3.11+)
     return exc
-
-
-class _Shown(str):
-    """A KeyError's text that names no literal key: shown as it is (a KeyError shows its key's repr)."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        return str.__str__(self)
-
-
-def _key(message: str):
-    """The argument of a KeyError whose ``str`` was ``message`` in the worker: ``str(KeyError(key))`` is
-    ``repr(key)``, so ``KeyError(message)`` would read quoted twice (``"'a'"``). A key that is a literal (a
-    name, a number, a tuple of them) is parsed back, never run; any other is its text, shown unquoted."""
-    try:
-        key = ast.literal_eval(message)
-        if repr(key) == message:
-            return key
-    except Exception:  # not a literal: an object's repr, or no key at all
-        pass
-    return _Shown(message)
 
 
 def _warning(bases, qualname, message) -> Warning:

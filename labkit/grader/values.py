@@ -11,6 +11,7 @@ buffer can be copied back into the memory it came from (:class:`Layouts`)."""
 
 from __future__ import annotations
 
+import ast
 import builtins
 import collections
 import collections.abc
@@ -999,6 +1000,31 @@ def builtin_exception(name):
     """The built-in exception class called ``name`` (an error crosses as its name), else None."""
     cls = getattr(builtins, str(name), None)
     return cls if isinstance(cls, type) and issubclass(cls, Exception) else None
+
+
+def exception_argument(cls: type, message: str):
+    """What makes an exception of class ``cls`` read ``message``, as it did where it was raised: the message
+    itself, but for a KeyError, which reads as its key's repr (``KeyError(message)`` would be quoted twice,
+    ``"'a'"``). A key that is a literal (a name, a number, a tuple of them) is parsed back, never run; any
+    other is its text, shown unquoted."""
+    if not issubclass(cls, KeyError):
+        return message
+    try:
+        key = ast.literal_eval(message)
+        if repr(key) == message:
+            return key
+    except Exception:  # not a literal: an object's repr, or no key at all
+        pass
+    return _Shown(message)
+
+
+class _Shown(str):
+    """A KeyError's text that names no literal key: shown as it is."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return str.__str__(self)
 
 
 _MADE: dict[tuple, type] = {}  # ("nt", name, fields) or ("vs", base, name) -> the class made for it

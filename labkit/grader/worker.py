@@ -32,7 +32,16 @@ from labkit.grader.lending import (
     warnings_kept,
 )
 from labkit.grader.snapshots import WATCH_MAX, Snapshots
-from labkit.grader.values import BufferWrites, Layouts, array_layout, array_leaves, builtin_exception, decode, encode
+from labkit.grader.values import (
+    BufferWrites,
+    Layouts,
+    array_layout,
+    array_leaves,
+    builtin_exception,
+    decode,
+    encode,
+    exception_argument,
+)
 
 
 def apply_limits(limits: dict) -> None:
@@ -282,7 +291,8 @@ class _Session:
             layouts.copy_back(*item)
         if reply[0] == "cbret":
             return self.decode(reply[1])
-        raise (builtin_exception(reply[1]) or RuntimeError)(str(reply[2]))
+        cls = builtin_exception(reply[1]) or RuntimeError
+        raise cls(exception_argument(cls, str(reply[2])))
 
     # -- the grader's requests
     def handle(self, request) -> tuple:
