@@ -450,6 +450,20 @@ def test_malformed_and_bomb_messages_are_refused_before_they_cost_anything(paylo
         wire.unpack(payload)
 
 
+def test_a_forged_default_factory_or_warning_is_refused():
+    """A Counter, a defaultdict or a warning from the worker names only what the grader may run: a factory of
+    the standard library's by name, a reference (calling it asks the worker), or none; a warning class. Any
+    other is a protocol error (a crash), never a call of something the worker chose."""
+    for forged in [("d", [], ("defaultdict", "eval")), ("d", [], ("defaultdict", ("v", 3))),
+                   ("d", [], "OrderedDict"), ("d", [], ("list", "int"))]:
+        with pytest.raises(wire.ProtocolError):
+            values.decode(forged)
+    assert values.decode(("d", [], ("defaultdict", None))).default_factory is None
+    for bases in [("ValueError",), ("SystemExit",), ()]:
+        with pytest.raises(wire.ProtocolError):
+            standin._warning(bases, "UserWarning", "x")
+
+
 def test_a_message_over_the_limit_is_refused_before_it_is_read():
     read_fd, write_fd = os.pipe()
     try:
@@ -636,17 +650,17 @@ def test_views_of_one_storage_cross_as_one_buffer_and_in_place_changes_come_back
 
 @pytest.fixture
 def submission(tmp_path):
-    """make(source, api, files=((name, text), ...), **options): a stand-in for a student file holding
-    ``source`` (with ``files`` beside it), its worker in a sandbox; closed after the test."""
+    """make(source, api, files=((name, text), ...), box={sandbox options}, **options): a stand-in for a
+    student file holding ``source`` (with ``files`` beside it), its worker in a sandbox; closed after the test."""
     opened = []
 
-    def make(source, api, files=(), **options):
+    def make(source, api, files=(), box=None, **options):
         folder = tmp_path / f"files{len(opened)}"
         folder.mkdir(mode=0o755)
         for name, text in [("starter.py", source), *files]:  # files: the student's own modules beside it
             (folder / name).write_text(text)
             (folder / name).chmod(0o644)
-        box = sandbox.Sandbox(folder)
+        box = sandbox.Sandbox(folder, **(box or {}))
         opened.append(box)
         sub = standin.Submission(folder / "starter.py", api, box, **options)
         opened.append(sub)
@@ -1092,6 +1106,76 @@ def test_a_userlist_or_userdict_a_call_returns_crosses_as_the_plain_container(su
     assert ids == [] and table == {"ids": 0} and sub.take(2)[0] == [0, 1]
     first = sub.reused(2)
     assert first == [0, 1] and sub.reused(3) is first and first == [0, 1, 2]
+
+
+RETURNS_COUNTING_DICTS = """
+import collections
+
+MADE = []  # each default the student's own factory made, counted where it ran
+
+
+def _next_default():
+    MADE.append(1)
+    return 10 * len(MADE)
+
+
+def counts(words):
+    return collections.Counter(words)
+
+
+def grouped(pairs):
+    groups = collections.defaultdict(list)
+    for key, value in pairs:
+        groups[key].append(value)
+    return groups
+
+
+def numbered(words):
+    table = collections.defaultdict(_next_default)
+    for word in words:
+        table[word] = len(word)
+    return table
+
+
+def defaults_made():
+    return len(MADE)
+
+
+_SEEN = collections.Counter()
+
+
+def seen(word):
+    _SEEN[word] += 1  # one Counter, handed out at every call
+    return _SEEN
+"""
+
+
+@needs_bwrap
+def test_a_counter_or_defaultdict_a_call_returns_keeps_its_default(submission):
+    """In one process a missing key of a returned Counter reads 0, and of a defaultdict its factory's value
+    (inserted); crossed as a plain dict, either raised KeyError. A factory of the standard library's types
+    runs in the grader; the student's own is called in the worker, never in the grader."""
+    words = ["kv", "block", "kv", "page", "kv"]
+    expected = {}
+    for word in words:  # counted by hand, before any call
+        expected[word] = expected.get(word, 0) + 1
+    sub = submission(RETURNS_COUNTING_DICTS, {name: "callable" for name in ("counts", "grouped", "numbered",
+                                                                           "defaults_made", "seen")}, call_timeout=10)
+    counter = sub.counts(words)
+    assert type(counter) is collections.Counter and counter == expected
+    assert counter["missing"] == 0 and "missing" not in counter and counter.most_common(1) == [("kv", 3)]
+
+    groups = sub.grouped([("a", 1), ("b", 2), ("a", 3)])
+    assert type(groups) is collections.defaultdict and groups.default_factory is list
+    assert groups == {"a": [1, 3], "b": [2]} and groups["c"] == [] and "c" in groups
+
+    table = sub.numbered(["ab", "abc"])
+    assert type(table) is collections.defaultdict and table == {"ab": 2, "abc": 3}
+    assert table["x"] == 10 and table["y"] == 20 and table == {"ab": 2, "abc": 3, "x": 10, "y": 20}
+    assert sub.defaults_made() == 2, "the student's factory ran in the worker, once per missing key"
+
+    first = sub.seen("kv")
+    assert first == {"kv": 1} and sub.seen("kv") is first and first == {"kv": 2}, "one Counter, followed"
 
 
 RETURNS_EXACT_NUMBERS_AND_MAPPINGS = """
@@ -1605,7 +1689,57 @@ def test_a_warning_the_test_makes_an_error_raises_in_the_submission(submission):
             sub.waste(np.int32(2**31 - 1), np.int32(16))
         warnings.filterwarnings("ignore", "overflow", RuntimeWarning)  # the first filter that matches decides
         assert sub.waste(np.int32(2**31 - 1), np.int32(16)) == 1
-    assert sub.waste(np.int32(2**31 - 1), np.int32(16)) == 1
+    with pytest.warns(RuntimeWarning, match="overflow"):  # no filter of the test's: shown, as in one process
+        assert sub.waste(np.int32(2**31 - 1), np.int32(16)) == 1
+
+
+WARNS_BACK = """
+import warnings
+
+import numpy as np
+
+class SlowPathWarning(UserWarning):  # a warning class of the student's own
+    pass
+
+def slow(n):
+    warnings.warn(f"{n} blocks took the slow path", SlowPathWarning)
+    return n
+
+def deprecated():
+    warnings.warn("use allocate_many", DeprecationWarning)
+    return 1
+
+def overflow(a, b):
+    return a * b   # numpy int32: a RuntimeWarning, as numpy emits it
+
+def flood(n):
+    for i in range(n):
+        warnings.warn(f"warning {i}", RuntimeWarning)
+    return n
+"""
+
+
+@needs_bwrap
+def test_a_warning_the_submission_emits_reaches_the_test(submission):
+    """A warning the submission's code emits during a call is emitted again in the test, as in one process:
+    ``pytest.warns`` sees it, with its category (a class of the student's own as a subclass of its built-in
+    base, named as it is) and message, and the test's filters decide it; a flood sends back the first 64."""
+    import warnings
+
+    sub = submission(WARNS_BACK, {name: "callable" for name in ("slow", "deprecated", "overflow", "flood")},
+                     call_timeout=30)
+    with pytest.warns(UserWarning, match="^3 blocks took the slow path$") as record:
+        assert sub.slow(3) == 3
+    assert [type(w.message).__name__ for w in record] == ["SlowPathWarning"]
+    with pytest.warns(DeprecationWarning, match="allocate_many"):
+        assert sub.deprecated() == 1
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        assert sub.overflow(np.int32(2**30), np.int32(4)) == 0
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=UserWarning)  # the test's filters decide, as in one process
+        assert sub.slow(4) == 4 and sub.flood(10_000) == 10_000
+    assert [str(w.message) for w in record] == [f"warning {i}" for i in range(64)]
 
 
 EMPTY = """
@@ -1681,6 +1815,53 @@ def test_an_exception_reads_as_its_message_whatever_its_class_is_called(submissi
     for expected in (ValueError, LookupError):  # every built-in base, as in one process
         with pytest.raises(expected, match="no block 3"):
             sub.refuse_both(3)
+
+
+MISSING_KEYS = """
+class Block:
+    def __repr__(self):
+        return "Block(3)"
+
+class NoSuchBlock(KeyError):
+    pass
+
+def lookup(key):
+    return {}[key]   # a KeyError holding the key
+
+def lookup_object():
+    raise KeyError(Block())
+
+def lookup_own(key):
+    raise NoSuchBlock(key)
+
+def ask(lookup, key):
+    try:
+        lookup(key)   # a test's function, which raises KeyError
+    except KeyError as err:
+        return str(err), err.args
+"""
+
+
+@needs_bwrap
+def test_a_key_error_reads_as_in_one_process(submission):
+    """str() of a KeyError is its key's repr (``str(KeyError('a'))`` is ``'a'``, quotes included); a KeyError
+    made again from that text in the grader read quoted twice (``"'a'"``), and a test's ``match=`` on it
+    differed from pytest's; so did one a test's function raised, in the submission's code. A literal key
+    comes back as itself; an object's repr as it was shown."""
+    sub = submission(MISSING_KEYS, {name: "callable" for name in ("lookup", "lookup_object", "lookup_own", "ask")})
+    for key in ("page", 7, (2, "kv"), -0.5):
+        expected = KeyError(key)  # what one process raises, made here before the call
+        with pytest.raises(KeyError) as caught:
+            sub.lookup(key)
+        assert str(caught.value) == str(expected) and caught.value.args == expected.args
+    with pytest.raises(KeyError) as caught:
+        sub.lookup_object()
+    assert str(caught.value) == "Block(3)"
+    with pytest.raises(KeyError, match=r"^'page'$") as caught:
+        sub.lookup_own("page")
+    assert type(caught.value).__name__ == "NoSuchBlock" and caught.value.args == ("page",)
+    expected = KeyError("page")  # the other way: a test's function raised it, the submission reads it
+    assert sub.ask(lambda key: {}[key], "page") == (str(expected), expected.args)
 
 
 VIEWS = """
@@ -1817,6 +1998,33 @@ def test_a_hang_times_out_and_a_crash_is_reported_then_the_next_call_works(submi
         sub.leave()
     assert sub.picky(4) == 4  # a fresh worker
     assert incidents == ["timeout", "crashed", "crashed"]
+
+
+EXITS = """
+import os
+import signal
+
+def exit_with(code):
+    os._exit(code)
+
+def killed_by(number):
+    os.kill(os.getpid(), number)
+"""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("sandboxed", [True, False])
+def test_an_exit_status_past_128_is_not_reported_as_a_signal(submission, sandboxed):
+    """A worker that exits with 137 did not die of signal 9. Without the sandbox the two are told apart;
+    bubblewrap reports both as 137, and the reason then names both, never the signal alone."""
+    options = {} if sandboxed else {"enabled": False}
+    sub = submission(EXITS, {"exit_with": "callable", "killed_by": "callable"}, call_timeout=10, box=options)
+    with pytest.raises(standin.SubmissionCrashed, match="exited with code 137") as caught:
+        sub.exit_with(137)
+    assert ("signal 9" in str(caught.value)) is sandboxed
+    with pytest.raises(standin.SubmissionCrashed, match="killed by signal 9") as caught:
+        sub.killed_by(9)
+    assert ("exited with code" in str(caught.value)) is sandboxed
 
 
 LINGERING = """

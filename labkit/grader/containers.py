@@ -357,7 +357,7 @@ def _at(value, path: tuple):
         if not isinstance(value, tuple) or type(i) is not int or not 0 <= i < len(value):
             raise ProtocolError("a path to a container the result does not hold")
         value = value[i]
-    if type(value) not in MUTABLE and not is_array(value):
+    if type(value) not in MUTABLE and not isinstance(value, dict) and not is_array(value):  # dict: a Counter too
         raise ProtocolError("a path to something that is not a mutable container or an array")
     return value
 
@@ -394,7 +394,7 @@ def refill(old, new, depth: int = 0) -> None:
         old.clear()
         old.update(new)
         return
-    if type(old) is dict:
+    if isinstance(old, dict):  # a Counter or a defaultdict too, which a result crosses as
         for key, value in new.items():
             if key in old and _same_container(old[key], value):
                 refill(old[key], value, depth + 1)

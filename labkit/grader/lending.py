@@ -309,6 +309,25 @@ def warning_filters(filters):
     yield
 
 
+MAX_WARNINGS = 64  # the warnings of one call that go back to the grader: the first (a loop may emit millions)
+
+
+@contextlib.contextmanager
+def warnings_kept(kept: list, describe):
+    """The worker's side: the warnings the submission's code emits during a call, as ``describe`` makes each
+    (the first :data:`MAX_WARNINGS`), kept in ``kept`` rather than shown: the grader emits them again in the
+    test, whose filters, ``pytest.warns`` and ``catch_warnings`` see them as in one process. The filters that
+    crossed still decide here first (an error raises in the submission's code; an ignored one is not kept)."""
+
+    def keep(message, category, filename, lineno, file=None, line=None):
+        if len(kept) < MAX_WARNINGS:
+            kept.append(describe(message))
+
+    with warnings.catch_warnings():
+        warnings.showwarning = keep
+        yield
+
+
 def the_tests_torch_modes() -> tuple | None:
     """The grader's side: torch's deterministic mode as the test set it, ``(warn_only, fill uninitialized
     memory)``, or None when it is off (or torch is not loaded). A test that turns it on with the fill (04-03,

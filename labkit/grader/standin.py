@@ -11,15 +11,31 @@ import select
 import subprocess
 import time
 import types
+import warnings
 from pathlib import Path
 
 from labkit.grader import sandbox as sandboxes
 from labkit.grader import wire
 from labkit.grader.containers import adopt_returned, container_at, refill
 from labkit.grader.handles import MAX_TYPES, RESULT_TYPES, Handle, Handles, RemoteClass
-from labkit.grader.lending import Lent, Patches, serve_lent, the_tests_torch_modes, the_tests_warning_filters
+from labkit.grader.lending import (
+    MAX_WARNINGS,
+    Lent,
+    Patches,
+    serve_lent,
+    the_tests_torch_modes,
+    the_tests_warning_filters,
+)
 from labkit.grader.snapshots import COMPARE_AFTER, WATCH_MAX
-from labkit.grader.values import BufferWrites, Layouts, array_leaves, builtin_exception, decode, encode
+from labkit.grader.values import (
+    BufferWrites,
+    Layouts,
+    array_leaves,
+    builtin_exception,
+    decode,
+    encode,
+    exception_argument,
+)
 
 # What one reply may cost the grader. The largest any lab's tests need, graded on the reference
 # solutions: 0.6 MB and 67,000 items (lab 02-02); big arrays travel through child scripts instead.
@@ -313,7 +329,7 @@ class Submission(types.ModuleType):
         number, for :func:`~labkit.grader.containers.adopt_returned`."""
         if type(written) is not list:
             raise ProtocolError("malformed in-place updates")
-        named = []
+        named, warned = [], []
         for item in written:
             if type(item) is tuple and len(item) == 2 and item[0] == "W":
                 layouts.made_writeable(item[1])
@@ -328,8 +344,14 @@ class Submission(types.ModuleType):
                     refill(self._returned[item[1]], self._decode(item[2], leaves))
             elif type(item) is tuple and len(item) == 3 and item[0] == "k":
                 named.append(item)
+            elif type(item) is tuple and len(item) == 4 and item[0] == "w" and len(warned) < MAX_WARNINGS:
+                warned.append(_warning(*item[1:]))
             else:
                 raise ProtocolError("a malformed in-place update")
+        # Emitted again here, after the copies, where the test's filters, pytest.warns and
+        # warnings.catch_warnings decide what each is (one made an error raises from the call).
+        for warning in warned:
+            warnings.warn(warning, stacklevel=2)
         return named
 
     def _stop(self) -> None:
@@ -386,7 +408,7 @@ def _exception(cls: type, message: str, notes) -> BaseException:
     its nearest base class that takes one."""
     for klass in cls.__mro__:
         try:
-            exc = klass(message)
+            exc = klass(exception_argument(klass, message))
             break
         except TypeError:
             continue
@@ -395,6 +417,16 @@ def _exception(cls: type, message: str, notes) -> BaseException:
     if type(notes) is list and notes:
         exc.__notes__ = [str(note)[:MAX_MESSAGE] for note in notes[:16]]  # what add_note makes (3.11+)
     return exc
+
+
+def _warning(bases, qualname, message) -> Warning:
+    """A warning the submission emitted, as the worker sent it (as an exception crosses: its built-in bases,
+    its class's name, its message); ProtocolError for one that is not a warning."""
+    bases = _builtin_bases(bases)
+    cls = bases[0] if len(bases) == 1 and bases[0].__name__ == qualname else _named_subclass(bases, qualname)
+    if not issubclass(cls, Warning):
+        raise ProtocolError("a warning that is not a Warning")
+    return _exception(cls, str(message)[:MAX_MESSAGE], ())
 
 
 def _index(i, leaves) -> int:
@@ -457,8 +489,9 @@ class _Worker:
             return "the worker closed its pipe"
         if code < 0:
             return f"the worker process was killed by signal {-code}"
-        if code > 128:  # bubblewrap reports a signal that killed the process inside as 128 + signal
-            return f"the worker process was killed by signal {code - 128}"
+        if code > 128 and self._box.enabled:  # bubblewrap exits with 128 + N for a process killed by signal N
+            return (f"the worker process ended with status {code}: killed by signal {code - 128}, or it exited "
+                    f"with code {code} (the sandbox reports both alike)")
         return f"the worker process exited with code {code} (os._exit or sys.exit in the submission?)"
 
     def kill(self) -> None:

@@ -11,6 +11,7 @@ buffer can be copied back into the memory it came from (:class:`Layouts`)."""
 
 from __future__ import annotations
 
+import ast
 import builtins
 import collections
 import collections.abc
@@ -124,6 +125,8 @@ def _encode(value, on_object, arguments, layouts, _depth: int, plain_subclasses:
         if isinstance(value, base):
             named = _nameable(kind.__name__)
             return ("vs", base.__name__, kind.__name__, plain(value)) if named else ("v", plain(value))
+    if plain_subclasses and kind in (collections.Counter, collections.defaultdict):
+        return _encode_counting_dict(value, inner, on_object)
     if plain_subclasses:
         plain = _as_plain(value)
         if plain is not None:
@@ -133,8 +136,28 @@ def _encode(value, on_object, arguments, layouts, _depth: int, plain_subclasses:
     raise TypeError(f"a {kind.__qualname__} cannot be passed between the grader and a submission")
 
 
+# The factories of a defaultdict that cross by name and are called where it arrives: the standard library's
+# own types, which run none of the student's code.
+DEFAULT_FACTORIES = {f.__name__: f for f in (int, float, complex, bool, str, bytes, list, dict, set, frozenset, tuple,
+                                             collections.Counter, collections.deque, collections.OrderedDict)}
+
+
+def _encode_counting_dict(value, inner, on_object):
+    """A Counter or a defaultdict as itself, so that reading a missing key gives what it gives in one process
+    (a Counter's 0, the factory's value); crossed as a plain dict, it raised KeyError. A factory of
+    :data:`DEFAULT_FACTORIES` crosses by name. Any other (a lambda, the student's class) is the student's code,
+    which the grader never runs: it crosses as a reference, so that a missing key's default is made by the
+    factory in the worker, as a call of the submission's."""
+    pairs = [(inner(k), inner(v)) for k, v in value.items()]
+    if type(value) is collections.Counter:
+        return ("d", pairs, "Counter")
+    factory = value.default_factory
+    name = next((name for name, known in DEFAULT_FACTORIES.items() if known is factory), None)
+    return ("d", pairs, ("defaultdict", name if name is not None or factory is None else on_object(factory)))
+
+
 def _as_plain(value):
-    """A subclass of bytes or of a container (a list with its own repr, an OrderedDict, a defaultdict, a
+    """A subclass of bytes or of a container (a list with its own repr, an OrderedDict, a subclass of
     Counter), or of numpy's array or torch's tensor, as the plain type it derives from, which is what a
     test compares it with (an array a view of the same memory); else None."""
     for klass in type(value).__mro__:
@@ -253,8 +276,9 @@ def _properties(value, inner) -> list:
 
 def plain_container(value):
     """A subclass of list, dict, set or deque, or a ``collections.UserList`` or ``UserDict``, that a result
-    crosses as its plain value (a list with its own ``repr``, an OrderedDict, a Counter: :func:`_as_plain`),
-    as that plain value (a copy); else None."""
+    crosses as its plain value (a list with its own ``repr``, an OrderedDict: :func:`_as_plain`), or a Counter
+    or defaultdict (which cross as themselves, and change as a dict does), as that plain value (a copy); else
+    None."""
     kind = type(value)
     if kind in (list, dict, set, collections.deque) or not isinstance(value, _FOLLOWED_AS_PLAIN) \
             or _is_record(value, mutable_too=False) or (kind.__module__ or "").startswith(("numpy", "torch")):
@@ -840,11 +864,22 @@ def _decode(data, hooks: dict, depth: int, views: _Views):
                 raise ProtocolError("a set with an unhashable member") from None
         return {"t": tuple, "l": list, "s": set, "fs": frozenset}[tag](items)
     if tag == "d":
-        (items,) = rest
+        items, *kind = rest
         pairs = [(_decode(k, hooks, depth, views), _decode(v, hooks, depth, views))
                  for k, v in _checked(items, list, "container")]
         _no_hash_flood(k for k, _ in pairs)
-        return dict(pairs)
+        if not kind:
+            return dict(pairs)
+        if kind == ["Counter"]:
+            return collections.Counter(dict(pairs))
+        ((what, factory),) = kind
+        if what != "defaultdict":
+            raise ProtocolError("malformed dict")
+        if type(factory) is str:
+            factory = DEFAULT_FACTORIES[factory]
+        elif factory is not None:  # a reference: calling it asks the worker (defaultdict refuses what is not callable)
+            factory = _decode(factory, hooks, depth, views)
+        return collections.defaultdict(factory, pairs)
     if tag == "dq":
         items, maxlen = rest
         if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
@@ -965,6 +1000,31 @@ def builtin_exception(name):
     """The built-in exception class called ``name`` (an error crosses as its name), else None."""
     cls = getattr(builtins, str(name), None)
     return cls if isinstance(cls, type) and issubclass(cls, Exception) else None
+
+
+def exception_argument(cls: type, message: str):
+    """What makes an exception of class ``cls`` read ``message``, as it did where it was raised: the message
+    itself, but for a KeyError, which reads as its key's repr (``KeyError(message)`` would be quoted twice,
+    ``"'a'"``). A key that is a literal (a name, a number, a tuple of them) is parsed back, never run; any
+    other is its text, shown unquoted."""
+    if not issubclass(cls, KeyError):
+        return message
+    try:
+        key = ast.literal_eval(message)
+        if repr(key) == message:
+            return key
+    except Exception:  # not a literal: an object's repr, or no key at all
+        pass
+    return _Shown(message)
+
+
+class _Shown(str):
+    """A KeyError's text that names no literal key: shown as it is."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return str.__str__(self)
 
 
 _MADE: dict[tuple, type] = {}  # ("nt", name, fields) or ("vs", base, name) -> the class made for it

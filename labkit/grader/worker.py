@@ -29,9 +29,19 @@ from labkit.grader.lending import (
     patched,
     torch_modes,
     warning_filters,
+    warnings_kept,
 )
 from labkit.grader.snapshots import WATCH_MAX, Snapshots
-from labkit.grader.values import BufferWrites, Layouts, array_layout, array_leaves, builtin_exception, decode, encode
+from labkit.grader.values import (
+    BufferWrites,
+    Layouts,
+    array_layout,
+    array_leaves,
+    builtin_exception,
+    decode,
+    encode,
+    exception_argument,
+)
 
 
 def apply_limits(limits: dict) -> None:
@@ -281,7 +291,8 @@ class _Session:
             layouts.copy_back(*item)
         if reply[0] == "cbret":
             return self.decode(reply[1])
-        raise (builtin_exception(reply[1]) or RuntimeError)(str(reply[2]))
+        cls = builtin_exception(reply[1]) or RuntimeError
+        raise cls(exception_argument(cls, str(reply[2])))
 
     # -- the grader's requests
     def handle(self, request) -> tuple:
@@ -289,6 +300,7 @@ class _Session:
         followed by the in-place updates and the snapshot updates (the student's code may have written
         into the arguments, and changed objects, before it raised)."""
         pure, written, kind, compare, after = False, None, None, (), ()
+        warned: list = []  # the warnings the call emitted, sent back with what it wrote
         ran = True  # the student's code may have run (until the request says it cannot have)
         try:
             if type(request) is not tuple or len(request) != 5 or type(request[4]) is not tuple \
@@ -329,15 +341,16 @@ class _Session:
             watched, names, deleted, filters, modes = patches
             written = _Writes(buffers, (args, kwargs), leaves, lambda value: self.encode(value, arguments=aliases))
             with patched(watched), names_patched(self.module, names, deleted), warning_filters(filters), \
-                    torch_modes(modes):
+                    torch_modes(modes), warnings_kept(warned, lambda w: ("w", *_error(w)[2:5])):
                 result = call()
             reply = ("ok", self.encode(result, arguments=aliases, shared=buffers),
-                     written.changes() + self._returned_changes(ran) + self.returned.keep(result))
+                     written.changes() + self._returned_changes(ran) + self.returned.keep(result) + warned)
         except BaseException as exc:
             reply = _error(exc)
             if reply[1] == "exception":
                 try:
-                    reply += ((written.changes() if written is not None else []) + self._returned_changes(ran),)
+                    reply += ((written.changes() if written is not None else []) + self._returned_changes(ran)
+                              + warned,)
                 except BaseException as err:  # what the call wrote cannot be sent: the grader cannot trust it
                     reply = _error(err, kind="written")
         if ran:
