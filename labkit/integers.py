@@ -22,12 +22,15 @@ from __future__ import annotations
 import numbers
 
 
-def as_int(value, name: str, low: int | None = None) -> int:
+def as_int(value, name: str, low: int | None = None, none_ok: bool = False) -> int | None:
     """``value`` as a Python int: an ``int`` or a numpy integer, not a bool, and ``>= low`` when
-    ``low`` is given. Anything else is a ValueError whose message names ``name``."""
+    ``low`` is given. With ``none_ok`` (an optional count), None comes back as None. Anything else
+    is a ValueError whose message names ``name`` and says what it must be."""
+    if value is None and none_ok:
+        return None
     # numpy registers its integer types as numbers.Integral (and its bool and floats as not), so this
     # takes every numpy integer without importing numpy.
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or (low is not None and value < low):
-        bound = "" if low is None else f" >= {low}"
-        raise ValueError(f"{name} must be an int{bound}, got {value!r}")
+        wanted = ("None or " if none_ok else "") + "an int" + ("" if low is None else f" >= {low}")
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
     return int(value)

@@ -60,3 +60,13 @@ def test_importing_it_imports_no_numpy():
     code = ("import runpy, sys; runpy.run_path(sys.argv[1]); "
             "assert 'numpy' not in sys.modules, 'numpy imported'")
     subprocess.run([sys.executable, "-c", code, str(Path(integers.__file__))], check=True)
+
+
+def test_an_optional_count_takes_none_and_says_so_when_refused():
+    assert as_int(None, "num_splits", low=1, none_ok=True) is None
+    assert as_int(np.int64(3), "num_splits", low=1, none_ok=True) == 3
+    with pytest.raises(ValueError, match=r"^paged_decode: num_splits must be None or an int >= 1, got 0$"):
+        as_int(0, "paged_decode: num_splits", low=1, none_ok=True)
+    with pytest.raises(ValueError, match=r"^num_splits must be an int >= 1, got None$"):
+        as_int(None, "num_splits", low=1)  # None is a count only where the caller says so
+
