@@ -12,9 +12,9 @@ lengths hands back), and refuse
 The check hands the value back as a Python int, so that the arithmetic after it cannot wrap around in
 a narrow numpy type (``np.int8(120) + 10`` is -126) and a kernel launch gets the plain int it expects.
 
-Labs 02-01, 02-04, 04-01, 04-03, 04-05, 04-06, 99-01 and 99-02 call :func:`as_int` from their given
-code, each with its own name for the argument (``"paged_decode: num_splits"``). It imports nothing
-but the standard library, so that a lab that needs no numpy can use it too.
+Labs 02-01, 02-02, 02-04, 04-01, 04-03, 04-04, 04-05, 04-06, 04-07, 99-01 and 99-02 call :func:`as_int`
+from their given code, each with its own name for the argument (``"paged_decode: num_splits"``). It
+imports nothing but the standard library, so that a lab that needs no numpy can use it too.
 """
 
 from __future__ import annotations
