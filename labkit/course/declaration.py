@@ -48,6 +48,7 @@ SANDBOX_LABKIT = {
     "load_reference": "grader/references",
     "testing.child": "testing/child",
     "block_table.check_block_ids": "block_table",
+    "integers.as_int": "integers",
 }
 _ID = re.compile(r"\d{2}-\d{2}")
 _KEYS = {"id", "title", "builds", "tags", "needs", "references", "given", "patches", "api", "labkit"}

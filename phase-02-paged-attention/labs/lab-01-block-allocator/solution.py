@@ -23,9 +23,10 @@ The invariants every operation keeps:
 from __future__ import annotations
 
 import hashlib
-import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from labkit.integers import as_int  # given: the integer check the labs share (an int or a numpy integer)
 
 # The parent of a sequence's first block. Fixed, so that keys are the same in every process and run.
 NONE_HASH: bytes = hashlib.sha256(b"paged-attention-labs: the parent of a first block").digest()
@@ -40,9 +41,9 @@ def _check_parent_hash(parent_hash) -> bytes:
 
 
 def _check_token_ids(token_ids) -> list[int]:
-    try:
-        tokens = [operator.index(t) for t in token_ids]
-    except TypeError:
+    try:  # an int or a numpy integer, never a bool: True is no token id, although Python counts it as 1
+        tokens = [as_int(t, "token_ids: each token id") for t in token_ids]
+    except TypeError:  # not iterable
         raise ValueError(f"token_ids must be a sequence of integers, got {token_ids!r}") from None
     if not tokens:
         raise ValueError("token_ids must not be empty: a block holds at least one token")

@@ -308,6 +308,25 @@ def test_hash_rejects_bad_input(lab):
             pytest.fail(f"{call}: no ValueError naming {name}")
 
 
+def test_a_bool_is_no_token_id(lab):
+    """``True`` among the token ids is a ValueError naming ``token_ids``: Python counts it as the int 1,
+    so a check that takes it as an int gives ``[5, True]`` the key of ``[5, 1]``, two different inputs
+    under one key; a bool among token ids is a slip (a mask passed for the ids), never a token. numpy
+    integers stay token ids (``test_hash_covers_the_tokens_and_the_parent``).
+
+    Catches: token ids checked with ``operator.index`` (``bool_taken_as_token_1``), which takes a bool
+    as its int."""
+    calls = [
+        ("hash_block_tokens(None, [5, True])", lambda: lab.hash_block_tokens(None, [5, True])),
+        ("hash_block_tokens(None, [False])", lambda: lab.hash_block_tokens(None, [False])),
+        ("hash_request_tokens([1, 2, True, 4], 2)", lambda: lab.hash_request_tokens([1, 2, True, 4], 2)),
+    ]
+    for call, run in calls:
+        with pytest.raises(ValueError, match="token_ids"):
+            run()
+            pytest.fail(f"{call}: no ValueError naming token_ids (a bool is no token id)")
+
+
 def test_hash_request_tokens_takes_any_sequence(lab):
     """``token_ids`` is any sequence of ints: a list, a tuple, a numpy array, or a
     ``collections.deque`` (a sequence that cannot be sliced) all give the keys of the list.

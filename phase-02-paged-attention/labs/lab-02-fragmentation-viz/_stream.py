@@ -10,15 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 import labkit
+from labkit.integers import as_int
 
 # Lab 02-01's reference allocator (never the learner's file): block 0 is its null block.
 BlockPool = labkit.load_reference("02-01").BlockPool
 
 
 def _check_positive(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+    return as_int(value, name, low=1)  # an int or a numpy integer, never a bool (labkit.integers)
 
 
 def _check_lengths(lengths) -> list[int]:

@@ -6,6 +6,8 @@ into a ValueError that names the key or the argument.
 
 from __future__ import annotations
 
+import numbers
+
 # Bytes per element of the dtypes a KV cache may have. vLLM stores its fp8 caches as one byte per
 # element whatever the fp8 flavour; "auto" means the model's own dtype.
 DTYPE_BYTES = {
@@ -35,12 +37,15 @@ def _check_bytes(name: str, value) -> int:
     return value
 
 
-def _check_utilization(value):
-    """A share of the card, as a number (an int or a float, never a bool): a string or None would fail
-    inside the caller's comparison with a TypeError. The range, (0, 1], is the caller's to check."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def _check_utilization(value) -> float:
+    """A share of the card, as a real number (an int, a float, a numpy float of any width; never a
+    bool), handed back as a Python float. A string or None would fail inside the caller's comparison
+    with a TypeError; a numpy float32 or float16 kept as it came would multiply the card's bytes in its
+    own precision (float32 is a thousand bytes off on an 80 GiB card, float16 overflows to infinity).
+    The range, (0, 1], is the caller's to check, and NaN lies in no range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"gpu_memory_utilization must be a number in (0, 1], got {value!r}")
-    return value
+    return float(value)
 
 
 def _check_block_size(block_size) -> int:

@@ -34,7 +34,8 @@ from _config import (  # noqa: F401
 #   _model_dtype(config)                     the model's dtype name (torch_dtype, or dtype in transformers 5)
 #   _dtype_bytes(name)                       DTYPE_BYTES[name]
 #   _check_bytes(name, value)                a non-negative int of bytes
-#   _check_utilization(value)                a number (int or float), for you to check against (0, 1]
+#   _check_utilization(value)                a real number (numpy floats too) as a Python float, for you to
+#                                            check against (0, 1] and to compute with
 #   _check_block_size(block_size)            a positive int
 DTYPE_BYTES = _config.DTYPE_BYTES
 
@@ -85,8 +86,9 @@ def available_kv_memory(total_memory, free_memory, gpu_memory_utilization, weigh
     The engine may use ``gpu_memory_utilization`` (in (0, 1]) of the card's ``total_memory``, rounded
     up to a whole byte (``math.ceil``, as vLLM's ``request_memory``); from that come the weights, the
     profiling forward's peak activation and what grew outside torch. ValueError naming
-    ``gpu_memory_utilization`` when it is not a number (``_check_utilization``), is outside (0, 1] or
-    asks for more than ``free_memory`` (the memory free when the engine started).
+    ``gpu_memory_utilization`` when it is not a number (``_check_utilization``, which takes any real
+    number, numpy floats of every width included, and returns it as a Python float), is outside
+    (0, 1] or asks for more than ``free_memory`` (the memory free when the engine started).
     """
     raise NotImplementedError(
         "available_kv_memory: not implemented yet (README step 4: ceil(total * utilization) - weights - peak "

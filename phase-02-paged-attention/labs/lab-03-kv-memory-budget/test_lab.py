@@ -9,6 +9,8 @@ of the implementation under test (the ``lab`` fixture; ``LAB_IMPL=starter`` for 
 from __future__ import annotations
 
 import copy
+import math
+from fractions import Fraction
 
 import pytest
 
@@ -283,6 +285,36 @@ def test_free_memory_that_exactly_covers_the_request_is_enough(lab):
 # MiB), times most utilizations, is no whole number of bytes.
 REAL_TOTAL = 85_029_158_912
 LLAMA_3_8B_WEIGHTS, ACTIVATION, NON_TORCH = 16_060_522_496, 3 * GiB // 2, 400 * MiB  # 18,090,565,632 together
+
+
+def test_utilization_may_be_any_real_number(lab):
+    """``gpu_memory_utilization`` is a number in (0, 1] of any real type: a numpy float32 or float16 (a
+    setting read out of an array), a float64, a Fraction. The request is ``ceil(total * u)`` of the
+    number passed, computed exactly here: on a real card's 85,029,158,912 bytes, float32's 0.9
+    (0.89999997615...) asks for 76,526,240,994 bytes. A numpy NaN, 0 or 1.5 is still refused, naming
+    gpu_memory_utilization.
+
+    Catches: the given check taking Python's int and float only (``utilization_refuses_numpy_floats``),
+    and the number used as it came rather than as the Python float the check hands back
+    (``utilization_used_as_it_came``): float32 arithmetic on the card's bytes is 1,250 bytes short,
+    float16's overflows to infinity."""
+    np = pytest.importorskip("numpy")
+    used = LLAMA_3_8B_WEIGHTS + ACTIVATION + NON_TORCH
+    for what, u in [("np.float32(0.9)", np.float32(0.9)), ("np.float16(0.9)", np.float16(0.9)),
+                    ("np.float64(0.9)", np.float64(0.9)), ("Fraction(9, 10)", Fraction(9, 10))]:
+        requested = math.ceil(Fraction(REAL_TOTAL) * Fraction(float(u)))  # exact, before the call
+        call = f"available_kv_memory({REAL_TOTAL}, free={requested}, {what}, 16060522496, 1.5 GiB, 400 MiB)"
+        try:
+            got = lab.available_kv_memory(REAL_TOTAL, requested, u, LLAMA_3_8B_WEIGHTS, ACTIVATION, NON_TORCH)
+        except ValueError as err:
+            raise AssertionError(f"{call} raised ValueError ({err}): {what} is a number in (0, 1]") from None
+        expect_bytes(got, requested - used, call,
+                     f"ceil({REAL_TOTAL} * {float(u)!r}) = {requested}, minus 18090565632: compute with the Python "
+                     "float _check_utilization returns, not the numpy number as it came")
+    for bad in (np.float32("nan"), np.float64(0.0), np.float32(1.5)):
+        with pytest.raises(ValueError, match="gpu_memory_utilization"):
+            lab.available_kv_memory(80 * GiB, 80 * GiB, bad, 15 * GiB, 2 * GiB, 0)
+            pytest.fail(f"gpu_memory_utilization={bad!r}: no ValueError naming gpu_memory_utilization")
 
 
 @pytest.mark.parametrize(("utilization", "requested"), [

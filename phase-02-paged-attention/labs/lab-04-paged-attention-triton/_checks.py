@@ -8,10 +8,11 @@ no message).
 
 from __future__ import annotations
 
-import numbers
 import os
 
 import torch
+
+from labkit.integers import as_int
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -50,8 +51,8 @@ def _check_inputs(q, k_cache, v_cache, block_table, seq_len, *, for_triton: bool
         raise ValueError(
             f"block_table must be a 1-D int32 tensor, got shape {tuple(block_table.shape)} and {block_table.dtype}"
         )
-    if isinstance(seq_len, bool) or not isinstance(seq_len, numbers.Integral) or seq_len < 0:
-        raise ValueError(f"seq_len must be an int >= 0, got {seq_len!r}")
+    # An int or a numpy integer (labkit.integers, the check the labs share), as a Python int from here on.
+    seq_len = as_int(seq_len, "seq_len", low=0)
     needed = -(-seq_len // block_size)
     if block_table.numel() < needed:
         raise ValueError(

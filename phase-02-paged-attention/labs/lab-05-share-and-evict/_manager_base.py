@@ -25,7 +25,8 @@ class KVCacheManagerBase:
     """The bookkeeping of ``KVCacheManager``: its pool, block tables and cached counts."""
 
     def __init__(self, num_gpu_blocks: int, block_size: int, enable_caching: bool = True) -> None:
-        if not isinstance(block_size, int) or block_size < 1:
+        # A bool is an int to Python (True == 1), but never a size: refused like a float.
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
             raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
         self.block_size = block_size
         self.enable_caching = enable_caching
@@ -46,14 +47,15 @@ class KVCacheManagerBase:
 
     def _check_allocate(self, request, num_new_tokens, num_new_computed_tokens, new_computed_blocks, req_blocks):
         """ValueError for arguments ``allocate_slots`` cannot honour."""
-        if not isinstance(num_new_tokens, int) or num_new_tokens < 1:
+        # A bool is an int to Python, and True passes as 1: a count of tokens is never a bool.
+        if isinstance(num_new_tokens, bool) or not isinstance(num_new_tokens, int) or num_new_tokens < 1:
             raise ValueError(f"num_new_tokens must be a positive integer, got {num_new_tokens!r}")
         if new_computed_blocks and req_blocks:
             raise ValueError(f"request {request.request_id!r} already has blocks: prefix-cache hits are only "
                              f"for a new request")
-        # Not an int (a numpy integer, 8.0) would pass the comparison below and reach the pool only after
-        # the hits were touched: refused here, before anything changes, like num_new_tokens.
-        if not isinstance(num_new_computed_tokens, int):
+        # Not an int (a numpy integer, 8.0, False) would pass the comparison below (False == 0) and reach
+        # the pool only after the hits were touched: refused here, before anything changes, like num_new_tokens.
+        if isinstance(num_new_computed_tokens, bool) or not isinstance(num_new_computed_tokens, int):
             raise ValueError(f"num_new_computed_tokens must be an integer, got {num_new_computed_tokens!r}")
         if num_new_computed_tokens != len(new_computed_blocks) * self.block_size:
             raise ValueError(f"num_new_computed_tokens={num_new_computed_tokens} but new_computed_blocks hold "

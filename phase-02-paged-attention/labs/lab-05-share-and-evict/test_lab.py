@@ -678,6 +678,37 @@ def test_counts_that_are_not_python_ints_are_refused_before_any_change(lab, argu
     _admit(mgr, b, ([1, 2], 8, [4]), "B, A's 10-token prompt with int counts, after the refusal")
 
 
+def test_a_bool_is_no_count(lab):
+    """A bool is refused wherever a count goes, with a ValueError naming the argument, before anything
+    changes: Python counts True as 1 and False as 0, so ``allocate_slots(B, True, 8, hits)`` would
+    compute one token, ``num_new_computed_tokens=False`` would pass as no hit, and
+    ``KVCacheManager(10, True)`` would have blocks of one token. A bool there is a slip (a flag passed
+    in a count's place), never a count. The same calls with ints then admit B as A's prompt predicts:
+    hits [1, 2], new block [4].
+
+    Catches: counts checked with ``isinstance(n, int)`` alone (``bools_taken_as_counts``), which a bool
+    passes."""
+    labkit.assert_refused(lambda: lab.KVCacheManager(10, True), "block_size",
+                          what="KVCacheManager(10, block_size=True)")
+    mgr = lab.KVCacheManager(10, BS)
+    a, b, c = _request(lab, "A", range(9)), _request(lab, "B", range(9)), _request(lab, "C", range(100, 104))
+    _prefill(mgr, a)  # [1, 2, 3]
+    hits, num_hit = mgr.get_computed_blocks(b)  # [1, 2], 8: B has 1 token left to compute
+    before = _state(mgr, ["A", "B", "C"])
+    calls = {
+        "allocate_slots('B', num_new_tokens=True, 8, hits)": (lambda: mgr.allocate_slots(b, True, num_hit, hits),
+                                                               "num_new_tokens"),
+        "allocate_slots('C', 4, num_new_computed_tokens=False)": (lambda: mgr.allocate_slots(c, 4, False, []),
+                                                                  "num_new_computed_tokens"),
+    }
+    for what, (call, argument) in calls.items():
+        labkit.assert_refused(call, argument, what=what, hint="a bool is an int to Python: refuse it first")
+        after = _state(mgr, ["A", "B", "C"])
+        if after != before:
+            raise AssertionError(f"{what} changed the manager before refusing ({_changes(before, after)})")
+    _admit(mgr, b, ([1, 2], 8, [4]), "B, A's 9-token prompt with int counts, after the refusals")
+
+
 @pytest.mark.parametrize("enable_caching", [False, True], ids=["caching_off", "caching_on"])
 def test_a_request_that_holds_more_blocks_than_its_next_tokens_need(lab, enable_caching):
     """A scheduler may plan a request's step smaller than the room it took before (a step re-planned

@@ -6,18 +6,18 @@ gives a clear ValueError instead of an IndexError from inside numpy or, worse, a
 
 - ``_check_dense(q, k, v)``: ``q [d]``, ``k [n, d]``, ``v [n, d]``.
 - ``_check_paged(q, k_cache, v_cache, block_table, seq_len, block_size)``: the caches' shapes (one
-  shape for both), ``seq_len`` and ``block_size`` integers, the block size, a 1-D integer table long
+  shape for both), ``seq_len`` and ``block_size`` integers (``labkit.integers.as_int``, the check the
+  labs share: an int or a numpy integer, never a bool or a float), the block size, a 1-D integer table long
   enough for ``seq_len`` tokens, whose used ids name blocks of the cache
   (``labkit.block_table.check_block_ids``, the check every paged lab shares).
 """
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from labkit.block_table import check_block_ids
+from labkit.integers import as_int
 
 
 def _check_dense(q, k, v):
@@ -37,8 +37,7 @@ def _check_paged(q, k_cache, v_cache, block_table, seq_len, block_size):
     if k_cache.shape[2] != q.shape[0]:
         raise ValueError(f"q has d={q.shape[0]}, the key cache d={k_cache.shape[2]}")
     for name, n in (("seq_len", seq_len), ("block_size", block_size)):
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral):  # 9.0 would reach range() as a float
-            raise ValueError(f"{name} must be an int, got {n!r}")
+        as_int(n, name)  # an int or a numpy integer (labkit.integers): 9.0 would reach range() as a float
     if int(block_size) < 1 or k_cache.shape[1] != block_size:
         raise ValueError(f"block_size={block_size} but the caches hold blocks of {k_cache.shape[1]} tokens")
     # The key cache is right. A token's value sits at the same (block, offset) as its key and has

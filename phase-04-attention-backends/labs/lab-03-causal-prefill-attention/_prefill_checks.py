@@ -16,10 +16,10 @@ from deep inside numpy or a Triton traceback:
   tensors; the values of the index tensors too when they live on the CPU. Returns ``max_query_len``
   as a Python int (None stays None).
 
-An integer argument (``start``, ``num_queries``, ``block_size``, ``max_query_len``) is anything
-``operator.index`` takes but a bool: an int, or a numpy integer of any width. The checks hand it back
-as a Python int, so that the arithmetic after them cannot wrap around in a narrow numpy type
-(``np.int8(120) + 10`` is -126).
+An integer argument (``start``, ``num_queries``, ``block_size``, ``max_query_len``) is an int or a
+numpy integer of any width, never a bool or a float: ``labkit.integers.as_int``, the check the labs
+share. The checks hand it back as a Python int, so that the arithmetic after them cannot wrap around
+in a narrow numpy type (``np.int8(120) + 10`` is -126).
 
 The block ids a sequence uses are checked by ``labkit.block_table.check_block_ids``, the check every
 paged lab shares.
@@ -27,13 +27,13 @@ paged lab shares.
 
 from __future__ import annotations
 
-import operator
 import os
 
 import numpy as np
 
 from labkit import triton_env
 from labkit.block_table import check_block_ids
+from labkit.integers import as_int
 
 # Triton must learn whether to interpret before anything imports it; without torch the numpy
 # checks still work, and the kernel's check says what to install.
@@ -46,22 +46,8 @@ else:
 
 
 
-def _as_int(value):
-    """``value`` as a Python int, or None when it is no integer: a bool, a float, an array of several."""
-    if isinstance(value, bool):
-        return None
-    try:
-        value = operator.index(value)
-    except TypeError:
-        return None
-    return value
-
-
 def _check_start(name, value):
-    start = _as_int(value)
-    if start is None or start < 0:
-        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-    return start
+    return as_int(value, name, low=0)
 
 
 def _int_vector(value, name: str, what: str) -> np.ndarray:
@@ -96,7 +82,7 @@ def _check_prefill(q, k_cache, v_cache, block_table, start, block_size):
     if np.shape(k_cache) != np.shape(v_cache):
         raise ValueError(f"k_cache {np.shape(k_cache)} and v_cache {np.shape(v_cache)} must have one shape")
     num_blocks, cache_block_size, num_kv_heads, head_dim = k_cache.shape
-    if _as_int(block_size) != cache_block_size:  # None (no integer) is never a cache's block size
+    if as_int(block_size, "block_size") != cache_block_size:
         raise ValueError(f"block_size={block_size!r} but the caches hold blocks of {cache_block_size} tokens")
     block_size = cache_block_size
     if q.shape[2] != head_dim:
@@ -170,10 +156,7 @@ def _check_kernel_inputs(q, k_cache, v_cache, block_tables, query_start_loc, seq
     if query_start_loc.dtype != torch.int32 or tuple(query_start_loc.shape) != (num_seqs + 1,):
         raise ValueError(f"paged_prefill: query_start_loc must be int32 [num_seqs + 1 = {num_seqs + 1}], got "
                          f"{query_start_loc.dtype} {tuple(query_start_loc.shape)}")
-    if max_query_len is not None:
-        given, max_query_len = max_query_len, _as_int(max_query_len)
-        if max_query_len is None or max_query_len < 0:
-            raise ValueError(f"paged_prefill: max_query_len must be None or an int >= 0, got {given!r}")
+    max_query_len = as_int(max_query_len, "paged_prefill: max_query_len", low=0, none_ok=True)
     if out is not None and (out.shape != q.shape or out.dtype != q.dtype):
         raise ValueError(f"paged_prefill: out must be shaped and typed like q {tuple(q.shape)} {q.dtype}, "
                          f"got {tuple(out.shape)} {out.dtype}")

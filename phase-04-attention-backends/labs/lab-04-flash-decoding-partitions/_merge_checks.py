@@ -12,7 +12,8 @@ silent answer:
 - ``_check_same_length(acc_a, acc_b)``: two summaries of one query have accumulators of one length.
 - ``_check_merge_fits(denom_a, acc_a, denom_b, acc_b)``: two summaries whose merge could overflow
   float64 are refused.
-- ``_check_num_partitions(num_partitions)``: an integer >= 1.
+- ``_check_num_partitions(num_partitions)``: an integer >= 1 (an int or a numpy integer, never a bool:
+  ``labkit.integers.as_int``, the check the labs share).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from labkit.integers import as_int
 
 
 def _as_query_keys_values(q, k, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -114,5 +117,4 @@ def _check_merge_fits(denom_a: float, acc_a: np.ndarray, denom_b: float, acc_b: 
 
 
 def _check_num_partitions(num_partitions) -> None:
-    if isinstance(num_partitions, bool) or not isinstance(num_partitions, int | np.integer) or num_partitions < 1:
-        raise ValueError(f"num_partitions must be an integer >= 1, got {num_partitions!r}")
+    as_int(num_partitions, "num_partitions", low=1)  # an int or a numpy integer, never a bool (labkit.integers)

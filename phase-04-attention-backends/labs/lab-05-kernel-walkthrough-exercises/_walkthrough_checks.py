@@ -4,8 +4,10 @@
 argument instead of a traceback from inside numpy or a kernel:
 
 - ``_check_integer(name, value)``: a whole number by type (``seq_len``, ``warp``, ``limit_bytes``,
-  ...): ``16.0`` and ``True`` are refused, numpy's integers accepted; the range is the caller's to check.
-- ``_check_positive(name, value)``: a positive integer (``block_size``, ``num_warps``, ...).
+  ...): ``16.0`` and ``True`` are refused, numpy's integers accepted (``labkit.integers.as_int``, the
+  check the labs share); returns it as a Python int. The range is the caller's to check.
+- ``_check_positive(name, value)``: a positive integer (``block_size``, ``num_warps``, ...), returned
+  as a Python int.
 - ``_as_seq_lens(seq_lens)``: a 1-D int64 array of lengths >= 0.
 - ``_check_qk_inputs(q, k, seq_lens, scale)``: exercise 3's tensors checked and made contiguous,
   ``seq_lens`` as int32 on ``q``'s device, ``scale`` defaulting to ``1 / sqrt(head_dim)``.
@@ -14,11 +16,11 @@ argument instead of a traceback from inside numpy or a kernel:
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
 from labkit import triton_env
+from labkit.integers import as_int
 
 # Triton must learn whether to interpret before anything imports it; exercises 1-2 need numpy only.
 if triton_env.select_backend() != "missing":
@@ -29,17 +31,16 @@ else:
 
 
 
-def _check_integer(name: str, value: int) -> None:
+def _check_integer(name: str, value: int) -> int:
     # By type, not by value: 16.0 == 16, yet a float size turns every count derived from it into a
     # float and every index into a TypeError from numpy; a bool is an int to Python, never a size.
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name}={value!r} must be an integer")
+    # Handed back as a Python int, so that byte counts computed from it are ints too, and cannot wrap
+    # around in an np.int32 past 2**31.
+    return as_int(value, name)
 
 
-def _check_positive(name: str, value: int) -> None:
-    _check_integer(name, value)
-    if value < 1:
-        raise ValueError(f"{name}={value} must be a positive integer")
+def _check_positive(name: str, value: int) -> int:
+    return as_int(value, name, low=1)
 
 
 def _as_seq_lens(seq_lens) -> np.ndarray:

@@ -185,14 +185,17 @@ def shared_memory_budget(head_size: int, partition_size: int, num_threads: int =
     of the two uses. Static (``__shared__`` arrays in the kernel): the query vectors
     and the two-stage reduction scratch. ``query_itemsize`` is the query's element size,
     2 (fp16, bf16) or 4 (fp32); an fp8 KV cache does not change it (the kernel converts
-    the cache's vectors to the query's type, the query is never fp8). Bad arguments raise
-    ``ValueError`` naming the argument.
+    the cache's vectors to the query's type, the query is never fp8). Every byte count is a
+    Python int, for numpy integer arguments too (the given checks hand their values back as
+    Python ints). Bad arguments raise ``ValueError`` naming the argument.
     """
-    for name, value in (("head_size", head_size), ("partition_size", partition_size), ("num_threads", num_threads)):
-        _check_positive(name, value)
+    # The checks hand back Python ints: every byte count below is an int whatever integers came in.
+    head_size = _check_positive("head_size", head_size)
+    partition_size = _check_positive("partition_size", partition_size)
+    num_threads = _check_positive("num_threads", num_threads)
     if num_threads % WARP_SIZE:
         raise ValueError(f"num_threads={num_threads} must be a multiple of the warp size {WARP_SIZE}")
-    _check_integer("query_itemsize", query_itemsize)  # 2.0 is in (2, 4), and would make every byte count a float
+    query_itemsize = _check_integer("query_itemsize", query_itemsize)  # 2.0 is in (2, 4): float byte counts
     if query_itemsize not in (2, 4):
         raise ValueError(f"query_itemsize={query_itemsize}: expected 2 (an fp16 or bf16 query) or 4 (fp32); "
                          "the query is never fp8, even over an fp8 KV cache")
@@ -217,11 +220,11 @@ def largest_partition_size(head_size: int, block_size: int, limit_bytes: int = D
 
     The total is ``max(4 P, outputs) + static``: it fits iff ``4 P + static <= limit``
     and ``outputs + static <= limit``. The partition must hold whole blocks (vLLM's
-    kernel assumes ``PARTITION_SIZE % block_size == 0``, and its test asserts it). A limit that
-    is not an integer raises ``ValueError``.
+    kernel assumes ``PARTITION_SIZE % block_size == 0``, and its test asserts it). Returns a
+    Python int, for numpy integer arguments too. A limit that is not an integer raises ``ValueError``.
     """
-    _check_integer("limit_bytes", limit_bytes)
-    _check_positive("block_size", block_size)
+    limit_bytes = _check_integer("limit_bytes", limit_bytes)
+    block_size = _check_positive("block_size", block_size)
     smallest = shared_memory_budget(head_size, block_size, num_threads, query_itemsize)
     if not smem_fits(smallest, limit_bytes):
         return 0
@@ -234,14 +237,15 @@ def reduce_shared_memory_bytes(max_seq_len: int, partition_size: int, num_thread
 
     Dynamic: each partition's max logit and rescaled exp-sum, ``2 * max_num_partitions``
     fp32 with ``max_num_partitions = ceil(max_seq_len / partition_size)``; static: the
-    same ``2 * NUM_WARPS`` fp32 reduction scratch as the main kernel. Arguments that are not
-    integers, or out of range, raise ``ValueError`` naming the argument.
+    same ``2 * NUM_WARPS`` fp32 reduction scratch as the main kernel. Returns a Python int, for
+    numpy integer arguments too. Arguments that are not integers, or out of range, raise
+    ``ValueError`` naming the argument.
     """
-    _check_integer("max_seq_len", max_seq_len)
+    max_seq_len = _check_integer("max_seq_len", max_seq_len)
     if max_seq_len < 0:
         raise ValueError(f"max_seq_len={max_seq_len} is negative")
-    _check_positive("partition_size", partition_size)
-    _check_positive("num_threads", num_threads)
+    partition_size = _check_positive("partition_size", partition_size)
+    num_threads = _check_positive("num_threads", num_threads)
     if num_threads % WARP_SIZE:
         raise ValueError(f"num_threads={num_threads} must be a multiple of the warp size {WARP_SIZE}")
     max_num_partitions = -(-max_seq_len // partition_size)

@@ -139,8 +139,9 @@ def shared_memory_budget(head_size: int, partition_size: int, num_threads: int =
     of the two uses. Static (``__shared__`` arrays in the kernel): the query vectors
     and the two-stage reduction scratch. ``query_itemsize`` is the query's element size,
     2 (fp16, bf16) or 4 (fp32); an fp8 KV cache does not change it (the kernel converts
-    the cache's vectors to the query's type, the query is never fp8). Bad arguments raise
-    ``ValueError`` naming the argument.
+    the cache's vectors to the query's type, the query is never fp8). Every byte count is a
+    Python int, for numpy integer arguments too (the given checks hand their values back as
+    Python ints). Bad arguments raise ``ValueError`` naming the argument.
     """
     raise NotImplementedError("shared_memory_budget: not implemented yet (README step 4: the v2 launcher's budget)")
 
@@ -156,8 +157,8 @@ def largest_partition_size(head_size: int, block_size: int, limit_bytes: int = D
 
     The total is ``max(4 P, outputs) + static``: it fits iff ``4 P + static <= limit``
     and ``outputs + static <= limit``. The partition must hold whole blocks (vLLM's
-    kernel assumes ``PARTITION_SIZE % block_size == 0``, and its test asserts it). A limit that
-    is not an integer raises ``ValueError``.
+    kernel assumes ``PARTITION_SIZE % block_size == 0``, and its test asserts it). Returns a
+    Python int, for numpy integer arguments too. A limit that is not an integer raises ``ValueError``.
     """
     raise NotImplementedError(
         "largest_partition_size: not implemented yet (README step 5: the largest partition that fits)"
@@ -169,8 +170,9 @@ def reduce_shared_memory_bytes(max_seq_len: int, partition_size: int, num_thread
 
     Dynamic: each partition's max logit and rescaled exp-sum, ``2 * max_num_partitions``
     fp32 with ``max_num_partitions = ceil(max_seq_len / partition_size)``; static: the
-    same ``2 * NUM_WARPS`` fp32 reduction scratch as the main kernel. Arguments that are not
-    integers, or out of range, raise ``ValueError`` naming the argument.
+    same ``2 * NUM_WARPS`` fp32 reduction scratch as the main kernel. Returns a Python int, for
+    numpy integer arguments too. Arguments that are not integers, or out of range, raise
+    ``ValueError`` naming the argument.
     """
     raise NotImplementedError(
         "reduce_shared_memory_bytes: not implemented yet (README step 5: the reduce kernel's budget)"

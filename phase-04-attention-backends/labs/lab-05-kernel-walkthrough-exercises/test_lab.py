@@ -361,6 +361,40 @@ def budget_dict(budget):
     return {name: int(getattr(budget, name)) for name in expected_budget(64, 16, 128, 2)}
 
 
+@pytest.mark.parametrize("int_type", [np.int64, np.int32], ids=["int64", "int32"])
+def test_byte_counts_are_python_ints_for_numpy_arguments(lab, int_type):
+    """Exercise 2's byte counts are Python ints, as the docstrings say, when the sizes come in as numpy
+    integers too: the same values as the Python-int brute force's, of type int. A numpy integer is
+    the wrong type, and its arithmetic wraps past its width: a partition of 2**29 + 512 tokens holds
+    more than 2**31 bytes of logits, negative in int32.
+
+    Catches: counts computed from the arguments as they came in rather than from the Python ints the
+    given checks hand back (``byte_counts_in_numpy_integers``): np.int64 counts for numpy callers,
+    and int32 products that wrap around."""
+    n = int_type
+    big = 2**29 + 512  # 4 * big logit bytes: past int32's 2**31 - 1
+    longest = 2**31 - 1  # the longest max_seq_len an int32 holds: 2 * longest * 4 bytes do not fit one
+    # The brute forces' answers, in Python ints, before any call.
+    want_budget = expected_budget(128, big, 128, 2)
+    want_partition = brute_largest_partition(128, 16, DEFAULT_SMEM, 128, 2)
+    want_reduce = 2 * longest * 4 + 2 * (128 // 32) * 4  # one partition a token: 2 fp32 each, + red_smem
+    what = f"each argument a np.{n.__name__}"
+    budget = lab.shared_memory_budget(n(128), n(big), n(128), n(2))
+    for name, want in want_budget.items():
+        got = getattr(budget, name)
+        labkit.require(type(got) is int and got == want,
+                       f"shared_memory_budget(128, {big}, 128, 2), {what}: {name} is {got!r} "
+                       f"({type(got).__name__}), expected the int {want}")
+    calls = {f"largest_partition_size(128, 16, {DEFAULT_SMEM}, 128, 2)":
+             (lambda: lab.largest_partition_size(n(128), n(16), n(DEFAULT_SMEM), n(128), n(2)), want_partition),
+             f"reduce_shared_memory_bytes({longest}, 1, 128)":
+             (lambda: lab.reduce_shared_memory_bytes(n(longest), n(1), n(128)), want_reduce)}
+    for call_text, (call, want) in calls.items():
+        got = call()
+        labkit.require(type(got) is int and got == want,
+                       f"{call_text}, {what}: got {got!r} ({type(got).__name__}), expected the int {want}")
+
+
 def test_budget_of_the_source_configuration(lab):
     """HEAD_SIZE 128, PARTITION_SIZE 512, NUM_THREADS 128, fp16 query: the README's hand-checked figures.
 

@@ -10,7 +10,10 @@ What the kernels need around them that you do not write:
 - the input checks ``_check_inputs`` (``paged_decode``, ``split_summaries``) and
   ``_check_summaries`` (``merge_splits``): call them first, so that bad input gets a ``ValueError``
   or ``TypeError`` naming the function before any kernel runs (the block ids through
-  ``labkit.block_table.check_block_ids``, the check every paged lab shares).
+  ``labkit.block_table.check_block_ids``, the check every paged lab shares). ``num_splits`` and
+  ``partition_size`` may be ints or numpy integers (``labkit.integers.as_int``, the integer check
+  the labs share): ``_check_inputs`` returns ``num_splits`` as a Python int (None stays None) and
+  ``_check_summaries`` returns ``partition_size`` as one, the plain int a kernel launch takes.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import math
 
 from labkit import triton_env
 from labkit.block_table import check_block_ids
+from labkit.integers import as_int
 
 BACKEND = triton_env.select_backend()  # "cuda" or "interpreter": decides whether PDL can be used
 
@@ -70,8 +74,9 @@ def _supports_pdl(device: torch.device) -> bool:
 FLOATS = (torch.float16, torch.bfloat16, torch.float32)
 
 
-def _check_inputs(fn, q, k_cache, v_cache, block_tables, seq_lens, num_splits, none_ok=True) -> None:
-    """Clear errors, naming ``fn``, for what the kernels cannot handle, before anything runs."""
+def _check_inputs(fn, q, k_cache, v_cache, block_tables, seq_lens, num_splits, none_ok=True) -> int | None:
+    """Clear errors, naming ``fn``, for what the kernels cannot handle, before anything runs.
+    Returns ``num_splits`` as a Python int (None stays None)."""
     _require_tensors(fn, {"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_tables": block_tables,
                           "seq_lens": seq_lens})
     if q.dim() != 3:
@@ -103,9 +108,7 @@ def _check_inputs(fn, q, k_cache, v_cache, block_tables, seq_lens, num_splits, n
         )
     if seq_lens.dtype != torch.int32 or tuple(seq_lens.shape) != (batch,):
         raise ValueError(f"{fn}: seq_lens must be int32 [batch={batch}], got {seq_lens.dtype} {tuple(seq_lens.shape)}")
-    if not (num_splits is None and none_ok) and not _is_count(num_splits):
-        wanted = "None or an int >= 1" if none_ok else "an int >= 1"
-        raise ValueError(f"{fn}: num_splits must be {wanted}, got {num_splits!r}")
+    num_splits = as_int(num_splits, f"{fn}: num_splits", low=1, none_ok=none_ok)
     if k_cache.stride(-1) != 1 or k_cache.stride() != v_cache.stride():
         raise ValueError(
             f"{fn}: k_cache and v_cache must have the same strides, with the last dimension contiguous; "
@@ -118,10 +121,12 @@ def _check_inputs(fn, q, k_cache, v_cache, block_tables, seq_lens, num_splits, n
         capacity = block_tables.shape[1] * block_size
         _check_lengths(fn, seq_lens, capacity, "max_blocks * block_size")
         check_block_ids(block_tables, seq_lens, block_size, num_blocks, f"{fn}: block_tables")
+    return num_splits
 
 
-def _check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype) -> None:
-    """Clear errors, naming merge_splits, for summaries the reduce kernel cannot handle."""
+def _check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype) -> int:
+    """Clear errors, naming merge_splits, for summaries the reduce kernel cannot handle. Returns
+    ``partition_size`` as a Python int."""
     fn = "merge_splits"
     tensors = {"m": m, "denom": denom, "acc": acc, "seq_lens": seq_lens}
     _require_tensors(fn, tensors)
@@ -141,12 +146,12 @@ def _check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype) -> None
         )
     if tuple(seq_lens.shape) != (acc.shape[0],):
         raise ValueError(f"{fn}: seq_lens must be [batch={acc.shape[0]}], got {tuple(seq_lens.shape)}")
-    if not _is_count(partition_size):
-        raise ValueError(f"{fn}: partition_size must be an int >= 1, got {partition_size!r}")
+    partition_size = as_int(partition_size, f"{fn}: partition_size", low=1)
     if out_dtype not in FLOATS:
         raise TypeError(f"{fn}: out_dtype must be one of float16, bfloat16, float32, got {out_dtype!r}")
     if seq_lens.device.type == "cpu" and acc.shape[0]:
         _check_lengths(fn, seq_lens, acc.shape[2] * partition_size, "max_splits * partition_size")
+    return partition_size
 
 
 def _require_tensors(fn, tensors: dict) -> None:
@@ -163,7 +168,3 @@ def _check_lengths(fn, seq_lens, capacity: int, what: str) -> None:
     low, high = int(seq_lens.min()), int(seq_lens.max())
     if low < 0 or high > capacity:
         raise ValueError(f"{fn}: seq_lens must lie in [0, {what} = {capacity}], got values from {low} to {high}")
-
-
-def _is_count(n) -> bool:
-    return isinstance(n, int) and not isinstance(n, bool) and n >= 1

@@ -215,7 +215,7 @@ def paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=None):
     ``n > 1`` splits as ``split_summaries`` does and merges with ``merge_splits``; ``None``
     takes ``choose_num_splits``'s count.
     """
-    _check_inputs("paged_decode", q, k_cache, v_cache, block_tables, seq_lens, num_splits)
+    num_splits = _check_inputs("paged_decode", q, k_cache, v_cache, block_tables, seq_lens, num_splits)
     batch, num_heads, _ = q.shape
     _, block_size, num_kv_heads, _ = k_cache.shape
     if num_splits is None:
@@ -249,7 +249,8 @@ def split_summaries(q, k_cache, v_cache, block_tables, seq_lens, num_splits):
     ``h`` over the split's tokens, ``denom`` the sum of ``exp(score - m)`` and ``acc`` the
     sum of ``exp(score - m) * v``. Entries of splits that hold no token are unspecified.
     """
-    _check_inputs("split_summaries", q, k_cache, v_cache, block_tables, seq_lens, num_splits, none_ok=False)
+    num_splits = _check_inputs("split_summaries", q, k_cache, v_cache, block_tables, seq_lens, num_splits,
+                               none_ok=False)
     batch, num_heads, head_dim = q.shape
     _, block_size, _, _ = k_cache.shape
     capacity = max(block_tables.shape[1] * block_size, 1)
@@ -276,7 +277,7 @@ def merge_splits(m, denom, acc, seq_lens, partition_size, out_dtype):
     ``out_dtype``: ``sum_s exp(m_s - M) acc_s / sum_s exp(m_s - M) denom_s`` with ``M`` the
     largest ``m_s``; zeros for a sequence with no token. The inputs are left unchanged.
     """
-    _check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype)
+    partition_size = _check_summaries(m, denom, acc, seq_lens, partition_size, out_dtype)
     batch, num_heads, max_splits, head_dim = acc.shape
     out = acc.new_empty((batch, num_heads, head_dim), dtype=out_dtype)
     if out.numel():

@@ -115,7 +115,8 @@ def paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=None):
     ``max_blocks * block_size``), K/V from KV head ``h // (num_heads // num_kv_heads)``, for any
     group size. A sequence of length 0 gets zeros. Table entries past a sequence's blocks may
     hold anything (an engine's padding) and are never used. The inputs are left unchanged. Bad
-    input raises ``_check_inputs("paged_decode", ...)``'s errors before any kernel runs.
+    input raises ``_check_inputs("paged_decode", ...)``'s errors before any kernel runs; it returns
+    ``num_splits`` as a Python int (None stays None), for a numpy integer count too.
 
     ``num_splits``: ``1`` runs one program per (sequence, KV head) and no reduce (step 1);
     an int ``n > 1`` splits as ``split_summaries`` does and merges with ``merge_splits``
@@ -141,7 +142,8 @@ def split_summaries(q, k_cache, v_cache, block_tables, seq_lens, num_splits):
     For each split that holds tokens, ``m`` is the largest scaled score of query head
     ``h`` over the split's tokens, ``denom`` the sum of ``exp(score - m)`` and ``acc`` the
     sum of ``exp(score - m) * v``. Entries of splits that hold no token are unspecified.
-    Bad input raises ``_check_inputs("split_summaries", ..., none_ok=False)``'s errors.
+    Bad input raises ``_check_inputs("split_summaries", ..., none_ok=False)``'s errors; it returns
+    ``num_splits`` as a Python int.
     """
     raise NotImplementedError(
         "split_summaries: not implemented yet (README step 2: the partition, the float32 scratch tensors, "
@@ -159,7 +161,8 @@ def merge_splits(m, denom, acc, seq_lens, partition_size, out_dtype):
     anything and must not be read). Returns ``out`` ``[batch, num_heads, head_dim]`` of
     ``out_dtype``: ``sum_s exp(m_s - M) acc_s / sum_s exp(m_s - M) denom_s`` with ``M`` the
     largest ``m_s``; zeros for a sequence with no token. The inputs are left unchanged.
-    Bad input raises ``_check_summaries(...)``'s errors before any kernel runs.
+    Bad input raises ``_check_summaries(...)``'s errors before any kernel runs; it returns
+    ``partition_size`` as a Python int (a numpy integer would reach the kernel's launch as it came).
     """
     raise NotImplementedError(
         "merge_splits: not implemented yet (README step 3: _reduce_kernel, one program per (sequence, query head))"

@@ -744,6 +744,30 @@ def test_merge_splits_extreme_maxima(lab, level):
     check_merge(lab, summaries, seq_lens, partition, torch.float32, what=f"merge_splits, maxima near {level}")
 
 
+@pytest.mark.parametrize("int_type", [np.int64, np.int32], ids=["int64", "int32"])
+def test_counts_may_be_numpy_integers(lab, int_type):
+    """Steps 1-3. A split count or a partition size read out of a numpy array is an int, as the
+    docstrings mean it: ``paged_decode`` and ``split_summaries`` with ``num_splits=np.int64(3)``, and
+    ``merge_splits`` with ``partition_size=np.int64(16)`` (and int32), give the float64 brute force's
+    answers, as they do for Python ints.
+
+    Catches: a count check written ``isinstance(n, int)`` (``counts_checked_as_python_ints``), which
+    refuses a numpy integer with a ValueError about a valid count."""
+    n = int_type
+    what = f"as a np.{n.__name__} (numpy integers are integers)"
+    case = make_case([80, 33, 5, 70], num_heads=4, num_kv_heads=2, seed=3, poison="nan")
+    seq_lens, partition = [0, 10, 32, 33, 65, 80], 16
+    summaries = make_summaries(seq_lens, partition, max_splits=6, seed=1, poison="nan")  # expectation built first
+    try:
+        check(lab, case, num_splits=n(1), what=f"paged_decode, num_splits=1 {what}")
+        check(lab, case, num_splits=n(3), what=f"paged_decode, num_splits=3 {what}")
+        check_summaries(lab, case, n(3), what=f"split_summaries, num_splits=3 {what}")
+        check_merge(lab, summaries, seq_lens, n(partition), torch.float32,
+                    what=f"merge_splits, partition_size={partition} {what}")
+    except ValueError as err:
+        raise AssertionError(f"a count {what} was refused: {err}") from None
+
+
 def test_merge_splits_more_splits_than_one_tile(lab):
     """Step 3. 150 splits in the grid, sequences using 150, 70, 64, 65 and 1 of them: more than
     one tile of splits (the reduce merges them in chunks, with the same rule between chunks).

@@ -22,6 +22,7 @@ import torch
 import torch.distributed as dist
 
 from labkit.block_table import check_block_ids
+from labkit.integers import as_int
 
 METHODS = ("all_gather", "all_reduce")  # the two combines that combine_bytes counts
 # The layout computes in int64: a count, position or length past its largest value cannot be held there
@@ -33,12 +34,11 @@ def _check_count(name, value, allow_zero=False, int64=True) -> int:
     """An integer >= 1 (>= 0 with ``allow_zero``), and at most INT64_MAX unless ``int64`` is False
     (combine_bytes counts in Python's exact integers). Returns it as a Python int: a numpy uint64
     meeting int64 arrays would turn them into float64, which holds no integer past 2**53 exactly."""
-    low = 0 if allow_zero else 1
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    if int64 and value > INT64_MAX:
+    # An int or a numpy integer, never a bool: labkit.integers, the check the labs share.
+    count = as_int(value, name, low=0 if allow_zero else 1)
+    if int64 and count > INT64_MAX:
         raise ValueError(f"{name} must fit in int64 (at most 2**63 - 1), got {value!r}")
-    return int(value)
+    return count
 
 
 def _check_round(world_size, stripe) -> None:

@@ -25,13 +25,13 @@ runner is ``_runner.py``. Names follow vLLM v0.22.1's v1 engine (``vllm/v1/reque
 from __future__ import annotations
 
 import enum
-import operator
 from collections import deque
 from dataclasses import dataclass, field
 
 from _runner import ModelRunner, StepInputs
 
 import labkit
+from labkit.integers import as_int
 
 _manager = labkit.load_reference("02-05")  # KVCacheManager and its Request, over lab 02-01's BlockPool
 KVCacheManager = _manager.KVCacheManager
@@ -146,7 +146,8 @@ class EngineBase:
     def __init__(self, model, num_gpu_blocks: int, block_size: int = 16, max_num_seqs: int = 8,
                  max_num_batched_tokens: int = 64, enable_prefix_caching: bool = True, backend: str | None = None,
                  keep_logits: bool = False) -> None:
-        self._check_settings(num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens)
+        num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens = self._check_settings(
+            num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens)
         self.block_size = block_size
         self.max_num_seqs = max_num_seqs
         self.max_num_batched_tokens = max_num_batched_tokens
@@ -162,15 +163,17 @@ class EngineBase:
         self.last_inputs: StepInputs | None = None  # the batch of the last step (to inspect it)
 
     @staticmethod
-    def _check_settings(num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens) -> None:
-        """A ValueError for settings no engine can run with (lab 99-02's engine checks its own here too)."""
-        for name, value, low in (("num_gpu_blocks", num_gpu_blocks, 2), ("max_num_seqs", max_num_seqs, 1),
-                                 ("max_num_batched_tokens", max_num_batched_tokens, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 16 or \
-                block_size & (block_size - 1):
+    def _check_settings(num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens) -> tuple[int, ...]:
+        """A ValueError for settings no engine can run with (lab 99-02's engine checks its own here too).
+        Returns the four as Python ints: each may be an int or a numpy integer (labkit.integers, the
+        integer check the labs share)."""
+        num_gpu_blocks = as_int(num_gpu_blocks, "num_gpu_blocks", low=2)
+        max_num_seqs = as_int(max_num_seqs, "max_num_seqs", low=1)
+        max_num_batched_tokens = as_int(max_num_batched_tokens, "max_num_batched_tokens", low=1)
+        block_size = as_int(block_size, "block_size", low=16)
+        if block_size & (block_size - 1):
             raise ValueError(f"block_size must be a power of two >= 16 (the decode kernels' tile), got {block_size!r}")
+        return num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens
 
     # ---------------------------------------------------------------- requests in, tokens out
 
@@ -180,9 +183,9 @@ class EngineBase:
             raise ValueError(f"request_id must be a non-empty string, got {request_id!r}")
         if request_id in self.requests:
             raise ValueError(f"request_id {request_id!r} is already taken")
-        try:
-            prompt = [operator.index(t) for t in prompt_token_ids]
-        except TypeError:
+        try:  # each token id an int or a numpy integer, never a bool (True is no token id)
+            prompt = [as_int(t, "prompt_token_ids: each token id") for t in prompt_token_ids]
+        except TypeError:  # not iterable
             raise ValueError(f"prompt_token_ids must be a sequence of integer token ids, got {prompt_token_ids!r}") \
                 from None
         if not prompt:
@@ -190,8 +193,7 @@ class EngineBase:
         vocab = self.runner.vocab_size
         if min(prompt) < 0 or max(prompt) >= vocab:
             raise ValueError(f"prompt_token_ids must be token ids in [0, {vocab}), got {min(prompt)}..{max(prompt)}")
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+        max_new_tokens = as_int(max_new_tokens, "max_new_tokens", low=1)
         if len(prompt) + max_new_tokens > self.max_model_len:
             raise ValueError(f"prompt_token_ids ({len(prompt)} tokens) + max_new_tokens ({max_new_tokens}) exceed the "
                              f"model's maximum length max_model_len={self.max_model_len}")

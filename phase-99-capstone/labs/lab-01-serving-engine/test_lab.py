@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 from labkit import triton_env
@@ -1199,6 +1200,42 @@ def test_add_request_accepts_and_refuses_at_its_edges(lab, model, truth):
         pytest.fail("add_request of 100 + 14 tokens (113 cached: 8 blocks of 16) in a pool of 7: no ValueError")
     drive(engine, max_steps=400)
     assert_tokens_equal(engine, {"ids": truth([0, VOCAB - 1], 1)[0]})
+
+
+def test_numpy_integers_are_integers_and_a_bool_is_no_token_id(lab, model, truth):
+    """Settings, token ids and ``max_new_tokens`` read out of numpy arrays are ints, as the signatures
+    mean them: an engine built with numpy settings holds them as Python ints, and a prompt of np.int64
+    token ids with an np.int32 limit gets ``generate``'s tokens. ``True`` in a prompt is refused,
+    naming prompt_token_ids: Python counts it as 1, but a bool among token ids is a slip (a mask
+    passed for the ids), never the token 1.
+
+    Catches: a token check that takes whatever ``__index__`` takes (``bool_taken_as_token_1``), and
+    the settings and limits checked as Python ints only (``settings_checked_as_python_ints``), which
+    refuses a numpy integer with a ValueError about a valid value."""
+    prompt, n = WORKLOAD["c"]
+    expected = truth(prompt, n)[0]  # the truth first, before any engine runs
+    try:
+        engine = lab.Engine(model, num_gpu_blocks=np.int64(64), block_size=np.int64(BS), max_num_seqs=np.int32(8),
+                            max_num_batched_tokens=np.int64(24))
+    except ValueError as err:
+        raise AssertionError(f"Engine with numpy integer settings was refused: {err} (numpy integers are "
+                             "integers)") from None
+    got = (engine.block_size, engine.max_num_seqs, engine.max_num_batched_tokens)
+    assert got == (BS, 8, 24) and all(type(v) is int for v in got), (
+        f"Engine(block_size=np.int64({BS}), max_num_seqs=np.int32(8), max_num_batched_tokens=np.int64(24)) holds "
+        f"{got!r}, expected the Python ints ({BS}, 8, 24)")
+    with pytest.raises(ValueError, match="prompt_token_ids"):
+        engine.add_request("bool", [5, True, 7], 2)
+        pytest.fail("add_request('bool', [5, True, 7], 2): no ValueError naming prompt_token_ids (True is no "
+                    "token id)")
+    assert not engine.waiting and "bool" not in engine.requests, "a refused request was queued"
+    try:
+        engine.add_request("numpy", np.asarray(prompt, dtype=np.int64), np.int32(n))
+    except ValueError as err:
+        raise AssertionError(f"add_request with np.int64 token ids and max_new_tokens=np.int32({n}) was refused: "
+                             f"{err} (numpy integers are integers)") from None
+    drive(engine)
+    assert_tokens_equal(engine, {"numpy": expected})
 
 
 def test_engine_settings_their_defaults_and_bad_values(lab, model, truth):

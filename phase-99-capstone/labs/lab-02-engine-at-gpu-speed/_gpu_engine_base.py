@@ -130,7 +130,8 @@ class EngineBase(_engine.Engine):
                  max_num_batched_tokens: int = 64, enable_prefix_caching: bool = True, backend: str | None = None,
                  keep_logits: bool = False, async_scheduling: bool = True, cudagraph_mode: str = "full_and_piecewise",
                  cudagraph_capture_sizes=None, cpu_timing: str = "lazy") -> None:
-        self._check_settings(num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens)
+        num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens = self._check_settings(
+            num_gpu_blocks, block_size, max_num_seqs, max_num_batched_tokens)  # as Python ints
         self.block_size = block_size
         self.max_num_seqs = max_num_seqs
         self.max_num_batched_tokens = max_num_batched_tokens

@@ -38,13 +38,13 @@ The steps of the lab plug in through the methods ``ModelRunner`` (``solution.py`
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 import labkit
 from labkit import triton_env
+from labkit.integers import as_int
 
 # Triton must learn whether to interpret before anything imports it (transformers may).
 triton_env.select_backend()
@@ -406,10 +406,10 @@ class ModelRunnerBase:
         self.cudagraph_mode = cudagraph_mode
         if capture_sizes is None:
             capture_sizes = default_capture_sizes(max_num_reqs, max_num_batched_tokens)
-        if not isinstance(capture_sizes, list | tuple | set | range) or any(
-                isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1 for s in capture_sizes):
+        if not isinstance(capture_sizes, list | tuple | set | range):
             raise ValueError(f"cudagraph_capture_sizes must be a list of positive integers, got {capture_sizes!r}")
-        sizes = sorted({int(s) for s in capture_sizes})
+        # Each size an int or a numpy integer (labkit.integers, the check the labs share), as a Python int.
+        sizes = sorted({as_int(s, "a size in cudagraph_capture_sizes", low=1) for s in capture_sizes})
         self.full_sizes = [s for s in sizes if s <= max_num_reqs] if cudagraph_mode != "none" else []
         self.piecewise_sizes = [s for s in sizes if s <= max_num_batched_tokens] \
             if cudagraph_mode == "full_and_piecewise" else []

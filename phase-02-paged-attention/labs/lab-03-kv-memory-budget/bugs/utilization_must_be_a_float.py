@@ -1,8 +1,8 @@
 """The utilization is checked to be a float, which refuses the int 1.
 
 The docstring takes a number in (0, 1]: ``gpu_memory_utilization=1`` is the whole card, as 1.0 is.
-A check of its own, ``isinstance(u, float)``, in place of the given ``_check_utilization`` (an int or
-a float, never a bool) refuses it. Symptom: available_kv_memory(48 GiB, 48 GiB, 1, ...) raises
+A check of its own, ``isinstance(u, float)``, in place of the given ``_check_utilization`` (any real
+number, never a bool) refuses it. Symptom: available_kv_memory(48 GiB, 48 GiB, 1, ...) raises
 "gpu_memory_utilization must be a float" where 1.0 gives 37 GiB.
 """
 

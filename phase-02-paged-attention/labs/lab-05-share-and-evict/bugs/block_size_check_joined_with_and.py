@@ -10,6 +10,6 @@ CAUGHT_BY = ["test_block_sizes_from_one_and_the_usage"]
 SOURCE = "_manager_base.py"
 
 EDIT = (
-    "        if not isinstance(block_size, int) or block_size < 1:\n",
-    "        if not isinstance(block_size, int) and block_size < 1:\n",
+    "        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:\n",
+    "        if isinstance(block_size, bool) or not isinstance(block_size, int) and block_size < 1:\n",
 )

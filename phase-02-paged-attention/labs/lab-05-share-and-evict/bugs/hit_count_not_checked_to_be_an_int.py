@@ -11,7 +11,7 @@ CAUGHT_BY = ["test_counts_that_are_not_python_ints_are_refused_before_any_change
 SOURCE = "_manager_base.py"
 
 EDIT = (
-    "        if not isinstance(num_new_computed_tokens, int):\n"
+    "        if isinstance(num_new_computed_tokens, bool) or not isinstance(num_new_computed_tokens, int):\n"
     "            raise ValueError(f\"num_new_computed_tokens must be an integer, got {num_new_computed_tokens!r}\")\n",
     "",
 )

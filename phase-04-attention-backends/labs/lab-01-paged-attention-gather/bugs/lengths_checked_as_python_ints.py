@@ -5,11 +5,11 @@ one, is refused although it is a whole number. ``numbers.Integral`` takes both.
 Symptom: "seq_len must be an int, got np.int64(10)" for a valid call.
 """
 
-SOURCE = "_checks.py"  # the given input checks
+SOURCE = "labkit/integers.py"  # the integer check the labs share
 
 CAUGHT_BY = ["test_takes_numpy_integers"]
 
 EDIT = (
-    "        if isinstance(n, bool) or not isinstance(n, numbers.Integral):  # 9.0 would reach range() as a float\n",
-    "        if isinstance(n, bool) or not isinstance(n, int):  # BUG: numpy integers are not int\n",
+    "    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or (low is not None and value < low):\n",
+    "    if isinstance(value, bool) or not isinstance(value, int) or (low is not None and value < low):  # BUG\n",
 )

@@ -12,6 +12,6 @@ SOURCE = "_checks.py"  # the given input checks
 CAUGHT_BY = ["test_bad_input_gets_a_clear_message"]
 
 EDIT = (
-    "        if isinstance(n, bool) or not isinstance(n, numbers.Integral):  # 9.0 would reach range() as a float\n",
-    "        if False:  # BUG: any type goes on to range()\n",
+    "        as_int(n, name)  # an int or a numpy integer (labkit.integers): 9.0 would reach range() as a float\n",
+    "        pass  # BUG: any type goes on to range()\n",
 )

@@ -11,6 +11,8 @@ CAUGHT_BY = ["test_kernel_max_query_len_takes_a_numpy_integer"]
 SOURCE = "_prefill_checks.py"
 
 EDIT = (
-    "        given, max_query_len = max_query_len, _as_int(max_query_len)\n",
-    "        given, max_query_len = max_query_len, max_query_len if type(max_query_len) is int else None\n",
+    "    max_query_len = as_int(max_query_len, \"paged_prefill: max_query_len\", low=0, none_ok=True)\n",
+    "    if max_query_len is not None and type(max_query_len) is not int:  # BUG: Python's int only\n"
+    "        raise ValueError(f\"paged_prefill: max_query_len must be None or an int, got {max_query_len!r}\")\n"
+    "    max_query_len = as_int(max_query_len, \"paged_prefill: max_query_len\", low=0, none_ok=True)\n",
 )

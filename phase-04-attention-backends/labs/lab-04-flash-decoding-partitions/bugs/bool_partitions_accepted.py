@@ -7,9 +7,9 @@ ValueError for num_partitions=True.
 
 CAUGHT_BY = ["test_bad_input_gets_a_clear_message"]
 
-SOURCE = "_merge_checks.py"
+SOURCE = "labkit/integers.py"  # the integer check the labs share, which the given _merge_checks.py calls
 
 EDIT = (
-    "isinstance(num_partitions, bool) or not isinstance(num_partitions, int | np.integer)",
-    "not isinstance(num_partitions, int | np.integer)",
+    "    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or (low is not None and value < low):\n",
+    "    if not isinstance(value, numbers.Integral) or (low is not None and value < low):  # BUG: True is an int\n",
 )

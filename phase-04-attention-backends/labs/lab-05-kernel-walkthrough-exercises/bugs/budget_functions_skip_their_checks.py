@@ -9,8 +9,8 @@ CAUGHT_BY = ["test_budget_rejects_bad_input"]
 
 EDITS = [
     ("    if max_seq_len < 0:\n        raise ValueError(f\"max_seq_len={max_seq_len} is negative\")\n", ""),
-    ("    _check_positive(\"num_threads\", num_threads)\n    if num_threads % WARP_SIZE:\n"
+    ("    num_threads = _check_positive(\"num_threads\", num_threads)\n    if num_threads % WARP_SIZE:\n"
      "        raise ValueError(f\"num_threads={num_threads} must be a multiple of the warp size {WARP_SIZE}\")\n"
      "    max_num_partitions", "    max_num_partitions"),
-    ("    _check_positive(\"block_size\", block_size)\n    smallest =", "    smallest ="),
+    ("    block_size = _check_positive(\"block_size\", block_size)\n    smallest =", "    smallest ="),
 ]

@@ -8,8 +8,8 @@ floats where the annotations say int, instead of a ValueError naming the argumen
 CAUGHT_BY = ["test_budget_rejects_bad_input"]
 
 EDITS = [
-    ("    _check_integer(\"query_itemsize\", query_itemsize)  # 2.0 is in (2, 4), and would make every byte count "
-     "a float\n", ""),
-    ("    _check_integer(\"limit_bytes\", limit_bytes)\n", ""),
-    ("    _check_integer(\"max_seq_len\", max_seq_len)\n", ""),
+    ("    query_itemsize = _check_integer(\"query_itemsize\", query_itemsize)  # 2.0 is in (2, 4): float byte counts\n",
+     ""),
+    ("    limit_bytes = _check_integer(\"limit_bytes\", limit_bytes)\n", ""),
+    ("    max_seq_len = _check_integer(\"max_seq_len\", max_seq_len)\n", ""),
 ]

@@ -8,6 +8,7 @@ fails deep inside the launch; never a ValueError naming split_summaries.
 CAUGHT_BY = ["test_split_summaries_bad_input_gets_a_clear_error"]
 
 EDIT = (
-    '    _check_inputs("split_summaries", q, k_cache, v_cache, block_tables, seq_lens, num_splits, none_ok=False)\n',
+    '    num_splits = _check_inputs("split_summaries", q, k_cache, v_cache, block_tables, seq_lens, num_splits,\n'
+    "                               none_ok=False)\n",
     "    # BUG: no check: split_summaries trusts its caller\n",
 )

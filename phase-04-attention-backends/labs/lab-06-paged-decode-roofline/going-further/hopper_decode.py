@@ -123,7 +123,7 @@ def paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits=None):
     """The solution's ``paged_decode``, its partitions read by TMA where the GPU and the cache allow."""
     if not uses_tma(q, k_cache, v_cache):
         return plain.paged_decode(q, k_cache, v_cache, block_tables, seq_lens, num_splits)
-    plain._check_inputs("paged_decode", q, k_cache, v_cache, block_tables, seq_lens, num_splits)
+    num_splits = plain._check_inputs("paged_decode", q, k_cache, v_cache, block_tables, seq_lens, num_splits)
     batch, num_heads, _ = q.shape
     _, block_size, num_kv_heads, _ = k_cache.shape
     if num_splits is None:
@@ -144,7 +144,8 @@ def split_summaries(q, k_cache, v_cache, block_tables, seq_lens, num_splits):
     """The solution's ``split_summaries`` (same partitions, same outputs), its pages read by TMA."""
     if not uses_tma(q, k_cache, v_cache):
         return plain.split_summaries(q, k_cache, v_cache, block_tables, seq_lens, num_splits)
-    plain._check_inputs("split_summaries", q, k_cache, v_cache, block_tables, seq_lens, num_splits, none_ok=False)
+    num_splits = plain._check_inputs("split_summaries", q, k_cache, v_cache, block_tables, seq_lens, num_splits,
+                                     none_ok=False)
     batch, num_heads, head_dim = q.shape
     _, block_size, _, _ = k_cache.shape
     capacity = max(block_tables.shape[1] * block_size, 1)

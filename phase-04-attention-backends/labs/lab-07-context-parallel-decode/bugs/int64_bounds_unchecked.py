@@ -12,7 +12,7 @@ CAUGHT_BY = ["test_layout_rejects_bad_input"]
 SOURCE = "_checks.py"  # the given input checks
 
 EDITS = [
-    ("    if int64 and value > INT64_MAX:\n", "    if False:  # no upper bound\n"),
+    ("    if int64 and count > INT64_MAX:\n", "    if False:  # no upper bound\n"),
     ("    if int(stripe) * int(world_size) > INT64_MAX:\n", "    if False:  # no upper bound\n"),
     ('    if array.size and array.max() > INT64_MAX:\n        raise ValueError(f"positions',
      '    if False:  # no upper bound\n        raise ValueError(f"positions'),
