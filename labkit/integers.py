@@ -6,6 +6,9 @@ lengths hands back), and refuse
 
 - a bool: Python counts ``True`` as the int 1, yet ``True`` passed as a length or a count is always
   a slip (a mask, or a flag in the wrong place), never a 1;
+- an array or tensor, even of one number: on a GPU, reading a tensor's number waits for the device,
+  a synchronization no check should hide (lab 02-04 refuses ``seq_len=torch.tensor(5)``); token ids
+  taken out of a tensor are ``tensor.tolist()``;
 - a float, even a whole one: ``16.0 == 16``, but a float size turns every count derived from it into
   a float and every index into a TypeError from deep inside numpy or a kernel.
 

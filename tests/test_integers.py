@@ -37,7 +37,7 @@ def test_the_result_cannot_wrap_around_like_a_narrow_numpy_type():
 
 
 @pytest.mark.parametrize("value", [True, False, np.True_, 16.0, np.float32(16), np.float64(2), 1.5, Fraction(4, 1),
-                                   "16", None, np.array([3]), [3], complex(3, 0)],
+                                   "16", None, np.array([3]), np.array(3), [3], complex(3, 0)],
                          ids=repr)
 def test_anything_but_an_integer_is_refused_naming_the_argument(value):
     with pytest.raises(ValueError, match=r"^paged_decode: num_splits must be an int, got "):
