@@ -3,7 +3,7 @@
 Written once, here; ``starter.py`` and ``solution.py`` both import it and call ``_check_inputs``
 first in ``paged_attention_torch`` and ``paged_attention_triton``: anything the kernel cannot take
 becomes a ValueError with a plain message before any launch (a Triton compile error or a crash is
-no message).
+no message). It hands back ``seq_len`` as a Python int, the one to compute with from then on.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ def _is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
-def _check_inputs(q, k_cache, v_cache, block_table, seq_len, *, for_triton: bool) -> None:
-    """Raise ValueError with a plain message for anything the kernel cannot take."""
+def _check_inputs(q, k_cache, v_cache, block_table, seq_len, *, for_triton: bool) -> int:
+    """Raise ValueError with a plain message for anything the kernel cannot take; return ``seq_len``
+    as a Python int (a numpy unsigned integer wraps around under ``-seq_len``: ``-np.uint32(5)`` is
+    4294967291)."""
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("block_table", block_table)):
         if not isinstance(t, torch.Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -62,7 +64,7 @@ def _check_inputs(q, k_cache, v_cache, block_table, seq_len, *, for_triton: bool
     if len(devices) > 1:
         raise ValueError(f"q, k_cache, v_cache and block_table must be on one device, got {sorted(map(str, devices))}")
     if not for_triton:
-        return
+        return seq_len
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
     if q.device.type == "cpu" and not interpreted:
         raise ValueError(
@@ -77,3 +79,4 @@ def _check_inputs(q, k_cache, v_cache, block_table, seq_len, *, for_triton: bool
         raise ValueError(
             "k_cache and v_cache must share one layout with head_dim contiguous (call .contiguous() on them)"
         )
+    return seq_len

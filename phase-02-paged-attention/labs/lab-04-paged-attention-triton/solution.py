@@ -33,7 +33,7 @@ def paged_attention_torch(q, k_cache, v_cache, block_table, seq_len):
     """Attention of ``q [num_heads, head_dim]`` over the first ``seq_len`` tokens of a
     paged cache ``[num_blocks, block_size, num_kv_heads, head_dim]``; fp32 inside,
     ``q.dtype`` out."""
-    _check_inputs(q, k_cache, v_cache, block_table, seq_len, for_triton=False)
+    seq_len = _check_inputs(q, k_cache, v_cache, block_table, seq_len, for_triton=False)  # a Python int
     num_heads, head_dim = q.shape
     num_blocks, block_size, num_kv_heads, _ = k_cache.shape
     if seq_len == 0:
@@ -116,14 +116,14 @@ def paged_attention_triton(q, k_cache, v_cache, block_table, seq_len):
     """The same attention as ``paged_attention_torch``, as a Triton kernel. Runs where
     ``q`` lives: a CUDA tensor on the GPU, a CPU tensor under ``TRITON_INTERPRET=1``.
     ``q`` may come with any strides: the kernel reads it contiguous."""
-    _check_inputs(q, k_cache, v_cache, block_table, seq_len, for_triton=True)
+    seq_len = _check_inputs(q, k_cache, v_cache, block_table, seq_len, for_triton=True)  # a Python int
     num_heads, head_dim = q.shape
     _, block_size, num_kv_heads, _ = k_cache.shape
     q = q.contiguous()
     out = torch.empty_like(q)
     _paged_attention_kernel[(num_heads,)](
         out, q, k_cache, v_cache, block_table.contiguous(),
-        int(seq_len), 1.0 / math.sqrt(head_dim),
+        seq_len, 1.0 / math.sqrt(head_dim),
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         GROUP=num_heads // num_kv_heads, BLOCK_SIZE=block_size, HEAD_DIM=head_dim,
     )

@@ -24,8 +24,10 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 # Given in _checks.py (read it, do not edit it): _check_inputs(q, k_cache, v_cache, block_table, seq_len,
-# for_triton=...) raises a ValueError with a plain message for anything the kernel cannot take. Call it
-# first in both functions (for_triton=False in the torch reference, True before a launch).
+# for_triton=...) raises a ValueError with a plain message for anything the kernel cannot take, and returns
+# seq_len as a Python int. Call it first in both functions (for_triton=False in the torch reference, True
+# before a launch) and compute with what it returns: seq_len may come as a numpy integer, unsigned ones
+# included, and -np.uint32(5) is 4294967291.
 from _checks import _check_inputs  # noqa: E402, F401
 
 # ---------------------------------------------------------------------------
@@ -38,7 +40,8 @@ def paged_attention_torch(q, k_cache, v_cache, block_table, seq_len):
 
     ``q`` ``[num_heads, head_dim]``; ``k_cache``, ``v_cache`` ``[num_blocks, block_size,
     num_kv_heads, head_dim]`` in q's dtype; ``block_table`` a 1-D int tensor of physical block
-    ids, at least ``ceil(seq_len / block_size)`` of them; ``seq_len`` an int >= 0.
+    ids, at least ``ceil(seq_len / block_size)`` of them; ``seq_len`` an int >= 0 (or a numpy
+    integer).
 
     Returns ``[num_heads, head_dim]`` in q's dtype: for each query head ``h``, softmax over the
     ``seq_len`` tokens of ``q[h] . k / sqrt(head_dim)``, times their values, where token ``t``

@@ -12,9 +12,9 @@ Without a GPU the Triton kernel runs on the CPU through Triton's interpreter (fp
 fp32); with one it runs on the GPU, bf16 included.
 
 Past these examples, the API's whole contract (``labkit.contract``): caches that are views of one
-pool, int64 tables and tables with a stride other than 1, groups up to 32 query heads on one KV
-head, the reference in bf16 on any device, and scores placed against the blocks (a peak in the
-first or the last, a block far below the rest).
+pool, int64 tables and tables with a stride other than 1, lengths as numpy integers (unsigned too),
+groups up to 32 query heads on one KV head, the reference in bf16 on any device, and scores placed
+against the blocks (a peak in the first or the last, a block far below the rest).
 """
 
 from __future__ import annotations
@@ -66,13 +66,18 @@ def make_case(seq_len, *, block_size=16, num_heads=8, num_kv_heads=2, head_dim=6
     return case.poison(poison)
 
 
-def run(lab, impl, case: DecodeCase, what: str):
+def run(lab, impl, case: DecodeCase, what: str, *, seq_len=None):
     """Call ``impl`` on the case's one sequence and compare with the float64 truth,
-    computed before the call; the output must have q's dtype."""
+    computed before the call; the output must have q's dtype. ``seq_len``, when given, is the
+    case's length as the caller hands it over (a numpy integer, say)."""
     __tracebackhide__ = True
     expected = case.expected_f64()[0]
+    q, k_cache, v_cache, block_table, length = case.one(0)
+    if seq_len is not None:
+        assert seq_len == length, f"seq_len={seq_len!r} is not the case's length {length} (a test bug)"
+        length = seq_len
     try:
-        out = getattr(lab, impl)(*case.one(0))
+        out = getattr(lab, impl)(q, k_cache, v_cache, block_table, length)
     except (RuntimeError, IndexError, TypeError) as err:  # say which case it was (a view, a dtype...)
         raise AssertionError(f"{what}: raised {type(err).__name__}: {err}") from err
     labkit.assert_close(out, expected, atol=TOL[case.q.dtype], axes=("head", "dim"), what=what, dtype=case.q.dtype)
@@ -220,6 +225,24 @@ def test_seq_len_zero_gives_zeros(lab, impl, table):
     labkit.assert_close(out, expected, atol=0, axes=("head", "dim"), what=f"{impl} (seq_len=0, {table} table)",
                         dtype=q.dtype)
     _same_device(out, q, f"{impl} (seq_len=0, {table} table)")
+
+
+# seq_len as callers hold it: a length read out of a numpy array of lengths is a numpy integer of that
+# array's type, and engines keep lengths in unsigned arrays as well as signed ones.
+SEQ_LEN_TYPES = {"np.int64": np.int64, "np.uint32": np.uint32}
+
+
+@pytest.mark.parametrize("int_type", SEQ_LEN_TYPES)
+@pytest.mark.parametrize("impl", BOTH)
+def test_seq_len_of_any_integer_type(lab, impl, int_type):
+    """``seq_len`` may be a numpy integer, unsigned included: the same answer as with the int. Catches
+    arithmetic on the argument as it came instead of on the Python int ``_check_inputs`` returns
+    (``seq_len_used_as_given``): on an unsigned length ``-(-seq_len // block_size)`` wraps around to
+    billions of blocks, and the loop walks off the end of the table; a kernel launched with the numpy
+    scalar is refused by Triton's interpreter."""
+    case = make_case(45, seed=48)
+    seq_len = SEQ_LEN_TYPES[int_type](45)
+    run(lab, impl, case, f"{impl} with seq_len={seq_len!r} ({int_type}, 45 tokens)", seq_len=seq_len)
 
 
 @pytest.mark.parametrize("table", TABLES)

@@ -8,6 +8,6 @@ and bfloat16 on Triton's interpreter comes back silently wrong, instead of a Val
 CAUGHT_BY = ["test_the_kernel_refuses_what_it_cannot_read"]
 
 EDIT = (
-    "    _check_inputs(q, k_cache, v_cache, block_table, seq_len, for_triton=True)\n",
-    "    _check_inputs(q, k_cache, v_cache, block_table, seq_len, for_triton=False)  # BUG: the reference's checks\n",
+    "    seq_len = _check_inputs(q, k_cache, v_cache, block_table, seq_len, for_triton=True)  # a Python int\n",
+    "    seq_len = _check_inputs(q, k_cache, v_cache, block_table, seq_len, for_triton=False)  # BUG\n",
 )
