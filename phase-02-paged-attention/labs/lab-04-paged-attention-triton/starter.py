@@ -40,8 +40,8 @@ def paged_attention_torch(q, k_cache, v_cache, block_table, seq_len):
 
     ``q`` ``[num_heads, head_dim]``; ``k_cache``, ``v_cache`` ``[num_blocks, block_size,
     num_kv_heads, head_dim]`` in q's dtype; ``block_table`` a 1-D int tensor of physical block
-    ids, at least ``ceil(seq_len / block_size)`` of them; ``seq_len`` an int >= 0 (or a numpy
-    integer).
+    ids, at least ``ceil(seq_len / block_size)`` of them (the entries past those are never read:
+    they may hold anything, -1 included); ``seq_len`` an int >= 0 (or a numpy integer).
 
     Returns ``[num_heads, head_dim]`` in q's dtype: for each query head ``h``, softmax over the
     ``seq_len`` tokens of ``q[h] . k / sqrt(head_dim)``, times their values, where token ``t``

@@ -12,9 +12,10 @@ Without a GPU the Triton kernel runs on the CPU through Triton's interpreter (fp
 fp32); with one it runs on the GPU, bf16 included.
 
 Past these examples, the API's whole contract (``labkit.contract``): caches that are views of one
-pool, int64 tables and tables with a stride other than 1, lengths as numpy integers (unsigned too),
-groups up to 32 query heads on one KV head, the reference in bf16 on any device, and scores placed
-against the blocks (a peak in the first or the last, a block far below the rest).
+pool, int64 tables and tables with a stride other than 1, tables padded with ids of no block,
+lengths as numpy integers (unsigned too), groups up to 32 query heads on one KV head, the reference
+in bf16 on any device, and scores placed against the blocks (a peak in the first or the last, a
+block far below the rest).
 """
 
 from __future__ import annotations
@@ -421,6 +422,22 @@ def test_block_table_of_any_strides(lab, impl, view, index_dtype):
     labkit.require(strided.stride(0) != 1, f"the table {view} must have a stride other than 1 (a test bug)")
     case = dataclasses.replace(case, block_tables=strided[None])
     run(lab, impl, case, f"{impl} with a block_table that is {view} ({index_dtype}, stride {strided.stride(0)})")
+
+
+@pytest.mark.parametrize("impl", BOTH)
+def test_table_entries_past_the_sequence_are_never_read(lab, impl):
+    """A padded table's entries past ``ceil(seq_len / block_size)`` belong to no token, and engines fill
+    them with whatever pad id they use: here -1 and the largest int32, ids of no block. Only the entries
+    the sequence needs may be read. Catches a reference that gathers the blocks of every entry and cuts
+    the result to ``seq_len`` afterwards (``reference_gathers_the_whole_table``: an IndexError on the id
+    past the pool; -1 alone would pass, torch reading it as the pool's last block), and a range check of
+    every entry, which refuses a valid table."""
+    case = make_case(45, seed=50, table="padded")
+    table = case.block_tables.clone()
+    needed = blocks_needed(45, 16)
+    table[0, needed:] = torch.tensor([-1, 2**31 - 1], dtype=table.dtype)
+    case = dataclasses.replace(case, block_tables=table)
+    run(lab, impl, case, f"{impl} with a table padded with -1 and 2**31 - 1 past its {needed} used entries")
 
 
 @pytest.mark.parametrize("impl", BOTH)
